@@ -1,0 +1,159 @@
+//! Side effects as data. Decisions return `Action`s; the binaries execute them in one place (`apply`,
+//! feature `kube`), which lets `--dry-run` print exactly what would happen and keeps the engine pure.
+
+use serde::Serialize;
+
+/// A reference to a namespaced object, with the UID it must still have when the action runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObjectRef {
+    /// Namespace ("" for cluster-scoped objects).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// UID, when known: a precondition so that a recreated object of the same name is not touched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uid: Option<String>,
+}
+
+impl ObjectRef {
+    /// `namespace/name` (or `name` when cluster-scoped).
+    pub fn key(&self) -> String {
+        if self.namespace.is_empty() {
+            self.name.clone()
+        } else {
+            format!("{}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+/// A pod condition to set through the status subresource.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PodConditionPatch {
+    /// Condition type, e.g. "DisruptionTarget" or "PodScheduled".
+    pub type_: String,
+    /// "True" or "False".
+    pub status: String,
+    /// Machine-readable reason, e.g. "PreemptionByScheduler".
+    pub reason: String,
+    /// Human-readable message.
+    pub message: String,
+}
+
+/// An event to record (events.k8s.io/v1 semantics: reason, action, note, regarding, related).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EventSpec {
+    /// The object the event is about.
+    pub regarding: ObjectRef,
+    /// A related object (e.g. the preemptor for a `Preempted` event).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub related: Option<ObjectRef>,
+    /// "Normal" or "Warning".
+    pub type_: String,
+    /// e.g. "Preempted", "FailedScheduling", "Scheduled".
+    pub reason: String,
+    /// e.g. "Preempting", "Scheduling", "Binding".
+    pub action: String,
+    /// The note (message).
+    pub note: String,
+}
+
+/// One side effect.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "PascalCase")]
+pub enum Action {
+    /// DELETE a pod (kube-scheduler's preemption does a plain delete).
+    DeletePod {
+        /// The pod.
+        pod: ObjectRef,
+    },
+    /// POST an Eviction for a pod (honours PodDisruptionBudgets; 429 means blocked).
+    EvictPod {
+        /// The pod.
+        pod: ObjectRef,
+    },
+    /// Set a condition in a pod's status.
+    SetPodCondition {
+        /// The pod.
+        pod: ObjectRef,
+        /// The condition.
+        condition: PodConditionPatch,
+    },
+    /// Set (or with "" clear) a pod's `status.nominatedNodeName`.
+    SetNominatedNodeName {
+        /// The pod.
+        pod: ObjectRef,
+        /// The node, or "" to clear.
+        node: String,
+    },
+    /// Set a PV's claimRef (static binding; kube-scheduler's PreBind), with
+    /// `pv.kubernetes.io/bound-by-controller: "yes"` unless the PV was pre-bound.
+    BindPv {
+        /// The PersistentVolume (namespace "").
+        pv: ObjectRef,
+        /// The claim it is bound to.
+        claim: ObjectRef,
+        /// The PV's resourceVersion the decision was made on.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        resource_version: Option<String>,
+    },
+    /// Annotate a PVC (`volume.kubernetes.io/selected-node: <node>`: dynamic provisioning's trigger).
+    AnnotatePvc {
+        /// The claim.
+        pvc: ObjectRef,
+        /// Annotation key.
+        key: String,
+        /// Annotation value.
+        value: String,
+        /// The PVC's resourceVersion the decision was made on.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        resource_version: Option<String>,
+    },
+    /// POST pods/binding.
+    BindPod {
+        /// The pod.
+        pod: ObjectRef,
+        /// Target node.
+        node: String,
+    },
+    /// Record an event.
+    Event(EventSpec),
+}
+
+impl Action {
+    /// A one-line description for plans and progress output.
+    pub fn describe(&self) -> String {
+        match self {
+            Action::DeletePod { pod } => format!("delete pod {}", pod.key()),
+            Action::EvictPod { pod } => format!("evict pod {}", pod.key()),
+            Action::SetPodCondition { pod, condition } => format!(
+                "set condition {}={} ({}) on pod {}",
+                condition.type_,
+                condition.status,
+                condition.reason,
+                pod.key()
+            ),
+            Action::SetNominatedNodeName { pod, node } if node.is_empty() => {
+                format!("clear nominatedNodeName of pod {}", pod.key())
+            }
+            Action::SetNominatedNodeName { pod, node } => {
+                format!("set nominatedNodeName={} on pod {}", node, pod.key())
+            }
+            Action::BindPv { pv, claim, .. } => {
+                format!("bind persistentvolume {} to claim {}", pv.name, claim.key())
+            }
+            Action::AnnotatePvc { pvc, key, value, .. } => {
+                format!("annotate persistentvolumeclaim {} {}={}", pvc.key(), key, value)
+            }
+            Action::BindPod { pod, node } => format!("bind pod {} to node {}", pod.key(), node),
+            Action::Event(e) => {
+                format!(
+                    "event {} {} on {}: {}",
+                    e.type_,
+                    e.reason,
+                    e.regarding.key(),
+                    e.note
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! One trait per kube-scheduler extension point, and the `Plugin` trait that ties a plugin to the points
+//! it implements.
+//!
+//! The shapes follow `k8s.io/kube-scheduler/framework`: PreFilter may narrow the node set with a
+//! `PreFilterResult` and offers AddPod/RemovePod extensions (used for nominated pods and preemption dry
+//! runs); Score plugins may normalize; the binding cycle's PreBind/Bind produce `Action`s instead of
+//! calling the API, so the engine stays pure.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::action::Action;
+use crate::framework::cycle_state::CycleState;
+use crate::framework::runtime::Framework;
+use crate::framework::status::Status;
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// The lowest score a Score plugin may return after normalization.
+pub const MIN_NODE_SCORE: i64 = 0;
+/// The highest score a Score plugin may return after normalization.
+pub const MAX_NODE_SCORE: i64 = 100;
+
+/// A plugin: a name, and the extension points it implements.
+///
+/// Each `as_*` method returns `Some(self)` for the points the plugin implements; the framework builds
+/// its per-point lists from these, in the profile's order.
+pub trait Plugin: Send + Sync {
+    /// The plugin's registry name, e.g. "NodeResourcesFit".
+    fn name(&self) -> &'static str;
+
+    /// PreEnqueue.
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        None
+    }
+    /// QueueSort.
+    fn as_queue_sort(&self) -> Option<&dyn QueueSortPlugin> {
+        None
+    }
+    /// PreFilter.
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        None
+    }
+    /// Filter.
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        None
+    }
+    /// PostFilter.
+    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
+        None
+    }
+    /// PreScore.
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        None
+    }
+    /// Score.
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        None
+    }
+    /// Reserve (and Unreserve).
+    fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
+        None
+    }
+    /// Permit.
+    fn as_permit(&self) -> Option<&dyn PermitPlugin> {
+        None
+    }
+    /// PreBind.
+    fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
+        None
+    }
+    /// Bind.
+    fn as_bind(&self) -> Option<&dyn BindPlugin> {
+        None
+    }
+    /// PostBind.
+    fn as_post_bind(&self) -> Option<&dyn PostBindPlugin> {
+        None
+    }
+}
+
+/// PreEnqueue: a non-success status keeps the pod out of the active queue (it is "gated").
+pub trait PreEnqueuePlugin: Send + Sync {
+    /// Decides whether the pod may enter the active queue.
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status;
+}
+
+/// QueueSort: orders pending pods.
+pub trait QueueSortPlugin: Send + Sync {
+    /// True when `a` should be scheduled before `b`.
+    fn less(&self, a: &PodInfo, b: &PodInfo) -> bool;
+}
+
+/// The node subset a PreFilter plugin narrows the search to. `None` node names mean "all nodes".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PreFilterResult {
+    /// Names of the nodes that may fit; `None` = all.
+    pub node_names: Option<BTreeSet<String>>,
+}
+
+impl PreFilterResult {
+    /// True when every node may fit.
+    pub fn all_nodes(&self) -> bool {
+        self.node_names.is_none()
+    }
+
+    /// Go's `Merge`: intersection, where `None` is the universe.
+    pub fn merge(&self, other: Option<&PreFilterResult>) -> PreFilterResult {
+        let Some(other) = other else { return self.clone() };
+        match (&self.node_names, &other.node_names) {
+            (None, None) => PreFilterResult { node_names: None },
+            (Some(a), None) => PreFilterResult {
+                node_names: Some(a.clone()),
+            },
+            (None, Some(b)) => PreFilterResult {
+                node_names: Some(b.clone()),
+            },
+            (Some(a), Some(b)) => PreFilterResult {
+                node_names: Some(a.intersection(b).cloned().collect()),
+            },
+        }
+    }
+}
+
+/// AddPod/RemovePod: keep a PreFilter plugin's cycle state right when the evaluation adds a nominated pod
+/// to a node, or removes a preemption victim from it.
+pub trait PreFilterExtensions: Send + Sync {
+    /// `pod_to_add` is being added to `node`.
+    fn add_pod(
+        &self,
+        state: &mut CycleState,
+        pod_to_schedule: &PodInfo,
+        pod_to_add: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+    /// `pod_to_remove` is being removed from `node`.
+    fn remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod_to_schedule: &PodInfo,
+        pod_to_remove: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+}
+
+/// PreFilter: per-pod work done once per cycle; may reject the pod or narrow the node set.
+pub trait PreFilterPlugin: Send + Sync {
+    /// Runs before any Filter. `nodes` are all the nodes of the snapshot.
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        nodes: &[Arc<NodeInfo>],
+    ) -> (Option<PreFilterResult>, Status);
+
+    /// The AddPod/RemovePod extensions, if the plugin keeps state that depends on other pods.
+    fn pre_filter_extensions(&self) -> Option<&dyn PreFilterExtensions> {
+        None
+    }
+}
+
+/// Filter: does the pod fit on this node?
+pub trait FilterPlugin: Send + Sync {
+    /// Runs per node, in parallel across nodes.
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status;
+}
+
+/// The nodes' statuses after filtering: explicit per node, plus the status every node not listed has.
+#[derive(Debug, Clone, Default)]
+pub struct NodeToStatus {
+    /// Explicitly recorded statuses, by node name.
+    pub statuses: std::collections::BTreeMap<String, Status>,
+    /// The status of every node not in `statuses` (Go's "absent nodes status"); Success = not recorded.
+    pub absent: Status,
+}
+
+impl NodeToStatus {
+    /// The status of a node (explicit, else the absent status).
+    pub fn get(&self, node: &str) -> &Status {
+        self.statuses.get(node).unwrap_or(&self.absent)
+    }
+}
+
+/// How a PostFilter wants the pod's nominated node to change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NominatingMode {
+    /// Leave the pod's nominatedNodeName as it is.
+    Noop,
+    /// Set it to the result's node (possibly "", which clears it).
+    Override,
+}
+
+/// A PostFilter's nomination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PostFilterResult {
+    /// The node to nominate ("" clears).
+    pub nominated_node_name: String,
+    /// Whether to apply it.
+    pub mode: NominatingMode,
+}
+
+/// PostFilter: runs after the pod was found unschedulable (preemption lives here).
+pub trait PostFilterPlugin: Send + Sync {
+    /// `statuses` are the filter results of every node.
+    fn post_filter(
+        &self,
+        fwk: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        statuses: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status);
+}
+
+/// PreScore: per-pod work before scoring the feasible nodes.
+pub trait PreScorePlugin: Send + Sync {
+    /// `nodes` are the feasible nodes.
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) -> Status;
+}
+
+/// A node's score from one plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeScore {
+    /// Node name.
+    pub name: String,
+    /// The score.
+    pub score: i64,
+}
+
+/// Score: ranks the feasible nodes.
+pub trait ScorePlugin: Send + Sync {
+    /// The raw score of one node.
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> (i64, Status);
+
+    /// Whether `normalize_score` does anything (the trace only shows normalized scores when it does).
+    fn has_normalize_score(&self) -> bool {
+        false
+    }
+
+    /// Rescales the raw scores of all feasible nodes into [MIN_NODE_SCORE, MAX_NODE_SCORE].
+    fn normalize_score(&self, _state: &CycleState, _pod: &PodInfo, _scores: &mut [NodeScore]) -> Status {
+        Status::success()
+    }
+}
+
+/// Reserve/Unreserve: claim (and release) per-node resources the binding cycle will use.
+pub trait ReservePlugin: Send + Sync {
+    /// Reserves; a failure unreserves every reserve plugin in reverse order.
+    fn reserve(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) -> Status;
+    /// Undoes `reserve`; must be idempotent.
+    fn unreserve(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str);
+}
+
+/// Permit: approve, deny or delay the binding.
+pub trait PermitPlugin: Send + Sync {
+    /// Returns the decision and, for Wait, the timeout in seconds.
+    fn permit(&self, state: &mut CycleState, pod: &PodInfo, node_name: &str) -> (Status, u64);
+}
+
+/// PreBind: the work before the Binding (e.g. volume binding), expressed as actions.
+pub trait PreBindPlugin: Send + Sync {
+    /// Returns the actions to perform, or a non-success status.
+    fn pre_bind(&self, state: &CycleState, pod: &PodInfo, node_name: &str) -> (Vec<Action>, Status);
+}
+
+/// Bind: the Binding itself, as actions. Skip passes to the next bind plugin.
+pub trait BindPlugin: Send + Sync {
+    /// Returns the bind actions.
+    fn bind(&self, state: &CycleState, pod: &PodInfo, node_name: &str) -> (Vec<Action>, Status);
+}
+
+/// PostBind: informational, after a successful bind.
+pub trait PostBindPlugin: Send + Sync {
+    /// Called after binding.
+    fn post_bind(&self, state: &CycleState, pod: &PodInfo, node_name: &str);
+}

@@ -1,0 +1,11 @@
+//! The scheduling framework: status codes, extension-point traits, cycle state, the runtime that runs a
+//! pod through the points, and profiles (KubeSchedulerConfiguration).
+
+pub mod cycle_state;
+pub mod interface;
+pub mod runtime;
+pub mod status;
+
+pub use cycle_state::{CycleState, StateKey};
+pub use interface::*;
+pub use status::{Code, Status};

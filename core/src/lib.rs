@@ -1,0 +1,19 @@
+//! sched-core: kube-scheduler's decision logic as a pure library.
+//!
+//! ```text
+//!  Snapshot ──► Framework (profile) ──► PreFilter ─► Filter (parallel) ─► PostFilter (preemption)
+//!                                                   └► PreScore ─► Score ─► Normalize ─► weights ─► Explanation
+//! ```
+//!
+//! Nothing here does I/O (except the `kube` feature's loaders and `apply`): decisions are data, and every
+//! side effect is an [`action::Action`].
+
+pub mod action;
+pub mod framework;
+pub mod labels;
+pub mod plugins;
+pub mod resource;
+pub mod snapshot;
+
+pub use framework::status::{Code, Status};
+pub use snapshot::{ClusterObjects, NodeInfo, PodInfo, Snapshot};

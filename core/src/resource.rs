@@ -1,0 +1,355 @@
+//! Resource quantities (`500m`, `1Gi`, `1e3`) and the `Resource` vector kube-scheduler adds and
+//! compares: milli-CPU, memory bytes, ephemeral-storage bytes, allowed pod count, and scalar (extended,
+//! hugepages, attachable-volume) resources.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use serde::Serialize;
+
+/// `cpu`.
+pub const CPU: &str = "cpu";
+/// `memory`.
+pub const MEMORY: &str = "memory";
+/// `ephemeral-storage`.
+pub const EPHEMERAL_STORAGE: &str = "ephemeral-storage";
+/// `pods`.
+pub const PODS: &str = "pods";
+
+/// Why a quantity string could not be parsed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QuantityError {
+    /// The string is not a Kubernetes quantity.
+    #[error(
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {0:?}"
+    )]
+    Malformed(String),
+}
+
+/// A parsed quantity as an exact fraction: `numerator / 10^scale`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Exact {
+    negative: bool,
+    numerator: i128,
+    /// Power of ten in the denominator (may be negative: then it multiplies).
+    scale: i32,
+}
+
+fn parse_exact(s: &str) -> Result<Exact, QuantityError> {
+    let bad = || QuantityError::Malformed(s.to_string());
+    let s = s.trim();
+    if s.is_empty() {
+        return Err(bad());
+    }
+    let (negative, rest) = match s.as_bytes()[0] {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let number_end = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    let (number, suffix) = rest.split_at(number_end);
+    if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+        return Err(bad());
+    }
+    let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
+    let mut numerator: i128 = 0;
+    let mut scale: i32 = 0;
+    for c in int_part.chars().chain(frac_part.chars()) {
+        // Precision beyond 30 significant digits cannot change an int64 result: keep the scale right.
+        if numerator > 10_i128.pow(30) {
+            scale -= 1;
+            continue;
+        }
+        numerator = numerator * 10 + i128::from(c as u8 - b'0');
+    }
+    scale += frac_part.len() as i32;
+    let (mul_pow2, mul_pow10): (u32, i32) = match suffix {
+        "" => (0, 0),
+        "Ki" => (10, 0),
+        "Mi" => (20, 0),
+        "Gi" => (30, 0),
+        "Ti" => (40, 0),
+        "Pi" => (50, 0),
+        "Ei" => (60, 0),
+        "n" => (0, -9),
+        "u" => (0, -6),
+        "m" => (0, -3),
+        "k" => (0, 3),
+        "M" => (0, 6),
+        "G" => (0, 9),
+        "T" => (0, 12),
+        "P" => (0, 15),
+        "E" => (0, 18),
+        _ => {
+            let exp = suffix.strip_prefix(['e', 'E']).ok_or_else(bad)?;
+            let exp: i32 = exp.parse().map_err(|_| bad())?;
+            if !(-100..=100).contains(&exp) {
+                return Err(bad());
+            }
+            (0, exp)
+        }
+    };
+    numerator = numerator.checked_mul(1_i128 << mul_pow2).unwrap_or(i128::MAX);
+    Ok(Exact {
+        negative,
+        numerator,
+        scale: scale - mul_pow10,
+    })
+}
+
+/// Value of the quantity times `10^extra`, rounded up (away from zero for positives, like Go's
+/// `Quantity.Value`/`MilliValue`), saturated to the i64 range.
+fn scaled_ceil(q: Exact, extra: i32) -> i64 {
+    let scale = q.scale - extra;
+    let magnitude: i128 = if scale <= 0 {
+        let mut v = q.numerator;
+        for _ in 0..(-scale) {
+            v = v.saturating_mul(10);
+        }
+        v
+    } else if scale > 38 {
+        i128::from(q.numerator != 0)
+    } else {
+        let d = 10_i128.pow(scale as u32);
+        if q.negative {
+            q.numerator / d
+        } else {
+            (q.numerator + d - 1) / d
+        }
+    };
+    let signed = if q.negative { -magnitude } else { magnitude };
+    signed.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// Parses a quantity string into its integer value, rounded up (Go's `Quantity.Value()`).
+pub fn parse_value(s: &str) -> Result<i64, QuantityError> {
+    Ok(scaled_ceil(parse_exact(s)?, 0))
+}
+
+/// Parses a quantity string into thousandths, rounded up (Go's `Quantity.MilliValue()`).
+pub fn parse_milli_value(s: &str) -> Result<i64, QuantityError> {
+    Ok(scaled_ceil(parse_exact(s)?, 3))
+}
+
+/// `Quantity.Value()`; a malformed quantity (which the API server would have rejected) counts as 0.
+pub fn quantity_value(q: &Quantity) -> i64 {
+    parse_value(&q.0).unwrap_or(0)
+}
+
+/// `Quantity.MilliValue()`; a malformed quantity counts as 0.
+pub fn quantity_milli_value(q: &Quantity) -> i64 {
+    parse_milli_value(&q.0).unwrap_or(0)
+}
+
+/// A resource name's integer amount in the unit kube-scheduler uses: milli-units for cpu, units otherwise.
+pub fn amount_of(name: &str, q: &Quantity) -> i64 {
+    if name == CPU {
+        quantity_milli_value(q)
+    } else {
+        quantity_value(q)
+    }
+}
+
+/// Renders an amount back as a quantity string in the unit a user reads (cpu as `300m`, bytes with a
+/// binary suffix when exact).
+pub fn format_amount(name: &str, amount: i64) -> String {
+    if name == CPU {
+        if amount % 1000 == 0 {
+            format!("{}", amount / 1000)
+        } else {
+            format!("{amount}m")
+        }
+    } else if name == MEMORY || name == EPHEMERAL_STORAGE || name.starts_with("hugepages-") {
+        for (suffix, shift) in [
+            ("Ei", 60),
+            ("Pi", 50),
+            ("Ti", 40),
+            ("Gi", 30),
+            ("Mi", 20),
+            ("Ki", 10),
+        ] {
+            let unit = 1_i64 << shift;
+            if amount != 0 && amount % unit == 0 {
+                return format!("{}{}", amount / unit, suffix);
+            }
+        }
+        amount.to_string()
+    } else {
+        amount.to_string()
+    }
+}
+
+/// kube-scheduler's `framework.Resource`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Resource {
+    /// CPU in millicores.
+    pub milli_cpu: i64,
+    /// Memory in bytes.
+    pub memory: i64,
+    /// Ephemeral storage in bytes.
+    pub ephemeral_storage: i64,
+    /// Pod count (only meaningful for allocatable).
+    pub allowed_pod_number: i64,
+    /// Extended resources, hugepages, attachable volumes.
+    pub scalar_resources: BTreeMap<String, i64>,
+}
+
+impl Resource {
+    /// Builds a resource from a ResourceList (e.g. a node's allocatable or a container's requests).
+    pub fn from_list(list: &BTreeMap<String, Quantity>) -> Self {
+        let mut r = Resource::default();
+        r.add_list(list);
+        r
+    }
+
+    /// Adds a ResourceList (Go's `Resource.Add`).
+    pub fn add_list(&mut self, list: &BTreeMap<String, Quantity>) {
+        for (name, q) in list {
+            self.add_amount(name, amount_of(name, q));
+        }
+    }
+
+    /// Adds an amount of one named resource.
+    pub fn add_amount(&mut self, name: &str, amount: i64) {
+        match name {
+            CPU => self.milli_cpu += amount,
+            MEMORY => self.memory += amount,
+            EPHEMERAL_STORAGE => self.ephemeral_storage += amount,
+            PODS => self.allowed_pod_number += amount,
+            _ if is_scalar_resource_name(name) => {
+                *self.scalar_resources.entry(name.to_string()).or_insert(0) += amount;
+            }
+            _ => {}
+        }
+    }
+
+    /// The amount of a named resource (0 when absent).
+    pub fn get(&self, name: &str) -> i64 {
+        match name {
+            CPU => self.milli_cpu,
+            MEMORY => self.memory,
+            EPHEMERAL_STORAGE => self.ephemeral_storage,
+            PODS => self.allowed_pod_number,
+            _ => self.scalar_resources.get(name).copied().unwrap_or(0),
+        }
+    }
+
+    /// Adds another resource, field by field (`sign` = 1 to add, -1 to subtract).
+    pub fn add_resource(&mut self, other: &Resource, sign: i64) {
+        self.milli_cpu += sign * other.milli_cpu;
+        self.memory += sign * other.memory;
+        self.ephemeral_storage += sign * other.ephemeral_storage;
+        self.allowed_pod_number += sign * other.allowed_pod_number;
+        for (k, v) in &other.scalar_resources {
+            *self.scalar_resources.entry(k.clone()).or_insert(0) += sign * v;
+        }
+    }
+
+    /// True when every field is zero.
+    pub fn is_zero(&self) -> bool {
+        self.milli_cpu == 0
+            && self.memory == 0
+            && self.ephemeral_storage == 0
+            && self.scalar_resources.values().all(|v| *v == 0)
+    }
+}
+
+/// `hugepages-*`.
+pub fn is_hugepage_resource_name(name: &str) -> bool {
+    name.starts_with("hugepages-")
+}
+
+/// `attachable-volumes-*`.
+pub fn is_attachable_volume_resource_name(name: &str) -> bool {
+    name.starts_with("attachable-volumes-")
+}
+
+/// Go's `IsNativeResource`: no domain, or a `kubernetes.io/` domain.
+pub fn is_native_resource(name: &str) -> bool {
+    !name.contains('/') || name.contains("kubernetes.io/")
+}
+
+/// Go's `IsExtendedResourceName`: not native, not `requests.`-prefixed, valid qualified name.
+pub fn is_extended_resource_name(name: &str) -> bool {
+    if is_native_resource(name) || name.starts_with("requests.") {
+        return false;
+    }
+    true
+}
+
+/// Go's `IsScalarResourceName`: extended, hugepages, prefixed native, or attachable volumes.
+pub fn is_scalar_resource_name(name: &str) -> bool {
+    is_extended_resource_name(name)
+        || is_hugepage_resource_name(name)
+        || is_prefixed_native_resource(name)
+        || is_attachable_volume_resource_name(name)
+}
+
+/// Go's `IsPrefixedNativeResource`: contains `kubernetes.io/`.
+pub fn is_prefixed_native_resource(name: &str) -> bool {
+    name.contains("kubernetes.io/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_quantities_like_go() {
+        for (s, value, milli) in [
+            ("1", 1, 1000),
+            ("500m", 1, 500),
+            ("0.5", 1, 500),
+            ("1.5", 2, 1500),
+            ("100m", 1, 100),
+            ("1Ki", 1024, 1_024_000),
+            ("1Mi", 1 << 20, (1 << 20) * 1000),
+            ("2Gi", 2 << 30, (2_i64 << 30) * 1000),
+            ("1k", 1000, 1_000_000),
+            ("1M", 1_000_000, 1_000_000_000),
+            ("1e3", 1000, 1_000_000),
+            ("1E3", 1000, 1_000_000),
+            ("1u", 1, 1),
+            ("1n", 1, 1),
+            ("0", 0, 0),
+            ("-1", -1, -1000),
+            ("+5", 5, 5000),
+            (".5", 1, 500),
+            ("1.25Gi", 1_342_177_280, 1_342_177_280_000),
+        ] {
+            assert_eq!(parse_value(s), Ok(value), "value of {s}");
+            assert_eq!(parse_milli_value(s), Ok(milli), "milli of {s}");
+        }
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        for s in ["", "abc", "1.2.3", "1Qi", "m", "1e", "--1"] {
+            assert!(parse_value(s).is_err(), "{s} should be rejected");
+        }
+    }
+
+    #[test]
+    fn saturates_instead_of_overflowing() {
+        assert_eq!(parse_value("100E"), Ok(i64::MAX));
+    }
+
+    #[test]
+    fn formats_amounts_for_humans() {
+        assert_eq!(format_amount(CPU, 300), "300m");
+        assert_eq!(format_amount(CPU, 2000), "2");
+        assert_eq!(format_amount(MEMORY, 256 << 20), "256Mi");
+        assert_eq!(format_amount(MEMORY, 1000), "1000");
+    }
+
+    #[test]
+    fn scalar_resource_names() {
+        assert!(is_scalar_resource_name("nvidia.com/gpu"));
+        assert!(is_scalar_resource_name("hugepages-2Mi"));
+        assert!(is_scalar_resource_name("attachable-volumes-csi-x"));
+        assert!(!is_scalar_resource_name("cpu"));
+        assert!(!is_scalar_resource_name("pods"));
+    }
+}

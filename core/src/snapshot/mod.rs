@@ -1,0 +1,294 @@
+//! The cluster as the engine sees it: nodes with their pods (`NodeInfo`), plus the objects plugins look
+//! up (namespaces, volumes, storage classes, CSI objects, PDBs, priority classes, workload controllers).
+//!
+//! A `Snapshot` is immutable once built; evaluations that need to change a node (nominated pods,
+//! preemption dry runs) clone that node's `NodeInfo`.
+
+pub mod node_info;
+pub mod pod_info;
+pub mod requests;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+
+pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
+pub use pod_info::{AffinityTerm, PodInfo, WeightedAffinityTerm};
+
+use crate::labels::Labels;
+
+/// The raw objects a snapshot is built from (what `kubectl sched snapshot` dumps).
+#[derive(Debug, Clone, Default)]
+pub struct ClusterObjects {
+    /// Nodes.
+    pub nodes: Vec<Node>,
+    /// Pods of every namespace (bound, pending and nominated).
+    pub pods: Vec<Pod>,
+    /// Namespaces (their labels feed namespaceSelectors).
+    pub namespaces: Vec<Namespace>,
+    /// PersistentVolumes.
+    pub persistent_volumes: Vec<PersistentVolume>,
+    /// PersistentVolumeClaims.
+    pub persistent_volume_claims: Vec<PersistentVolumeClaim>,
+    /// StorageClasses.
+    pub storage_classes: Vec<StorageClass>,
+    /// CSINodes.
+    pub csi_nodes: Vec<CSINode>,
+    /// CSIDrivers.
+    pub csi_drivers: Vec<CSIDriver>,
+    /// CSIStorageCapacities.
+    pub csi_storage_capacities: Vec<CSIStorageCapacity>,
+    /// PodDisruptionBudgets.
+    pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
+    /// PriorityClasses (to resolve `priorityClassName` of pods without `spec.priority`).
+    pub priority_classes: Vec<PriorityClass>,
+    /// Services (SelectorSpread, default topology spread).
+    pub services: Vec<Service>,
+    /// ReplicationControllers.
+    pub replication_controllers: Vec<ReplicationController>,
+    /// ReplicaSets.
+    pub replica_sets: Vec<ReplicaSet>,
+    /// StatefulSets.
+    pub stateful_sets: Vec<StatefulSet>,
+}
+
+/// `namespace/name`.
+pub fn namespaced_key(namespace: &str, name: &str) -> String {
+    format!("{namespace}/{name}")
+}
+
+/// True for pods kube-scheduler's informer never sees: phase Succeeded or Failed.
+pub fn is_terminal(pod: &Pod) -> bool {
+    matches!(
+        pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+        Some("Succeeded") | Some("Failed")
+    )
+}
+
+/// An immutable view of the cluster.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    nodes: Vec<Arc<NodeInfo>>,
+    node_index: HashMap<String, usize>,
+    have_pods_with_affinity: Vec<Arc<NodeInfo>>,
+    have_pods_with_required_anti_affinity: Vec<Arc<NodeInfo>>,
+    /// Pods not bound to a node (pending), by `namespace/name`.
+    pub pending_pods: Vec<Arc<PodInfo>>,
+    /// Every non-terminal pod by `namespace/name` (bound and pending).
+    pub pods_by_key: HashMap<String, Arc<PodInfo>>,
+    /// Pending pods nominated to a node (status.nominatedNodeName), by node name.
+    pub nominated_pods: HashMap<String, Vec<Arc<PodInfo>>>,
+    /// Namespace labels by namespace name.
+    pub namespace_labels: HashMap<String, Labels>,
+    /// PVs by name.
+    pub persistent_volumes: HashMap<String, Arc<PersistentVolume>>,
+    /// PVCs by `namespace/name`.
+    pub persistent_volume_claims: HashMap<String, Arc<PersistentVolumeClaim>>,
+    /// StorageClasses by name.
+    pub storage_classes: HashMap<String, Arc<StorageClass>>,
+    /// CSINodes by name (= node name).
+    pub csi_nodes: HashMap<String, Arc<CSINode>>,
+    /// CSIDrivers by name.
+    pub csi_drivers: HashMap<String, Arc<CSIDriver>>,
+    /// CSIStorageCapacities.
+    pub csi_storage_capacities: Vec<Arc<CSIStorageCapacity>>,
+    /// PodDisruptionBudgets.
+    pub pod_disruption_budgets: Vec<Arc<PodDisruptionBudget>>,
+    /// PriorityClasses by name.
+    pub priority_classes: HashMap<String, Arc<PriorityClass>>,
+    /// Services.
+    pub services: Vec<Arc<Service>>,
+    /// ReplicationControllers.
+    pub replication_controllers: Vec<Arc<ReplicationController>>,
+    /// ReplicaSets.
+    pub replica_sets: Vec<Arc<ReplicaSet>>,
+    /// StatefulSets.
+    pub stateful_sets: Vec<Arc<StatefulSet>>,
+}
+
+fn by_name<T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>>(
+    items: Vec<T>,
+) -> HashMap<String, Arc<T>> {
+    items
+        .into_iter()
+        .map(|o| (o.metadata().name.clone().unwrap_or_default(), Arc::new(o)))
+        .collect()
+}
+
+impl Snapshot {
+    /// Builds a snapshot. Terminal pods are dropped; pods bound to nodes that do not exist are kept only
+    /// in `pods_by_key` (kube-scheduler's cache keeps them too, outside any listed node).
+    pub fn new(objects: ClusterObjects) -> Self {
+        let ClusterObjects {
+            nodes,
+            pods,
+            namespaces,
+            persistent_volumes,
+            persistent_volume_claims,
+            storage_classes,
+            csi_nodes,
+            csi_drivers,
+            csi_storage_capacities,
+            pod_disruption_budgets,
+            priority_classes,
+            services,
+            replication_controllers,
+            replica_sets,
+            stateful_sets,
+        } = objects;
+
+        let mut infos: Vec<NodeInfo> = nodes.into_iter().map(|n| NodeInfo::new(Arc::new(n))).collect();
+        let node_index: HashMap<String, usize> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.name().to_string(), i))
+            .collect();
+
+        let mut pending_pods = Vec::new();
+        let mut pods_by_key = HashMap::with_capacity(pods.len());
+        let mut nominated_pods: HashMap<String, Vec<Arc<PodInfo>>> = HashMap::new();
+        for pod in pods {
+            if is_terminal(&pod) {
+                continue;
+            }
+            let info = Arc::new(PodInfo::new(pod));
+            pods_by_key.insert(info.key(), info.clone());
+            let node_name = info.node_name();
+            if node_name.is_empty() {
+                let nominated = info.nominated_node_name();
+                if !nominated.is_empty() {
+                    nominated_pods
+                        .entry(nominated.to_string())
+                        .or_default()
+                        .push(info.clone());
+                }
+                pending_pods.push(info);
+            } else if let Some(&i) = node_index.get(node_name) {
+                infos[i].add_pod(info);
+            }
+        }
+
+        // Image sizes and how many nodes hold each image (ImageLocality spreads by that count).
+        let mut image_nodes: HashMap<String, usize> = HashMap::new();
+        for info in &infos {
+            let mut seen = std::collections::HashSet::new();
+            for image in info.node.status.iter().flat_map(|s| s.images.iter().flatten()) {
+                for name in image.names.iter().flatten() {
+                    if seen.insert(name.clone()) {
+                        *image_nodes.entry(name.clone()).or_insert(0) += 1;
+                    }
+                }
+            }
+        }
+        for info in &mut infos {
+            let mut states = HashMap::new();
+            for image in info.node.status.iter().flat_map(|s| s.images.iter().flatten()) {
+                for name in image.names.iter().flatten() {
+                    states.insert(
+                        name.clone(),
+                        ImageStateSummary {
+                            size: image.size_bytes.unwrap_or(0),
+                            num_nodes: image_nodes.get(name).copied().unwrap_or(0),
+                        },
+                    );
+                }
+            }
+            info.image_states = states;
+        }
+
+        let nodes: Vec<Arc<NodeInfo>> = infos.into_iter().map(Arc::new).collect();
+        let have_pods_with_affinity = nodes
+            .iter()
+            .filter(|n| !n.pods_with_affinity.is_empty())
+            .cloned()
+            .collect();
+        let have_pods_with_required_anti_affinity = nodes
+            .iter()
+            .filter(|n| !n.pods_with_required_anti_affinity.is_empty())
+            .cloned()
+            .collect();
+
+        Snapshot {
+            nodes,
+            node_index,
+            have_pods_with_affinity,
+            have_pods_with_required_anti_affinity,
+            pending_pods,
+            pods_by_key,
+            nominated_pods,
+            namespace_labels: namespaces
+                .into_iter()
+                .map(|n| {
+                    (
+                        n.metadata.name.unwrap_or_default(),
+                        n.metadata.labels.unwrap_or_default(),
+                    )
+                })
+                .collect(),
+            persistent_volumes: by_name(persistent_volumes),
+            persistent_volume_claims: persistent_volume_claims
+                .into_iter()
+                .map(|c| {
+                    let key = namespaced_key(
+                        c.metadata.namespace.as_deref().unwrap_or(""),
+                        c.metadata.name.as_deref().unwrap_or(""),
+                    );
+                    (key, Arc::new(c))
+                })
+                .collect(),
+            storage_classes: by_name(storage_classes),
+            csi_nodes: by_name(csi_nodes),
+            csi_drivers: by_name(csi_drivers),
+            csi_storage_capacities: csi_storage_capacities.into_iter().map(Arc::new).collect(),
+            pod_disruption_budgets: pod_disruption_budgets.into_iter().map(Arc::new).collect(),
+            priority_classes: by_name(priority_classes),
+            services: services.into_iter().map(Arc::new).collect(),
+            replication_controllers: replication_controllers.into_iter().map(Arc::new).collect(),
+            replica_sets: replica_sets.into_iter().map(Arc::new).collect(),
+            stateful_sets: stateful_sets.into_iter().map(Arc::new).collect(),
+        }
+    }
+
+    /// All nodes, in the order they were given.
+    pub fn nodes(&self) -> &[Arc<NodeInfo>] {
+        &self.nodes
+    }
+
+    /// A node by name.
+    pub fn node(&self, name: &str) -> Option<&Arc<NodeInfo>> {
+        self.node_index.get(name).map(|&i| &self.nodes[i])
+    }
+
+    /// Nodes with at least one pod with pod affinity or anti-affinity.
+    pub fn have_pods_with_affinity(&self) -> &[Arc<NodeInfo>] {
+        &self.have_pods_with_affinity
+    }
+
+    /// Nodes with at least one pod with required anti-affinity.
+    pub fn have_pods_with_required_anti_affinity(&self) -> &[Arc<NodeInfo>] {
+        &self.have_pods_with_required_anti_affinity
+    }
+
+    /// A pod by namespace and name.
+    pub fn pod(&self, namespace: &str, name: &str) -> Option<&Arc<PodInfo>> {
+        self.pods_by_key.get(&namespaced_key(namespace, name))
+    }
+
+    /// Namespace labels (None when the namespace is unknown).
+    pub fn namespace_labels(&self, namespace: &str) -> Option<&Labels> {
+        self.namespace_labels.get(namespace)
+    }
+
+    /// A PVC by namespace and name.
+    pub fn pvc(&self, namespace: &str, name: &str) -> Option<&Arc<PersistentVolumeClaim>> {
+        self.persistent_volume_claims
+            .get(&namespaced_key(namespace, name))
+    }
+}

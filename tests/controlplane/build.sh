@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds the real control plane the kubectl-sched tests run against: etcd, kube-apiserver,
+# kube-scheduler, kube-controller-manager and kubectl of the Kubernetes release pinned in go.mod,
+# from the Go module proxy, into a cache directory outside the repository.
+#
+#   tests/controlplane/build.sh          # builds what is missing, prints the bin directory
+#
+# KUBECTL_SCHED_K8S_BIN=/some/dir overrides the directory (both for this script and for the tests).
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$here"
+
+# The one place the release is pinned is go.mod; everything else reads it from there.
+version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' go.mod)
+[ -n "$version" ] || { echo "build.sh: no k8s.io/kubernetes version in $here/go.mod" >&2; exit 1; }
+bin=${KUBECTL_SCHED_K8S_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-sched/k8s-$version/bin}
+mkdir -p "$bin"
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "build.sh: 'go' is not on PATH; install Go $(awk '$1=="go"{print $2}' go.mod) or newer" >&2
+  exit 1
+fi
+
+declare -A packages=(
+  [etcd]=./cmd/etcd
+  [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
+  [kube-scheduler]=k8s.io/kubernetes/cmd/kube-scheduler
+  [kube-controller-manager]=k8s.io/kubernetes/cmd/kube-controller-manager
+  [kubectl]=k8s.io/kubernetes/cmd/kubectl
+)
+# Version stamp, so `kube-apiserver --version` and /version report the pinned release.
+ldflags="-s -w"
+for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+  ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$(echo "$version" | cut -d. -f2)"
+  ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+done
+
+for name in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl; do
+  if [ -x "$bin/$name" ]; then
+    echo "build.sh: $name already built in $bin" >&2
+    continue
+  fi
+  echo "build.sh: building $name ($version) ..." >&2
+  start=$SECONDS
+  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$bin/$name.tmp" "${packages[$name]}"
+  mv "$bin/$name.tmp" "$bin/$name"
+  echo "build.sh: built $name in $((SECONDS - start)) s" >&2
+done
+echo "$version" > "$bin/VERSION"
+echo "$bin"

@@ -1,0 +1,1 @@
+//! sched-webhook: the admission webhook (arrives with its issue).
