@@ -14,6 +14,8 @@ pub mod labels;
 pub mod plugins;
 pub mod resource;
 pub mod snapshot;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 pub use framework::status::{Code, Status};
 pub use snapshot::{ClusterObjects, NodeInfo, PodInfo, Snapshot};
