@@ -9,10 +9,13 @@
 //! side effect is an [`action::Action`].
 
 pub mod action;
+pub mod explain;
 pub mod framework;
 pub mod labels;
 pub mod plugins;
+pub mod preemption;
 pub mod resource;
+pub mod schedule;
 pub mod snapshot;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -16,11 +16,6 @@ version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' go.mod)
 bin=${KUBECTL_SCHED_K8S_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-sched/k8s-$version/bin}
 mkdir -p "$bin"
 
-if ! command -v go >/dev/null 2>&1; then
-  echo "build.sh: 'go' is not on PATH; install Go $(awk '$1=="go"{print $2}' go.mod) or newer" >&2
-  exit 1
-fi
-
 declare -A packages=(
   [etcd]=./cmd/etcd
   [kube-apiserver]=k8s.io/kubernetes/cmd/kube-apiserver
@@ -39,6 +34,12 @@ for name in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl; 
   if [ -x "$bin/$name" ]; then
     echo "build.sh: $name already built in $bin" >&2
     continue
+  fi
+  # Go is needed only when something must be built: cached binaries run without it.
+  if ! command -v go >/dev/null 2>&1; then
+    echo "build.sh: $name is missing from $bin and 'go' is not on PATH;" \
+      "install Go $(awk '$1=="go"{print $2}' go.mod) or newer (https://go.dev/dl/)" >&2
+    exit 1
   fi
   echo "build.sh: building $name ($version) ..." >&2
   start=$SECONDS

@@ -3,6 +3,7 @@
 
 pub mod cycle_state;
 pub mod interface;
+pub mod profile;
 pub mod runtime;
 pub mod status;
 

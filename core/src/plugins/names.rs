@@ -22,3 +22,28 @@ pub const TAINT_TOLERATION: &str = "TaintToleration";
 pub const VOLUME_BINDING: &str = "VolumeBinding";
 pub const VOLUME_RESTRICTIONS: &str = "VolumeRestrictions";
 pub const VOLUME_ZONE: &str = "VolumeZone";
+
+/// Every name above (the registry test checks registered plugins against it).
+pub const ALL: &[&str] = &[
+    PRIORITY_SORT,
+    DEFAULT_BINDER,
+    DEFAULT_PREEMPTION,
+    DYNAMIC_RESOURCES,
+    IMAGE_LOCALITY,
+    INTER_POD_AFFINITY,
+    NODE_AFFINITY,
+    NODE_DECLARED_FEATURES,
+    NODE_NAME,
+    NODE_PORTS,
+    NODE_RESOURCES_BALANCED_ALLOCATION,
+    NODE_RESOURCES_FIT,
+    NODE_UNSCHEDULABLE,
+    NODE_VOLUME_LIMITS,
+    POD_TOPOLOGY_SPREAD,
+    SCHEDULING_GATES,
+    SELECTOR_SPREAD,
+    TAINT_TOLERATION,
+    VOLUME_BINDING,
+    VOLUME_RESTRICTIONS,
+    VOLUME_ZONE,
+];

@@ -4,6 +4,11 @@
 //! A `Snapshot` is immutable once built; evaluations that need to change a node (nominated pods,
 //! preemption dry runs) clone that node's `NodeInfo`.
 
+#[cfg(any(test, feature = "testing"))]
+pub mod generate;
+#[cfg(feature = "kube")]
+pub mod kube;
+pub mod loader;
 pub mod node_info;
 pub mod pod_info;
 pub mod requests;
@@ -19,6 +24,10 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 
+pub use loader::{
+    Format, LoadError, LoadReport, Location, ObjectKind, Prune, load_bytes, load_file, write_list_json,
+    write_list_yaml,
+};
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
 pub use pod_info::{AffinityTerm, PodInfo, WeightedAffinityTerm};
 

@@ -1,0 +1,53 @@
+# Developer and CI entry points. `make test` is the project's test command (.ci/run runs it).
+#
+#   make controlplane  build the real etcd/kube-* binaries the e2e tests run (needs Go, once)
+#   make test          controlplane + fmt check + clippy + every unit and e2e test
+#   make lint          fmt check + clippy only
+#   make unit / e2e    the Rust tests without / with only the real control plane
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+.SUFFIXES:
+
+CARGO ?= cargo
+
+# The one place the Kubernetes release is pinned is tests/controlplane/go.mod. Exporting the
+# binary directory makes build.sh and the tests agree on it even when XDG_CACHE_HOME changes.
+K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2; exit}' tests/controlplane/go.mod)
+KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
+export KUBECTL_SCHED_K8S_BIN
+
+.PHONY: test lint fmt-check clippy unit e2e controlplane check-cargo
+
+test: controlplane check-cargo
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) test --workspace
+
+lint: fmt-check clippy
+
+fmt-check: check-cargo
+	$(CARGO) fmt --all -- --check
+
+clippy: check-cargo
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+unit: check-cargo
+	$(CARGO) test --workspace --exclude e2e
+
+e2e: controlplane check-cargo
+	$(CARGO) test -p e2e
+
+# build.sh skips what is already built, so this is cheap after the first run; it checks for Go
+# itself, and only when something must be built.
+controlplane:
+	@[ -n "$(K8S_VERSION)" ] || { echo "make: no k8s.io/kubernetes version in tests/controlplane/go.mod" >&2; exit 1; }
+	tests/controlplane/build.sh
+
+check-cargo:
+	@command -v $(CARGO) >/dev/null 2>&1 || { \
+	  echo "make: '$(CARGO)' is not on PATH; install Rust with rustup (https://rustup.rs)" >&2; exit 1; }
+	@$(CARGO) fmt --version >/dev/null 2>&1 || { \
+	  echo "make: rustfmt is missing; run 'rustup component add rustfmt'" >&2; exit 1; }
+	@$(CARGO) clippy --version >/dev/null 2>&1 || { \
+	  echo "make: clippy is missing; run 'rustup component add clippy'" >&2; exit 1; }

@@ -1,0 +1,82 @@
+//! DefaultBinder: binds the pod to the chosen node with a `pods/binding` request, expressed as an
+//! `Action::BindPod` for the caller to execute.
+
+use std::sync::Arc;
+
+use crate::action::{Action, ObjectRef};
+use crate::framework::cycle_state::CycleState;
+use crate::framework::interface::{BindPlugin, Plugin};
+use crate::framework::runtime::{Handle, PluginError};
+use crate::framework::status::Status;
+use crate::plugins::names;
+use crate::snapshot::PodInfo;
+
+/// The plugin's registry name.
+pub const NAME: &str = names::DEFAULT_BINDER;
+
+/// The DefaultBinder plugin.
+#[derive(Debug, Default)]
+pub struct DefaultBinder;
+
+impl Plugin for DefaultBinder {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_bind(&self) -> Option<&dyn BindPlugin> {
+        Some(self)
+    }
+}
+
+impl BindPlugin for DefaultBinder {
+    fn bind(&self, _state: &CycleState, pod: &PodInfo, node_name: &str) -> (Vec<Action>, Status) {
+        // The Binding carries the pod's UID, so a pod recreated under the same name is not bound.
+        let uid = pod.uid();
+        let action = Action::BindPod {
+            pod: ObjectRef {
+                namespace: pod.namespace().to_string(),
+                name: pod.name().to_string(),
+                uid: (!uid.is_empty()).then(|| uid.to_string()),
+            },
+            node: node_name.to_string(),
+        };
+        (vec![action], Status::success())
+    }
+}
+
+/// Builds the plugin (it takes no args).
+pub fn new(_args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    Ok(Arc::new(DefaultBinder))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::pod;
+
+    #[test]
+    fn bind_is_one_binding_action() {
+        for (name, p, want_uid) in [
+            ("with uid", pod("web").namespace("prod"), Some("prod-web")),
+            (
+                "without uid",
+                pod("web").namespace("prod").with(|p| p.metadata.uid = None),
+                None,
+            ),
+        ] {
+            let (actions, s) = DefaultBinder.bind(&CycleState::new(), &p.info(), "n1");
+            assert!(s.is_success(), "{name}");
+            assert_eq!(
+                actions,
+                vec![Action::BindPod {
+                    pod: ObjectRef {
+                        namespace: "prod".into(),
+                        name: "web".into(),
+                        uid: want_uid.map(String::from),
+                    },
+                    node: "n1".into(),
+                }],
+                "{name}"
+            );
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Taint/toleration matching, as `k8s.io/api/core/v1` (`Toleration.ToleratesTaint`) and
+//! component-helpers `scheduling/corev1` (`TolerationsTolerateTaint`, `FindMatchingUntoleratedTaint`)
+//! define it. TaintToleration, NodeUnschedulable and preemption all decide with these.
+
+use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
+
+/// The taint key the node controller mirrors `spec.unschedulable` with.
+pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+/// Effect: new pods must tolerate the taint to be scheduled.
+pub const EFFECT_NO_SCHEDULE: &str = "NoSchedule";
+/// Effect: the scheduler avoids the node for pods that do not tolerate the taint.
+pub const EFFECT_PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
+/// Effect: pods that do not tolerate the taint are evicted, and never scheduled.
+pub const EFFECT_NO_EXECUTE: &str = "NoExecute";
+
+/// `TaintTolerationComparisonOperators` (the `Lt`/`Gt` toleration operators) is alpha and off by
+/// default in v1.37, so tolerations using them tolerate nothing, exactly as in a default cluster.
+pub const ENABLE_TAINT_TOLERATION_COMPARISON_OPERATORS: bool = false;
+
+/// The taints of a node (empty when unset).
+pub fn node_taints(node: &Node) -> &[Taint] {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or_default()
+}
+
+/// The tolerations of a pod (empty when unset).
+pub fn pod_tolerations(pod: &Pod) -> &[Toleration] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.tolerations.as_deref())
+        .unwrap_or_default()
+}
+
+/// Whether `toleration` tolerates `taint`, with the feature gates of a default v1.37 cluster.
+pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+    tolerates_with(toleration, taint, ENABLE_TAINT_TOLERATION_COMPARISON_OPERATORS)
+}
+
+/// `Toleration.ToleratesTaint`: an empty effect or key is a wildcard (an empty key is only valid with
+/// `Exists`, which the API server enforces); the operator defaults to `Equal`.
+pub fn tolerates_with(toleration: &Toleration, taint: &Taint, enable_comparison_operators: bool) -> bool {
+    let effect = toleration.effect.as_deref().unwrap_or("");
+    if !effect.is_empty() && effect != taint.effect {
+        return false;
+    }
+    let key = toleration.key.as_deref().unwrap_or("");
+    if !key.is_empty() && key != taint.key {
+        return false;
+    }
+    let toleration_value = toleration.value.as_deref().unwrap_or("");
+    let taint_value = taint.value.as_deref().unwrap_or("");
+    match toleration.operator.as_deref().unwrap_or("") {
+        "" | "Equal" => toleration_value == taint_value,
+        "Exists" => true,
+        op @ ("Lt" | "Gt") if enable_comparison_operators => {
+            let (Some(limit), Some(actual)) = (parse_decimal(toleration_value), parse_decimal(taint_value))
+            else {
+                return false;
+            };
+            if op == "Lt" {
+                actual < limit
+            } else {
+                actual > limit
+            }
+        }
+        _ => false,
+    }
+}
+
+/// apimachinery's `IsDecimalInteger` + `ParseInt`: an optional `-`, then `0` alone or digits without
+/// a leading zero (so "+1", "01" and "-0" are rejected), within i64.
+fn parse_decimal(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    let first = *digits.as_bytes().first()?;
+    if !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if first == b'0' && (digits.len() > 1 || digits.len() != s.len()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// `TolerationsTolerateTaint`: some toleration tolerates the taint.
+pub fn tolerations_tolerate_taint(tolerations: &[Toleration], taint: &Taint) -> bool {
+    tolerations.iter().any(|t| tolerates(t, taint))
+}
+
+/// `FindMatchingUntoleratedTaint`: the first taint accepted by `filter` that no toleration tolerates.
+pub fn find_matching_untolerated_taint<'a>(
+    taints: &'a [Taint],
+    tolerations: &[Toleration],
+    filter: impl Fn(&Taint) -> bool,
+) -> Option<&'a Taint> {
+    taints
+        .iter()
+        .filter(|t| filter(t))
+        .find(|t| !tolerations_tolerate_taint(tolerations, t))
+}
+
+/// `DoNotScheduleTaintsFilterFunc`: only NoSchedule and NoExecute taints keep pods off a node.
+pub fn do_not_schedule_taints_filter(taint: &Taint) -> bool {
+    taint.effect == EFFECT_NO_SCHEDULE || taint.effect == EFFECT_NO_EXECUTE
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{taint, toleration};
+
+    #[test]
+    fn toleration_matching() {
+        let cases = [
+            (
+                "equal matches",
+                toleration("k", "Equal", "v", "NoSchedule"),
+                taint("k", "v", "NoSchedule"),
+                true,
+            ),
+            (
+                "default operator is Equal",
+                toleration("k", "", "v", "NoSchedule"),
+                taint("k", "v", "NoSchedule"),
+                true,
+            ),
+            (
+                "equal value differs",
+                toleration("k", "Equal", "w", "NoSchedule"),
+                taint("k", "v", "NoSchedule"),
+                false,
+            ),
+            (
+                "empty value equals absent",
+                toleration("k", "Equal", "", "NoSchedule"),
+                taint("k", "", "NoSchedule"),
+                true,
+            ),
+            (
+                "exists ignores value",
+                toleration("k", "Exists", "", "NoSchedule"),
+                taint("k", "v", "NoSchedule"),
+                true,
+            ),
+            (
+                "effect differs",
+                toleration("k", "Exists", "", "NoExecute"),
+                taint("k", "v", "NoSchedule"),
+                false,
+            ),
+            (
+                "empty effect matches all",
+                toleration("k", "Exists", "", ""),
+                taint("k", "v", "NoExecute"),
+                true,
+            ),
+            (
+                "key differs",
+                toleration("j", "Exists", "", ""),
+                taint("k", "v", "NoSchedule"),
+                false,
+            ),
+            (
+                "empty key with Exists matches all",
+                toleration("", "Exists", "", ""),
+                taint("k", "v", "NoSchedule"),
+                true,
+            ),
+            (
+                "unknown operator",
+                toleration("k", "Near", "v", ""),
+                taint("k", "v", "NoSchedule"),
+                false,
+            ),
+            (
+                "Gt is off by default",
+                toleration("k", "Gt", "1", ""),
+                taint("k", "5", "NoSchedule"),
+                false,
+            ),
+        ];
+        for (name, tol, t, want) in cases {
+            assert_eq!(tolerates(&tol, &t), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn comparison_operators_when_enabled() {
+        let cases = [
+            ("Gt greater", "Gt", "1", "5", true),
+            ("Gt equal", "Gt", "5", "5", false),
+            ("Lt smaller", "Lt", "10", "5", true),
+            ("Lt negative", "Lt", "0", "-3", true),
+            ("leading zero rejected", "Gt", "1", "05", false),
+            ("plus sign rejected", "Gt", "1", "+5", false),
+            ("minus zero rejected", "Lt", "1", "-0", false),
+            ("non-numeric", "Gt", "1", "five", false),
+            ("overflow", "Gt", "1", "99999999999999999999", false),
+        ];
+        for (name, op, tol_value, taint_value, want) in cases {
+            let tol = toleration("k", op, tol_value, "NoSchedule");
+            let t = taint("k", taint_value, "NoSchedule");
+            assert_eq!(tolerates_with(&tol, &t, true), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn first_untolerated_do_not_schedule_taint() {
+        let taints = vec![
+            taint("soft", "", "PreferNoSchedule"),
+            taint("a", "1", "NoSchedule"),
+            taint("b", "2", "NoExecute"),
+        ];
+        let none: Vec<Toleration> = vec![];
+        let found = find_matching_untolerated_taint(&taints, &none, do_not_schedule_taints_filter);
+        assert_eq!(found.map(|t| t.key.as_str()), Some("a"));
+
+        let tol_a = vec![toleration("a", "Exists", "", "")];
+        let found = find_matching_untolerated_taint(&taints, &tol_a, do_not_schedule_taints_filter);
+        assert_eq!(found.map(|t| t.key.as_str()), Some("b"));
+
+        let all = vec![toleration("", "Exists", "", "")];
+        assert!(find_matching_untolerated_taint(&taints, &all, do_not_schedule_taints_filter).is_none());
+    }
+}

@@ -1,0 +1,258 @@
+//! ImageLocality: favours nodes that already have the pod's container images, weighted by image size
+//! and by how widely the image is spread (an image on every node gives no node an edge).
+
+use std::sync::Arc;
+
+use crate::framework::cycle_state::CycleState;
+use crate::framework::interface::{MAX_NODE_SCORE, Plugin, ScorePlugin};
+use crate::framework::runtime::{Handle, PluginError};
+use crate::framework::status::Status;
+use crate::plugins::names;
+use crate::snapshot::{ImageStateSummary, NodeInfo, PodInfo};
+
+/// The plugin's registry name.
+pub const NAME: &str = names::IMAGE_LOCALITY;
+
+const MB: i64 = 1024 * 1024;
+/// Below this sum of scaled image sizes a node scores 0 (small images pull quickly anyway).
+pub const MIN_THRESHOLD: i64 = 23 * MB;
+/// Per image (container, init container or image volume): the sum is capped at this times the count.
+pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
+
+/// The ImageLocality plugin. It reads the snapshot's node count, so it keeps the handle.
+#[derive(Debug)]
+pub struct ImageLocality {
+    handle: Handle,
+}
+
+/// Go's `normalizedImageName`: an image without a tag (no `:` after the last `/`) means `:latest`,
+/// which is how nodes report it. Digest references (`@sha256:…`) already contain a `:` and are kept.
+pub fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
+    let last_colon = name.rfind(':');
+    let last_slash = name.rfind('/');
+    // Go compares LastIndex results, where "absent" is -1: no colon, or a colon before the last slash.
+    let has_tag = match (last_colon, last_slash) {
+        (None, _) => false,
+        (Some(_), None) => true,
+        (Some(c), Some(s)) => c > s,
+    };
+    if has_tag {
+        std::borrow::Cow::Borrowed(name)
+    } else {
+        std::borrow::Cow::Owned(format!("{name}:latest"))
+    }
+}
+
+fn scaled_image_score(state: &ImageStateSummary, total_nodes: usize) -> i64 {
+    let spread = state.num_nodes as f64 / total_nodes as f64;
+    (state.size as f64 * spread) as i64
+}
+
+/// The scaled sizes of the pod's images present on the node, and how many images the pod has.
+fn sum_image_scores(pod: &PodInfo, node: &NodeInfo, total_nodes: usize) -> (i64, i64) {
+    let Some(spec) = pod.pod.spec.as_ref() else {
+        return (0, 0);
+    };
+    let mut sum = 0i64;
+    let mut count = 0i64;
+    let mut add = |image: &str| {
+        if let Some(state) = node.image_states.get(normalized_image_name(image).as_ref()) {
+            sum = sum.saturating_add(scaled_image_score(state, total_nodes));
+        }
+        count += 1;
+    };
+    for c in spec.init_containers.iter().flatten().chain(&spec.containers) {
+        add(c.image.as_deref().unwrap_or(""));
+    }
+    for v in spec.volumes.iter().flatten() {
+        if let Some(image) = &v.image {
+            add(image.reference.as_deref().unwrap_or(""));
+        }
+    }
+    (sum, count)
+}
+
+/// Clamps the sum to [MIN_THRESHOLD, MAX_CONTAINER_THRESHOLD × count] and scales it to 0–100.
+fn calculate_priority(sum: i64, image_count: i64) -> i64 {
+    let max_threshold = MAX_CONTAINER_THRESHOLD.saturating_mul(image_count);
+    let clamped = if sum < MIN_THRESHOLD {
+        MIN_THRESHOLD
+    } else if sum > max_threshold {
+        max_threshold
+    } else {
+        sum
+    };
+    let range = max_threshold - MIN_THRESHOLD;
+    if range == 0 {
+        return 0;
+    }
+    MAX_NODE_SCORE * (clamped - MIN_THRESHOLD) / range
+}
+
+impl Plugin for ImageLocality {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl ScorePlugin for ImageLocality {
+    fn score(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> (i64, Status) {
+        // A node being scored is in the snapshot, so the count is at least 1 in practice.
+        let total = self.handle.snapshot.nodes().len().max(1);
+        let (sum, count) = sum_image_scores(pod, node, total);
+        (calculate_priority(sum, count), Status::success())
+    }
+}
+
+/// Builds the plugin (it takes no args).
+pub fn new(_args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    Ok(Arc::new(ImageLocality {
+        handle: handle.clone(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{ImageVolumeSource, Volume};
+
+    use super::*;
+    use crate::testing::{PodBuilder, node, pod, snapshot};
+
+    #[test]
+    fn image_names_are_normalized_like_go() {
+        for (input, want) in [
+            ("nginx", "nginx:latest"),
+            ("nginx:1.27", "nginx:1.27"),
+            ("gcr.io/app", "gcr.io/app:latest"),
+            ("registry:5000/app", "registry:5000/app:latest"),
+            ("registry:5000/app:v2", "registry:5000/app:v2"),
+            ("app@sha256:0123", "app@sha256:0123"),
+            ("", ":latest"),
+        ] {
+            assert_eq!(normalized_image_name(input), want, "{input}");
+        }
+    }
+
+    fn with_images(images: &[&str]) -> PodBuilder {
+        let mut b = pod("p").image(images[0]);
+        for (i, image) in images.iter().enumerate().skip(1) {
+            b = b.container(&format!("c{i}"), &[]).with(|p| {
+                if let Some(c) = p.spec.as_mut().and_then(|s| s.containers.last_mut()) {
+                    c.image = Some(image.to_string());
+                }
+            });
+        }
+        b
+    }
+
+    fn scores(p: PodBuilder, nodes: Vec<crate::testing::NodeBuilder>) -> Vec<i64> {
+        let snap = Arc::new(snapshot(nodes.into_iter().map(|n| n.obj()).collect(), vec![]));
+        let pl = new(
+            None,
+            &Handle {
+                snapshot: snap.clone(),
+            },
+        )
+        .expect("no args");
+        let scorer = pl.as_score().expect("score plugin");
+        let p = p.info();
+        snap.nodes()
+            .iter()
+            .map(|n| {
+                let (score, s) = scorer.score(&CycleState::new(), &p, n);
+                assert!(s.is_success());
+                score
+            })
+            .collect()
+    }
+
+    #[test]
+    fn score_by_size_and_spread() {
+        let n1 = || {
+            node("n1")
+                .image(&["gcr.io/40:latest"], 40 * MB)
+                .image(&["gcr.io/300:latest", "gcr.io/300:v1"], 300 * MB)
+        };
+        let n2 = || {
+            node("n2")
+                .image(&["gcr.io/250:latest"], 250 * MB)
+                .image(&["gcr.io/10:v1"], 10 * MB)
+        };
+        let cases: Vec<(&str, PodBuilder, Vec<i64>)> = vec![
+            // n1: 40MB × 1/2 = 20MB, under the 23MB floor → 0.
+            // n2: 250MB × 1/2 = 125MB of 2000MB → 100 × (125 − 23) / (2000 − 23) = 5.
+            (
+                "small image is ignored",
+                with_images(&["gcr.io/40", "gcr.io/250"]),
+                vec![0, 5],
+            ),
+            // n1: 300MB × 1/2 = 150MB → 100 × (150 − 23) / (2000 − 23) = 6; n2: 10MB × 1/2 → 0.
+            (
+                "tags must match",
+                with_images(&["gcr.io/300:v1", "gcr.io/10:v1"]),
+                vec![6, 0],
+            ),
+            (
+                "untagged means latest",
+                with_images(&["gcr.io/300"]),
+                vec![100 * (150 * MB - MIN_THRESHOLD) / (1000 * MB - MIN_THRESHOLD), 0],
+            ),
+            ("absent image", with_images(&["gcr.io/300:v9"]), vec![0, 0]),
+        ];
+        for (name, p, want) in cases {
+            assert_eq!(scores(p, vec![n1(), n2()]), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn an_image_on_every_node_counts_fully() {
+        let nodes = vec![
+            node("n1").image(&["big:latest"], 500 * MB),
+            node("n2").image(&["big:latest"], 500 * MB),
+        ];
+        // 500MB × 2/2 → 100 × (500 − 23) / (1000 − 23) = 48.
+        assert_eq!(scores(with_images(&["big"]), nodes), vec![48, 48]);
+    }
+
+    #[test]
+    fn sum_is_capped_per_image() {
+        let nodes = vec![node("n1").image(&["huge:latest"], 5000 * MB)];
+        assert_eq!(scores(with_images(&["huge"]), nodes), vec![100]);
+    }
+
+    #[test]
+    fn init_containers_and_image_volumes_count() {
+        let nodes = vec![
+            node("n1")
+                .image(&["data:v1"], 300 * MB)
+                .image(&["init:latest"], 500 * MB),
+        ];
+        let p = pod("p")
+            .volume(Volume {
+                name: "data".into(),
+                image: Some(ImageVolumeSource {
+                    reference: Some("data:v1".into()),
+                    pull_policy: None,
+                }),
+                ..Default::default()
+            })
+            .init_container("init", &[], false)
+            .with(|p| {
+                if let Some(c) = p
+                    .spec
+                    .as_mut()
+                    .and_then(|s| s.init_containers.as_mut())
+                    .and_then(|c| c.first_mut())
+                {
+                    c.image = Some("init".into());
+                }
+            });
+        // Three images (container without image, init, volume): 800MB of 3000MB.
+        let want = 100 * (800 * MB - MIN_THRESHOLD) / (3000 * MB - MIN_THRESHOLD);
+        assert_eq!(want, 26);
+        assert_eq!(scores(p, nodes), vec![want]);
+    }
+}

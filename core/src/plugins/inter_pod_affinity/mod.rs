@@ -1,0 +1,213 @@
+//! InterPodAffinity: places pods relative to other pods by topology domain.
+//!
+//! Filter enforces the incoming pod's required pod affinity and anti-affinity and the required
+//! anti-affinity of pods already running; Score prefers domains by the preferred terms of both sides
+//! (and by existing pods' required affinity, weighted by `hardPodAffinityWeight`).
+
+mod filtering;
+mod scoring;
+
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin};
+use crate::framework::runtime::{Handle, PluginError, decode_args};
+use crate::labels::{Labels, Selector};
+use crate::plugins::names;
+use crate::snapshot::{AffinityTerm, PodInfo, Snapshot};
+
+/// The plugin's registry name.
+pub const NAME: &str = names::INTER_POD_AFFINITY;
+
+/// Filter: a running pod's required anti-affinity rejects the incoming pod in the node's domain.
+pub const ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+/// Filter: the incoming pod's required affinity finds no matching pod in the node's domain.
+pub const ERR_REASON_AFFINITY_RULES_NOT_MATCH: &str = "node(s) didn't match pod affinity rules";
+/// Filter: the incoming pod's required anti-affinity matches a pod in the node's domain.
+pub const ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH: &str = "node(s) didn't match pod anti-affinity rules";
+
+/// `InterPodAffinityArgs`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct InterPodAffinityArgs {
+    /// Score weight of existing pods' required affinity terms the incoming pod matches (0–100; unset = 1).
+    pub hard_pod_affinity_weight: Option<i32>,
+    /// Skip scoring unless the incoming pod has preferred (anti-)affinity terms itself.
+    pub ignore_preferred_terms_of_existing_pods: bool,
+}
+
+/// The InterPodAffinity plugin.
+#[derive(Debug)]
+pub struct InterPodAffinity {
+    snapshot: Arc<Snapshot>,
+    hard_pod_affinity_weight: i32,
+    ignore_preferred_terms_of_existing_pods: bool,
+}
+
+/// Builds the plugin from `InterPodAffinityArgs`.
+pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    let args: InterPodAffinityArgs = decode_args(NAME, args)?;
+    let weight = args.hard_pod_affinity_weight.unwrap_or(1);
+    if !(0..=100).contains(&weight) {
+        return Err(PluginError::InvalidArgs {
+            plugin: NAME.to_string(),
+            message: format!("hardPodAffinityWeight: Invalid value: {weight}: not in valid range [0, 100]"),
+        });
+    }
+    Ok(Arc::new(InterPodAffinity {
+        snapshot: handle.snapshot.clone(),
+        hard_pod_affinity_weight: weight,
+        ignore_preferred_terms_of_existing_pods: args.ignore_preferred_terms_of_existing_pods,
+    }))
+}
+
+impl InterPodAffinity {
+    /// Go's `mergeAffinityTermNamespacesIfNotEmpty`: an incoming pod's namespaceSelector is unrolled
+    /// into the namespaces it selects now, so matching never needs the other pod's namespace labels.
+    /// An empty selector (all namespaces) is kept as it is.
+    fn merge_term_namespaces(&self, term: &mut AffinityTerm) {
+        if term.namespace_selector.is_everything() {
+            return;
+        }
+        for (name, labels) in &self.snapshot.namespace_labels {
+            if term.namespace_selector.matches(labels) {
+                term.namespaces.insert(name.clone());
+            }
+        }
+        term.namespace_selector = Selector::Nothing;
+    }
+
+    /// The incoming pod's namespace labels (None for an unknown namespace, treated as no labels).
+    fn namespace_labels(&self, pod: &PodInfo) -> Option<Arc<Labels>> {
+        self.snapshot
+            .namespace_labels(pod.namespace())
+            .map(|l| Arc::new(l.clone()))
+    }
+}
+
+/// Go's `podMatchesAllAffinityTerms`: the terms are non-empty and the pod matches each. Incoming terms
+/// have their namespaceSelector unrolled, so no namespace labels are needed.
+fn pod_matches_all_affinity_terms(terms: &[AffinityTerm], pod: &PodInfo) -> bool {
+    !terms.is_empty() && terms.iter().all(|t| t.matches(pod, None))
+}
+
+impl Plugin for InterPodAffinity {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    //! Builders for pod (anti-)affinity terms.
+
+    use k8s_openapi::api::core::v1::{
+        Affinity, PodAffinity, PodAffinityTerm, PodAntiAffinity, WeightedPodAffinityTerm,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+    /// A term selecting pods labelled `key: value` in the pod's namespace.
+    pub fn term(key: &str, value: &str, topology_key: &str) -> PodAffinityTerm {
+        PodAffinityTerm {
+            label_selector: Some(LabelSelector {
+                match_labels: Some([(key.to_string(), value.to_string())].into()),
+                ..Default::default()
+            }),
+            topology_key: topology_key.to_string(),
+            ..Default::default()
+        }
+    }
+
+    /// A weighted term.
+    pub fn weighted(weight: i32, t: PodAffinityTerm) -> WeightedPodAffinityTerm {
+        WeightedPodAffinityTerm {
+            weight,
+            pod_affinity_term: t,
+        }
+    }
+
+    /// Pod affinity and anti-affinity, required and preferred.
+    pub fn affinity(
+        required: Vec<PodAffinityTerm>,
+        preferred: Vec<WeightedPodAffinityTerm>,
+        anti_required: Vec<PodAffinityTerm>,
+        anti_preferred: Vec<WeightedPodAffinityTerm>,
+    ) -> Affinity {
+        let some = |v: Vec<PodAffinityTerm>| (!v.is_empty()).then_some(v);
+        let some_w = |v: Vec<WeightedPodAffinityTerm>| (!v.is_empty()).then_some(v);
+        let pa = (!required.is_empty() || !preferred.is_empty()).then(|| PodAffinity {
+            required_during_scheduling_ignored_during_execution: some(required),
+            preferred_during_scheduling_ignored_during_execution: some_w(preferred),
+        });
+        let paa = (!anti_required.is_empty() || !anti_preferred.is_empty()).then(|| PodAntiAffinity {
+            required_during_scheduling_ignored_during_execution: some(anti_required),
+            preferred_during_scheduling_ignored_during_execution: some_w(anti_preferred),
+        });
+        Affinity {
+            pod_affinity: pa,
+            pod_anti_affinity: paa,
+            ..Default::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::snapshot;
+    use serde_json::json;
+
+    #[test]
+    fn args_defaults_and_validation() {
+        let handle = Handle {
+            snapshot: Arc::new(snapshot(vec![], vec![])),
+        };
+        for (name, args, want) in [
+            ("defaults", None, Ok(())),
+            (
+                "zero weight is valid",
+                Some(json!({"hardPodAffinityWeight": 0})),
+                Ok(()),
+            ),
+            (
+                "ignore preferred terms",
+                Some(json!({"ignorePreferredTermsOfExistingPods": true})),
+                Ok(()),
+            ),
+            (
+                "weight above 100",
+                Some(json!({"hardPodAffinityWeight": 101})),
+                Err("hardPodAffinityWeight: Invalid value: 101: not in valid range [0, 100]"),
+            ),
+            (
+                "negative weight",
+                Some(json!({"hardPodAffinityWeight": -1})),
+                Err("hardPodAffinityWeight: Invalid value: -1: not in valid range [0, 100]"),
+            ),
+        ] {
+            match (new(args.as_ref(), &handle).map(|_| ()), want) {
+                (Ok(()), Ok(())) => {}
+                (Err(PluginError::InvalidArgs { message, .. }), Err(w)) => assert_eq!(message, w, "{name}"),
+                (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
+            }
+        }
+        assert!(matches!(
+            new(Some(&json!({"hardPodAffinityWeight": "x"})), &handle),
+            Err(PluginError::InvalidArgs { .. })
+        ));
+    }
+}

@@ -1,0 +1,111 @@
+//! NodeName: a pod with `spec.nodeName` fits only that node. PreFilter narrows the node set to it,
+//! so the other nodes are never filtered.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use crate::framework::cycle_state::CycleState;
+use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult};
+use crate::framework::runtime::{Handle, PluginError};
+use crate::framework::status::Status;
+use crate::plugins::names;
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// The plugin's registry name.
+pub const NAME: &str = names::NODE_NAME;
+
+/// Filter reason for a node other than the requested one.
+pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
+
+/// The NodeName plugin.
+#[derive(Debug, Default)]
+pub struct NodeName;
+
+/// Go's `nodename.Fits`: no node name requested, or this is the node.
+pub fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
+    let wanted = pod.node_name();
+    wanted.is_empty() || wanted == node.name()
+}
+
+impl Plugin for NodeName {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+}
+
+impl PreFilterPlugin for NodeName {
+    fn pre_filter(
+        &self,
+        _state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+    ) -> (Option<PreFilterResult>, Status) {
+        let wanted = pod.node_name();
+        if wanted.is_empty() {
+            return (None, Status::success());
+        }
+        let result = PreFilterResult {
+            node_names: Some(BTreeSet::from([wanted.to_string()])),
+        };
+        (Some(result), Status::success())
+    }
+}
+
+impl FilterPlugin for NodeName {
+    fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        if fits(pod, node) {
+            Status::success()
+        } else {
+            Status::unresolvable(ERR_REASON)
+        }
+    }
+}
+
+/// Builds the plugin (it takes no args).
+pub fn new(_args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    Ok(Arc::new(NodeName))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::status::Code;
+    use crate::testing::{node, pod};
+
+    #[test]
+    fn only_the_requested_node_fits() {
+        for (name, p, node_name, want_prefilter, want_reason) in [
+            ("no node name", pod("p"), "n1", None, None),
+            ("requested node", pod("p").node("n1"), "n1", Some("n1"), None),
+            (
+                "other node",
+                pod("p").node("n2"),
+                "n1",
+                Some("n2"),
+                Some(ERR_REASON),
+            ),
+        ] {
+            let p = p.info();
+            let mut state = CycleState::new();
+            let (result, s) = NodeName.pre_filter(&mut state, &p, &[]);
+            assert!(s.is_success(), "{name}");
+            let want_nodes = want_prefilter.map(|n: &str| BTreeSet::from([n.to_string()]));
+            assert_eq!(result.and_then(|r| r.node_names), want_nodes, "{name}: prefilter");
+
+            let s = NodeName.filter(&state, &p, &node(node_name).info_with(vec![]));
+            match want_reason {
+                None => assert!(s.is_success(), "{name}: {s:?}"),
+                Some(reason) => {
+                    assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{name}");
+                    assert_eq!(s.reasons(), [reason.to_string()], "{name}");
+                }
+            }
+        }
+    }
+}

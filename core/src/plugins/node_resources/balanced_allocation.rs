@@ -1,0 +1,280 @@
+//! NodeResourcesBalancedAllocation: favors nodes whose resource fractions (requested / allocatable of
+//! cpu, memory, ...) end up close to each other, scored by how much placing the pod improves that
+//! balance. Best-effort pods are skipped, so they are not all piled onto one node.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::framework::cycle_state::{CycleState, StateKey};
+use crate::framework::interface::{Plugin, PreScorePlugin, ScorePlugin};
+use crate::framework::runtime::{Handle, PluginError, decode_args};
+use crate::framework::status::Status;
+use crate::plugins::names;
+use crate::plugins::node_resources::resource_allocation::{
+    RequestMode, ResourceAllocationScorer, ResourceSpec, ScoringFunction, aggregate, default_resources,
+    field_error, is_best_effort,
+};
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// The plugin's name.
+pub const NAME: &str = names::NODE_RESOURCES_BALANCED_ALLOCATION;
+
+/// The pod's requests per scored resource, computed once per cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreScoreState {
+    /// In the order of the configured resources.
+    pub pod_requests: Vec<i64>,
+}
+
+/// PreScore state key.
+pub const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> =
+    StateKey::new("PreScoreNodeResourcesBalancedAllocation");
+
+/// `NodeResourcesBalancedAllocationArgs` (kubescheduler.config.k8s.io/v1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeResourcesBalancedAllocationArgs {
+    /// TypeMeta, accepted and ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// TypeMeta, accepted and ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Resources to balance; empty = cpu and memory.
+    #[serde(default)]
+    pub resources: Vec<ResourceSpec>,
+}
+
+impl NodeResourcesBalancedAllocationArgs {
+    /// v1 defaulting: cpu and memory when empty; weight 0 becomes 1.
+    pub fn defaulted(mut self) -> Self {
+        if self.resources.is_empty() {
+            self.resources = default_resources();
+        }
+        for r in &mut self.resources {
+            if r.weight == 0 {
+                r.weight = 1;
+            }
+        }
+        self
+    }
+
+    /// `ValidateNodeResourcesBalancedAllocationArgs`: unique names, every weight exactly 1.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut errs = Vec::new();
+        let mut seen = BTreeSet::new();
+        for (i, r) in self.resources.iter().enumerate() {
+            if !seen.insert(r.name.as_str()) {
+                errs.push(field_error(
+                    &format!("resources[{i}].name"),
+                    "Duplicate value",
+                    &format!("{:?}", r.name),
+                ));
+            }
+            if r.weight != 1 {
+                errs.push(field_error(
+                    &format!("resources[{i}].weight"),
+                    "Invalid value",
+                    &format!("{}: must be 1", r.weight),
+                ));
+            }
+        }
+        aggregate(errs).map_or(Ok(()), Err)
+    }
+}
+
+/// The NodeResourcesBalancedAllocation plugin.
+#[derive(Debug)]
+pub struct BalancedAllocation {
+    scorer: ResourceAllocationScorer,
+}
+
+/// Builds the plugin from its `NodeResourcesBalancedAllocationArgs`.
+pub fn new(args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    let args = decode_args::<NodeResourcesBalancedAllocationArgs>(NAME, args)?.defaulted();
+    args.validate().map_err(|message| PluginError::InvalidArgs {
+        plugin: NAME.to_string(),
+        message,
+    })?;
+    Ok(Arc::new(BalancedAllocation {
+        scorer: ResourceAllocationScorer {
+            resources: args.resources,
+            function: ScoringFunction::Balanced,
+            mode: RequestMode::Requested,
+        },
+    }))
+}
+
+impl Plugin for BalancedAllocation {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl PreScorePlugin for BalancedAllocation {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[Arc<NodeInfo>]) -> Status {
+        let pod_requests = self.scorer.pod_request_list(&pod.pod);
+        if is_best_effort(&pod_requests) {
+            // Every node would look equally balanced with a pod that requests nothing; scoring it would
+            // steer all best-effort pods to the same node (kubernetes#129138).
+            return Status::skip();
+        }
+        state.write(&PRE_SCORE_STATE_KEY, PreScoreState { pod_requests });
+        Status::success()
+    }
+}
+
+impl ScorePlugin for BalancedAllocation {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> (i64, Status) {
+        if let Some(s) = state.read(&PRE_SCORE_STATE_KEY) {
+            return self.scorer.score(node, &s.pod_requests);
+        }
+        let pod_requests = self.scorer.pod_request_list(&pod.pod);
+        if is_best_effort(&pod_requests) {
+            return (0, Status::success());
+        }
+        self.scorer.score(node, &pod_requests)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::status::Code;
+    use crate::testing::{node, pod, snapshot};
+    use serde_json::json;
+
+    fn plugin(args: Option<serde_json::Value>) -> Result<Arc<dyn Plugin>, PluginError> {
+        let handle = Handle {
+            snapshot: Arc::new(snapshot(vec![], vec![])),
+        };
+        new(args.as_ref(), &handle)
+    }
+
+    #[test]
+    fn best_effort_pods_are_skipped() {
+        let p = plugin(None).unwrap();
+        let mut state = CycleState::new();
+        let s = p
+            .as_pre_score()
+            .unwrap()
+            .pre_score(&mut state, &pod("p").info(), &[]);
+        assert_eq!(s.code(), Code::Skip);
+        assert!(state.read(&PRE_SCORE_STATE_KEY).is_none());
+        // Score without PreScore state: 0 for a best-effort pod.
+        let n = node("n").cpu("4").memory("4Gi").info_with(vec![]);
+        assert_eq!(
+            p.as_score().unwrap().score(&state, &pod("p").info(), &n),
+            (0, Status::success())
+        );
+    }
+
+    #[test]
+    fn scores_balance_improvement() {
+        let p = plugin(None).unwrap();
+        let cases = [
+            // Empty node: without the pod perfectly balanced (100); with it 50% cpu, 25% memory → 87.
+            // 50 + (50 + 87 - 100) / 2 = 68.
+            (
+                "unbalancing",
+                node("n").cpu("4").memory("8Gi").info_with(vec![]),
+                pod("p").cpu("2").memory("2Gi"),
+                68,
+            ),
+            // Node at 50% cpu / 0% memory (75); the pod brings memory to 50% (100): 50 + 75 / 2 = 87.
+            (
+                "balancing",
+                node("n")
+                    .cpu("4")
+                    .memory("8Gi")
+                    .info_with(vec![pod("a").cpu("2").node("n").obj()]),
+                pod("p").memory("4Gi"),
+                87,
+            ),
+            // Proportional pod on an empty node keeps balance: 50 + 50 / 2 = 75.
+            (
+                "neutral",
+                node("n").cpu("4").memory("8Gi").info_with(vec![]),
+                pod("p").cpu("1").memory("2Gi"),
+                75,
+            ),
+            // Actual requests, not the 100m / 200Mi defaults: memory without the pod is 0 (87), with it
+            // 25% like cpu (100): 50 + 63 / 2 = 81. With the defaults it would be 80.
+            (
+                "uses actual requests",
+                node("n")
+                    .cpu("4")
+                    .memory("8Gi")
+                    .info_with(vec![pod("a").cpu("1").node("n").obj()]),
+                pod("p").memory("2Gi"),
+                81,
+            ),
+        ];
+        for (name, n, pb, want) in cases {
+            let pi = pb.info();
+            let mut state = CycleState::new();
+            assert!(
+                p.as_pre_score()
+                    .unwrap()
+                    .pre_score(&mut state, &pi, &[])
+                    .is_success()
+            );
+            let (score, s) = p.as_score().unwrap().score(&state, &pi, &n);
+            assert!(s.is_success());
+            assert_eq!(score, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn three_resources_use_population_std() {
+        let p = plugin(Some(json!({"resources": [{"name": "cpu"}, {"name": "memory"}, {"name": "example.com/gpu", "weight": 1}]})))
+            .unwrap();
+        let n = node("n")
+            .cpu("4")
+            .memory("4Gi")
+            .allocatable("example.com/gpu", "4")
+            .info_with(vec![]);
+        // With the pod: .5, .5, 1 → std .2357 → 76; without: 0, 0, 0 → 100. 50 + (50 + 76 - 100) / 2 = 63.
+        let pi = pod("p").cpu("2").memory("2Gi").req("example.com/gpu", "4").info();
+        let mut state = CycleState::new();
+        assert!(
+            p.as_pre_score()
+                .unwrap()
+                .pre_score(&mut state, &pi, &[])
+                .is_success()
+        );
+        assert_eq!(p.as_score().unwrap().score(&state, &pi, &n).0, 63);
+    }
+
+    #[test]
+    fn invalid_args() {
+        for (args, want) in [
+            (
+                json!({"resources": [{"name": "cpu", "weight": 2}]}),
+                "resources[0].weight: Invalid value: 2: must be 1",
+            ),
+            (
+                json!({"resources": [{"name": "cpu"}, {"name": "cpu"}]}),
+                "resources[1].name: Duplicate value: \"cpu\"",
+            ),
+            (json!({"resource": []}), "unknown field `resource`"),
+        ] {
+            match plugin(Some(args.clone())) {
+                Ok(_) => panic!("{args} should be rejected"),
+                Err(PluginError::InvalidArgs { plugin, message }) => {
+                    assert_eq!(plugin, NAME);
+                    assert!(message.contains(want), "{args}: {message}");
+                }
+            }
+        }
+        assert!(plugin(Some(json!({"kind": "NodeResourcesBalancedAllocationArgs", "resources": [{"name": "cpu", "weight": 0}]}))).is_ok());
+    }
+}

@@ -1,0 +1,1057 @@
+//! NodeResourcesFit: rejects nodes without room for the pod's requests (pod count, cpu, memory,
+//! ephemeral storage, extended and other scalar resources) and scores the rest with the configured
+//! strategy (LeastAllocated by default, MostAllocated, or RequestedToCapacityRatio).
+//!
+//! [`fits`] and [`shortfall`] expose the same check as pure functions, for callers that want to say how
+//! much is missing ("needs 300m more cpu").
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use serde::{Deserialize, Serialize};
+
+use crate::framework::cycle_state::{CycleState, StateKey};
+use crate::framework::interface::{
+    FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
+};
+use crate::framework::runtime::{Handle, PluginError, decode_args};
+use crate::framework::status::{Code, Status};
+use crate::plugins::names;
+use crate::plugins::node_resources::resource_allocation::{
+    MAX_CUSTOM_PRIORITY_SCORE, RequestMode, ResourceAllocationScorer, ResourceSpec, ScoringFunction,
+    ShapePoint, aggregate, default_resources, field_error, spec_requests,
+};
+use crate::resource::{
+    CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource, format_amount, is_extended_resource_name,
+    is_scalar_resource_name,
+};
+use crate::snapshot::requests::Amounts;
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// The plugin's name.
+pub const NAME: &str = names::NODE_RESOURCES_FIT;
+
+/// The node cannot take one more pod.
+pub const ERR_REASON_TOO_MANY_PODS: &str = "Too many pods";
+/// Not enough cpu left.
+pub const ERR_REASON_INSUFFICIENT_CPU: &str = "Insufficient cpu";
+/// Not enough memory left.
+pub const ERR_REASON_INSUFFICIENT_MEMORY: &str = "Insufficient memory";
+/// Not enough ephemeral storage left.
+pub const ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE: &str = "Insufficient ephemeral-storage";
+/// Prefix of the reason for any other resource: `Insufficient <resource>`.
+pub const ERR_REASON_INSUFFICIENT_PREFIX: &str = "Insufficient ";
+
+/// `LeastAllocated`.
+pub const LEAST_ALLOCATED: &str = "LeastAllocated";
+/// `MostAllocated`.
+pub const MOST_ALLOCATED: &str = "MostAllocated";
+/// `RequestedToCapacityRatio`.
+pub const REQUESTED_TO_CAPACITY_RATIO: &str = "RequestedToCapacityRatio";
+
+/// The pod's requests, computed once per cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreFilterState {
+    /// cpu, memory, ephemeral storage and scalar resources the pod needs.
+    pub request: Resource,
+}
+
+/// The pod's requests per scored resource, computed once per cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreScoreState {
+    /// In the order of the scoring strategy's resources.
+    pub pod_requests: Vec<i64>,
+}
+
+/// PreFilter state key.
+pub const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodeResourcesFit");
+/// PreScore state key.
+pub const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreNodeResourcesFit");
+
+/// `requestedToCapacityRatio.shape[]` entry as v1 spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UtilizationShapePoint {
+    /// 0–100.
+    pub utilization: i32,
+    /// 0–10.
+    pub score: i32,
+}
+
+/// `scoringStrategy.requestedToCapacityRatio`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RequestedToCapacityRatioParam {
+    /// The utilization → score points, sorted by utilization.
+    #[serde(default)]
+    pub shape: Vec<UtilizationShapePoint>,
+}
+
+/// `scoringStrategy`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScoringStrategy {
+    /// LeastAllocated, MostAllocated or RequestedToCapacityRatio (no default when the strategy is given).
+    #[serde(rename = "type", default)]
+    pub type_: String,
+    /// Scored resources; empty = cpu and memory.
+    #[serde(default)]
+    pub resources: Vec<ResourceSpec>,
+    /// Only for RequestedToCapacityRatio.
+    #[serde(default)]
+    pub requested_to_capacity_ratio: Option<RequestedToCapacityRatioParam>,
+}
+
+/// `NodeResourcesFitArgs` (kubescheduler.config.k8s.io/v1).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NodeResourcesFitArgs {
+    /// TypeMeta, accepted and ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_version: Option<String>,
+    /// TypeMeta, accepted and ignored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Extended resources Filter does not check.
+    #[serde(default)]
+    pub ignored_resources: Vec<String>,
+    /// Extended-resource groups (the part before `/`) Filter does not check.
+    #[serde(default)]
+    pub ignored_resource_groups: Vec<String>,
+    /// How Score ranks nodes; absent = LeastAllocated on cpu and memory.
+    #[serde(default)]
+    pub scoring_strategy: Option<ScoringStrategy>,
+}
+
+impl NodeResourcesFitArgs {
+    /// v1 defaulting: LeastAllocated with cpu/memory when no strategy, default resources when none
+    /// are listed, and weight 1 where it is 0.
+    pub fn defaulted(mut self) -> Self {
+        let strategy = self.scoring_strategy.get_or_insert_with(|| ScoringStrategy {
+            type_: LEAST_ALLOCATED.to_string(),
+            resources: default_resources(),
+            requested_to_capacity_ratio: None,
+        });
+        if strategy.resources.is_empty() {
+            strategy.resources = default_resources();
+        }
+        for r in &mut strategy.resources {
+            if r.weight == 0 {
+                r.weight = 1;
+            }
+        }
+        self
+    }
+
+    /// `ValidateNodeResourcesFitArgs`: every problem, each naming its field.
+    pub fn validate(&self) -> Result<(), String> {
+        let mut errs = Vec::new();
+        for (i, res) in self.ignored_resources.iter().enumerate() {
+            if let Err(e) = validate_qualified_name(res) {
+                errs.push(field_error(
+                    &format!("ignoredResources[{i}]"),
+                    "Invalid value",
+                    &format!("{res:?}: {e}"),
+                ));
+            }
+        }
+        for (i, group) in self.ignored_resource_groups.iter().enumerate() {
+            let path = format!("ignoredResourceGroups[{i}]");
+            if group.contains('/') {
+                errs.push(field_error(
+                    &path,
+                    "Invalid value",
+                    &format!("{group:?}: resource group name can't contain '/'"),
+                ));
+            }
+            if let Err(e) = validate_qualified_name(group) {
+                errs.push(field_error(&path, "Invalid value", &format!("{group:?}: {e}")));
+            }
+        }
+        match &self.scoring_strategy {
+            None => errs.push(field_error(
+                "scoringStrategy",
+                "Required value",
+                "ScoringStrategy field is required",
+            )),
+            Some(s) => {
+                if ![LEAST_ALLOCATED, MOST_ALLOCATED, REQUESTED_TO_CAPACITY_RATIO].contains(&s.type_.as_str())
+                {
+                    errs.push(field_error(
+                        "scoringStrategy.type",
+                        "Unsupported value",
+                        &format!(
+                            "{:?}: supported values: \"{LEAST_ALLOCATED}\", \"{MOST_ALLOCATED}\", \"{REQUESTED_TO_CAPACITY_RATIO}\"",
+                            s.type_
+                        ),
+                    ));
+                }
+                for (i, r) in s.resources.iter().enumerate() {
+                    if r.weight <= 0 || r.weight > 100 {
+                        errs.push(field_error(
+                            &format!("scoringStrategy.resources[{i}].weight"),
+                            "Invalid value",
+                            &format!(
+                                "{}: resource weight of {} not in valid range (0, 100]",
+                                r.weight, r.name
+                            ),
+                        ));
+                    }
+                }
+                if s.type_ == REQUESTED_TO_CAPACITY_RATIO {
+                    match &s.requested_to_capacity_ratio {
+                        None => errs.push(field_error(
+                            "scoringStrategy.requestedToCapacityRatio",
+                            "Required value",
+                            "must be specified when type is RequestedToCapacityRatio",
+                        )),
+                        Some(p) => errs.extend(validate_function_shape(
+                            &p.shape,
+                            "scoringStrategy.requestedToCapacityRatio.shape",
+                        )),
+                    }
+                } else if s.requested_to_capacity_ratio.is_some() {
+                    errs.push(field_error(
+                        "scoringStrategy.requestedToCapacityRatio",
+                        "Forbidden",
+                        "must be nil when type is not RequestedToCapacityRatio",
+                    ));
+                }
+            }
+        }
+        aggregate(errs).map_or(Ok(()), Err)
+    }
+}
+
+/// `validateFunctionShape`: at least one point, utilization strictly increasing and in [0, 100],
+/// score in [0, 10].
+pub(crate) fn validate_function_shape(shape: &[UtilizationShapePoint], path: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if shape.is_empty() {
+        errs.push(field_error(
+            path,
+            "Required value",
+            "at least one point must be specified",
+        ));
+        return errs;
+    }
+    if let Some(i) = (1..shape.len()).find(|&i| shape[i - 1].utilization >= shape[i].utilization) {
+        errs.push(field_error(
+            &format!("{path}[{i}].utilization"),
+            "Invalid value",
+            &format!(
+                "{}: values must be sorted in increasing order",
+                shape[i].utilization
+            ),
+        ));
+    }
+    for (i, p) in shape.iter().enumerate() {
+        if !(0..=100).contains(&p.utilization) {
+            errs.push(field_error(
+                &format!("{path}[{i}].utilization"),
+                "Invalid value",
+                &format!("{}: not in valid range [0, 100]", p.utilization),
+            ));
+        }
+        if !(0..=MAX_CUSTOM_PRIORITY_SCORE as i32).contains(&p.score) {
+            errs.push(field_error(
+                &format!("{path}[{i}].score"),
+                "Invalid value",
+                &format!("{}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]", p.score),
+            ));
+        }
+    }
+    errs
+}
+
+fn is_alnum(c: char) -> bool {
+    c.is_ascii_alphanumeric()
+}
+
+/// apimachinery's `IsQualifiedName` (what `ValidateLabelName` checks): `[prefix/]name`, name at most
+/// 63 characters of `[A-Za-z0-9_.-]` starting and ending alphanumeric, prefix a DNS-1123 subdomain.
+pub(crate) fn validate_qualified_name(value: &str) -> Result<(), String> {
+    let parts: Vec<&str> = value.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                return Err("prefix part must be non-empty".into());
+            }
+            let valid_prefix = prefix.len() <= 253
+                && prefix.split('.').all(|label| {
+                    !label.is_empty()
+                        && label.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                        && label.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                        && label
+                            .chars()
+                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                });
+            if !valid_prefix {
+                return Err("prefix part must be a lowercase RFC 1123 subdomain".into());
+            }
+            *name
+        }
+        _ => {
+            return Err(
+                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', with an optional DNS subdomain prefix and '/'"
+                    .into(),
+            );
+        }
+    };
+    if name.is_empty() {
+        return Err("name part must be non-empty".into());
+    }
+    if name.len() > 63 {
+        return Err("name part must be no more than 63 characters".into());
+    }
+    let valid = name.starts_with(is_alnum)
+        && name.ends_with(is_alnum)
+        && name
+            .chars()
+            .all(|c| is_alnum(c) || c == '-' || c == '_' || c == '.');
+    if !valid {
+        return Err(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// One resource the node is short of (Go's `InsufficientResource`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InsufficientResource {
+    /// The resource (`pods`, `cpu`, `memory`, `ephemeral-storage`, or a scalar resource name).
+    pub resource_name: String,
+    /// The Filter reason, e.g. `Insufficient cpu`.
+    pub reason: String,
+    /// What the pod requests (1 for pods).
+    pub requested: i64,
+    /// What the node's pods already request (the pod count for pods).
+    pub used: i64,
+    /// The node's allocatable amount.
+    pub capacity: i64,
+    /// The pod asks for more than the node has at all: preemption cannot help.
+    pub unresolvable: bool,
+}
+
+/// How much of one resource a pod needs beyond what a node has free.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shortfall {
+    /// The resource name.
+    pub resource: String,
+    /// The pod's request (milli-units for cpu; 1 for pods).
+    pub requested: i64,
+    /// What the node has free: allocatable minus what its pods request (may be negative).
+    pub free: i64,
+}
+
+impl Shortfall {
+    /// `requested - free`: how much more the node would need.
+    pub fn missing(&self) -> i64 {
+        self.requested.saturating_sub(self.free)
+    }
+}
+
+impl std::fmt::Display for Shortfall {
+    /// `needs 300m more cpu`, `needs 1Gi more memory`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "needs {} more {}",
+            format_amount(&self.resource, self.missing()),
+            self.resource
+        )
+    }
+}
+
+/// The pod's requests as Filter compares them (Go's `computePodResourceRequest`): pod-level requests
+/// apply, container statuses do not (the pod is not running yet), overhead is added.
+pub fn compute_pod_resource_request(pod: &Pod) -> Resource {
+    let mut r = Resource::default();
+    for (name, &amount) in &spec_requests(pod, true, &Amounts::new()) {
+        // Negative amounts cannot pass API validation; like Go's SetMaxResource they count as 0.
+        let amount = amount.max(0);
+        match name.as_str() {
+            CPU => r.milli_cpu = amount,
+            MEMORY => r.memory = amount,
+            EPHEMERAL_STORAGE => r.ephemeral_storage = amount,
+            _ if is_scalar_resource_name(name) => {
+                r.scalar_resources.insert(name.clone(), amount);
+            }
+            _ => {}
+        }
+    }
+    r
+}
+
+/// Go's `fitsRequest`: every resource the node is short of, in the order pods, cpu, memory,
+/// ephemeral-storage, then scalar resources by name. Extended resources in `ignored` or whose group
+/// (the part before `/`) is in `ignored_groups` are not checked.
+pub fn fits_request(
+    request: &Resource,
+    node: &NodeInfo,
+    ignored: &BTreeSet<String>,
+    ignored_groups: &BTreeSet<String>,
+) -> Vec<InsufficientResource> {
+    let mut out = Vec::new();
+    let allowed_pods = node.allocatable.allowed_pod_number;
+    let pod_count = node.pods.len() as i64;
+    if pod_count + 1 > allowed_pods {
+        out.push(InsufficientResource {
+            resource_name: PODS.to_string(),
+            reason: ERR_REASON_TOO_MANY_PODS.to_string(),
+            requested: 1,
+            used: pod_count,
+            capacity: allowed_pods,
+            unresolvable: false,
+        });
+    }
+    if request.milli_cpu == 0
+        && request.memory == 0
+        && request.ephemeral_storage == 0
+        && request.scalar_resources.is_empty()
+    {
+        return out;
+    }
+    let mut check = |name: &str, reason: &str, wanted: i64, used: i64, capacity: i64| {
+        if wanted > 0 && wanted > capacity.saturating_sub(used) {
+            out.push(InsufficientResource {
+                resource_name: name.to_string(),
+                reason: reason.to_string(),
+                requested: wanted,
+                used,
+                capacity,
+                unresolvable: wanted > capacity,
+            });
+        }
+    };
+    let (alloc, used) = (&node.allocatable, &node.requested);
+    check(
+        CPU,
+        ERR_REASON_INSUFFICIENT_CPU,
+        request.milli_cpu,
+        used.milli_cpu,
+        alloc.milli_cpu,
+    );
+    check(
+        MEMORY,
+        ERR_REASON_INSUFFICIENT_MEMORY,
+        request.memory,
+        used.memory,
+        alloc.memory,
+    );
+    check(
+        EPHEMERAL_STORAGE,
+        ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE,
+        request.ephemeral_storage,
+        used.ephemeral_storage,
+        alloc.ephemeral_storage,
+    );
+    for (name, &wanted) in &request.scalar_resources {
+        if wanted == 0 {
+            continue;
+        }
+        if is_extended_resource_name(name) {
+            let group = name.split('/').next().unwrap_or_default();
+            if ignored.contains(name) || ignored_groups.contains(group) {
+                continue;
+            }
+        }
+        // Without DRA objects in the snapshot no extended resource is delegated to DynamicResources:
+        // every one is checked against node allocatable, exactly as for device-plugin resources.
+        check(
+            name,
+            &format!("{ERR_REASON_INSUFFICIENT_PREFIX}{name}"),
+            wanted,
+            used.get(name),
+            alloc.scalar_resources.get(name).copied().unwrap_or(0),
+        );
+    }
+    out
+}
+
+/// Go's `Fits`: what the node is short of for this pod (no ignored resources).
+pub fn fits(pod: &PodInfo, node: &NodeInfo) -> Vec<InsufficientResource> {
+    fits_request(
+        &compute_pod_resource_request(&pod.pod),
+        node,
+        &BTreeSet::new(),
+        &BTreeSet::new(),
+    )
+}
+
+/// Per resource the node is short of: the pod's request and what the node has free.
+pub fn shortfall(node: &NodeInfo, pod: &PodInfo) -> Vec<Shortfall> {
+    fits(pod, node)
+        .into_iter()
+        .map(|r| Shortfall {
+            free: r.capacity.saturating_sub(r.used),
+            resource: r.resource_name,
+            requested: r.requested,
+        })
+        .collect()
+}
+
+/// The Filter status for a list of shortfalls: Unschedulable, or UnschedulableAndUnresolvable when the
+/// pod requests more of some resource than the node has at all.
+pub fn status_for(insufficient: &[InsufficientResource]) -> Status {
+    if insufficient.is_empty() {
+        return Status::success();
+    }
+    let code = if insufficient.iter().any(|r| r.unresolvable) {
+        Code::UnschedulableAndUnresolvable
+    } else {
+        Code::Unschedulable
+    };
+    Status::with_reasons(code, insufficient.iter().map(|r| r.reason.clone()).collect())
+}
+
+/// The NodeResourcesFit plugin.
+#[derive(Debug)]
+pub struct Fit {
+    ignored_resources: BTreeSet<String>,
+    ignored_resource_groups: BTreeSet<String>,
+    scorer: ResourceAllocationScorer,
+}
+
+/// Builds the plugin from its `NodeResourcesFitArgs`.
+pub fn new(args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    let invalid = |message: String| PluginError::InvalidArgs {
+        plugin: NAME.to_string(),
+        message,
+    };
+    let args = decode_args::<NodeResourcesFitArgs>(NAME, args)?.defaulted();
+    args.validate().map_err(invalid)?;
+    let strategy = args.scoring_strategy.unwrap_or_default();
+    let function = match strategy.type_.as_str() {
+        LEAST_ALLOCATED => ScoringFunction::LeastAllocated,
+        MOST_ALLOCATED => ScoringFunction::MostAllocated,
+        REQUESTED_TO_CAPACITY_RATIO => ScoringFunction::RequestedToCapacityRatio(
+            strategy
+                .requested_to_capacity_ratio
+                .unwrap_or_default()
+                .shape
+                .iter()
+                .map(|p| ShapePoint {
+                    utilization: i64::from(p.utilization),
+                    score: i64::from(p.score)
+                        * (crate::framework::interface::MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE),
+                })
+                .collect(),
+        ),
+        other => return Err(invalid(format!("scoring strategy {other} is not supported"))),
+    };
+    Ok(Arc::new(Fit {
+        ignored_resources: args.ignored_resources.into_iter().collect(),
+        ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
+        scorer: ResourceAllocationScorer {
+            resources: strategy.resources,
+            function,
+            mode: RequestMode::NonZero,
+        },
+    }))
+}
+
+impl Fit {
+    /// The scorer this plugin's Score uses.
+    pub fn scorer(&self) -> &ResourceAllocationScorer {
+        &self.scorer
+    }
+}
+
+impl Plugin for Fit {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl PreFilterPlugin for Fit {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+    ) -> (Option<PreFilterResult>, Status) {
+        state.write(
+            &PRE_FILTER_STATE_KEY,
+            PreFilterState {
+                request: compute_pod_resource_request(&pod.pod),
+            },
+        );
+        (None, Status::success())
+    }
+}
+
+impl FilterPlugin for Fit {
+    fn filter(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> Status {
+        let Some(s) = state.read(&PRE_FILTER_STATE_KEY) else {
+            return Status::error(format!(
+                "error reading {:?} from cycleState: not found",
+                PRE_FILTER_STATE_KEY.name()
+            ));
+        };
+        status_for(&fits_request(
+            &s.request,
+            node,
+            &self.ignored_resources,
+            &self.ignored_resource_groups,
+        ))
+    }
+}
+
+impl PreScorePlugin for Fit {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[Arc<NodeInfo>]) -> Status {
+        state.write(
+            &PRE_SCORE_STATE_KEY,
+            PreScoreState {
+                pod_requests: self.scorer.pod_request_list(&pod.pod),
+            },
+        );
+        Status::success()
+    }
+}
+
+impl ScorePlugin for Fit {
+    fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> (i64, Status) {
+        match state.read(&PRE_SCORE_STATE_KEY) {
+            Some(s) => self.scorer.score(node, &s.pod_requests),
+            // Like upstream, Score works without PreScore by computing the requests itself.
+            None => self.scorer.score(node, &self.scorer.pod_request_list(&pod.pod)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{node, pod, snapshot};
+    use serde_json::json;
+
+    fn handle() -> Handle {
+        Handle {
+            snapshot: Arc::new(snapshot(vec![], vec![])),
+        }
+    }
+
+    fn plugin(args: Option<serde_json::Value>) -> Arc<dyn Plugin> {
+        new(args.as_ref(), &handle()).expect("valid args")
+    }
+
+    fn run_filter(p: &dyn Plugin, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let mut state = CycleState::new();
+        let (_, s) = p.as_pre_filter().unwrap().pre_filter(&mut state, pod, &[]);
+        assert!(s.is_success());
+        p.as_filter().unwrap().filter(&state, pod, node)
+    }
+
+    fn run_score(p: &dyn Plugin, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        let mut state = CycleState::new();
+        let s = p.as_pre_score().unwrap().pre_score(&mut state, pod, &[]);
+        assert!(s.is_success());
+        let (score, s) = p.as_score().unwrap().score(&state, pod, node);
+        assert!(s.is_success(), "{s:?}");
+        score
+    }
+
+    #[test]
+    fn filter_reasons_and_codes() {
+        let used = pod("used")
+            .cpu("3")
+            .memory("3Gi")
+            .req("example.com/gpu", "1")
+            .node("n")
+            .obj();
+        let cases: Vec<(&str, PodInfo, NodeInfo, Code, Vec<&str>)> = vec![
+            (
+                "fits",
+                pod("p").cpu("1").memory("1Gi").info(),
+                node("n").cpu("4").memory("4Gi").info_with(vec![used.clone()]),
+                Code::Success,
+                vec![],
+            ),
+            (
+                "best-effort pod fits a full node",
+                pod("p").info(),
+                node("n").cpu("3").memory("3Gi").info_with(vec![used.clone()]),
+                Code::Success,
+                vec![],
+            ),
+            (
+                "too many pods is never unresolvable",
+                pod("p").info(),
+                node("n").pods("1").info_with(vec![used.clone()]),
+                Code::Unschedulable,
+                vec![ERR_REASON_TOO_MANY_PODS],
+            ),
+            (
+                "insufficient cpu and memory, resolvable",
+                pod("p").cpu("2").memory("2Gi").info(),
+                node("n").cpu("4").memory("4Gi").info_with(vec![used.clone()]),
+                Code::Unschedulable,
+                vec![ERR_REASON_INSUFFICIENT_CPU, ERR_REASON_INSUFFICIENT_MEMORY],
+            ),
+            (
+                "request above allocatable is unresolvable",
+                pod("p").cpu("5").memory("1Gi").info(),
+                node("n").cpu("4").memory("4Gi").info_with(vec![used.clone()]),
+                Code::UnschedulableAndUnresolvable,
+                vec![ERR_REASON_INSUFFICIENT_CPU],
+            ),
+            (
+                "ephemeral storage",
+                pod("p").req("ephemeral-storage", "10Gi").info(),
+                node("n")
+                    .allocatable("ephemeral-storage", "20Gi")
+                    .info_with(vec![pod("e").req("ephemeral-storage", "15Gi").node("n").obj()]),
+                Code::Unschedulable,
+                vec![ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE],
+            ),
+            (
+                "extended resource used up",
+                pod("p").req("example.com/gpu", "1").info(),
+                node("n")
+                    .cpu("4")
+                    .allocatable("example.com/gpu", "1")
+                    .info_with(vec![used.clone()]),
+                Code::Unschedulable,
+                vec!["Insufficient example.com/gpu"],
+            ),
+            (
+                "extended resource the node lacks",
+                pod("p").req("example.com/fpga", "1").info(),
+                node("n").info_with(vec![]),
+                Code::UnschedulableAndUnresolvable,
+                vec!["Insufficient example.com/fpga"],
+            ),
+            (
+                "hugepages",
+                pod("p").req("hugepages-2Mi", "4Mi").info(),
+                node("n").allocatable("hugepages-2Mi", "2Mi").info_with(vec![]),
+                Code::UnschedulableAndUnresolvable,
+                vec!["Insufficient hugepages-2Mi"],
+            ),
+            (
+                "init container peak counts",
+                pod("p")
+                    .cpu("1")
+                    .init_container("init", &[("cpu", "3")], false)
+                    .info(),
+                node("n").cpu("2").info_with(vec![]),
+                Code::UnschedulableAndUnresolvable,
+                vec![ERR_REASON_INSUFFICIENT_CPU],
+            ),
+            (
+                "all reasons together, pods first",
+                pod("p").cpu("2").memory("2Gi").info(),
+                node("n")
+                    .pods("1")
+                    .cpu("4")
+                    .memory("4Gi")
+                    .info_with(vec![used.clone()]),
+                Code::Unschedulable,
+                vec![
+                    ERR_REASON_TOO_MANY_PODS,
+                    ERR_REASON_INSUFFICIENT_CPU,
+                    ERR_REASON_INSUFFICIENT_MEMORY,
+                ],
+            ),
+        ];
+        let p = plugin(None);
+        for (name, pod, node, code, reasons) in cases {
+            let s = run_filter(p.as_ref(), &pod, &node);
+            assert_eq!(s.code(), code, "{name}");
+            assert_eq!(
+                s.reasons(),
+                reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn ignored_resources_and_groups() {
+        let node = node("n").info_with(vec![]);
+        let pod = pod("p")
+            .req("example.com/gpu", "1")
+            .req("vendor.io/fpga", "1")
+            .info();
+        for (args, want) in [
+            (
+                json!({}),
+                vec!["Insufficient example.com/gpu", "Insufficient vendor.io/fpga"],
+            ),
+            (
+                json!({"ignoredResources": ["example.com/gpu"]}),
+                vec!["Insufficient vendor.io/fpga"],
+            ),
+            (
+                json!({"ignoredResourceGroups": ["vendor.io"]}),
+                vec!["Insufficient example.com/gpu"],
+            ),
+            (
+                json!({"ignoredResources": ["example.com/gpu"], "ignoredResourceGroups": ["vendor.io"]}),
+                vec![],
+            ),
+        ] {
+            let s = run_filter(plugin(Some(args.clone())).as_ref(), &pod, &node);
+            assert_eq!(
+                s.reasons(),
+                want.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
+                "{args}"
+            );
+        }
+        // Only extended resources can be ignored: hugepages are always checked.
+        let s = run_filter(
+            plugin(Some(json!({"ignoredResourceGroups": ["hugepages-2Mi"]}))).as_ref(),
+            &crate::testing::pod("p").req("hugepages-2Mi", "2Mi").info(),
+            &node,
+        );
+        assert_eq!(s.reasons(), ["Insufficient hugepages-2Mi"]);
+    }
+
+    #[test]
+    fn filter_without_prefilter_is_an_error() {
+        let p = plugin(None);
+        let s =
+            p.as_filter()
+                .unwrap()
+                .filter(&CycleState::new(), &pod("p").info(), &node("n").info_with(vec![]));
+        assert_eq!(s.code(), Code::Error);
+        assert_eq!(
+            s.message(),
+            "error reading \"PreFilterNodeResourcesFit\" from cycleState: not found"
+        );
+    }
+
+    #[test]
+    fn pod_level_requests_and_overhead_in_prefilter() {
+        let p = pod("p")
+            .cpu("100m")
+            .with(|p| {
+                let spec = p.spec.as_mut().unwrap();
+                spec.resources = Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                    requests: Some(
+                        [(
+                            "cpu".to_string(),
+                            k8s_openapi::apimachinery::pkg::api::resource::Quantity("1".into()),
+                        )]
+                        .into(),
+                    ),
+                    ..Default::default()
+                });
+                spec.overhead = Some(
+                    [(
+                        "cpu".to_string(),
+                        k8s_openapi::apimachinery::pkg::api::resource::Quantity("250m".into()),
+                    )]
+                    .into(),
+                );
+            })
+            .obj();
+        assert_eq!(compute_pod_resource_request(&p).milli_cpu, 1250);
+    }
+
+    #[test]
+    fn shortfall_reports_missing_amounts() {
+        let n = node("n")
+            .cpu("1")
+            .memory("1Gi")
+            .info_with(vec![pod("a").cpu("700m").memory("512Mi").node("n").obj()]);
+        let got = shortfall(&n, &pod("p").cpu("600m").memory("1Gi").info());
+        assert_eq!(
+            got,
+            vec![
+                Shortfall {
+                    resource: "cpu".into(),
+                    requested: 600,
+                    free: 300
+                },
+                Shortfall {
+                    resource: "memory".into(),
+                    requested: 1 << 30,
+                    free: 512 << 20
+                },
+            ]
+        );
+        assert_eq!(got[0].to_string(), "needs 300m more cpu");
+        assert_eq!(got[1].to_string(), "needs 512Mi more memory");
+        assert!(shortfall(&n, &pod("q").cpu("300m").info()).is_empty());
+    }
+
+    #[test]
+    fn least_allocated_default_score() {
+        // Node 4 cpu / 8Gi with 1 cpu / 2Gi requested; pod 1 cpu / 2Gi → 50% and 50% free → 50.
+        let n = node("n")
+            .cpu("4")
+            .memory("8Gi")
+            .info_with(vec![pod("a").cpu("1").memory("2Gi").node("n").obj()]);
+        assert_eq!(
+            run_score(plugin(None).as_ref(), &pod("p").cpu("1").memory("2Gi").info(), &n),
+            50
+        );
+        // Best-effort pods count 100m / 200Mi: cpu (4000-1100)*100/4000 = 72, memory
+        // (8192-2248)Mi*100/8192Mi = 72 → 72.
+        assert_eq!(run_score(plugin(None).as_ref(), &pod("p").info(), &n), 72);
+    }
+
+    #[test]
+    fn strategies_score() {
+        let n = node("n")
+            .cpu("4")
+            .memory("8Gi")
+            .info_with(vec![pod("a").cpu("1").memory("2Gi").node("n").obj()]);
+        let p = pod("p").cpu("1").memory("4Gi").info();
+        for (name, args, want) in [
+            // cpu 50% free (50), memory 25% free (25): (50 + 25) / 2 = 37.
+            ("least", json!({}), 37),
+            // cpu weight 3: (50*3 + 25) / 4 = 43.
+            (
+                "least weighted",
+                json!({"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "cpu", "weight": 3}, {"name": "memory"}]}}),
+                43,
+            ),
+            // cpu 50% used (50), memory 75% (75): 62.
+            ("most", json!({"scoringStrategy": {"type": "MostAllocated"}}), 62),
+            // shape 0→0, 100→10 (×10): 50 and 75 → 62.5 → 63 (rounded).
+            (
+                "rtcr",
+                json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 0}, {"utilization": 100, "score": 10}]}}}),
+                63,
+            ),
+            // Reversed shape favors empty nodes: 50 and 25 → 37.5 → 38.
+            (
+                "rtcr reversed",
+                json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 0, "score": 10}, {"utilization": 100, "score": 0}]}}}),
+                38,
+            ),
+        ] {
+            assert_eq!(run_score(plugin(Some(args)).as_ref(), &p, &n), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn score_without_prescore_falls_back() {
+        let n = node("n").cpu("4").memory("8Gi").info_with(vec![]);
+        let p = pod("p").cpu("2").memory("4Gi").info();
+        let (score, s) = plugin(None).as_score().unwrap().score(&CycleState::new(), &p, &n);
+        assert!(s.is_success());
+        assert_eq!(score, 50);
+    }
+
+    #[test]
+    fn args_decode_and_default() {
+        let args: NodeResourcesFitArgs = serde_json::from_value(json!({
+            "apiVersion": "kubescheduler.config.k8s.io/v1",
+            "kind": "NodeResourcesFitArgs",
+            "scoringStrategy": {"type": "MostAllocated", "resources": [{"name": "cpu"}, {"name": "nvidia.com/gpu", "weight": 5}]}
+        }))
+        .unwrap();
+        let args = args.defaulted();
+        let s = args.scoring_strategy.unwrap();
+        assert_eq!(s.type_, MOST_ALLOCATED);
+        assert_eq!(
+            s.resources,
+            vec![
+                ResourceSpec::new("cpu", 1),
+                ResourceSpec::new("nvidia.com/gpu", 5)
+            ]
+        );
+        let defaults = NodeResourcesFitArgs::default()
+            .defaulted()
+            .scoring_strategy
+            .unwrap();
+        assert_eq!(defaults.type_, LEAST_ALLOCATED);
+        assert_eq!(defaults.resources, default_resources());
+    }
+
+    #[test]
+    fn invalid_args_name_the_field() {
+        for (args, field) in [
+            (
+                json!({"scoringStrategy": {"type": "Spread"}}),
+                "scoringStrategy.type: Unsupported value: \"Spread\"",
+            ),
+            (
+                json!({"scoringStrategy": {"resources": [{"name": "cpu"}]}}),
+                "scoringStrategy.type: Unsupported value: \"\"",
+            ),
+            (
+                json!({"scoringStrategy": {"type": "LeastAllocated", "resources": [{"name": "cpu", "weight": 101}]}}),
+                "scoringStrategy.resources[0].weight: Invalid value: 101",
+            ),
+            (
+                json!({"scoringStrategy": {"type": "RequestedToCapacityRatio"}}),
+                "scoringStrategy.requestedToCapacityRatio: Required value",
+            ),
+            (
+                json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": []}}}),
+                "scoringStrategy.requestedToCapacityRatio.shape: Required value",
+            ),
+            (
+                json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]}}}),
+                "scoringStrategy.requestedToCapacityRatio.shape[1].utilization: Invalid value: 50: values must be sorted in increasing order",
+            ),
+            (
+                json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio": {"shape": [{"utilization": 101, "score": 11}]}}}),
+                "scoringStrategy.requestedToCapacityRatio.shape[0].score: Invalid value: 11",
+            ),
+            (
+                json!({"scoringStrategy": {"type": "MostAllocated", "requestedToCapacityRatio": {"shape": [{"utilization": 1, "score": 1}]}}}),
+                "scoringStrategy.requestedToCapacityRatio: Forbidden",
+            ),
+            (
+                json!({"ignoredResources": ["bad name"]}),
+                "ignoredResources[0]: Invalid value: \"bad name\"",
+            ),
+            (
+                json!({"ignoredResourceGroups": ["a/b"]}),
+                "ignoredResourceGroups[0]: Invalid value: \"a/b\": resource group name can't contain '/'",
+            ),
+            (
+                json!({"ignoredResource": ["x"]}),
+                "unknown field `ignoredResource`",
+            ),
+            (json!({"scoringStrategy": {"type": 3}}), "invalid type"),
+        ] {
+            let err = match new(Some(&args), &handle()) {
+                Ok(_) => panic!("{args} should be rejected"),
+                Err(e) => e,
+            };
+            let PluginError::InvalidArgs { plugin, message } = err;
+            assert_eq!(plugin, NAME);
+            assert!(message.contains(field), "{args}: {message}");
+        }
+    }
+
+    #[test]
+    fn qualified_names() {
+        for (v, ok) in [
+            ("example.com/gpu", true),
+            ("gpu", true),
+            ("a_b.c-d", true),
+            ("", false),
+            ("-a", false),
+            ("Example.com/gpu", false),
+            ("a/b/c", false),
+            ("/gpu", false),
+            (&"x".repeat(64), false),
+        ] {
+            assert_eq!(validate_qualified_name(v).is_ok(), ok, "{v:?}");
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! The scorer NodeResourcesFit and NodeResourcesBalancedAllocation share (upstream
+//! `resourceAllocationScorer`): it turns a node's allocatable and requested amounts of the configured
+//! resources, plus the incoming pod's requests, into one score with a pluggable function
+//! (LeastAllocated, MostAllocated, RequestedToCapacityRatio, or the balance of the fractions).
+//!
+//! Also home of the `ResourceSpec` arg type and of the arg-validation helpers both plugins use.
+
+use k8s_openapi::api::core::v1::Pod;
+use serde::{Deserialize, Serialize};
+
+use crate::framework::interface::MAX_NODE_SCORE;
+use crate::framework::status::Status;
+use crate::resource::{CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name};
+use crate::snapshot::NodeInfo;
+use crate::snapshot::requests::{Amounts, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, pod_requests};
+
+/// The highest score a utilization shape point may give (`MaxCustomPriorityScore`); shape scores are
+/// scaled by `MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE` before use.
+pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+
+/// Utilization is scored on a 0–100 scale.
+const MAX_UTILIZATION: i64 = 100;
+
+/// A resource to score and its weight (`ResourceSpec` of KubeSchedulerConfiguration v1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResourceSpec {
+    /// Resource name, e.g. `cpu` or `nvidia.com/gpu`.
+    pub name: String,
+    /// Weight; 0 (unset) is defaulted to 1.
+    #[serde(default)]
+    pub weight: i64,
+}
+
+impl ResourceSpec {
+    /// A spec.
+    pub fn new(name: &str, weight: i64) -> Self {
+        ResourceSpec {
+            name: name.to_string(),
+            weight,
+        }
+    }
+}
+
+/// The default scored resources: cpu and memory, weight 1 each.
+pub fn default_resources() -> Vec<ResourceSpec> {
+    vec![ResourceSpec::new(CPU, 1), ResourceSpec::new(MEMORY, 1)]
+}
+
+/// A point of a RequestedToCapacityRatio shape, already scaled to the 0–100 node-score range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShapePoint {
+    /// Utilization in percent (0–100).
+    pub utilization: i64,
+    /// Score at that utilization (0–100).
+    pub score: i64,
+}
+
+/// The function that turns per-resource (requested, allocated, allocatable) into a node score.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScoringFunction {
+    /// Favors nodes with more free capacity.
+    LeastAllocated,
+    /// Favors nodes with less free capacity (bin packing).
+    MostAllocated,
+    /// A broken-linear function of the utilization.
+    RequestedToCapacityRatio(Vec<ShapePoint>),
+    /// Favors placements that even out the resource fractions (BalancedAllocation).
+    Balanced,
+}
+
+/// How the incoming pod's requests are computed for scoring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestMode {
+    /// Containers without a cpu/memory request count 100m / 200 MiB, and node usage is the non-zero
+    /// requested sum. Upstream's NodeResourcesFit scorer never receives the PodLevelResources and
+    /// InPlacePodVerticalScaling switches (its own fields shadow the scorer's), so pod-level requests
+    /// and container statuses are ignored here too.
+    NonZero,
+    /// Actual requests, with pod-level requests and in-place-resize status; node usage is the actual
+    /// requested sum (BalancedAllocation).
+    Requested,
+}
+
+/// Scores nodes by how the pod's requests would use their allocatable resources.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceAllocationScorer {
+    /// The scored resources with their weights.
+    pub resources: Vec<ResourceSpec>,
+    /// The scoring function.
+    pub function: ScoringFunction,
+    /// How pod and node requests are read.
+    pub mode: RequestMode,
+}
+
+/// Go's `PodRequests` with `UseStatusResources` off; `pod_level` false also skips pod-level requests.
+/// Clones the pod only when it carries something those switches would ignore.
+pub(crate) fn spec_requests(pod: &Pod, pod_level: bool, non_missing: &Amounts) -> Amounts {
+    let has_statuses = pod.status.as_ref().is_some_and(|s| {
+        s.container_statuses.as_ref().is_some_and(|v| !v.is_empty())
+            || s.init_container_statuses.as_ref().is_some_and(|v| !v.is_empty())
+            || s.allocated_resources.is_some()
+            || s.resources.is_some()
+    });
+    let strip_pod_level = !pod_level && pod.spec.as_ref().is_some_and(|s| s.resources.is_some());
+    if !has_statuses && !strip_pod_level {
+        return pod_requests(pod, non_missing);
+    }
+    let mut stripped = pod.clone();
+    if has_statuses {
+        stripped.status = None;
+    }
+    if strip_pod_level && let Some(spec) = stripped.spec.as_mut() {
+        spec.resources = None;
+    }
+    pod_requests(&stripped, non_missing)
+}
+
+impl ResourceAllocationScorer {
+    /// The pod's request for each configured resource, in the order of `resources`
+    /// (`calculatePodResourceRequestList`).
+    pub fn pod_request_list(&self, pod: &Pod) -> Vec<i64> {
+        let requests = match self.mode {
+            RequestMode::NonZero => {
+                let non_missing: Amounts = [
+                    (CPU.to_string(), DEFAULT_MILLI_CPU_REQUEST),
+                    (MEMORY.to_string(), DEFAULT_MEMORY_REQUEST),
+                ]
+                .into();
+                spec_requests(pod, false, &non_missing)
+            }
+            RequestMode::Requested => pod_requests(pod, &Amounts::new()),
+        };
+        self.resources
+            .iter()
+            .map(|r| requests.get(&r.name).copied().unwrap_or(0))
+            .collect()
+    }
+
+    /// The node's score for a pod whose requests are `pod_requests` (from `pod_request_list`).
+    pub fn score(&self, node: &NodeInfo, pod_requests: &[i64]) -> (i64, Status) {
+        if self.resources.is_empty() {
+            return (0, Status::error("resources not found"));
+        }
+        let (requested, allocated, allocatable) = self.node_allocatable_request(node, pod_requests);
+        let score = match &self.function {
+            ScoringFunction::LeastAllocated => {
+                weighted_mean(&self.resources, &requested, &allocatable, least_requested_score)
+            }
+            ScoringFunction::MostAllocated => {
+                weighted_mean(&self.resources, &requested, &allocatable, most_requested_score)
+            }
+            ScoringFunction::RequestedToCapacityRatio(shape) => {
+                requested_to_capacity_ratio_score(&self.resources, shape, &requested, &allocatable)
+            }
+            ScoringFunction::Balanced => balanced_resource_scorer(&requested, &allocated, &allocatable),
+        };
+        (score, Status::success())
+    }
+
+    /// Per configured resource: (node requested + pod request, node requested, node allocatable).
+    /// A resource stays all-zero (and is left out of the score) when the node has none of it, or when
+    /// it is a scalar resource the pod does not request.
+    pub fn node_allocatable_request(
+        &self,
+        node: &NodeInfo,
+        pod_requests: &[i64],
+    ) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+        let n = self.resources.len();
+        let (mut requested, mut allocated, mut allocatable) = (vec![0; n], vec![0; n], vec![0; n]);
+        for (i, spec) in self.resources.iter().enumerate() {
+            let pod_request = pod_requests.get(i).copied().unwrap_or(0);
+            if pod_request == 0 && is_scalar_resource_name(&spec.name) {
+                continue;
+            }
+            let (node_allocatable, node_allocated) = self.resource_allocatable_request(node, &spec.name);
+            if node_allocatable == 0 {
+                continue;
+            }
+            allocatable[i] = node_allocatable;
+            allocated[i] = node_allocated;
+            requested[i] = node_allocated.saturating_add(pod_request);
+        }
+        (requested, allocated, allocatable)
+    }
+
+    fn resource_allocatable_request(&self, node: &NodeInfo, name: &str) -> (i64, i64) {
+        let usage = match self.mode {
+            RequestMode::NonZero => &node.non_zero_requested,
+            RequestMode::Requested => &node.requested,
+        };
+        match name {
+            CPU => (node.allocatable.milli_cpu, usage.milli_cpu),
+            MEMORY => (node.allocatable.memory, usage.memory),
+            // Ephemeral storage has no non-zero default: always the actual requests.
+            EPHEMERAL_STORAGE => (
+                node.allocatable.ephemeral_storage,
+                node.requested.ephemeral_storage,
+            ),
+            _ => match node.allocatable.scalar_resources.get(name) {
+                Some(&alloc) => (alloc, node.requested.get(name)),
+                None => (0, 0),
+            },
+        }
+    }
+}
+
+/// True when the pod requests none of the scored resources.
+pub fn is_best_effort(pod_requests: &[i64]) -> bool {
+    pod_requests.iter().all(|r| *r == 0)
+}
+
+/// `(a * b) / c` without overflow (quantities saturate at i64::MAX); `c` must be non-zero.
+fn mul_div(a: i64, b: i64, c: i64) -> i64 {
+    let v = i128::from(a) * i128::from(b) / i128::from(c);
+    v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// LeastAllocated per resource: the free fraction on a 0–100 scale.
+pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return 0;
+    }
+    mul_div(capacity.saturating_sub(requested), MAX_NODE_SCORE, capacity)
+}
+
+/// MostAllocated per resource: the used fraction on a 0–100 scale (requests past capacity, possible
+/// through the non-zero defaults, count as full).
+pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 {
+        return 0;
+    }
+    mul_div(requested.min(capacity), MAX_NODE_SCORE, capacity)
+}
+
+fn weighted_mean(
+    resources: &[ResourceSpec],
+    requested: &[i64],
+    allocatable: &[i64],
+    per_resource: fn(i64, i64) -> i64,
+) -> i64 {
+    let (mut node_score, mut weight_sum) = (0_i64, 0_i64);
+    for (i, spec) in resources.iter().enumerate() {
+        if allocatable[i] == 0 {
+            continue;
+        }
+        node_score =
+            node_score.saturating_add(per_resource(requested[i], allocatable[i]).saturating_mul(spec.weight));
+        weight_sum = weight_sum.saturating_add(spec.weight);
+    }
+    if weight_sum == 0 {
+        return 0;
+    }
+    node_score / weight_sum
+}
+
+/// Go's `BuildBrokenLinearFunction`: the shape's first score below its first point, its last score past
+/// its last point, and linear (integer arithmetic) in between.
+pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
+    for (i, point) in shape.iter().enumerate() {
+        if p <= point.utilization {
+            if i == 0 {
+                return point.score;
+            }
+            let prev = shape[i - 1];
+            let span = point.utilization - prev.utilization;
+            if span == 0 {
+                return point.score;
+            }
+            return prev.score + (point.score - prev.score) * (p - prev.utilization) / span;
+        }
+    }
+    shape.last().map_or(0, |p| p.score)
+}
+
+fn requested_to_capacity_ratio_score(
+    resources: &[ResourceSpec],
+    shape: &[ShapePoint],
+    requested: &[i64],
+    allocatable: &[i64],
+) -> i64 {
+    let resource_score = |requested: i64, capacity: i64| {
+        if capacity == 0 || requested > capacity {
+            broken_linear(shape, MAX_UTILIZATION)
+        } else {
+            broken_linear(shape, mul_div(requested, MAX_UTILIZATION, capacity))
+        }
+    };
+    let (mut node_score, mut weight_sum) = (0_i64, 0_i64);
+    for (i, spec) in resources.iter().enumerate() {
+        if allocatable[i] == 0 {
+            continue;
+        }
+        let score = resource_score(requested[i], allocatable[i]);
+        // A zero-scoring resource does not dilute the mean: only positive scores are averaged.
+        if score > 0 {
+            node_score = node_score.saturating_add(score.saturating_mul(spec.weight));
+            weight_sum = weight_sum.saturating_add(spec.weight);
+        }
+    }
+    if weight_sum == 0 {
+        return 0;
+    }
+    (node_score as f64 / weight_sum as f64).round() as i64
+}
+
+/// `(1 - std) * 100` of the requested/allocatable fractions (each capped at 1); std is |f1 - f2| / 2
+/// for two resources and the population standard deviation for more.
+pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
+    let fractions: Vec<f64> = requested
+        .iter()
+        .zip(allocatable)
+        .filter(|(_, a)| **a != 0)
+        .map(|(r, a)| (*r as f64 / *a as f64).min(1.0))
+        .collect();
+    let std = match fractions.len() {
+        2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
+        n if n > 2 => {
+            let mean = fractions.iter().sum::<f64>() / n as f64;
+            let sum: f64 = fractions.iter().map(|f| (f - mean) * (f - mean)).sum();
+            (sum / n as f64).sqrt()
+        }
+        _ => 0.0,
+    };
+    ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
+}
+
+/// BalancedAllocation: how much placing the pod improves the node's balance. Both balance scores lie in
+/// [50, 100], so their difference lies in [-50, 50]; the result is mapped back into [50, 100], around 75
+/// when the pod changes little.
+pub fn balanced_resource_scorer(requested: &[i64], allocated: &[i64], allocatable: &[i64]) -> i64 {
+    let with_pod = balanced_resource_score(requested, allocatable);
+    let without_pod = balanced_resource_score(allocated, allocatable);
+    MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with_pod - without_pod) / 2
+}
+
+/// One validation failure, formatted like apimachinery's `field.Error`.
+pub(crate) fn field_error(path: &str, kind: &str, detail: &str) -> String {
+    if detail.is_empty() {
+        format!("{path}: {kind}")
+    } else {
+        format!("{path}: {kind}: {detail}")
+    }
+}
+
+/// apimachinery's aggregate formatting: one error as is, several as `[a, b]`.
+pub(crate) fn aggregate(errors: Vec<String>) -> Option<String> {
+    match errors.len() {
+        0 => None,
+        1 => errors.into_iter().next(),
+        _ => Some(format!("[{}]", errors.join(", "))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{node, pod};
+
+    fn scorer(
+        function: ScoringFunction,
+        mode: RequestMode,
+        resources: &[(&str, i64)],
+    ) -> ResourceAllocationScorer {
+        ResourceAllocationScorer {
+            resources: resources.iter().map(|(n, w)| ResourceSpec::new(n, *w)).collect(),
+            function,
+            mode,
+        }
+    }
+
+    #[test]
+    fn least_and_most_requested_per_resource() {
+        for (requested, capacity, least, most) in [
+            (0, 4000, 100, 0),
+            (1000, 4000, 75, 25),
+            (3000, 4000, 25, 75),
+            (4000, 4000, 0, 100),
+            (5000, 4000, 0, 100),
+            (1, 3, 66, 33),
+            (100, 0, 0, 0),
+        ] {
+            assert_eq!(
+                least_requested_score(requested, capacity),
+                least,
+                "least {requested}/{capacity}"
+            );
+            assert_eq!(
+                most_requested_score(requested, capacity),
+                most,
+                "most {requested}/{capacity}"
+            );
+        }
+    }
+
+    #[test]
+    fn broken_linear_matches_upstream() {
+        let shape = [
+            ShapePoint {
+                utilization: 10,
+                score: 20,
+            },
+            ShapePoint {
+                utilization: 50,
+                score: 100,
+            },
+            ShapePoint {
+                utilization: 90,
+                score: 0,
+            },
+        ];
+        for (p, want) in [
+            (0, 20),
+            (10, 20),
+            (30, 60),
+            (50, 100),
+            (70, 50),
+            (90, 0),
+            (100, 0),
+            (11, 22),
+        ] {
+            assert_eq!(broken_linear(&shape, p), want, "p={p}");
+        }
+    }
+
+    #[test]
+    fn balanced_score_math() {
+        // Two resources: std = |0.5 - 0.25| / 2 = 0.125 → 87.
+        assert_eq!(balanced_resource_score(&[2000, 1024], &[4000, 4096]), 87);
+        // Three resources: fractions .5 .5 1 → mean 2/3, std ≈ 0.2357 → 76.
+        assert_eq!(balanced_resource_score(&[1, 1, 2], &[2, 2, 2]), 76);
+        // One resource, or none: std 0.
+        assert_eq!(balanced_resource_score(&[3, 0], &[4, 0]), 100);
+        // Fractions above 1 are capped: 1 and 0.5 → std 0.25 → 75.
+        assert_eq!(balanced_resource_score(&[8, 1], &[4, 2]), 75);
+        // Improvement mapping: without the pod 87 (.5 vs .25), with it 100 → 50 + (50 + 13) / 2 = 81.
+        assert_eq!(balanced_resource_scorer(&[2, 2], &[2, 1], &[4, 4]), 81);
+        // Worsening: without 100, with 87 → 50 + (50 - 13) / 2 = 68.
+        assert_eq!(balanced_resource_scorer(&[2, 1], &[1, 1], &[4, 4]), 68);
+    }
+
+    #[test]
+    fn rtcr_rounds_and_ignores_zero_scores() {
+        let shape = vec![
+            ShapePoint {
+                utilization: 0,
+                score: 0,
+            },
+            ShapePoint {
+                utilization: 100,
+                score: 100,
+            },
+        ];
+        // cpu 25% → 25, memory 0% → 0 (left out of the mean): 25.
+        assert_eq!(
+            requested_to_capacity_ratio_score(
+                &[ResourceSpec::new(CPU, 1), ResourceSpec::new(MEMORY, 1)],
+                &shape,
+                &[1000, 0],
+                &[4000, 1000]
+            ),
+            25
+        );
+        // 33 * 1 + 67 * 2 = 167, / 3 = 55.67 → 56 (rounded, not truncated).
+        assert_eq!(
+            requested_to_capacity_ratio_score(
+                &[ResourceSpec::new(CPU, 1), ResourceSpec::new(MEMORY, 2)],
+                &shape,
+                &[33, 67],
+                &[100, 100]
+            ),
+            56
+        );
+        // Over capacity counts as 100% utilization.
+        assert_eq!(
+            requested_to_capacity_ratio_score(&[ResourceSpec::new(CPU, 1)], &shape, &[5, 0], &[4, 0]),
+            100
+        );
+    }
+
+    #[test]
+    fn non_zero_mode_defaults_missing_requests_and_ignores_pod_level() {
+        let s = scorer(
+            ScoringFunction::LeastAllocated,
+            RequestMode::NonZero,
+            &[(CPU, 1), (MEMORY, 1)],
+        );
+        let p = pod("p").obj();
+        assert_eq!(s.pod_request_list(&p), vec![100, 200 * 1024 * 1024]);
+        let with_pod_level = pod("p")
+            .cpu("200m")
+            .with(|p| {
+                p.spec.as_mut().unwrap().resources = Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                    requests: Some(
+                        [(
+                            "cpu".to_string(),
+                            k8s_openapi::apimachinery::pkg::api::resource::Quantity("2".into()),
+                        )]
+                        .into(),
+                    ),
+                    ..Default::default()
+                })
+            })
+            .obj();
+        assert_eq!(s.pod_request_list(&with_pod_level)[0], 200);
+        let r = scorer(
+            ScoringFunction::Balanced,
+            RequestMode::Requested,
+            &[(CPU, 1), (MEMORY, 1)],
+        );
+        assert_eq!(r.pod_request_list(&with_pod_level)[0], 2000);
+        assert_eq!(r.pod_request_list(&p), vec![0, 0]);
+    }
+
+    #[test]
+    fn unrequested_scalar_and_absent_resources_are_left_out() {
+        let s = scorer(
+            ScoringFunction::LeastAllocated,
+            RequestMode::NonZero,
+            &[
+                (CPU, 1),
+                (MEMORY, 1),
+                ("example.com/gpu", 5),
+                (EPHEMERAL_STORAGE, 1),
+            ],
+        );
+        let n = node("n")
+            .cpu("4")
+            .memory("4Gi")
+            .allocatable("example.com/gpu", "4")
+            .info_with(vec![]);
+        let (req, _, alloc) = s.node_allocatable_request(&n, &[1000, 1 << 30, 0, 100]);
+        assert_eq!(alloc, vec![4000, 4 << 30, 0, 0]);
+        assert_eq!(req, vec![1000, 1 << 30, 0, 0]);
+        // 75 and 75 → 75; the gpu (not requested) and ephemeral storage (no allocatable) do not count.
+        assert_eq!(s.score(&n, &[1000, 1 << 30, 0, 100]).0, 75);
+    }
+
+    #[test]
+    fn empty_resources_is_an_error() {
+        let s = scorer(ScoringFunction::LeastAllocated, RequestMode::NonZero, &[]);
+        let n = node("n").info_with(vec![]);
+        assert_eq!(s.score(&n, &[]).1, Status::error("resources not found"));
+    }
+}

@@ -1,0 +1,310 @@
+//! TaintToleration: a pod may only land on nodes whose NoSchedule/NoExecute taints it tolerates,
+//! and prefers nodes with fewer untolerated PreferNoSchedule taints.
+//!
+//! In v1.37.1 the Filter reason is the literal `node(s) had untolerated taint(s)` (it no longer names
+//! the taint). The `Lt`/`Gt` toleration operators (`TaintTolerationComparisonOperators`) are alpha and
+//! off, see `helper::taints`. PreFilter only Skips under the alpha
+//! `InPlacePodVerticalScalingSchedulerPreemption` gate, so here it always succeeds.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Toleration;
+
+use crate::framework::cycle_state::{CycleState, StateKey};
+use crate::framework::interface::{
+    FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin,
+    ScorePlugin,
+};
+use crate::framework::runtime::{Handle, PluginError};
+use crate::framework::status::Status;
+use crate::plugins::helper::normalize_score::default_normalize_score;
+use crate::plugins::helper::taints::{
+    EFFECT_PREFER_NO_SCHEDULE, do_not_schedule_taints_filter, find_matching_untolerated_taint, node_taints,
+    pod_tolerations, tolerations_tolerate_taint,
+};
+use crate::plugins::names;
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// The plugin's registry name.
+pub const NAME: &str = names::TAINT_TOLERATION;
+
+/// Filter reason when the node has a NoSchedule/NoExecute taint the pod does not tolerate.
+pub const ERR_REASON_UNTOLERATED: &str = "node(s) had untolerated taint(s)";
+/// Declared upstream as `ErrReasonNotMatch`; v1.37.1's Filter does not return it.
+pub const ERR_REASON_NOT_MATCH: &str = "node(s) had taints that the pod didn't tolerate";
+
+/// The pod's tolerations that can tolerate PreferNoSchedule taints (empty effect or PreferNoSchedule).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreScoreState {
+    /// Those tolerations.
+    pub tolerations_prefer_no_schedule: Vec<Toleration>,
+}
+
+/// Where PreScore leaves its state.
+pub const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreTaintToleration");
+
+/// The TaintToleration plugin.
+#[derive(Debug, Default)]
+pub struct TaintToleration;
+
+fn prefer_no_schedule_tolerations(pod: &PodInfo) -> Vec<Toleration> {
+    pod_tolerations(&pod.pod)
+        .iter()
+        .filter(|t| {
+            matches!(
+                t.effect.as_deref(),
+                None | Some("") | Some(EFFECT_PREFER_NO_SCHEDULE)
+            )
+        })
+        .cloned()
+        .collect()
+}
+
+fn count_intolerable_prefer_no_schedule(node: &NodeInfo, tolerations: &[Toleration]) -> i64 {
+    node_taints(&node.node)
+        .iter()
+        .filter(|t| t.effect == EFFECT_PREFER_NO_SCHEDULE)
+        .filter(|t| !tolerations_tolerate_taint(tolerations, t))
+        .count() as i64
+}
+
+impl Plugin for TaintToleration {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+    fn as_pre_score(&self) -> Option<&dyn PreScorePlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+}
+
+impl PreFilterPlugin for TaintToleration {
+    fn pre_filter(
+        &self,
+        _state: &mut CycleState,
+        _pod: &PodInfo,
+        _nodes: &[Arc<NodeInfo>],
+    ) -> (Option<PreFilterResult>, Status) {
+        (None, Status::success())
+    }
+}
+
+impl FilterPlugin for TaintToleration {
+    fn filter(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        let untolerated = find_matching_untolerated_taint(
+            node_taints(&node.node),
+            pod_tolerations(&pod.pod),
+            do_not_schedule_taints_filter,
+        );
+        match untolerated {
+            None => Status::success(),
+            Some(_) => Status::unresolvable(ERR_REASON_UNTOLERATED),
+        }
+    }
+}
+
+impl PreScorePlugin for TaintToleration {
+    fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[Arc<NodeInfo>]) -> Status {
+        state.write(
+            &PRE_SCORE_STATE_KEY,
+            PreScoreState {
+                tolerations_prefer_no_schedule: prefer_no_schedule_tolerations(pod),
+            },
+        );
+        Status::success()
+    }
+}
+
+impl ScorePlugin for TaintToleration {
+    fn score(&self, state: &CycleState, _pod: &PodInfo, node: &NodeInfo) -> (i64, Status) {
+        let Some(s) = state.read(&PRE_SCORE_STATE_KEY) else {
+            return (
+                0,
+                Status::error(format!(
+                    "failed to read {:?} from cycleState: not found",
+                    PRE_SCORE_STATE_KEY.name()
+                )),
+            );
+        };
+        (
+            count_intolerable_prefer_no_schedule(node, &s.tolerations_prefer_no_schedule),
+            Status::success(),
+        )
+    }
+
+    fn has_normalize_score(&self) -> bool {
+        true
+    }
+
+    /// More untolerated PreferNoSchedule taints → lower score (reverse normalization).
+    fn normalize_score(&self, _state: &CycleState, _pod: &PodInfo, scores: &mut [NodeScore]) -> Status {
+        default_normalize_score(MAX_NODE_SCORE, true, scores);
+        Status::success()
+    }
+}
+
+/// Builds the plugin (it takes no args).
+pub fn new(_args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    Ok(Arc::new(TaintToleration))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::framework::status::Code;
+    use crate::testing::{NodeBuilder, PodBuilder, node, pod, toleration};
+
+    #[test]
+    fn filter_on_no_schedule_and_no_execute() {
+        let cases: Vec<(&str, PodBuilder, NodeBuilder, bool)> = vec![
+            ("no taints", pod("p"), node("n1"), true),
+            (
+                "untolerated NoSchedule",
+                pod("p"),
+                node("n1").taint("k", "v", "NoSchedule"),
+                false,
+            ),
+            (
+                "untolerated NoExecute",
+                pod("p"),
+                node("n1").taint("k", "v", "NoExecute"),
+                false,
+            ),
+            (
+                "PreferNoSchedule never filters",
+                pod("p"),
+                node("n1").taint("k", "v", "PreferNoSchedule"),
+                true,
+            ),
+            (
+                "tolerated by Equal",
+                pod("p").toleration(toleration("k", "Equal", "v", "NoSchedule")),
+                node("n1").taint("k", "v", "NoSchedule"),
+                true,
+            ),
+            (
+                "value mismatch",
+                pod("p").toleration(toleration("k", "Equal", "x", "NoSchedule")),
+                node("n1").taint("k", "v", "NoSchedule"),
+                false,
+            ),
+            (
+                "one of two tolerated",
+                pod("p").toleration(toleration("a", "Exists", "", "")),
+                node("n1")
+                    .taint("a", "", "NoSchedule")
+                    .taint("b", "", "NoExecute"),
+                false,
+            ),
+            (
+                "both tolerated",
+                pod("p")
+                    .toleration(toleration("a", "Exists", "", ""))
+                    .toleration(toleration("b", "Exists", "", "NoExecute")),
+                node("n1")
+                    .taint("a", "", "NoSchedule")
+                    .taint("b", "", "NoExecute"),
+                true,
+            ),
+        ];
+        for (name, p, n, fits) in cases {
+            let s = TaintToleration.filter(&CycleState::new(), &p.info(), &n.info_with(vec![]));
+            if fits {
+                assert!(s.is_success(), "{name}: {s:?}");
+            } else {
+                assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{name}");
+                assert_eq!(s.reasons(), [ERR_REASON_UNTOLERATED.to_string()], "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn prefilter_succeeds_without_narrowing() {
+        let (r, s) = TaintToleration.pre_filter(&mut CycleState::new(), &pod("p").info(), &[]);
+        assert!(r.is_none() && s.is_success());
+    }
+
+    fn scores(p: PodBuilder, nodes: Vec<NodeBuilder>) -> (Vec<i64>, Vec<i64>) {
+        let p = p.info();
+        let infos: Vec<Arc<NodeInfo>> = nodes.into_iter().map(|n| Arc::new(n.info_with(vec![]))).collect();
+        let mut state = CycleState::new();
+        assert!(TaintToleration.pre_score(&mut state, &p, &infos).is_success());
+        let mut list: Vec<NodeScore> = infos
+            .iter()
+            .map(|n| {
+                let (score, s) = TaintToleration.score(&state, &p, n);
+                assert!(s.is_success());
+                NodeScore {
+                    name: n.name().to_string(),
+                    score,
+                }
+            })
+            .collect();
+        let raw = list.iter().map(|s| s.score).collect();
+        assert!(
+            TaintToleration
+                .normalize_score(&state, &p, &mut list)
+                .is_success()
+        );
+        (raw, list.iter().map(|s| s.score).collect())
+    }
+
+    #[test]
+    fn score_counts_untolerated_prefer_no_schedule() {
+        let (raw, normalized) = scores(
+            pod("p").toleration(toleration("tolerated", "Exists", "", "PreferNoSchedule")),
+            vec![
+                node("clean"),
+                node("one").taint("a", "", "PreferNoSchedule"),
+                node("two")
+                    .taint("a", "", "PreferNoSchedule")
+                    .taint("b", "", "PreferNoSchedule")
+                    .taint("tolerated", "", "PreferNoSchedule"),
+                node("hard-only").taint("c", "", "NoSchedule"),
+            ],
+        );
+        assert_eq!(raw, vec![0, 1, 2, 0]);
+        assert_eq!(normalized, vec![100, 50, 0, 100]);
+    }
+
+    #[test]
+    fn score_ignores_tolerations_for_other_effects() {
+        // A NoSchedule toleration does not help with a PreferNoSchedule taint.
+        let (raw, normalized) = scores(
+            pod("p").toleration(toleration("a", "Exists", "", "NoSchedule")),
+            vec![node("n1").taint("a", "", "PreferNoSchedule"), node("n2")],
+        );
+        assert_eq!(raw, vec![1, 0]);
+        assert_eq!(normalized, vec![0, 100]);
+        // An empty effect tolerates every effect.
+        let (raw, _) = scores(
+            pod("p").toleration(toleration("a", "Exists", "", "")),
+            vec![node("n1").taint("a", "", "PreferNoSchedule")],
+        );
+        assert_eq!(raw, vec![0]);
+    }
+
+    #[test]
+    fn all_zero_scores_normalize_to_max() {
+        let (_, normalized) = scores(pod("p"), vec![node("n1"), node("n2")]);
+        assert_eq!(normalized, vec![100, 100]);
+    }
+
+    #[test]
+    fn score_without_prescore_state_is_an_error() {
+        let (_, s) = TaintToleration.score(
+            &CycleState::new(),
+            &pod("p").info(),
+            &node("n1").info_with(vec![]),
+        );
+        assert_eq!(s.code(), Code::Error);
+    }
+}

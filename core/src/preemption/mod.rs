@@ -1,0 +1,648 @@
+//! Preemption, as kube-scheduler's DefaultPreemption does it: when a pod fits on no node, find a node
+//! where removing lower-priority pods (the victims) makes it fit, pick the best such node, and nominate
+//! the pod there while the victims go.
+//!
+//! - [`evaluator`]: eligibility, potential nodes, `SelectVictimsOnNode`, the dry run over every node;
+//! - [`candidate`]: victims' importance and `pickOneNodeForPreemption`'s criteria;
+//! - [`pdb`]: PodDisruptionBudget accounting;
+//! - [`plan`]: the chosen candidate's side effects as actions.
+//!
+//! [`dry_run`] is the pure entry point the CLI and `explain` use; the DefaultPreemption PostFilter plugin
+//! runs the same evaluator.
+
+pub mod candidate;
+pub mod evaluator;
+pub mod pdb;
+pub mod plan;
+#[cfg(test)]
+pub(crate) mod tests_support;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::jiff::Timestamp;
+use serde::Serialize;
+
+use crate::action::Action;
+use crate::framework::cycle_state::CycleState;
+use crate::framework::interface::NodeToStatus;
+use crate::framework::runtime::Framework;
+use crate::framework::status::Code;
+use crate::plugins::default_preemption::{DefaultPreemptionArgs, with_prefix};
+use crate::plugins::names;
+use crate::preemption::candidate::{Candidate, Victim};
+pub use crate::preemption::plan::VictimRemoval;
+use crate::schedule::{NO_NODES_AVAILABLE_MSG, fit_error_message};
+use crate::snapshot::PodInfo;
+
+/// Options of a dry run.
+#[derive(Debug, Clone, Default)]
+pub struct DryRunOptions {
+    /// Plan preemption on this node instead of the one kube-scheduler would pick (it must be a candidate).
+    pub force_node: Option<String>,
+    /// How the plan removes victims.
+    pub mode: VictimRemoval,
+    /// The PreFilter rejection message of the cycle, if PreFilter rejected the pod (it replaces the node
+    /// histogram in the FailedScheduling message).
+    pub pre_filter_message: Option<String>,
+    /// "Now" for pods without `status.startTime` (default: the current time).
+    pub now: Option<Timestamp>,
+}
+
+/// A victim in a report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VictimView {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// UID.
+    pub uid: String,
+    /// Priority.
+    pub priority: i32,
+    /// True when preempting it violates a PodDisruptionBudget.
+    pub pdb_violation: bool,
+    /// `status.startTime` (RFC 3339), null when the pod has not started.
+    pub start_time: Option<String>,
+    /// True when the pod is already terminating (the plan does not touch it again).
+    pub terminating: bool,
+}
+
+impl VictimView {
+    fn new(v: &Victim) -> Self {
+        VictimView {
+            namespace: v.pod.namespace().to_string(),
+            name: v.pod.name().to_string(),
+            uid: v.pod.uid().to_string(),
+            priority: v.pod.priority,
+            pdb_violation: v.pdb_violation,
+            start_time: v
+                .pod
+                .pod
+                .status
+                .as_ref()
+                .and_then(|s| s.start_time.as_ref())
+                .map(|t| t.0.to_string()),
+            terminating: v.pod.is_terminating(),
+        }
+    }
+}
+
+/// A candidate node in a report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CandidateView {
+    /// Node name.
+    pub node: String,
+    /// Its victims, most important first.
+    pub victims: Vec<VictimView>,
+    /// How many victims violate a PDB.
+    pub pdb_violations: i64,
+}
+
+impl CandidateView {
+    fn new(c: &Candidate) -> Self {
+        CandidateView {
+            node: c.node.clone(),
+            victims: c.victims.iter().map(VictimView::new).collect(),
+            pdb_violations: c.num_pdb_violations,
+        }
+    }
+}
+
+/// Why a node the dry run tried is not a candidate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NodeRejection {
+    /// Status code.
+    pub code: Code,
+    /// The rejecting plugin, when a filter rejected.
+    pub plugin: Option<String>,
+    /// Reasons.
+    pub reasons: Vec<String>,
+}
+
+/// The result of a preemption dry run (the `kubectl sched preempt -o json` document, minus execution).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PreemptionResult {
+    /// `namespace/name` of the preemptor.
+    pub pod: String,
+    /// False when the pod may not preempt (`message` says why).
+    pub eligible: bool,
+    /// DefaultPreemption's PostFilter message, as kube-scheduler words it (`preemption: ...`).
+    pub message: String,
+    /// The FailedScheduling message kube-scheduler would write for this cycle (filter histogram, then the
+    /// preemption message); also the preemptor's PodScheduled condition message.
+    pub failed_scheduling_message: String,
+    /// The node preemption is planned on (null when none).
+    pub node: Option<String>,
+    /// The best candidates after every criterion; kube-scheduler picks one of them at random, `node` is
+    /// the first by name.
+    pub tied_nodes: Vec<String>,
+    /// The criterion that singled out the best candidate, if one did.
+    pub decided_by: Option<&'static str>,
+    /// The victims on `node`, most important first.
+    pub victims: Vec<VictimView>,
+    /// PDB violations on `node`.
+    pub pdb_violations: i64,
+    /// Every candidate, best first.
+    pub candidates: Vec<CandidateView>,
+    /// Nodes in the snapshot.
+    pub nodes_total: usize,
+    /// Nodes whose filter status was Unschedulable (the ones preemption may help on).
+    pub potential_nodes: usize,
+    /// How many candidates kube-scheduler looks for before it stops its (randomly offset) dry run.
+    pub kube_scheduler_would_sample: usize,
+    /// True when kube-scheduler may stop before seeing the best candidate.
+    pub answer_depends_on_sampling: bool,
+    /// Potential nodes where preemption does not help, and why.
+    pub rejected_nodes: BTreeMap<String, NodeRejection>,
+    /// The preemptor's nominatedNodeName after the cycle: the node, "" when it is cleared, null when
+    /// unchanged.
+    pub nominated_node_name: Option<String>,
+    /// Why `force_node` could not be used.
+    pub force_node_error: Option<String>,
+    /// Whether the profile runs DefaultPreemption at all (kube-scheduler does not preempt otherwise).
+    pub profile_has_default_preemption: bool,
+    /// The plan, in execution order (empty when there is nothing to do).
+    pub actions: Vec<Action>,
+}
+
+/// Dry-runs preemption for `pod` after a scheduling cycle that found no feasible node: `state` is the
+/// cycle's state after PreFilter and `node_statuses` its filter results.
+pub fn dry_run(
+    fwk: &Framework,
+    pod: &PodInfo,
+    node_statuses: &NodeToStatus,
+    state: &CycleState,
+    options: &DryRunOptions,
+) -> PreemptionResult {
+    let snapshot = fwk.snapshot();
+    let args = DefaultPreemptionArgs::from_profile(&fwk.profile);
+    let now = options
+        .now
+        .map_or_else(evaluator::now_nanos, |t| t.as_nanosecond());
+    let eval = evaluator::evaluate(fwk, state, pod, node_statuses, &args, now);
+
+    let mut force_node_error = None;
+    let chosen = match &options.force_node {
+        Some(forced) if eval.eligibility.is_ok() && eval.error.is_none() => {
+            let c = eval.candidate(forced);
+            if c.is_none() {
+                force_node_error = Some(if snapshot.node(forced).is_none() {
+                    format!("node {forced:?} not found")
+                } else {
+                    format!(
+                        "node {forced:?} is not a preemption candidate: {}",
+                        eval.node_statuses.get(forced).message()
+                    )
+                });
+            }
+            c
+        }
+        _ => eval.chosen(),
+    };
+    let (result, status) = eval.post_filter(chosen);
+    let status = with_prefix(status);
+    let message = status.message();
+    let failed_scheduling_message = if snapshot.nodes().is_empty() {
+        NO_NODES_AVAILABLE_MSG.to_string()
+    } else {
+        fit_error_message(
+            snapshot.nodes().len(),
+            node_statuses,
+            options.pre_filter_message.as_deref().unwrap_or(""),
+            &message,
+        )
+    };
+    // A forced node that is no candidate leaves nothing to do, whatever kube-scheduler would pick.
+    let chosen = if force_node_error.is_some() { None } else { chosen };
+    let actions = match chosen {
+        Some(c) if status.is_success() => plan::prepare_candidate(
+            snapshot,
+            pod,
+            &c.node,
+            &c.victims,
+            options.mode,
+            &failed_scheduling_message,
+        ),
+        _ => Vec::new(),
+    };
+    PreemptionResult {
+        pod: pod.key(),
+        eligible: eval.eligibility.is_ok(),
+        message,
+        failed_scheduling_message,
+        node: chosen.filter(|_| status.is_success()).map(|c| c.node.clone()),
+        tied_nodes: eval.tied.clone(),
+        decided_by: eval.decided_by,
+        victims: chosen
+            .map(|c| c.victims.iter().map(VictimView::new).collect())
+            .unwrap_or_default(),
+        pdb_violations: chosen.map_or(0, |c| c.num_pdb_violations),
+        candidates: eval.candidates.iter().map(CandidateView::new).collect(),
+        nodes_total: eval.num_all_nodes,
+        potential_nodes: eval.potential_nodes,
+        kube_scheduler_would_sample: eval.num_candidates,
+        answer_depends_on_sampling: eval.answer_depends_on_sampling,
+        rejected_nodes: eval
+            .node_statuses
+            .statuses
+            .iter()
+            .map(|(n, s)| {
+                (
+                    n.clone(),
+                    NodeRejection {
+                        code: s.code(),
+                        plugin: (!s.plugin().is_empty()).then(|| s.plugin().to_string()),
+                        reasons: s.reasons().to_vec(),
+                    },
+                )
+            })
+            .collect(),
+        nominated_node_name: if force_node_error.is_some() {
+            None
+        } else {
+            result.map(|r| r.nominated_node_name)
+        },
+        force_node_error,
+        profile_has_default_preemption: fwk
+            .profile
+            .post_filter
+            .iter()
+            .any(|p| p == names::DEFAULT_PREEMPTION),
+        actions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::*;
+    use super::*;
+    use crate::schedule::{ScheduleOptions, schedule_cycle};
+    use crate::testing::{node, pdb, pod};
+
+    fn run(fwk: &Framework, preemptor: &PodInfo, options: DryRunOptions) -> PreemptionResult {
+        let r = schedule_cycle(fwk, preemptor, ScheduleOptions::default());
+        let options = DryRunOptions {
+            now: Some(Timestamp::from_second(2_000_000_000).unwrap()),
+            ..options
+        };
+        dry_run(fwk, preemptor, &r.node_statuses, &r.state, &options)
+    }
+
+    fn cluster() -> Framework {
+        // n1: one low-priority pod, PDB-protected. n2: two low-priority pods. n3: one medium pod.
+        // n4: only higher-priority pods. n5: blocked.
+        let n = |name: &str| node(name).cpu("4").memory("8Gi");
+        framework(snapshot_with(
+            vec![
+                n("n1").obj(),
+                n("n2").obj(),
+                n("n3").obj(),
+                n("n4").obj(),
+                n("n5").unschedulable().obj(),
+            ],
+            vec![
+                pod("db").cpu("3").priority(1).label("app", "db").node("n1").obj(),
+                pod("w1").cpu("2").priority(1).node("n2").obj(),
+                pod("w2").cpu("2").priority(1).node("n2").obj(),
+                pod("mid")
+                    .cpu("3")
+                    .priority(50)
+                    .start_time(1_000)
+                    .node("n3")
+                    .obj(),
+                pod("vip").cpu("3").priority(1000).node("n4").obj(),
+                pod("low-nominee").priority(1).nominated("n3").obj(),
+            ],
+            vec![pdb("db").selector("app", "db").allowed(0).obj()],
+        ))
+    }
+
+    #[test]
+    fn dry_run_reports_candidates_pick_and_plan() {
+        let fwk = cluster();
+        let preemptor = pod("p").cpu("2").priority(100).info();
+        let r = run(&fwk, &preemptor, DryRunOptions::default());
+        assert!(r.eligible);
+        // n1 violates a PDB; n2 needs two victims of priority 1; n3 one victim of priority 50.
+        // Criterion 1 removes n1; criterion 2 (lowest highest priority) prefers n2 (1 < 50).
+        assert_eq!(r.node.as_deref(), Some("n2"));
+        assert_eq!(r.tied_nodes, vec!["n2"]);
+        assert_eq!(r.decided_by, Some(candidate::CRITERIA[1]));
+        let cands: Vec<(&str, usize, i64)> = r
+            .candidates
+            .iter()
+            .map(|c| (c.node.as_str(), c.victims.len(), c.pdb_violations))
+            .collect();
+        assert_eq!(cands, vec![("n2", 1, 0), ("n3", 1, 0), ("n1", 1, 1)]);
+        assert_eq!(r.victims.len(), 1);
+        assert_eq!(r.potential_nodes, 4);
+        assert_eq!(r.kube_scheduler_would_sample, 4);
+        assert!(!r.answer_depends_on_sampling);
+        assert_eq!(
+            r.rejected_nodes.get("n4"),
+            Some(&NodeRejection {
+                code: Code::UnschedulableAndUnresolvable,
+                plugin: None,
+                reasons: vec![evaluator::NO_VICTIMS_FOUND.into()]
+            })
+        );
+        assert_eq!(
+            r.message,
+            "preemption: found a potential placement for pod on node n2, preempting 1 victims"
+        );
+        assert_eq!(
+            r.failed_scheduling_message,
+            "0/5 nodes are available: 1 node(s) were unschedulable, 4 Insufficient cpu. preemption: found a potential placement for pod on node n2, preempting 1 victims"
+        );
+        assert_eq!(r.nominated_node_name.as_deref(), Some("n2"));
+        assert!(r.profile_has_default_preemption);
+        // Both n2 pods are equal (priority 1, unstarted): the one listed later on the node goes first,
+        // since equal victims keep node order and reprieve runs most important first.
+        assert_eq!(r.victims[0].name, "w2");
+        let kinds: Vec<String> = r.actions.iter().map(Action::describe).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                "set condition DisruptionTarget=True (PreemptionByScheduler) on pod default/w2",
+                "delete pod default/w2",
+                "event Normal Preempted on default/w2: Preempted by pod default-p on node n2",
+                &format!(
+                    "event Warning FailedScheduling on default/p: {}",
+                    r.failed_scheduling_message
+                ),
+                "set nominatedNodeName=n2 on pod default/p",
+                "set condition PodScheduled=False (Unschedulable) on pod default/p",
+            ]
+        );
+        let json = serde_json::to_value(&r).unwrap();
+        for key in [
+            "pod",
+            "eligible",
+            "message",
+            "node",
+            "victims",
+            "candidates",
+            "actions",
+            "tied_nodes",
+            "kube_scheduler_would_sample",
+        ] {
+            assert!(json.get(key).is_some(), "{key}");
+        }
+        assert_eq!(json["victims"][0]["pdb_violation"], false);
+        assert_eq!(json["candidates"][2]["victims"][0]["pdb_violation"], true);
+    }
+
+    #[test]
+    fn forced_node_plans_there_and_clears_lower_nominations() {
+        let fwk = cluster();
+        let preemptor = pod("p").cpu("2").priority(100).info();
+        let r = run(
+            &fwk,
+            &preemptor,
+            DryRunOptions {
+                force_node: Some("n3".into()),
+                mode: VictimRemoval::Evict,
+                ..Default::default()
+            },
+        );
+        assert_eq!(r.node.as_deref(), Some("n3"));
+        assert_eq!(
+            r.tied_nodes,
+            vec!["n2"],
+            "kube-scheduler's own pick is still reported"
+        );
+        assert_eq!(
+            r.victims.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(),
+            vec!["mid"]
+        );
+        assert_eq!(
+            r.actions[0].describe(),
+            "clear nominatedNodeName of pod default/low-nominee"
+        );
+        assert_eq!(r.actions[2].describe(), "evict pod default/mid");
+
+        for (forced, want) in [
+            (
+                "n4",
+                "node \"n4\" is not a preemption candidate: No preemption victims found for incoming pod",
+            ),
+            (
+                "n5",
+                "node \"n5\" is not a preemption candidate: Preemption is not helpful for scheduling",
+            ),
+            ("nope", "node \"nope\" not found"),
+        ] {
+            let r = run(
+                &fwk,
+                &preemptor,
+                DryRunOptions {
+                    force_node: Some(forced.into()),
+                    ..Default::default()
+                },
+            );
+            assert_eq!(r.force_node_error.as_deref(), Some(want));
+            assert_eq!(r.node, None);
+            assert!(r.actions.is_empty());
+            assert_eq!(r.nominated_node_name, None);
+        }
+    }
+
+    #[test]
+    fn ties_are_all_reported_and_the_first_by_name_is_planned() {
+        let n = |name: &str| node(name).cpu("2").memory("4Gi");
+        let fwk = framework(snapshot_with(
+            vec![n("b").obj(), n("a").obj(), n("c").obj()],
+            vec![
+                pod("x").cpu("2").priority(1).start_time(500).node("b").obj(),
+                pod("y").cpu("2").priority(1).start_time(500).node("a").obj(),
+                pod("z").cpu("2").priority(1).start_time(400).node("c").obj(),
+            ],
+            vec![],
+        ));
+        let r = run(
+            &fwk,
+            &pod("p").cpu("1").priority(10).info(),
+            DryRunOptions::default(),
+        );
+        assert_eq!(r.tied_nodes, vec!["a", "b"]);
+        assert_eq!(r.decided_by, None);
+        assert_eq!(r.node.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn no_candidates_clears_the_nomination() {
+        // n1: removing the only lower-priority pod frees too little; n2: nothing to preempt;
+        // n3: cordoned (UnschedulableAndUnresolvable, never tried).
+        let n = |name: &str| node(name).cpu("4").memory("8Gi");
+        let fwk = framework(snapshot_with(
+            vec![n("n1").obj(), n("n2").obj(), n("n3").unschedulable().obj()],
+            vec![
+                pod("hi").cpu("2").priority(500).node("n1").obj(),
+                pod("lo").cpu("1").priority(1).node("n1").obj(),
+                pod("vip").cpu("3").priority(1000).node("n2").obj(),
+            ],
+            vec![],
+        ));
+        let preemptor = pod("p").cpu("3").priority(100).nominated("n2").info();
+        let r = run(&fwk, &preemptor, DryRunOptions::default());
+        assert!(r.eligible);
+        assert!(r.candidates.is_empty());
+        assert_eq!(r.node, None);
+        assert!(r.actions.is_empty());
+        assert_eq!(r.nominated_node_name.as_deref(), Some(""));
+        assert_eq!(
+            r.message,
+            "preemption: 0/3 nodes are available: 1 Insufficient cpu, 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+        );
+        assert_eq!(
+            r.failed_scheduling_message,
+            "0/3 nodes are available: 1 node(s) were unschedulable, 2 Insufficient cpu. preemption: 0/3 nodes are available: 1 Insufficient cpu, 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+        );
+        assert_eq!(
+            r.rejected_nodes["n1"].plugin.as_deref(),
+            Some(names::NODE_RESOURCES_FIT)
+        );
+    }
+
+    #[test]
+    fn sampling_is_reported() {
+        let n = |name: String| node(&name).cpu("2").memory("4Gi").obj();
+        let nodes: Vec<_> = (0..6).map(|i| n(format!("n{i}"))).collect();
+        let pods: Vec<_> = (0..6)
+            .map(|i| {
+                pod(&format!("v{i}"))
+                    .cpu("2")
+                    .priority(1)
+                    .node(&format!("n{i}"))
+                    .obj()
+            })
+            .collect();
+        let fwk = framework_with_args(
+            snapshot_with(nodes, pods, vec![]),
+            Some(serde_json::json!({"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 2})),
+        );
+        let r = run(
+            &fwk,
+            &pod("p").cpu("1").priority(10).info(),
+            DryRunOptions::default(),
+        );
+        assert_eq!(r.candidates.len(), 6);
+        assert_eq!(r.kube_scheduler_would_sample, 2);
+        assert!(r.answer_depends_on_sampling);
+        assert_eq!(r.tied_nodes.len(), 6);
+    }
+
+    #[test]
+    fn ineligible_pods_have_no_plan() {
+        let fwk = cluster();
+        let preemptor = pod("p").cpu("2").priority(100).preemption_policy("Never").info();
+        let r = run(&fwk, &preemptor, DryRunOptions::default());
+        assert!(!r.eligible);
+        assert_eq!(
+            r.message,
+            "preemption: not eligible due to preemptionPolicy=Never."
+        );
+        assert!(r.candidates.is_empty() && r.actions.is_empty());
+        assert_eq!(r.nominated_node_name, None);
+    }
+
+    #[test]
+    fn nominated_higher_priority_pods_keep_their_room() {
+        // A pending pod of higher priority nominated to n1 takes its room: filters-with-nominated-pods
+        // make n1 need more victims than n2.
+        let n = |name: &str| node(name).cpu("4").memory("8Gi");
+        let fwk = framework(snapshot_with(
+            vec![n("n1").obj(), n("n2").obj()],
+            vec![
+                pod("a1").cpu("2").priority(2).node("n1").obj(),
+                pod("a2").cpu("2").priority(2).node("n1").obj(),
+                pod("b1").cpu("2").priority(2).node("n2").obj(),
+                pod("b2").cpu("2").priority(2).node("n2").obj(),
+                pod("big").cpu("2").priority(500).nominated("n1").obj(),
+            ],
+            vec![],
+        ));
+        let r = run(
+            &fwk,
+            &pod("p").cpu("2").priority(100).info(),
+            DryRunOptions::default(),
+        );
+        let cands: Vec<(&str, usize)> = r
+            .candidates
+            .iter()
+            .map(|c| (c.node.as_str(), c.victims.len()))
+            .collect();
+        assert_eq!(cands, vec![("n2", 1), ("n1", 2)]);
+        assert_eq!(r.node.as_deref(), Some("n2"));
+        assert_eq!(r.decided_by, Some(candidate::CRITERIA[2]));
+    }
+}
+
+#[cfg(test)]
+mod scale {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::framework::profile::SchedulerConfig;
+    use crate::plugins::in_tree_registry;
+    use crate::schedule::{ScheduleOptions, schedule_cycle};
+    use crate::snapshot::Snapshot;
+    use crate::snapshot::generate::{GenerateParams, generate};
+    use crate::testing::{pod, toleration};
+
+    /// The issue's scale target: one preemptor at 5,000 nodes / 150,000 pods, every node searched.
+    /// Run: `cargo test --release -p sched-core --lib preemption::scale -- --ignored --nocapture`
+    #[test]
+    #[ignore = "scale measurement; run in release mode"]
+    fn dry_run_at_5000_nodes() {
+        let nodes = std::env::var("SCHED_SCALE_NODES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5_000);
+        let pods = std::env::var("SCHED_SCALE_PODS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(150_000);
+        let snapshot = Arc::new(Snapshot::new(generate(&GenerateParams::new(nodes, pods, 3, 1))));
+        let registry = in_tree_registry();
+        let config = SchedulerConfig::default_config(&registry);
+        let profile = config.profile("default-scheduler").expect("default profile");
+        let fwk = Framework::new(profile, &registry, snapshot).expect("framework");
+        let preemptor = pod("preemptor")
+            .cpu("7900m")
+            .memory("1Gi")
+            .priority(1_000_000_000)
+            .toleration(toleration("", "Exists", "", ""))
+            .info();
+        let start = Instant::now();
+        let cycle = schedule_cycle(
+            &fwk,
+            &preemptor,
+            ScheduleOptions {
+                trace_filters: false,
+                ..Default::default()
+            },
+        );
+        let cycle_time = start.elapsed();
+        let start = Instant::now();
+        let r = dry_run(
+            &fwk,
+            &preemptor,
+            &cycle.node_statuses,
+            &cycle.state,
+            &DryRunOptions::default(),
+        );
+        let dry_run_time = start.elapsed();
+        eprintln!(
+            "{nodes} nodes / {pods} pods: cycle (filters + PostFilter) {cycle_time:.2?}, dry_run {dry_run_time:.2?}; \
+             potential {}, candidates {}, node {:?}, victims {}, tied {}",
+            r.potential_nodes,
+            r.candidates.len(),
+            r.node,
+            r.victims.len(),
+            r.tied_nodes.len()
+        );
+        assert!(r.potential_nodes > 0);
+    }
+}

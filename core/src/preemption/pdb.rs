@@ -1,0 +1,242 @@
+//! PodDisruptionBudget accounting for victim selection: which victims would violate a budget if they
+//! were preempted (Go's `FilterVictimsWithPDBViolation`).
+//!
+//! Budgets are read from `status.disruptionsAllowed` as the disruption controller last wrote it; pods in
+//! `status.disruptedPods` were already counted by the API server and do not use up budget again.
+
+use std::collections::HashSet;
+
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+
+use crate::labels::Selector;
+use crate::snapshot::PodInfo;
+
+/// A PDB parsed once per preemption attempt.
+#[derive(Debug, Clone)]
+pub struct PdbInfo {
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// `metadata.name` (for reports).
+    pub name: String,
+    /// The selector; `None` when it is nil, empty or invalid: such a PDB matches no pod.
+    selector: Option<Selector>,
+    /// `status.disruptionsAllowed` (0 when the status is missing).
+    pub disruptions_allowed: i32,
+    /// Names of the pods in `status.disruptedPods`.
+    disrupted_pods: HashSet<String>,
+}
+
+impl PdbInfo {
+    /// Parses a PDB.
+    pub fn new(pdb: &PodDisruptionBudget) -> Self {
+        let selector = pdb
+            .spec
+            .as_ref()
+            .and_then(|s| s.selector.as_ref())
+            .and_then(|s| Selector::from_label_selector(Some(s)).ok())
+            // An empty selector would match every pod; kube-scheduler treats it as matching none.
+            .filter(|s| !s.is_everything() && !s.is_nothing());
+        let status = pdb.status.as_ref();
+        PdbInfo {
+            namespace: pdb.metadata.namespace.clone().unwrap_or_default(),
+            name: pdb.metadata.name.clone().unwrap_or_default(),
+            selector,
+            disruptions_allowed: status.and_then(|s| s.disruptions_allowed).unwrap_or(0),
+            disrupted_pods: status
+                .and_then(|s| s.disrupted_pods.as_ref())
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// True when this PDB covers the pod and the pod's eviction was not already processed.
+    fn charges(&self, pod: &PodInfo) -> bool {
+        let Some(selector) = &self.selector else {
+            return false;
+        };
+        self.namespace == pod.namespace()
+            && pod.labels().is_some_and(|l| selector.matches(l))
+            && !self.disrupted_pods.contains(pod.name())
+    }
+}
+
+/// Parses every PDB of the snapshot.
+pub fn parse_all(pdbs: &[std::sync::Arc<PodDisruptionBudget>]) -> Vec<PdbInfo> {
+    pdbs.iter().map(|p| PdbInfo::new(p)).collect()
+}
+
+/// Splits victims (in the given order) into those whose preemption would violate a PDB and the others.
+///
+/// Every victim charges the budgets it matches, in order, so the first victims of a budget are
+/// non-violating and later ones violating. A pod stops at the first budget it drives below zero
+/// (later budgets are not charged for it), as upstream does.
+pub fn split_by_violation<T>(
+    victims: Vec<T>,
+    pod_of: impl Fn(&T) -> &PodInfo,
+    pdbs: &[PdbInfo],
+) -> (Vec<T>, Vec<T>) {
+    let mut allowed: Vec<i64> = pdbs.iter().map(|p| i64::from(p.disruptions_allowed)).collect();
+    let mut violating = Vec::new();
+    let mut non_violating = Vec::new();
+    for v in victims {
+        let pod = pod_of(&v);
+        let mut violates = false;
+        if pod.labels().is_some_and(|l| !l.is_empty()) {
+            for (i, pdb) in pdbs.iter().enumerate() {
+                if !pdb.charges(pod) {
+                    continue;
+                }
+                allowed[i] -= 1;
+                if allowed[i] < 0 {
+                    violates = true;
+                    break;
+                }
+            }
+        }
+        if violates {
+            violating.push(v);
+        } else {
+            non_violating.push(v);
+        }
+    }
+    (violating, non_violating)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::testing::{pdb, pod};
+
+    fn names(v: &[PodInfo]) -> Vec<&str> {
+        v.iter().map(|p| p.name()).collect()
+    }
+
+    #[test]
+    fn split_counts_budgets() {
+        let a = || pod("a").label("app", "x").info();
+        let b = || pod("b").label("app", "x").info();
+        let c = || pod("c").label("app", "x").info();
+        let other_ns = || pod("d").namespace("other").label("app", "x").info();
+        let unlabeled = || pod("e").info();
+        type Case<'a> = (&'a str, Vec<PdbInfo>, Vec<PodInfo>, Vec<&'a str>, Vec<&'a str>);
+        let cases: Vec<Case<'_>> = vec![
+            ("no pdbs", vec![], vec![a(), b()], vec![], vec!["a", "b"]),
+            (
+                "budget 1: first pod uses it, second violates",
+                vec![PdbInfo::new(&pdb("p").selector("app", "x").allowed(1).obj())],
+                vec![a(), b(), c()],
+                vec!["b", "c"],
+                vec!["a"],
+            ),
+            (
+                "budget 0: every matching pod violates",
+                vec![PdbInfo::new(&pdb("p").selector("app", "x").allowed(0).obj())],
+                vec![a(), b()],
+                vec!["a", "b"],
+                vec![],
+            ),
+            (
+                "pods in disruptedPods are not charged",
+                vec![PdbInfo::new(
+                    &pdb("p").selector("app", "x").allowed(0).disrupted("a").obj(),
+                )],
+                vec![a(), b()],
+                vec!["b"],
+                vec!["a"],
+            ),
+            (
+                "a disrupted pod does not use up budget for the next one",
+                vec![PdbInfo::new(
+                    &pdb("p").selector("app", "x").allowed(1).disrupted("a").obj(),
+                )],
+                vec![a(), b(), c()],
+                vec!["c"],
+                vec!["a", "b"],
+            ),
+            (
+                "other namespace is not covered",
+                vec![PdbInfo::new(&pdb("p").selector("app", "x").allowed(0).obj())],
+                vec![other_ns()],
+                vec![],
+                vec!["d"],
+            ),
+            (
+                "selector must match",
+                vec![PdbInfo::new(&pdb("p").selector("app", "y").allowed(0).obj())],
+                vec![a()],
+                vec![],
+                vec!["a"],
+            ),
+            (
+                "empty selector matches nothing",
+                vec![PdbInfo::new(&pdb("p").empty_selector().allowed(0).obj())],
+                vec![a()],
+                vec![],
+                vec!["a"],
+            ),
+            (
+                "nil selector matches nothing",
+                vec![PdbInfo::new(&pdb("p").allowed(0).obj())],
+                vec![a()],
+                vec![],
+                vec!["a"],
+            ),
+            (
+                "unlabeled pods never violate",
+                vec![PdbInfo::new(&pdb("p").empty_selector().allowed(0).obj())],
+                vec![unlabeled()],
+                vec![],
+                vec!["e"],
+            ),
+            (
+                "missing status means zero disruptions allowed",
+                vec![PdbInfo::new(&pdb("p").selector("app", "x").no_status().obj())],
+                vec![a()],
+                vec!["a"],
+                vec![],
+            ),
+        ];
+        for (name, pdbs, victims, want_violating, want_ok) in cases {
+            let (violating, ok) = split_by_violation(victims, |p| p, &pdbs);
+            assert_eq!(names(&violating), want_violating, "{name}");
+            assert_eq!(names(&ok), want_ok, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_violating_pod_is_not_charged_to_later_budgets() {
+        // Pod a exceeds p1 and stops there, so p2 keeps its one disruption for pod b.
+        let pdbs = parse_all(&[
+            Arc::new(pdb("p1").selector("tier", "y").allowed(0).obj()),
+            Arc::new(pdb("p2").selector("app", "x").allowed(1).obj()),
+        ]);
+        let (violating, ok) = split_by_violation(
+            vec![
+                pod("a").label("app", "x").label("tier", "y").info(),
+                pod("b").label("app", "x").info(),
+            ],
+            |p| p,
+            &pdbs,
+        );
+        assert_eq!(names(&violating), vec!["a"]);
+        assert_eq!(names(&ok), vec!["b"]);
+
+        // With the budgets in the other order, a uses up p2 before exceeding p1, and b then violates p2.
+        let pdbs = parse_all(&[
+            Arc::new(pdb("p2").selector("app", "x").allowed(1).obj()),
+            Arc::new(pdb("p1").selector("tier", "y").allowed(0).obj()),
+        ]);
+        let (violating, ok) = split_by_violation(
+            vec![
+                pod("a").label("app", "x").label("tier", "y").info(),
+                pod("b").label("app", "x").info(),
+            ],
+            |p| p,
+            &pdbs,
+        );
+        assert_eq!(names(&violating), vec!["a", "b"]);
+        assert!(ok.is_empty());
+    }
+}

@@ -1,0 +1,255 @@
+//! The chosen candidate's side effects as [`Action`]s: what kube-scheduler's preemption executor and
+//! failure handler write to the API.
+//!
+//! Order of the plan (v1.37 runs preemption asynchronously, SchedulerAsyncPreemption being on by default):
+//! 1. clear `status.nominatedNodeName` of lower-priority pods nominated to the node (the async goroutine
+//!    does this first);
+//! 2. per victim, most important first, skipping victims that are already terminating: the
+//!    `DisruptionTarget=True` condition (reason `PreemptionByScheduler`), then DELETE (or an Eviction),
+//!    then the `Preempted` event (kube-scheduler deletes all but the last victim in parallel, then the
+//!    last one);
+//! 3. the preemptor, as the failure handler writes it: the `FailedScheduling` warning event, then its
+//!    `status.nominatedNodeName` and `PodScheduled=False` condition (one status patch upstream).
+//!
+//! Upstream the preemptor's status patch races with the victims' deletions; putting it last means a
+//! plan interrupted half-way leaves the preemptor un-nominated, so running the drill again re-evaluates
+//! (a nominated preemptor with victims still terminating would be "not eligible").
+
+use serde::Serialize;
+
+use crate::action::{Action, EventSpec, ObjectRef, PodConditionPatch};
+use crate::preemption::candidate::Victim;
+use crate::preemption::evaluator::{CONDITION_DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER};
+use crate::snapshot::{PodInfo, Snapshot};
+
+/// Event reason on a victim.
+pub const EVENT_REASON_PREEMPTED: &str = "Preempted";
+/// Event action on a victim.
+pub const EVENT_ACTION_PREEMPTING: &str = "Preempting";
+/// Event reason on a pod that did not fit.
+pub const EVENT_REASON_FAILED_SCHEDULING: &str = "FailedScheduling";
+/// Event action on a pod that did not fit.
+pub const EVENT_ACTION_SCHEDULING: &str = "Scheduling";
+/// The `PodScheduled` condition type.
+pub const CONDITION_POD_SCHEDULED: &str = "PodScheduled";
+/// `PodScheduled=False` reason for rejected pods.
+pub const REASON_UNSCHEDULABLE: &str = "Unschedulable";
+/// Events' note length limit (longer notes are cut and end with " ...").
+pub const NOTE_LENGTH_LIMIT: usize = 1024;
+
+/// How victims are removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VictimRemoval {
+    /// A plain DELETE, as kube-scheduler does (PDBs were only weighed, not enforced).
+    #[default]
+    Delete,
+    /// The Eviction API, which enforces PDBs (429 when a budget is exhausted). The API server then sets
+    /// its own DisruptionTarget condition (reason `EvictionByEvictionAPI`) over the one in the plan.
+    Evict,
+}
+
+/// The DisruptionTarget condition's message.
+pub fn disruption_message(scheduler_name: &str) -> String {
+    format!("{scheduler_name}: preempting to accommodate a higher priority pod")
+}
+
+/// The `Preempted` event's note.
+pub fn preempted_note(preemptor_uid: &str, node: &str) -> String {
+    format!("Preempted by pod {preemptor_uid} on node {node}")
+}
+
+/// `truncateMessage`: notes longer than the limit are cut (at a character boundary) and end with " ...".
+pub fn truncate_note(message: &str) -> String {
+    if message.len() <= NOTE_LENGTH_LIMIT {
+        return message.to_string();
+    }
+    let mut end = NOTE_LENGTH_LIMIT - " ...".len();
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{} ...", &message[..end])
+}
+
+/// A reference to a pod with its UID as precondition.
+pub fn pod_ref(pod: &PodInfo) -> ObjectRef {
+    ObjectRef {
+        namespace: pod.namespace().to_string(),
+        name: pod.name().to_string(),
+        uid: (!pod.uid().is_empty()).then(|| pod.uid().to_string()),
+    }
+}
+
+/// Pods nominated to `node` with a lower priority than the preemptor (`getLowerPriorityNominatedPods`).
+pub fn lower_priority_nominated_pods<'a>(
+    snapshot: &'a Snapshot,
+    preemptor: &'a PodInfo,
+    node: &str,
+) -> impl Iterator<Item = &'a std::sync::Arc<PodInfo>> + 'a {
+    snapshot
+        .nominated_pods
+        .get(node)
+        .into_iter()
+        .flatten()
+        .filter(move |p| p.priority < preemptor.priority && p.key() != preemptor.key())
+}
+
+/// The actions that carry out preemption of `victims` on `node` for `preemptor`, in the order described
+/// in the module documentation. `failed_scheduling_message` is the preemptor's FailedScheduling text.
+pub fn prepare_candidate(
+    snapshot: &Snapshot,
+    preemptor: &PodInfo,
+    node: &str,
+    victims: &[Victim],
+    removal: VictimRemoval,
+    failed_scheduling_message: &str,
+) -> Vec<Action> {
+    let preemptor_ref = pod_ref(preemptor);
+    let mut actions = Vec::new();
+    for p in lower_priority_nominated_pods(snapshot, preemptor, node) {
+        actions.push(Action::SetNominatedNodeName {
+            pod: pod_ref(p),
+            node: String::new(),
+        });
+    }
+    for v in victims.iter().filter(|v| !v.pod.is_terminating()) {
+        let victim = pod_ref(&v.pod);
+        actions.push(Action::SetPodCondition {
+            pod: victim.clone(),
+            condition: PodConditionPatch {
+                type_: CONDITION_DISRUPTION_TARGET.to_string(),
+                status: "True".to_string(),
+                reason: REASON_PREEMPTION_BY_SCHEDULER.to_string(),
+                message: disruption_message(preemptor.scheduler_name()),
+            },
+        });
+        actions.push(match removal {
+            VictimRemoval::Delete => Action::DeletePod { pod: victim.clone() },
+            VictimRemoval::Evict => Action::EvictPod { pod: victim.clone() },
+        });
+        actions.push(Action::Event(EventSpec {
+            regarding: victim,
+            related: Some(preemptor_ref.clone()),
+            type_: "Normal".to_string(),
+            reason: EVENT_REASON_PREEMPTED.to_string(),
+            action: EVENT_ACTION_PREEMPTING.to_string(),
+            note: preempted_note(preemptor.uid(), node),
+        }));
+    }
+    actions.push(Action::Event(EventSpec {
+        regarding: preemptor_ref.clone(),
+        related: None,
+        type_: "Warning".to_string(),
+        reason: EVENT_REASON_FAILED_SCHEDULING.to_string(),
+        action: EVENT_ACTION_SCHEDULING.to_string(),
+        note: truncate_note(failed_scheduling_message),
+    }));
+    actions.push(Action::SetNominatedNodeName {
+        pod: preemptor_ref.clone(),
+        node: node.to_string(),
+    });
+    actions.push(Action::SetPodCondition {
+        pod: preemptor_ref,
+        condition: PodConditionPatch {
+            type_: CONDITION_POD_SCHEDULED.to_string(),
+            status: "False".to_string(),
+            reason: REASON_UNSCHEDULABLE.to_string(),
+            message: failed_scheduling_message.to_string(),
+        },
+    });
+    actions
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::testing::{node, pod, snapshot};
+
+    #[test]
+    fn plan_contents_and_order() {
+        let snap = snapshot(
+            vec![node("n1").cpu("4").obj()],
+            vec![
+                pod("low-nominated").priority(1).nominated("n1").obj(),
+                pod("high-nominated").priority(500).nominated("n1").obj(),
+                pod("elsewhere").priority(1).nominated("n2").obj(),
+            ],
+        );
+        let preemptor = pod("p").priority(100).scheduler_name("my-scheduler").info();
+        let victims = vec![
+            Victim::new(Arc::new(pod("v1").priority(5).node("n1").info()), 0),
+            Victim::new(Arc::new(pod("gone").priority(4).node("n1").preempted().info()), 0),
+            Victim::new(
+                Arc::new(pod("v2").namespace("other").priority(3).node("n1").info()),
+                0,
+            ),
+        ];
+        let msg = "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement for pod on node n1, preempting 3 victims";
+        let actions = prepare_candidate(&snap, &preemptor, "n1", &victims, VictimRemoval::Delete, msg);
+        let described: Vec<String> = actions.iter().map(Action::describe).collect();
+        assert_eq!(
+            described,
+            vec![
+                "clear nominatedNodeName of pod default/low-nominated",
+                "set condition DisruptionTarget=True (PreemptionByScheduler) on pod default/v1",
+                "delete pod default/v1",
+                "event Normal Preempted on default/v1: Preempted by pod default-p on node n1",
+                "set condition DisruptionTarget=True (PreemptionByScheduler) on pod other/v2",
+                "delete pod other/v2",
+                "event Normal Preempted on other/v2: Preempted by pod default-p on node n1",
+                &format!("event Warning FailedScheduling on default/p: {msg}"),
+                "set nominatedNodeName=n1 on pod default/p",
+                "set condition PodScheduled=False (Unschedulable) on pod default/p",
+            ]
+        );
+        let Action::SetPodCondition { condition, pod } = &actions[1] else {
+            panic!("{:?}", actions[1])
+        };
+        assert_eq!(
+            condition.message,
+            "my-scheduler: preempting to accommodate a higher priority pod"
+        );
+        assert_eq!(pod.uid.as_deref(), Some("default-v1"));
+        let Action::Event(e) = &actions[3] else { panic!() };
+        assert_eq!(e.action, "Preempting");
+        assert_eq!(e.related.as_ref().map(|r| r.name.as_str()), Some("p"));
+        let Action::SetPodCondition { condition, .. } = &actions[9] else {
+            panic!()
+        };
+        assert_eq!(condition.message, msg);
+    }
+
+    #[test]
+    fn evict_mode_uses_the_eviction_api() {
+        let snap = snapshot(vec![node("n1").obj()], vec![]);
+        let preemptor = pod("p").priority(100).info();
+        let victims = vec![Victim::new(Arc::new(pod("v").node("n1").info()), 0)];
+        let actions = prepare_candidate(&snap, &preemptor, "n1", &victims, VictimRemoval::Evict, "m");
+        assert!(actions.contains(&Action::EvictPod {
+            pod: pod_ref(&victims[0].pod)
+        }));
+        assert!(!actions.iter().any(|a| matches!(a, Action::DeletePod { .. })));
+        // The default scheduler name is used when the pod does not set one.
+        let Action::SetPodCondition { condition, .. } = &actions[0] else {
+            panic!()
+        };
+        assert_eq!(
+            condition.message,
+            "default-scheduler: preempting to accommodate a higher priority pod"
+        );
+    }
+
+    #[test]
+    fn long_notes_are_truncated() {
+        let long = "x".repeat(2000);
+        let t = truncate_note(&long);
+        assert_eq!(t.len(), NOTE_LENGTH_LIMIT);
+        assert!(t.ends_with("x ..."));
+        assert_eq!(truncate_note("short"), "short");
+        // Never cuts inside a character.
+        let wide = "é".repeat(600);
+        assert!(truncate_note(&wide).ends_with(" ..."));
+    }
+}

@@ -1,0 +1,520 @@
+//! One pod through the scheduling cycle — PreEnqueue, PreFilter, Filter (every node, in parallel),
+//! PostFilter, PreScore, Score — producing an [`Explanation`] whose `message` is the FailedScheduling
+//! message kube-scheduler writes, byte for byte.
+//!
+//! Unlike kube-scheduler, the filter phase never stops early: every node is evaluated so the explanation
+//! covers all of them. `Sampling` says when kube-scheduler's early stop could make its pick differ.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::action::Action;
+use crate::explain::{
+    Explanation, FilterVerdict, NodeExplanation, Outcome, PostFilterView, Sampling, ScoreView,
+};
+use crate::framework::cycle_state::CycleState;
+use crate::framework::interface::NodeToStatus;
+use crate::framework::runtime::{Framework, PluginTrace};
+use crate::framework::status::{Code, Status};
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// kube-scheduler's `minFeasibleNodesToFind`.
+pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
+/// kube-scheduler's `minFeasibleNodesPercentageToFind`.
+pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
+/// `ErrNoNodesAvailable`'s text.
+pub const NO_NODES_AVAILABLE_MSG: &str = "no nodes available to schedule pods";
+
+/// `numFeasibleNodesToFind`: how many feasible nodes kube-scheduler looks for before it stops filtering.
+pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usize {
+    if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
+        return num_all_nodes;
+    }
+    let n = num_all_nodes as i64;
+    let mut p = i64::from(percentage);
+    if p == 0 {
+        p = (50 - n / 125).max(MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND);
+    }
+    let k = (n * p / 100) as usize;
+    k.max(MIN_FEASIBLE_NODES_TO_FIND)
+}
+
+/// `FitError.Error()`: `0/N nodes are available:` then the PreFilter message, or the sorted histogram of
+/// node reasons (absent nodes counted with the absent status), then the PostFilter message.
+pub fn fit_error_message(
+    num_all_nodes: usize,
+    statuses: &NodeToStatus,
+    pre_filter_msg: &str,
+    post_filter_msg: &str,
+) -> String {
+    let mut msg = format!("0/{num_all_nodes} nodes are available:");
+    if !pre_filter_msg.is_empty() {
+        msg.push_str(&format!(" {pre_filter_msg}."));
+    } else {
+        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+        for status in statuses.statuses.values() {
+            for r in status.reasons() {
+                *counts.entry(r.as_str()).or_insert(0) += 1;
+            }
+        }
+        let explicit = statuses.statuses.len();
+        if explicit < num_all_nodes {
+            for r in statuses.absent.reasons() {
+                *counts.entry(r.as_str()).or_insert(0) += num_all_nodes - explicit;
+            }
+        }
+        let mut lines: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
+        // Plain string sort, as Go's sort.Strings: "10 x" sorts before "2 y".
+        lines.sort();
+        if !lines.is_empty() {
+            msg.push_str(&format!(" {}.", lines.join(", ")));
+        }
+    }
+    if !post_filter_msg.is_empty() {
+        msg.push_str(&format!(" {post_filter_msg}"));
+    }
+    msg
+}
+
+/// Options of one evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScheduleOptions {
+    /// The global percentageOfNodesToScore (used when the profile sets none).
+    pub global_percentage_of_nodes_to_score: i32,
+    /// Record each filter plugin's verdict and duration per node.
+    pub trace_filters: bool,
+}
+
+impl Default for ScheduleOptions {
+    fn default() -> Self {
+        ScheduleOptions {
+            global_percentage_of_nodes_to_score: 0,
+            trace_filters: true,
+        }
+    }
+}
+
+/// What a scheduling cycle leaves behind beyond the explanation: the cycle state (for Reserve/PreBind
+/// and preemption) and the node statuses PostFilter saw.
+#[derive(Debug)]
+pub struct CycleResult {
+    /// The explanation.
+    pub explanation: Explanation,
+    /// The cycle state after PreFilter/PreScore.
+    pub state: CycleState,
+    /// Filter statuses of the rejected nodes.
+    pub node_statuses: NodeToStatus,
+}
+
+/// Evaluates `pod` as kube-scheduler would with `fwk`'s profile.
+pub fn schedule(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) -> Explanation {
+    schedule_cycle(fwk, pod, options).explanation
+}
+
+fn verdicts(trace: Vec<PluginTrace>) -> Vec<FilterVerdict> {
+    trace
+        .into_iter()
+        .map(|t| FilterVerdict {
+            plugin: t.plugin.to_string(),
+            code: t.status.code(),
+            reasons: t.status.reasons().to_vec(),
+            nanos: t.nanos,
+        })
+        .collect()
+}
+
+/// The scheduling cycle, keeping its state.
+pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) -> CycleResult {
+    let snapshot = fwk.snapshot().clone();
+    let all_nodes = snapshot.nodes();
+    let percentage = fwk
+        .profile
+        .percentage_of_nodes_to_score
+        .unwrap_or(options.global_percentage_of_nodes_to_score);
+    let mut explanation = Explanation {
+        pod: pod.key(),
+        profile: fwk.profile_name.clone(),
+        nodes_total: all_nodes.len(),
+        outcome: Outcome::Scheduled,
+        message: String::new(),
+        pre_filter_message: None,
+        selected: Vec::new(),
+        selected_score: None,
+        feasible: Vec::new(),
+        nodes: Vec::new(),
+        post_filter: None,
+        preemption: None,
+        sampling: Sampling {
+            percentage_of_nodes_to_score: percentage,
+            nodes_considered: all_nodes.len(),
+            nodes_to_find: num_feasible_nodes_to_find(percentage, all_nodes.len()),
+            answer_depends_on_sampling: false,
+        },
+        nominated_node_fast_path: None,
+        tie: false,
+    };
+    let mut state = CycleState::new();
+    let mut node_statuses = NodeToStatus::default();
+
+    let gate = fwk.run_pre_enqueue_plugins(pod);
+    let gated = (!gate.is_success()).then(|| gate.message());
+
+    if all_nodes.is_empty() {
+        explanation.outcome = Outcome::Unschedulable;
+        explanation.message = NO_NODES_AVAILABLE_MSG.to_string();
+        return finish(explanation, gated, state, node_statuses);
+    }
+
+    let (pre_result, pre_status, plugins_with_nodes) = fwk.run_pre_filter_plugins(&mut state, pod);
+    let mut pre_filter_msg = String::new();
+    let mut feasible: Vec<Arc<NodeInfo>> = Vec::new();
+    if !pre_status.is_success() {
+        if !pre_status.is_rejected() {
+            explanation.outcome = Outcome::Error;
+            explanation.message = pre_status.message();
+            return finish(explanation, gated, state, node_statuses);
+        }
+        pre_filter_msg = pre_status.message();
+        explanation.pre_filter_message = Some(pre_filter_msg.clone());
+        explanation.nodes = all_nodes
+            .iter()
+            .map(|n| NodeExplanation::from_status(n.name(), &pre_status, Vec::new()))
+            .collect();
+        node_statuses.absent = pre_status;
+    } else {
+        let candidates: Vec<Arc<NodeInfo>> = match pre_result.as_ref().and_then(|r| r.node_names.as_ref()) {
+            None => all_nodes.to_vec(),
+            Some(allowed) => {
+                let plugins: Vec<&str> = plugins_with_nodes.iter().copied().collect();
+                node_statuses.absent = Status::unresolvable(format!(
+                    "node(s) didn't satisfy plugin(s) [{}]",
+                    plugins.join(" ")
+                ));
+                // Names that are not nodes of the snapshot are dropped, as kube-scheduler does.
+                all_nodes
+                    .iter()
+                    .filter(|n| allowed.contains(n.name()))
+                    .cloned()
+                    .collect()
+            }
+        };
+        explanation.sampling.nodes_considered = candidates.len();
+        explanation.sampling.nodes_to_find = num_feasible_nodes_to_find(percentage, candidates.len());
+        let trace_filters = options.trace_filters;
+        let results: Vec<(Status, Vec<PluginTrace>)> = candidates
+            .par_iter()
+            .map(|node| {
+                let mut trace = Vec::new();
+                let s = fwk.run_filter_plugins_with_nominated_pods(
+                    &state,
+                    pod,
+                    node,
+                    trace_filters.then_some(&mut trace),
+                );
+                (s, trace)
+            })
+            .collect();
+        if let Some((err, _)) = results.iter().find(|(s, _)| s.code() == Code::Error) {
+            explanation.outcome = Outcome::Error;
+            explanation.message = err.message();
+            return finish(explanation, gated, state, node_statuses);
+        }
+        let candidate_names: std::collections::HashSet<&str> = candidates.iter().map(|n| n.name()).collect();
+        for (node, (status, trace)) in candidates.iter().zip(results) {
+            if status.is_success() {
+                feasible.push(node.clone());
+            } else {
+                node_statuses
+                    .statuses
+                    .insert(node.name().to_string(), status.clone());
+            }
+            explanation.nodes.push(NodeExplanation::from_status(
+                node.name(),
+                &status,
+                verdicts(trace),
+            ));
+        }
+        for n in all_nodes.iter().filter(|n| !candidate_names.contains(n.name())) {
+            explanation.nodes.push(NodeExplanation::from_status(
+                n.name(),
+                &node_statuses.absent,
+                Vec::new(),
+            ));
+        }
+    }
+
+    if feasible.is_empty() {
+        explanation.outcome = Outcome::Unschedulable;
+        let mut post_filter_msg = String::new();
+        if fwk.has_post_filter_plugins() {
+            let (result, status) = fwk.run_post_filter_plugins(&state, pod, &node_statuses);
+            post_filter_msg = status.message();
+            explanation.post_filter = Some(PostFilterView {
+                code: status.code(),
+                message: post_filter_msg.clone(),
+                nominated_node: result.map(|r| r.nominated_node_name).filter(|n| !n.is_empty()),
+            });
+        }
+        explanation.message =
+            fit_error_message(all_nodes.len(), &node_statuses, &pre_filter_msg, &post_filter_msg);
+        sort_nodes(&mut explanation);
+        return finish(explanation, gated, state, node_statuses);
+    }
+
+    explanation.sampling.answer_depends_on_sampling = feasible.len() > explanation.sampling.nodes_to_find;
+    // Scores are computed for every feasible node so the table can show them, even where kube-scheduler
+    // would skip scoring (a single feasible node, or the nominated node's fast path).
+    let mut totals: BTreeMap<String, i64> = BTreeMap::new();
+    if fwk.has_score_plugins() {
+        let s = fwk.run_pre_score_plugins(&mut state, pod, &feasible);
+        if !s.is_success() {
+            explanation.outcome = Outcome::Error;
+            explanation.message = s.message();
+            return finish(explanation, gated, state, node_statuses);
+        }
+        match fwk.run_score_plugins(&state, pod, &feasible) {
+            Err(s) => {
+                explanation.outcome = Outcome::Error;
+                explanation.message = s.message();
+                return finish(explanation, gated, state, node_statuses);
+            }
+            Ok(scores) => {
+                let by_name: BTreeMap<&str, usize> = explanation
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (n.name.as_str(), i))
+                    .collect::<BTreeMap<_, _>>();
+                let mut updates = Vec::new();
+                for ns in &scores {
+                    if let Some(&i) = by_name.get(ns.name.as_str()) {
+                        updates.push((i, ns.clone()));
+                    }
+                    totals.insert(ns.name.clone(), ns.total_score);
+                }
+                for (i, ns) in updates {
+                    let entry = &mut explanation.nodes[i];
+                    entry.score = Some(ns.total_score);
+                    entry.scores = ns
+                        .scores
+                        .iter()
+                        .map(|p| {
+                            (
+                                p.plugin.to_string(),
+                                ScoreView {
+                                    raw: p.raw,
+                                    normalized: p.normalized,
+                                    weight: p.weight,
+                                    weighted: p.weighted,
+                                },
+                            )
+                        })
+                        .collect();
+                }
+            }
+        }
+    } else {
+        // No score plugins: every feasible node scores 1.
+        for n in &feasible {
+            totals.insert(n.name().to_string(), 1);
+        }
+        for e in explanation.nodes.iter_mut().filter(|e| e.feasible) {
+            e.score = Some(1);
+        }
+    }
+
+    let nominated = pod.nominated_node_name();
+    if !nominated.is_empty() && feasible.iter().any(|n| n.name() == nominated) {
+        explanation.nominated_node_fast_path = Some(nominated.to_string());
+        explanation.selected = vec![nominated.to_string()];
+    } else if feasible.len() == 1 {
+        explanation.selected = vec![feasible[0].name().to_string()];
+    } else {
+        let best = totals.values().copied().max().unwrap_or(0);
+        explanation.selected = totals
+            .iter()
+            .filter(|(_, s)| **s == best)
+            .map(|(n, _)| n.clone())
+            .collect();
+        explanation.tie = explanation.selected.len() > 1;
+    }
+    explanation.selected_score = explanation.selected.first().and_then(|n| totals.get(n).copied());
+    sort_nodes(&mut explanation);
+    explanation.feasible = explanation
+        .nodes
+        .iter()
+        .filter(|n| n.feasible)
+        .map(|n| n.name.clone())
+        .collect();
+    finish(explanation, gated, state, node_statuses)
+}
+
+fn sort_nodes(explanation: &mut Explanation) {
+    explanation.nodes.sort_by(|a, b| {
+        b.feasible
+            .cmp(&a.feasible)
+            .then(b.score.unwrap_or(i64::MIN).cmp(&a.score.unwrap_or(i64::MIN)))
+            .then(a.name.cmp(&b.name))
+    });
+}
+
+fn finish(
+    mut explanation: Explanation,
+    gated: Option<String>,
+    state: CycleState,
+    node_statuses: NodeToStatus,
+) -> CycleResult {
+    if let Some(gate) = gated {
+        // A gated pod never reaches a cycle: the evaluation above says what would happen once ungated.
+        explanation.outcome = Outcome::Gated;
+        explanation.message = gate;
+        explanation.selected.clear();
+        explanation.selected_score = None;
+    }
+    CycleResult {
+        explanation,
+        state,
+        node_statuses,
+    }
+}
+
+/// The binding cycle for a chosen node, as data: Reserve, Permit, PreBind and Bind, returning the actions
+/// kube-scheduler would perform (volume pre-binding, then the Binding). On failure, reserve plugins are
+/// unreserved (the returned status says why).
+pub fn binding_plan(
+    fwk: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    node: &str,
+) -> (Vec<Action>, Status) {
+    let s = fwk.run_reserve_plugins(state, pod, node);
+    if !s.is_success() {
+        return (Vec::new(), s);
+    }
+    let s = fwk.run_permit_plugins(state, pod, node);
+    if s.is_rejected() || s.code() == Code::Error {
+        fwk.run_unreserve_plugins(state, pod, node);
+        return (Vec::new(), s);
+    }
+    let (mut actions, s) = fwk.run_pre_bind_plugins(state, pod, node);
+    if !s.is_success() {
+        fwk.run_unreserve_plugins(state, pod, node);
+        return (actions, s);
+    }
+    let (bind, s) = fwk.run_bind_plugins(state, pod, node);
+    if !s.is_success() {
+        fwk.run_unreserve_plugins(state, pod, node);
+        return (actions, s);
+    }
+    actions.extend(bind);
+    (actions, Status::success())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statuses(explicit: &[(&str, Status)], absent: Status) -> NodeToStatus {
+        NodeToStatus {
+            statuses: explicit.iter().map(|(n, s)| (n.to_string(), s.clone())).collect(),
+            absent,
+        }
+    }
+
+    #[test]
+    fn histogram_is_sorted_as_strings_and_counts_every_reason() {
+        let s = statuses(
+            &[
+                (
+                    "n1",
+                    Status::with_reasons(
+                        Code::Unschedulable,
+                        vec!["Insufficient cpu".into(), "Insufficient memory".into()],
+                    ),
+                ),
+                ("n2", Status::unschedulable("Insufficient cpu")),
+                (
+                    "n3",
+                    Status::unresolvable(
+                        "node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }",
+                    ),
+                ),
+            ],
+            Status::success(),
+        );
+        assert_eq!(
+            fit_error_message(3, &s, "", ""),
+            "0/3 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }, 2 Insufficient cpu."
+        );
+    }
+
+    #[test]
+    fn ten_sorts_before_two() {
+        let mut explicit = Vec::new();
+        for i in 0..10 {
+            explicit.push((format!("a{i}"), Status::unschedulable("Insufficient cpu")));
+        }
+        for i in 0..2 {
+            explicit.push((
+                format!("b{i}"),
+                Status::unresolvable("node(s) were unschedulable"),
+            ));
+        }
+        let s = NodeToStatus {
+            statuses: explicit.into_iter().collect(),
+            absent: Status::success(),
+        };
+        assert_eq!(
+            fit_error_message(12, &s, "", ""),
+            "0/12 nodes are available: 10 Insufficient cpu, 2 node(s) were unschedulable."
+        );
+    }
+
+    #[test]
+    fn absent_nodes_get_the_absent_reason() {
+        let s = statuses(
+            &[("n1", Status::unschedulable("Insufficient cpu"))],
+            Status::unresolvable("node(s) didn't satisfy plugin(s) [NodeAffinity]"),
+        );
+        assert_eq!(
+            fit_error_message(4, &s, "", ""),
+            "0/4 nodes are available: 1 Insufficient cpu, 3 node(s) didn't satisfy plugin(s) [NodeAffinity]."
+        );
+    }
+
+    #[test]
+    fn pre_filter_message_replaces_histogram_and_post_filter_appends() {
+        let s = statuses(
+            &[],
+            Status::unresolvable("pod has unbound immediate PersistentVolumeClaims"),
+        );
+        assert_eq!(
+            fit_error_message(
+                3,
+                &s,
+                "pod has unbound immediate PersistentVolumeClaims",
+                "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+            ),
+            "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+        );
+    }
+
+    #[test]
+    fn nodes_to_find_follows_adaptive_percentage() {
+        for (pct, n, want) in [
+            (0, 50, 50),
+            (0, 100, 100),
+            (0, 1000, 420),
+            (0, 5000, 500),
+            (0, 6000, 300),
+            (0, 20000, 1000),
+            (10, 500, 100),
+            (50, 1000, 500),
+            (100, 300, 300),
+        ] {
+            assert_eq!(num_feasible_nodes_to_find(pct, n), want, "pct={pct} n={n}");
+        }
+    }
+}

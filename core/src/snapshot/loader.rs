@@ -1,0 +1,2032 @@
+//! Loading [`ClusterObjects`] from a file, and writing them back as one `kind: List`.
+//!
+//! Accepted input, JSON or YAML (told apart by the first non-blank character):
+//! - a `kind: List` whose items mix kinds, as `kubectl get nodes,pods,... -A -o yaml|json` prints it;
+//! - a typed list as the API server returns it (`kind: PodList`, items without apiVersion/kind);
+//! - several documents (YAML `---` separated, or concatenated JSON values), each a List or one object;
+//! - a single object.
+//!
+//! Objects are dispatched on apiVersion + kind into the typed k8s-openapi objects of `ClusterObjects`;
+//! other kinds are skipped and counted in the [`LoadReport`]. Every stored object is pruned of what the
+//! scheduler never reads ([`Prune`]), which keeps a 150,000-pod snapshot small in memory.
+//!
+//! JSON is the fast path: the file is split into raw item slices without building a value tree, and
+//! items are decoded straight into typed objects in parallel. YAML goes through one small value tree
+//! per item, sequentially (serde_yaml has no borrowed raw values), so large snapshots should be JSON.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Container, ContainerStatus, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodSpec,
+    PodStatus, PodTemplateSpec, ReplicationController, Service, Volume,
+};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use rayon::prelude::*;
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::{SerializeMap, SerializeSeq};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::value::RawValue;
+
+use super::{ClusterObjects, Snapshot};
+
+// ---------------------------------------------------------------------------------------------------
+// Report and errors
+// ---------------------------------------------------------------------------------------------------
+
+/// The two input formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// JSON (one value or several concatenated).
+    Json,
+    /// YAML (one or more documents).
+    Yaml,
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Format::Json => "JSON",
+            Format::Yaml => "YAML",
+        })
+    }
+}
+
+/// What a load read, besides the objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadReport {
+    /// The format the file was read as.
+    pub format: Format,
+    /// Documents (top-level values) in the file, empty YAML documents included.
+    pub documents: usize,
+    /// Objects stored in the `ClusterObjects`.
+    pub objects: usize,
+    /// Objects of kinds the engine does not use, by `Kind (apiVersion)`, e.g. `Deployment (apps/v1)`.
+    pub skipped: BTreeMap<String, usize>,
+}
+
+impl LoadReport {
+    fn new(format: Format) -> Self {
+        LoadReport {
+            format,
+            documents: 0,
+            objects: 0,
+            skipped: BTreeMap::new(),
+        }
+    }
+
+    /// How many objects were skipped in all.
+    pub fn skipped_total(&self) -> usize {
+        self.skipped.values().sum()
+    }
+
+    /// One line per skipped kind, for the CLI to print as warnings.
+    pub fn warnings(&self) -> Vec<String> {
+        self.skipped
+            .iter()
+            .map(|(kind, n)| format!("skipped {n} object(s) of kind {kind}: not used by the scheduler"))
+            .collect()
+    }
+
+    fn skip(&mut self, api_version: Option<&str>, kind: &str) {
+        let key = format!("{kind} ({})", api_version.unwrap_or("no apiVersion"));
+        *self.skipped.entry(key).or_insert(0) += 1;
+    }
+}
+
+/// Where in a file something is: `document[d].items[i]`, plus the line and column when known.
+///
+/// Indices are 0-based (as in a JSON path); line and column are 1-based (as editors show them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Location {
+    /// Index of the document (top-level value) in the file.
+    pub document: usize,
+    /// Index within the document's `items` when the document is a List.
+    pub item: Option<usize>,
+    /// 1-based line.
+    pub line: Option<usize>,
+    /// 1-based column.
+    pub column: Option<usize>,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "document[{}]", self.document)?;
+        if let Some(i) = self.item {
+            write!(f, ".items[{i}]")?;
+        }
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => write!(f, " (line {l}, column {c})"),
+            (Some(l), None) => write!(f, " (line {l})"),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// Why a snapshot file could not be loaded. Every variant names the file; all but `Io` say where.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// The text is not well-formed JSON/YAML (or not UTF-8).
+    #[error("{}: {at}: malformed {format}: {message}", path.display())]
+    Syntax {
+        /// The file.
+        path: PathBuf,
+        /// The format the file was read as.
+        format: Format,
+        /// Where the parser stopped.
+        at: Location,
+        /// The parser's message (without its own position suffix).
+        message: String,
+    },
+    /// A document or item is not an object with a kind (e.g. a bare string, or no `kind` field).
+    #[error("{}: {at}: {message}", path.display())]
+    Shape {
+        /// The file.
+        path: PathBuf,
+        /// The document or item.
+        at: Location,
+        /// What is wrong.
+        message: String,
+    },
+    /// An object of a known kind does not match its schema (e.g. a string where a number belongs).
+    #[error("{}: {at}: {kind} {}: {message}", path.display(), name.as_deref().unwrap_or("(unnamed)"))]
+    Decode {
+        /// The file.
+        path: PathBuf,
+        /// The object, and the offending position when the parser reports one.
+        at: Location,
+        /// The object's apiVersion.
+        api_version: String,
+        /// The object's kind.
+        kind: String,
+        /// `namespace/name` or `name`, when the object has one.
+        name: Option<String>,
+        /// The decoder's message, prefixed with the field path when known.
+        message: String,
+    },
+}
+
+/// Splits serde's "... at line L column C" suffix off a message.
+fn strip_position(message: &str) -> String {
+    if let Some(i) = message.rfind(" at line ") {
+        let tail = &message[i + " at line ".len()..];
+        let well_formed = tail
+            .split_once(" column ")
+            .is_some_and(|(l, c)| l.parse::<usize>().is_ok() && c.parse::<usize>().is_ok());
+        if well_formed {
+            return message[..i].to_string();
+        }
+    }
+    message.to_string()
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Pruning
+// ---------------------------------------------------------------------------------------------------
+
+/// Annotation key prefixes the engine reads (volume binding, storage classes, CSI migration, DRA
+/// extended resources, scheduler hints); every other annotation is dropped.
+pub const KEPT_ANNOTATION_PREFIXES: &[&str] = &[
+    "volume.kubernetes.io/",
+    "volume.beta.kubernetes.io/",
+    "pv.kubernetes.io/",
+    "scheduler.alpha.kubernetes.io/",
+    "scheduler.kubernetes.io/",
+    "storage.alpha.kubernetes.io/",
+    "storageclass.kubernetes.io/",
+    "storageclass.beta.kubernetes.io/",
+    "resource.kubernetes.io/",
+];
+
+/// True for an annotation the engine may read.
+pub fn keep_annotation(key: &str) -> bool {
+    KEPT_ANNOTATION_PREFIXES.iter().any(|p| key.starts_with(p))
+}
+
+/// Drops managedFields and annotations no plugin reads. Labels, owner references, uid,
+/// resourceVersion and timestamps stay (selectors, controllers, preconditions, preemption order).
+pub fn prune_metadata(meta: &mut ObjectMeta) {
+    meta.managed_fields = None;
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.retain(|k, _| keep_annotation(k));
+        if annotations.is_empty() {
+            meta.annotations = None;
+        }
+    }
+}
+
+/// Keeps only what scheduling reads of a container: name, image (ImageLocality), host ports
+/// (NodePorts), resources, and the restart policy that makes an init container a sidecar.
+pub fn prune_container(c: &mut Container) {
+    let Container {
+        name,
+        image,
+        ports,
+        resources,
+        restart_policy,
+        restart_policy_rules,
+        ..
+    } = std::mem::take(c);
+    let ports = ports
+        .map(|ps| {
+            ps.into_iter()
+                .filter(|p| p.host_port.is_some_and(|hp| hp > 0))
+                .collect::<Vec<_>>()
+        })
+        .filter(|ps| !ps.is_empty());
+    *c = Container {
+        name,
+        image,
+        ports,
+        resources,
+        restart_policy,
+        restart_policy_rules,
+        ..Default::default()
+    };
+}
+
+/// Empties the payload of volumes whose contents no plugin reads (service-account tokens, config
+/// maps, secrets, downward API); the source kind stays, and so does every other volume type.
+pub fn prune_volume(v: &mut Volume) {
+    if let Some(p) = v.projected.as_mut() {
+        p.sources = None;
+    }
+    if let Some(cm) = v.config_map.as_mut() {
+        cm.items = None;
+    }
+    if let Some(s) = v.secret.as_mut() {
+        s.items = None;
+    }
+    if let Some(d) = v.downward_api.as_mut() {
+        d.items = None;
+    }
+}
+
+/// Prunes a pod spec: containers as in [`prune_container`], ephemeral containers and the fields only
+/// the kubelet reads (DNS, service account, security context, host aliases, pull secrets, readiness
+/// gates) dropped. Every scheduling field stays.
+pub fn prune_pod_spec(spec: &mut PodSpec) {
+    for c in spec.containers.iter_mut() {
+        prune_container(c);
+    }
+    for c in spec.init_containers.iter_mut().flatten() {
+        prune_container(c);
+    }
+    for v in spec.volumes.iter_mut().flatten() {
+        prune_volume(v);
+    }
+    spec.ephemeral_containers = None;
+    spec.automount_service_account_token = None;
+    spec.dns_config = None;
+    spec.dns_policy = None;
+    spec.enable_service_links = None;
+    spec.host_aliases = None;
+    spec.hostname = None;
+    spec.hostname_override = None;
+    spec.image_pull_secrets = None;
+    spec.readiness_gates = None;
+    spec.security_context = None;
+    spec.service_account = None;
+    spec.service_account_name = None;
+    spec.set_hostname_as_fqdn = None;
+    spec.share_process_namespace = None;
+    spec.subdomain = None;
+}
+
+fn prune_container_status(cs: &mut ContainerStatus) {
+    let ContainerStatus {
+        name,
+        allocated_resources,
+        resources,
+        ..
+    } = std::mem::take(cs);
+    *cs = ContainerStatus {
+        name,
+        allocated_resources,
+        resources,
+        ..Default::default()
+    };
+}
+
+/// Keeps of a pod's status: phase, conditions (resize state, DisruptionTarget, PodScheduled),
+/// nominatedNodeName, startTime (preemption order), the container statuses' allocated/actual
+/// resources and the pod-level ones (in-place resize), and DRA claim statuses.
+pub fn prune_pod_status(status: &mut PodStatus) {
+    let PodStatus {
+        phase,
+        conditions,
+        nominated_node_name,
+        start_time,
+        mut container_statuses,
+        mut init_container_statuses,
+        allocated_resources,
+        resources,
+        resize,
+        resource_claim_statuses,
+        extended_resource_claim_status,
+        ..
+    } = std::mem::take(status);
+    for cs in container_statuses
+        .iter_mut()
+        .flatten()
+        .chain(init_container_statuses.iter_mut().flatten())
+    {
+        prune_container_status(cs);
+    }
+    *status = PodStatus {
+        phase,
+        conditions,
+        nominated_node_name,
+        start_time,
+        container_statuses,
+        init_container_statuses,
+        allocated_resources,
+        resources,
+        resize,
+        resource_claim_statuses,
+        extended_resource_claim_status,
+        ..Default::default()
+    };
+}
+
+/// Prunes a pod: metadata, spec and status as above.
+pub fn prune_pod(pod: &mut Pod) {
+    prune_metadata(&mut pod.metadata);
+    if let Some(spec) = pod.spec.as_mut() {
+        prune_pod_spec(spec);
+    }
+    if let Some(status) = pod.status.as_mut() {
+        prune_pod_status(status);
+    }
+}
+
+/// Prunes a node: metadata, and the status parts only the kubelet or controllers use (node info,
+/// daemon endpoints, attached volumes, config). Allocatable, capacity, images, conditions and
+/// declared features stay.
+pub fn prune_node(node: &mut Node) {
+    prune_metadata(&mut node.metadata);
+    if let Some(status) = node.status.as_mut() {
+        status.node_info = None;
+        status.daemon_endpoints = None;
+        status.volumes_attached = None;
+        status.volumes_in_use = None;
+        status.config = None;
+    }
+}
+
+fn prune_template(t: &mut PodTemplateSpec) {
+    if let Some(meta) = t.metadata.as_mut() {
+        prune_metadata(meta);
+    }
+    if let Some(spec) = t.spec.as_mut() {
+        prune_pod_spec(spec);
+    }
+}
+
+/// Removes what the scheduler never reads from a stored object.
+pub trait Prune {
+    /// Prunes in place. Idempotent: pruning twice equals pruning once.
+    fn prune(&mut self);
+}
+
+impl Prune for Pod {
+    fn prune(&mut self) {
+        prune_pod(self);
+    }
+}
+
+impl Prune for Node {
+    fn prune(&mut self) {
+        prune_node(self);
+    }
+}
+
+impl Prune for ReplicaSet {
+    fn prune(&mut self) {
+        prune_metadata(&mut self.metadata);
+        if let Some(t) = self.spec.template.as_mut() {
+            prune_template(t);
+        }
+    }
+}
+
+impl Prune for ReplicationController {
+    fn prune(&mut self) {
+        prune_metadata(&mut self.metadata);
+        if let Some(t) = self.spec.as_mut().and_then(|s| s.template.as_mut()) {
+            prune_template(t);
+        }
+    }
+}
+
+impl Prune for StatefulSet {
+    fn prune(&mut self) {
+        prune_metadata(&mut self.metadata);
+        prune_template(&mut self.spec.template);
+        for claim in self.spec.volume_claim_templates.iter_mut().flatten() {
+            prune_metadata(&mut claim.metadata);
+        }
+    }
+}
+
+macro_rules! prune_metadata_only {
+    ($($ty:ty),* $(,)?) => {$(
+        impl Prune for $ty {
+            fn prune(&mut self) {
+                prune_metadata(&mut self.metadata);
+            }
+        }
+    )*};
+}
+
+prune_metadata_only!(
+    Namespace,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    StorageClass,
+    CSINode,
+    CSIDriver,
+    CSIStorageCapacity,
+    PodDisruptionBudget,
+    PriorityClass,
+    Service,
+);
+
+impl ClusterObjects {
+    /// Prunes every object (see [`Prune`]).
+    pub fn prune(&mut self) {
+        fn all<T: Prune>(v: &mut [T]) {
+            v.iter_mut().for_each(Prune::prune);
+        }
+        all(&mut self.nodes);
+        all(&mut self.pods);
+        all(&mut self.namespaces);
+        all(&mut self.persistent_volumes);
+        all(&mut self.persistent_volume_claims);
+        all(&mut self.storage_classes);
+        all(&mut self.csi_nodes);
+        all(&mut self.csi_drivers);
+        all(&mut self.csi_storage_capacities);
+        all(&mut self.pod_disruption_budgets);
+        all(&mut self.priority_classes);
+        all(&mut self.services);
+        all(&mut self.replication_controllers);
+        all(&mut self.replica_sets);
+        all(&mut self.stateful_sets);
+    }
+
+    /// Total number of objects.
+    pub fn len(&self) -> usize {
+        ObjectKind::ALL.iter().map(|k| k.count(self)).sum()
+    }
+
+    /// True when there are no objects at all.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Kinds
+// ---------------------------------------------------------------------------------------------------
+
+macro_rules! object_kinds {
+    ($( $variant:ident($ty:ty) = $api:literal, $kind:literal => $field:ident; )*) => {
+        /// The kinds a `ClusterObjects` holds.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ObjectKind {
+            $(
+                #[doc = concat!("`", $api, "` `", $kind, "`.")]
+                $variant,
+            )*
+        }
+
+        impl ObjectKind {
+            /// Every kind, in `ClusterObjects` field order.
+            pub const ALL: &'static [ObjectKind] = &[$(ObjectKind::$variant),*];
+
+            /// The kind stored for an apiVersion and kind, if any.
+            pub fn lookup(api_version: &str, kind: &str) -> Option<ObjectKind> {
+                match (api_version, kind) {
+                    $(($api, $kind) => Some(ObjectKind::$variant),)*
+                    _ => None,
+                }
+            }
+
+            /// The kind named `kind` when an object carries no apiVersion.
+            fn lookup_kind(kind: &str) -> Option<ObjectKind> {
+                match kind {
+                    $($kind => Some(ObjectKind::$variant),)*
+                    _ => None,
+                }
+            }
+
+            /// apiVersion, e.g. `policy/v1`.
+            pub fn api_version(self) -> &'static str {
+                match self { $(ObjectKind::$variant => $api,)* }
+            }
+
+            /// Kind, e.g. `PodDisruptionBudget`.
+            pub fn kind(self) -> &'static str {
+                match self { $(ObjectKind::$variant => $kind,)* }
+            }
+
+            /// How many objects of this kind `objects` holds.
+            pub fn count(self, objects: &ClusterObjects) -> usize {
+                match self { $(ObjectKind::$variant => objects.$field.len(),)* }
+            }
+
+            /// Decodes JSON items of this kind in parallel into `objects` (appending, in order).
+            /// `Err(())` when any fails; the caller then finds the first failure sequentially.
+            fn decode_json(self, items: &[RawItem<'_>], objects: &mut ClusterObjects) -> Result<(), ()> {
+                match self {
+                    $(ObjectKind::$variant => {
+                        let decoded = decode_json_items::<$ty>(items)?;
+                        objects.$field.extend(decoded);
+                    })*
+                }
+                Ok(())
+            }
+
+            /// Decodes one JSON text as this kind, tracking the field path of an error.
+            fn check_json(self, text: &str) -> Result<(), serde_path_to_error::Error<serde_json::Error>> {
+                let mut de = serde_json::Deserializer::from_str(text);
+                match self {
+                    $(ObjectKind::$variant => serde_path_to_error::deserialize::<_, $ty>(&mut de).map(drop),)*
+                }
+            }
+
+            /// Converts a YAML value to this kind, prunes it and stores it.
+            fn store_yaml(self, value: serde_yaml::Value, objects: &mut ClusterObjects) -> Result<(), serde_yaml::Error> {
+                match self {
+                    $(ObjectKind::$variant => {
+                        let mut o: $ty = serde_yaml::from_value(value)?;
+                        o.prune();
+                        objects.$field.push(o);
+                    })*
+                }
+                Ok(())
+            }
+
+            /// Deserializes this kind straight from a deserializer and drops it (to locate errors).
+            fn check<'de, D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+                match self {
+                    $(ObjectKind::$variant => <$ty>::deserialize(d).map(drop),)*
+                }
+            }
+        }
+
+        /// Writes every object, kind by kind, as elements of one sequence.
+        fn serialize_items<S: SerializeSeq>(objects: &ClusterObjects, seq: &mut S) -> Result<(), S::Error> {
+            $(for o in &objects.$field { seq.serialize_element(o)?; })*
+            Ok(())
+        }
+    };
+}
+
+object_kinds! {
+    Node(Node) = "v1", "Node" => nodes;
+    Pod(Pod) = "v1", "Pod" => pods;
+    Namespace(Namespace) = "v1", "Namespace" => namespaces;
+    PersistentVolume(PersistentVolume) = "v1", "PersistentVolume" => persistent_volumes;
+    PersistentVolumeClaim(PersistentVolumeClaim) = "v1", "PersistentVolumeClaim" => persistent_volume_claims;
+    StorageClass(StorageClass) = "storage.k8s.io/v1", "StorageClass" => storage_classes;
+    CSINode(CSINode) = "storage.k8s.io/v1", "CSINode" => csi_nodes;
+    CSIDriver(CSIDriver) = "storage.k8s.io/v1", "CSIDriver" => csi_drivers;
+    CSIStorageCapacity(CSIStorageCapacity) = "storage.k8s.io/v1", "CSIStorageCapacity" => csi_storage_capacities;
+    PodDisruptionBudget(PodDisruptionBudget) = "policy/v1", "PodDisruptionBudget" => pod_disruption_budgets;
+    PriorityClass(PriorityClass) = "scheduling.k8s.io/v1", "PriorityClass" => priority_classes;
+    Service(Service) = "v1", "Service" => services;
+    ReplicationController(ReplicationController) = "v1", "ReplicationController" => replication_controllers;
+    ReplicaSet(ReplicaSet) = "apps/v1", "ReplicaSet" => replica_sets;
+    StatefulSet(StatefulSet) = "apps/v1", "StatefulSet" => stateful_sets;
+}
+
+impl ObjectKind {
+    fn index(self) -> usize {
+        ObjectKind::ALL.iter().position(|k| *k == self).unwrap_or(0)
+    }
+}
+
+/// How an object's type is resolved: its own apiVersion/kind, or the element type of a typed list
+/// (`PodList` items carry neither).
+fn resolve_kind(api_version: Option<&str>, kind: Option<&str>, default: Option<(&str, &str)>) -> Resolved {
+    match (api_version, kind) {
+        (Some(a), Some(k)) => match ObjectKind::lookup(a, k) {
+            Some(known) => Resolved::Known(known),
+            None => Resolved::Skip,
+        },
+        (None, Some(k)) => match default {
+            Some((a, dk)) if dk == k => match ObjectKind::lookup(a, k) {
+                Some(known) => Resolved::Known(known),
+                None => Resolved::Skip,
+            },
+            _ => ObjectKind::lookup_kind(k).map_or(Resolved::Skip, Resolved::Known),
+        },
+        (_, None) => match default {
+            Some((a, k)) => ObjectKind::lookup(a, k).map_or(Resolved::Skip, Resolved::Known),
+            None => Resolved::NoKind,
+        },
+    }
+}
+
+enum Resolved {
+    Known(ObjectKind),
+    Skip,
+    NoKind,
+}
+
+/// `PodList` → `Some(("v1", "Pod"))`; `List` and other kinds → `None`.
+fn list_element_type<'a>(api_version: Option<&'a str>, kind: Option<&'a str>) -> Option<(&'a str, &'a str)> {
+    let element = kind?.strip_suffix("List")?;
+    if element.is_empty() {
+        return None;
+    }
+    Some((api_version.unwrap_or("v1"), element))
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Entry points
+// ---------------------------------------------------------------------------------------------------
+
+/// Reads a snapshot file (JSON or YAML). Objects are pruned.
+pub fn load_file(path: impl AsRef<Path>) -> Result<(ClusterObjects, LoadReport), LoadError> {
+    let path = path.as_ref();
+    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load_bytes(&bytes, path)
+}
+
+/// Reads a snapshot from memory; `origin` names it in errors (a path, or `-` for stdin).
+pub fn load_bytes(bytes: &[u8], origin: &Path) -> Result<(ClusterObjects, LoadReport), LoadError> {
+    let text = match std::str::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let (line, column) = line_column(bytes, e.valid_up_to());
+            let format = if first_significant(bytes).is_some_and(|b| b == b'{' || b == b'[') {
+                Format::Json
+            } else {
+                Format::Yaml
+            };
+            return Err(LoadError::Syntax {
+                path: origin.to_path_buf(),
+                format,
+                at: Location {
+                    document: 0,
+                    item: None,
+                    line: Some(line),
+                    column: Some(column),
+                },
+                message: format!("invalid UTF-8 at byte {}", e.valid_up_to()),
+            });
+        }
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    match first_significant(text.as_bytes()) {
+        Some(b'{') | Some(b'[') => load_json(text, origin),
+        _ => load_yaml(text, origin),
+    }
+}
+
+impl Snapshot {
+    /// Loads a snapshot file and builds the `Snapshot`; the report lists skipped kinds.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<(Snapshot, LoadReport), LoadError> {
+        let (objects, report) = load_file(path)?;
+        Ok((Snapshot::new(objects), report))
+    }
+}
+
+fn first_significant(bytes: &[u8]) -> Option<u8> {
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
+    bytes.iter().copied().find(|b| !b.is_ascii_whitespace())
+}
+
+/// 1-based line and column (in characters) of a byte offset.
+fn line_column(bytes: &[u8], offset: usize) -> (usize, usize) {
+    let offset = offset.min(bytes.len());
+    let before = &bytes[..offset];
+    let line = before.iter().filter(|b| **b == b'\n').count() + 1;
+    let line_start = before.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let column = String::from_utf8_lossy(&before[line_start..]).chars().count() + 1;
+    (line, column)
+}
+
+fn display_name(namespace: Option<&str>, name: Option<&str>) -> Option<String> {
+    match (namespace.filter(|n| !n.is_empty()), name) {
+        (Some(ns), Some(n)) => Some(format!("{ns}/{n}")),
+        (None, Some(n)) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// JSON
+// ---------------------------------------------------------------------------------------------------
+
+/// A top-level JSON value, read without decoding its items.
+#[derive(Deserialize)]
+struct JsonDoc<'a> {
+    #[serde(rename = "apiVersion", default)]
+    api_version: Option<String>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default, borrow)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+/// One object's text, with its place in the file.
+#[derive(Clone, Copy)]
+struct RawItem<'a> {
+    document: usize,
+    item: Option<usize>,
+    text: &'a str,
+    kind: ObjectKind,
+}
+
+fn decode_json_items<T>(items: &[RawItem<'_>]) -> Result<Vec<T>, ()>
+where
+    T: serde::de::DeserializeOwned + Prune + Send,
+{
+    items
+        .par_iter()
+        .with_min_len(32)
+        .map(|it| {
+            let mut o: T = serde_json::from_str(it.text).map_err(drop)?;
+            o.prune();
+            Ok(o)
+        })
+        .collect()
+}
+
+/// Reads only `apiVersion` and `kind` of an item, stopping as soon as both are seen (they come first
+/// in kubectl's output, so this touches a few bytes of each item).
+#[derive(Default)]
+struct TypePeek {
+    api_version: Option<String>,
+    kind: Option<String>,
+    not_an_object: bool,
+}
+
+const PEEK_DONE: &str = "\u{0}peek done";
+
+enum PeekKey {
+    ApiVersion,
+    Kind,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for PeekKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = PeekKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PeekKey, E> {
+                Ok(match v {
+                    "apiVersion" => PeekKey::ApiVersion,
+                    "kind" => PeekKey::Kind,
+                    _ => PeekKey::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(KeyVisitor)
+    }
+}
+
+struct PeekVisitor<'p>(&'p mut TypePeek);
+
+impl<'de> Visitor<'de> for PeekVisitor<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<PeekKey>()? {
+            match key {
+                PeekKey::ApiVersion => self.0.api_version = map.next_value::<Option<String>>()?,
+                PeekKey::Kind => self.0.kind = map.next_value::<Option<String>>()?,
+                PeekKey::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            if self.0.api_version.is_some() && self.0.kind.is_some() {
+                return Err(de::Error::custom(PEEK_DONE));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `Err(message)` when the item is not an object or its apiVersion/kind are not strings.
+fn peek_json(text: &str) -> Result<TypePeek, String> {
+    let mut peek = TypePeek::default();
+    let mut de = serde_json::Deserializer::from_str(text);
+    match de.deserialize_map(PeekVisitor(&mut peek)) {
+        Ok(()) => Ok(peek),
+        Err(_) if peek.api_version.is_some() && peek.kind.is_some() => Ok(peek),
+        Err(e) if e.is_data() => {
+            let message = strip_position(&e.to_string());
+            if text.trim_start().starts_with('{') {
+                Err(message)
+            } else {
+                peek.not_an_object = true;
+                Ok(peek)
+            }
+        }
+        Err(e) => Err(strip_position(&e.to_string())),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct NameProbe {
+    #[serde(default)]
+    metadata: Option<NameProbeMeta>,
+}
+
+#[derive(Deserialize, Default)]
+struct NameProbeMeta {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    namespace: Option<String>,
+}
+
+fn json_name(text: &str) -> Option<String> {
+    let probe: NameProbe = serde_json::from_str(text).ok()?;
+    let meta = probe.metadata?;
+    display_name(meta.namespace.as_deref(), meta.name.as_deref())
+}
+
+fn offset_in(outer: &str, inner: &str) -> usize {
+    (inner.as_ptr() as usize).saturating_sub(outer.as_ptr() as usize)
+}
+
+/// Absolute position of an error reported at (line, column) within `inner`.
+fn absolute_position(outer: &str, inner: &str, line: usize, column: usize) -> (usize, usize) {
+    let (base_line, base_column) = line_column(outer.as_bytes(), offset_in(outer, inner));
+    if line <= 1 {
+        (base_line, base_column + column.saturating_sub(1))
+    } else {
+        (base_line + line - 1, column)
+    }
+}
+
+fn load_json(text: &str, path: &Path) -> Result<(ClusterObjects, LoadReport), LoadError> {
+    let mut report = LoadReport::new(Format::Json);
+    let mut buckets: Vec<Vec<RawItem<'_>>> = vec![Vec::new(); ObjectKind::ALL.len()];
+    let shape = |at: Location, message: String| LoadError::Shape {
+        path: path.to_path_buf(),
+        at,
+        message,
+    };
+
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<JsonDoc<'_>>();
+    let mut document = 0;
+    loop {
+        let start = stream.byte_offset();
+        let doc = match stream.next() {
+            None => break,
+            Some(Ok(doc)) => doc,
+            Some(Err(e)) => {
+                let at = Location {
+                    document,
+                    item: None,
+                    line: Some(e.line()),
+                    column: Some(e.column()),
+                };
+                let message = strip_position(&e.to_string());
+                return Err(if e.is_data() {
+                    shape(at, format!("not a Kubernetes object or List: {message}"))
+                } else {
+                    LoadError::Syntax {
+                        path: path.to_path_buf(),
+                        format: Format::Json,
+                        at,
+                        message,
+                    }
+                });
+            }
+        };
+        let end = stream.byte_offset();
+        report.documents += 1;
+        let api_version = doc.api_version.as_deref();
+        let kind = doc.kind.as_deref();
+        if let Some(items) = doc.items {
+            let default = list_element_type(api_version, kind);
+            for (i, raw) in items.into_iter().enumerate() {
+                let item_text = raw.get();
+                let at = || Location {
+                    document,
+                    item: Some(i),
+                    line: Some(line_column(text.as_bytes(), offset_in(text, item_text)).0),
+                    column: None,
+                };
+                let peek = peek_json(item_text).map_err(|m| shape(at(), m))?;
+                if peek.not_an_object {
+                    return Err(shape(at(), "list item is not an object".into()));
+                }
+                match resolve_kind(peek.api_version.as_deref(), peek.kind.as_deref(), default) {
+                    Resolved::Known(k) => buckets[k.index()].push(RawItem {
+                        document,
+                        item: Some(i),
+                        text: item_text,
+                        kind: k,
+                    }),
+                    Resolved::Skip => report.skip(
+                        peek.api_version.as_deref().or(default.map(|d| d.0)),
+                        peek.kind.as_deref().or(default.map(|d| d.1)).unwrap_or(""),
+                    ),
+                    Resolved::NoKind => return Err(shape(at(), "list item has no kind".into())),
+                }
+            }
+        } else {
+            let doc_text = &text[start..end];
+            let at = Location {
+                document,
+                item: None,
+                line: Some(line_column(text.as_bytes(), start + leading_ws(doc_text)).0),
+                column: None,
+            };
+            match resolve_kind(api_version, kind, None) {
+                Resolved::Known(k) => buckets[k.index()].push(RawItem {
+                    document,
+                    item: None,
+                    text: doc_text,
+                    kind: k,
+                }),
+                Resolved::Skip => report.skip(api_version, kind.unwrap_or("")),
+                Resolved::NoKind => return Err(shape(at, "object has no kind".into())),
+            }
+        }
+        document += 1;
+    }
+
+    let mut objects = ClusterObjects::default();
+    let mut failed = false;
+    for kind in ObjectKind::ALL {
+        let items = &buckets[kind.index()];
+        if !items.is_empty() && kind.decode_json(items, &mut objects).is_err() {
+            failed = true;
+            break;
+        }
+    }
+    if failed {
+        return Err(first_json_error(text, path, &buckets));
+    }
+    report.objects = objects.len();
+    Ok((objects, report))
+}
+
+fn leading_ws(s: &str) -> usize {
+    s.len() - s.trim_start().len()
+}
+
+/// The first item in file order that does not decode, with its field path and position.
+fn first_json_error(text: &str, path: &Path, buckets: &[Vec<RawItem<'_>>]) -> LoadError {
+    let mut all: Vec<&RawItem<'_>> = buckets.iter().flatten().collect();
+    all.sort_by_key(|it| offset_in(text, it.text));
+    for it in all {
+        let Err(e) = it.kind.check_json(it.text) else {
+            continue;
+        };
+        let field_path = e.path().to_string();
+        let inner = e.into_inner();
+        let (line, column) = absolute_position(text, it.text, inner.line(), inner.column());
+        let message = strip_position(&inner.to_string());
+        let message = if field_path.is_empty() || field_path == "." {
+            message
+        } else {
+            format!("{field_path}: {message}")
+        };
+        return LoadError::Decode {
+            path: path.to_path_buf(),
+            at: Location {
+                document: it.document,
+                item: it.item,
+                line: Some(line),
+                column: Some(column),
+            },
+            api_version: it.kind.api_version().to_string(),
+            kind: it.kind.kind().to_string(),
+            name: json_name(it.text),
+            message,
+        };
+    }
+    // Parallel decoding failed but sequential decoding did not: cannot happen with a deterministic
+    // decoder, but report something useful rather than panic.
+    LoadError::Shape {
+        path: path.to_path_buf(),
+        at: Location::default(),
+        message: "an object failed to decode".into(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// YAML
+// ---------------------------------------------------------------------------------------------------
+
+/// A failure inside the document visitor, carried out past serde's error type.
+struct ItemFailure {
+    item: Option<usize>,
+    kind: ObjectKind,
+    name: Option<String>,
+    message: String,
+}
+
+struct YamlState<'s> {
+    objects: &'s mut ClusterObjects,
+    report: &'s mut LoadReport,
+    failure: Option<ItemFailure>,
+    shape: Option<(Option<usize>, String)>,
+    /// Items without a kind, resolved against the list's kind once the document is read.
+    pending: Vec<(usize, serde_yaml::Value)>,
+}
+
+/// What remains of a document once its items are stored.
+#[derive(Default)]
+struct YamlDoc {
+    api_version: Option<String>,
+    kind: Option<String>,
+    had_items: bool,
+    /// Every field but `items` (the object itself when the document is not a List).
+    rest: serde_yaml::Mapping,
+}
+
+const YAML_ABORT: &str = "\u{0}abort";
+
+fn yaml_str<'v>(v: &'v serde_yaml::Value, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(serde_yaml::Value::as_str)
+}
+
+fn yaml_name(v: &serde_yaml::Value) -> Option<String> {
+    let meta = v.get("metadata")?;
+    display_name(yaml_str(meta, "namespace"), yaml_str(meta, "name"))
+}
+
+impl YamlState<'_> {
+    /// Stores one object; `Err` (with `failure`/`shape` set) aborts the document.
+    fn store(
+        &mut self,
+        item: Option<usize>,
+        value: serde_yaml::Value,
+        default: Option<(&str, &str)>,
+    ) -> Result<(), ()> {
+        if !value.is_mapping() {
+            let what = if item.is_some() { "list item" } else { "document" };
+            self.shape = Some((item, format!("{what} is not an object")));
+            return Err(());
+        }
+        let api_version = yaml_str(&value, "apiVersion").map(str::to_string);
+        let kind = yaml_str(&value, "kind").map(str::to_string);
+        match resolve_kind(api_version.as_deref(), kind.as_deref(), default) {
+            Resolved::Known(k) => {
+                let name = yaml_name(&value);
+                k.store_yaml(value, self.objects).map_err(|e| {
+                    self.failure = Some(ItemFailure {
+                        item,
+                        kind: k,
+                        name,
+                        message: strip_position(&e.to_string()),
+                    });
+                })
+            }
+            Resolved::Skip => {
+                self.report.skip(
+                    api_version.as_deref().or(default.map(|d| d.0)),
+                    kind.as_deref().or(default.map(|d| d.1)).unwrap_or(""),
+                );
+                Ok(())
+            }
+            Resolved::NoKind => {
+                let what = if item.is_some() { "list item" } else { "object" };
+                self.shape = Some((item, format!("{what} has no kind")));
+                Err(())
+            }
+        }
+    }
+}
+
+struct YamlDocVisitor<'a, 's>(&'a mut YamlState<'s>);
+
+impl<'de> Visitor<'de> for YamlDocVisitor<'_, '_> {
+    type Value = YamlDoc;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a Kubernetes object or List")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<YamlDoc, E> {
+        Ok(YamlDoc::default())
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<YamlDoc, E> {
+        Ok(YamlDoc::default())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<YamlDoc, A::Error> {
+        let mut doc = YamlDoc::default();
+        while let Some(key) = map.next_key::<serde_yaml::Value>()? {
+            if key.as_str() == Some("items") {
+                doc.had_items = true;
+                map.next_value_seed(YamlItemsSeed(&mut *self.0))?;
+                continue;
+            }
+            let value: serde_yaml::Value = map.next_value()?;
+            match key.as_str() {
+                Some("apiVersion") => doc.api_version = value.as_str().map(str::to_string),
+                Some("kind") => doc.kind = value.as_str().map(str::to_string),
+                _ => {}
+            }
+            doc.rest.insert(key, value);
+        }
+        Ok(doc)
+    }
+}
+
+struct YamlItemsSeed<'a, 's>(&'a mut YamlState<'s>);
+
+impl<'de> DeserializeSeed<'de> for YamlItemsSeed<'_, '_> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for YamlItemsSeed<'_, '_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of objects")
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut i = 0;
+        while let Some(value) = seq.next_element::<serde_yaml::Value>()? {
+            let has_kind = value.get("kind").is_some();
+            if has_kind || !value.is_mapping() {
+                if self.0.store(Some(i), value, None).is_err() {
+                    return Err(de::Error::custom(YAML_ABORT));
+                }
+            } else {
+                self.0.pending.push((i, value));
+            }
+            i += 1;
+        }
+        Ok(())
+    }
+}
+
+fn load_yaml(text: &str, path: &Path) -> Result<(ClusterObjects, LoadReport), LoadError> {
+    let mut objects = ClusterObjects::default();
+    let mut report = LoadReport::new(Format::Yaml);
+    for (document, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        report.documents += 1;
+        let mut state = YamlState {
+            objects: &mut objects,
+            report: &mut report,
+            failure: None,
+            shape: None,
+            pending: Vec::new(),
+        };
+        let result = de.deserialize_any(YamlDocVisitor(&mut state));
+        let doc = match result {
+            Ok(doc) => doc,
+            Err(e) => {
+                if let Some(f) = state.failure.take() {
+                    return Err(yaml_decode_error(text, path, document, f));
+                }
+                if let Some((item, message)) = state.shape.take() {
+                    return Err(yaml_shape(path, document, item, message));
+                }
+                let location = e.location();
+                let at = Location {
+                    document,
+                    item: None,
+                    line: location.as_ref().map(|l| l.line()),
+                    column: location.as_ref().map(|l| l.column()),
+                };
+                let message = strip_position(&e.to_string());
+                return Err(if message.contains("invalid type") {
+                    LoadError::Shape {
+                        path: path.to_path_buf(),
+                        at,
+                        message: format!("not a Kubernetes object or List: {message}"),
+                    }
+                } else {
+                    LoadError::Syntax {
+                        path: path.to_path_buf(),
+                        format: Format::Yaml,
+                        at,
+                        message,
+                    }
+                });
+            }
+        };
+        if doc.had_items {
+            let default = list_element_type(doc.api_version.as_deref(), doc.kind.as_deref());
+            for (i, value) in std::mem::take(&mut state.pending) {
+                if state.store(Some(i), value, default).is_err() {
+                    return Err(yaml_state_error(text, path, document, &mut state));
+                }
+            }
+        } else if !doc.rest.is_empty() {
+            let value = serde_yaml::Value::Mapping(doc.rest);
+            if state.store(None, value, None).is_err() {
+                return Err(yaml_state_error(text, path, document, &mut state));
+            }
+        }
+    }
+    report.objects = objects.len();
+    Ok((objects, report))
+}
+
+fn yaml_shape(path: &Path, document: usize, item: Option<usize>, message: String) -> LoadError {
+    LoadError::Shape {
+        path: path.to_path_buf(),
+        at: Location {
+            document,
+            item,
+            line: None,
+            column: None,
+        },
+        message,
+    }
+}
+
+fn yaml_state_error(text: &str, path: &Path, document: usize, state: &mut YamlState<'_>) -> LoadError {
+    if let Some(f) = state.failure.take() {
+        return yaml_decode_error(text, path, document, f);
+    }
+    let (item, message) = state
+        .shape
+        .take()
+        .unwrap_or((None, "object could not be read".into()));
+    yaml_shape(path, document, item, message)
+}
+
+/// Builds a decode error, re-reading the failing object straight from the text to learn the line,
+/// column and field path (conversion from a value tree knows neither).
+fn yaml_decode_error(text: &str, path: &Path, document: usize, f: ItemFailure) -> LoadError {
+    let located = serde_yaml::Deserializer::from_str(text)
+        .nth(document)
+        .and_then(|de| {
+            let result = match f.item {
+                None => f.kind.check(de),
+                Some(index) => de.deserialize_any(LocateItem { index, kind: f.kind }),
+            };
+            result.err()
+        })
+        .and_then(|e| {
+            let loc = e.location()?;
+            Some((loc.line(), loc.column(), strip_position(&e.to_string())))
+        });
+    let (line, column, message) = match located {
+        Some((l, c, m)) => (Some(l), Some(c), m),
+        None => (None, None, f.message),
+    };
+    LoadError::Decode {
+        path: path.to_path_buf(),
+        at: Location {
+            document,
+            item: f.item,
+            line,
+            column,
+        },
+        api_version: f.kind.api_version().to_string(),
+        kind: f.kind.kind().to_string(),
+        name: f.name,
+        message,
+    }
+}
+
+/// Walks a List document to `items[index]` and deserializes it as `kind` straight from the parser.
+struct LocateItem {
+    index: usize,
+    kind: ObjectKind,
+}
+
+impl<'de> Visitor<'de> for LocateItem {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a List")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(key) = map.next_key::<serde_yaml::Value>()? {
+            if key.as_str() == Some("items") {
+                return map.next_value_seed(LocateInSeq {
+                    index: self.index,
+                    kind: self.kind,
+                });
+            }
+            map.next_value::<IgnoredAny>()?;
+        }
+        Ok(())
+    }
+}
+
+struct LocateInSeq {
+    index: usize,
+    kind: ObjectKind,
+}
+
+impl<'de> DeserializeSeed<'de> for LocateInSeq {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for LocateInSeq {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        for _ in 0..self.index {
+            if seq.next_element::<IgnoredAny>()?.is_none() {
+                return Ok(());
+            }
+        }
+        seq.next_element_seed(KindSeed(self.kind))?;
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+}
+
+struct KindSeed(ObjectKind);
+
+impl<'de> DeserializeSeed<'de> for KindSeed {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        self.0.check(d)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------------
+
+/// Serializes as `{apiVersion: v1, kind: List, metadata: {resourceVersion: ""}, items: [...]}`, the
+/// shape `kubectl get -o yaml|json` prints for several kinds.
+pub struct ListView<'a>(pub &'a ClusterObjects);
+
+struct ItemsView<'a>(&'a ClusterObjects);
+
+impl Serialize for ItemsView<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
+        serialize_items(self.0, &mut seq)?;
+        seq.end()
+    }
+}
+
+impl Serialize for ListView<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(4))?;
+        map.serialize_entry("apiVersion", "v1")?;
+        map.serialize_entry("items", &ItemsView(self.0))?;
+        map.serialize_entry("kind", "List")?;
+        map.serialize_entry("metadata", &BTreeMap::from([("resourceVersion", "")]))?;
+        map.end()
+    }
+}
+
+/// Writes the objects as one YAML `kind: List` (what `kubectl sched snapshot` saves).
+pub fn write_list_yaml<W: io::Write>(objects: &ClusterObjects, writer: W) -> Result<(), serde_yaml::Error> {
+    serde_yaml::to_writer(writer, &ListView(objects))
+}
+
+/// Writes the objects as one JSON `kind: List`, indented like `kubectl get -o json`. Loading JSON is
+/// several times faster than YAML, so prefer it for large clusters.
+pub fn write_list_json<W: io::Write>(objects: &ClusterObjects, writer: W) -> Result<(), serde_json::Error> {
+    let formatter = serde_json::ser::PrettyFormatter::with_indent(b"    ");
+    let mut ser = serde_json::Serializer::with_formatter(writer, formatter);
+    ListView(objects).serialize(&mut ser)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::generate::{GenerateParams, generate, generate_pruned};
+    use crate::snapshot::requests::calculate_resource;
+
+    fn load(text: &str) -> Result<(ClusterObjects, LoadReport), LoadError> {
+        load_bytes(text.as_bytes(), Path::new("snap.yaml"))
+    }
+
+    /// Objects per kind, for compact assertions.
+    fn counts(o: &ClusterObjects) -> BTreeMap<&'static str, usize> {
+        ObjectKind::ALL
+            .iter()
+            .map(|k| (k.kind(), k.count(o)))
+            .filter(|(_, n)| *n > 0)
+            .collect()
+    }
+
+    fn names<T: k8s_openapi::Metadata<Ty = ObjectMeta>>(items: &[T]) -> Vec<String> {
+        items
+            .iter()
+            .map(|o| o.metadata().name.clone().unwrap_or_default())
+            .collect()
+    }
+
+    const YAML_LIST: &str = r#"apiVersion: v1
+items:
+- apiVersion: v1
+  kind: Node
+  metadata:
+    name: n1
+    labels: {topology.kubernetes.io/zone: a}
+  status:
+    allocatable: {cpu: "4", memory: 8Gi, pods: "110"}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: web-0
+    namespace: default
+  spec:
+    nodeName: n1
+    containers:
+    - name: c
+      image: nginx
+      resources:
+        requests: {cpu: 500m}
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: web, namespace: default}
+  spec: {selector: {matchLabels: {app: web}}, template: {spec: {containers: []}}}
+- apiVersion: policy/v1
+  kind: PodDisruptionBudget
+  metadata: {name: pdb, namespace: default}
+  spec: {maxUnavailable: 1}
+- apiVersion: policy/v1beta1
+  kind: PodDisruptionBudget
+  metadata: {name: old-pdb, namespace: default}
+kind: List
+metadata:
+  resourceVersion: ""
+"#;
+
+    const YAML_MULTI: &str = r#"# a comment before the first document
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a, labels: {team: a}}
+---
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Pod, metadata: {name: p1, namespace: team-a}, spec: {containers: [{name: c}]}}
+- {apiVersion: v1, kind: ConfigMap, metadata: {name: cm, namespace: team-a}}
+---
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+"#;
+
+    const JSON_LIST: &str = r#"{
+    "apiVersion": "v1",
+    "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"}},
+        {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p", "namespace": "default"}},
+        {"metadata": {"name": "sc"}, "provisioner": "x", "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass"},
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+    ],
+    "kind": "List",
+    "metadata": {"resourceVersion": ""}
+}"#;
+
+    const JSON_STREAM: &str = r#"{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}
+{"apiVersion": "v1", "kind": "List", "items": [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}}]}
+{"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": "d"}, "spec": {}}"#;
+
+    const JSON_POD_LIST: &str = r#"{"apiVersion": "v1", "kind": "PodList", "metadata": {},
+ "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]}"#;
+
+    const YAML_NODE_LIST: &str =
+        "apiVersion: v1\nkind: NodeList\nitems:\n- metadata: {name: a}\n- metadata: {name: b}\n";
+
+    const YAML_SINGLE: &str = "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\n  namespace: db\n  annotations:\n    volume.kubernetes.io/selected-node: n1\n    example.com/noise: x\nspec:\n  storageClassName: fast\n";
+
+    #[test]
+    fn loads_every_supported_shape() {
+        struct Case {
+            name: &'static str,
+            text: &'static str,
+            format: Format,
+            documents: usize,
+            counts: &'static [(&'static str, usize)],
+            skipped: &'static [(&'static str, usize)],
+        }
+        let cases = [
+            Case {
+                name: "yaml List of mixed kinds",
+                text: YAML_LIST,
+                format: Format::Yaml,
+                documents: 1,
+                counts: &[("Node", 1), ("Pod", 1), ("PodDisruptionBudget", 1)],
+                skipped: &[
+                    ("Deployment (apps/v1)", 1),
+                    ("PodDisruptionBudget (policy/v1beta1)", 1),
+                ],
+            },
+            Case {
+                name: "multi-document yaml with a List and empty documents",
+                text: YAML_MULTI,
+                format: Format::Yaml,
+                documents: 4,
+                counts: &[("Namespace", 1), ("Pod", 1), ("PriorityClass", 1)],
+                skipped: &[("ConfigMap (v1)", 1)],
+            },
+            Case {
+                name: "json List (keys in any order)",
+                text: JSON_LIST,
+                format: Format::Json,
+                documents: 1,
+                counts: &[("Node", 2), ("Pod", 1), ("StorageClass", 1)],
+                skipped: &[("Secret (v1)", 1)],
+            },
+            Case {
+                name: "concatenated json values",
+                text: JSON_STREAM,
+                format: Format::Json,
+                documents: 3,
+                counts: &[("Node", 1), ("Pod", 1), ("CSIDriver", 1)],
+                skipped: &[],
+            },
+            Case {
+                name: "json typed list without item kinds",
+                text: JSON_POD_LIST,
+                format: Format::Json,
+                documents: 1,
+                counts: &[("Pod", 2)],
+                skipped: &[],
+            },
+            Case {
+                name: "yaml typed list without item kinds",
+                text: YAML_NODE_LIST,
+                format: Format::Yaml,
+                documents: 1,
+                counts: &[("Node", 2)],
+                skipped: &[],
+            },
+            Case {
+                name: "single yaml object",
+                text: YAML_SINGLE,
+                format: Format::Yaml,
+                documents: 1,
+                counts: &[("PersistentVolumeClaim", 1)],
+                skipped: &[],
+            },
+            Case {
+                name: "single json object",
+                text: r#"  {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "x"}}"#,
+                format: Format::Json,
+                documents: 1,
+                counts: &[("Service", 1)],
+                skipped: &[],
+            },
+            Case {
+                // The YAML parser reports an empty stream as one empty document.
+                name: "empty file",
+                text: "",
+                format: Format::Yaml,
+                documents: 1,
+                counts: &[],
+                skipped: &[],
+            },
+        ];
+        for c in cases {
+            let (objects, report) = load(c.text).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+            assert_eq!(report.format, c.format, "{}", c.name);
+            assert_eq!(report.documents, c.documents, "{}", c.name);
+            let want: BTreeMap<&str, usize> = c.counts.iter().copied().collect();
+            assert_eq!(counts(&objects), want, "{}", c.name);
+            assert_eq!(report.objects, want.values().sum::<usize>(), "{}", c.name);
+            let skipped: BTreeMap<String, usize> =
+                c.skipped.iter().map(|(k, n)| (k.to_string(), *n)).collect();
+            assert_eq!(report.skipped, skipped, "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn loaded_objects_keep_their_fields_and_order() {
+        let (o, _) = load(YAML_LIST).unwrap();
+        assert_eq!(names(&o.nodes), ["n1"]);
+        let pod = &o.pods[0];
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.node_name.as_deref(), Some("n1"));
+        assert_eq!(calculate_resource(pod).resource.milli_cpu, 500);
+
+        let (o, _) = load(JSON_LIST).unwrap();
+        assert_eq!(names(&o.nodes), ["n1", "n2"]);
+        let (o, _) = load(JSON_POD_LIST).unwrap();
+        assert_eq!(names(&o.pods), ["a", "b"]);
+
+        let (o, _) = load(YAML_SINGLE).unwrap();
+        let pvc = &o.persistent_volume_claims[0];
+        assert_eq!(
+            pvc.metadata.annotations,
+            Some(BTreeMap::from([(
+                "volume.kubernetes.io/selected-node".to_string(),
+                "n1".to_string()
+            )])),
+            "scheduler annotations stay, others go"
+        );
+        let (o, _) = load(YAML_MULTI).unwrap();
+        assert_eq!(o.priority_classes[0].value, Some(1000));
+        assert_eq!(
+            o.namespaces[0].metadata.labels.as_ref().unwrap()["team"],
+            "a",
+            "namespace labels feed namespaceSelectors"
+        );
+    }
+
+    #[test]
+    fn warnings_name_skipped_kinds() {
+        let (_, report) = load(YAML_LIST).unwrap();
+        assert_eq!(report.skipped_total(), 2);
+        assert_eq!(
+            report.warnings(),
+            [
+                "skipped 1 object(s) of kind Deployment (apps/v1): not used by the scheduler",
+                "skipped 1 object(s) of kind PodDisruptionBudget (policy/v1beta1): not used by the scheduler",
+            ]
+        );
+    }
+
+    struct ErrCase {
+        name: &'static str,
+        text: &'static str,
+        want: &'static str,
+    }
+
+    #[test]
+    fn errors_say_where_and_what() {
+        let cases = [
+            ErrCase {
+                name: "malformed yaml",
+                text: "apiVersion: v1\nkind: Pod\nmetadata:\n  name: x\n   bad: indent\n",
+                want: "snap.yaml: document[0] (line 5, column 7): malformed YAML: mapping values are not allowed in this context",
+            },
+            ErrCase {
+                name: "malformed yaml in the second document",
+                text: "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\nkind: [unclosed\n",
+                want: "snap.yaml: document[1]",
+            },
+            ErrCase {
+                name: "malformed json",
+                text: "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [\n    {\"kind\": \"Pod\" \"apiVersion\": \"v1\"}\n  ]\n}\n",
+                want: "snap.yaml: document[0] (line 5, column 20): malformed JSON: expected `,` or `}`",
+            },
+            ErrCase {
+                name: "wrong type in a yaml List item",
+                text: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: ok, namespace: default}\n- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: web-1\n    namespace: default\n  spec:\n    priority: high\n    containers: []\n",
+                want: "snap.yaml: document[0].items[1] (line 13, column 15): Pod default/web-1: ",
+            },
+            ErrCase {
+                name: "wrong type in a single yaml object",
+                text: "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\nspec:\n  unschedulable: maybe\n",
+                want: "snap.yaml: document[0] (line 6, column 18): Node n1: ",
+            },
+            ErrCase {
+                name: "wrong type in a json List item",
+                text: "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n {\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"n1\"}},\n {\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\", \"namespace\": \"ns\"},\n  \"spec\": {\"containers\": [], \"priority\": \"high\"}}\n]}",
+                want: "snap.yaml: document[0].items[1] (line 4, column 47): Pod ns/p: spec.priority: invalid type: string \"high\", expected i32",
+            },
+            ErrCase {
+                name: "wrong type in a typed list item without kind",
+                text: "{\"kind\": \"PodList\", \"apiVersion\": \"v1\", \"items\": [{\"metadata\": {\"name\": 5}}]}",
+                want: "snap.yaml: document[0].items[0] (line 1, column 73): Pod (unnamed): metadata.name: invalid type: integer `5`, expected a string",
+            },
+            ErrCase {
+                name: "list item without kind",
+                text: "apiVersion: v1\nkind: List\nitems:\n- metadata: {name: x}\n",
+                want: "snap.yaml: document[0].items[0]: list item has no kind",
+            },
+            ErrCase {
+                name: "json list item that is not an object",
+                text: "{\"kind\": \"List\", \"apiVersion\": \"v1\", \"items\": [\"nope\"]}",
+                want: "snap.yaml: document[0].items[0] (line 1): list item is not an object",
+            },
+            ErrCase {
+                name: "document that is a scalar",
+                text: "just a string\n",
+                want: "snap.yaml: document[0]",
+            },
+            ErrCase {
+                name: "object without kind",
+                text: "apiVersion: v1\nmetadata: {name: x}\n",
+                want: "snap.yaml: document[0]: object has no kind",
+            },
+        ];
+        for c in cases {
+            let err = load(c.text).err().unwrap_or_else(|| panic!("{}: loaded", c.name));
+            let msg = err.to_string();
+            assert!(
+                msg.starts_with(c.want),
+                "{}:\n got  {msg}\n want {}",
+                c.name,
+                c.want
+            );
+        }
+    }
+
+    #[test]
+    fn decode_errors_carry_structured_fields() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p, namespace: ns}\n  spec: {containers: [{name: c, ports: [{containerPort: x}]}]}\n";
+        match load(text) {
+            Err(LoadError::Decode {
+                at,
+                kind,
+                api_version,
+                name,
+                ..
+            }) => {
+                assert_eq!((at.document, at.item, at.line), (0, Some(0), Some(7)));
+                assert_eq!((kind.as_str(), api_version.as_str()), ("Pod", "v1"));
+                assert_eq!(name.as_deref(), Some("ns/p"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match load_bytes(b"\xff\xfe", Path::new("bin.json")) {
+            Err(LoadError::Syntax { message, .. }) => assert!(message.contains("UTF-8"), "{message}"),
+            other => panic!("{other:?}"),
+        }
+        match load_file("/nonexistent/snap.yaml") {
+            Err(e @ LoadError::Io { .. }) => assert!(e.to_string().starts_with("/nonexistent/snap.yaml: ")),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn assert_same(a: &ClusterObjects, b: &ClusterObjects) {
+        assert_eq!(a.nodes, b.nodes);
+        assert_eq!(a.pods, b.pods);
+        assert_eq!(a.namespaces, b.namespaces);
+        assert_eq!(a.persistent_volumes, b.persistent_volumes);
+        assert_eq!(a.persistent_volume_claims, b.persistent_volume_claims);
+        assert_eq!(a.storage_classes, b.storage_classes);
+        assert_eq!(a.csi_nodes, b.csi_nodes);
+        assert_eq!(a.csi_drivers, b.csi_drivers);
+        assert_eq!(a.csi_storage_capacities, b.csi_storage_capacities);
+        assert_eq!(a.pod_disruption_budgets, b.pod_disruption_budgets);
+        assert_eq!(a.priority_classes, b.priority_classes);
+        assert_eq!(a.services, b.services);
+        assert_eq!(a.replication_controllers, b.replication_controllers);
+        assert_eq!(a.replica_sets, b.replica_sets);
+        assert_eq!(a.stateful_sets, b.stateful_sets);
+    }
+
+    #[test]
+    fn dump_then_load_round_trips_in_both_formats() {
+        let original = generate_pruned(&GenerateParams::new(12, 400, 3, 5));
+        assert!(original.len() > 400);
+
+        let mut yaml = Vec::new();
+        write_list_yaml(&original, &mut yaml).unwrap();
+        let text = String::from_utf8(yaml).unwrap();
+        assert!(text.starts_with("apiVersion: v1\nitems:\n"), "{}", &text[..40]);
+        let (loaded, report) = load(&text).unwrap();
+        assert_same(&loaded, &original);
+        assert_eq!((report.format, report.objects), (Format::Yaml, original.len()));
+
+        let mut json = Vec::new();
+        write_list_json(&original, &mut json).unwrap();
+        let (loaded, report) = load_bytes(&json, Path::new("snap.json")).unwrap();
+        assert_same(&loaded, &original);
+        assert_eq!((report.format, report.skipped_total()), (Format::Json, 0));
+    }
+
+    #[test]
+    fn generated_json_file_loads_pruned_and_snapshot_builds() {
+        let params = GenerateParams::new(30, 1_500, 3, 11);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cluster.json");
+        let size = crate::snapshot::generate::write_json_list(&params, &path).unwrap();
+        assert!(size > 1_000_000, "realistic objects: {size} bytes");
+        let (loaded, report) = load_file(&path).unwrap();
+        assert_same(&loaded, &generate_pruned(&params));
+        assert_eq!(report.documents, 1);
+        let (snapshot, _) = Snapshot::from_file(&path).unwrap();
+        assert_eq!(snapshot.nodes().len(), 30);
+    }
+
+    #[test]
+    fn pruning_keeps_what_scheduling_reads() {
+        let params = GenerateParams::new(30, 1_500, 3, 2);
+        let raw = generate(&params);
+        let mut pruned = raw.clone();
+        pruned.prune();
+
+        // Requests (and so every resource plugin) are unchanged by pruning, pod by pod.
+        for (a, b) in raw.pods.iter().zip(&pruned.pods) {
+            assert_eq!(calculate_resource(a), calculate_resource(b));
+        }
+        // The snapshot's accounting and parsed terms are unchanged.
+        let before = Snapshot::new(raw.clone());
+        let after = Snapshot::new(pruned.clone());
+        for (a, b) in before.nodes().iter().zip(after.nodes()) {
+            assert_eq!(a.requested, b.requested);
+            assert_eq!(a.non_zero_requested, b.non_zero_requested);
+            assert_eq!(a.used_ports, b.used_ports);
+            assert_eq!(a.image_states, b.image_states);
+            assert_eq!(a.pvc_ref_counts, b.pvc_ref_counts);
+            assert_eq!(a.pods_with_affinity.len(), b.pods_with_affinity.len());
+        }
+        assert_eq!(before.pending_pods.len(), after.pending_pods.len());
+
+        let mut kept_something = false;
+        for (a, b) in raw.pods.iter().zip(&pruned.pods) {
+            let (sa, sb) = (a.spec.as_ref().unwrap(), b.spec.as_ref().unwrap());
+            assert_eq!(a.metadata.labels, b.metadata.labels);
+            assert_eq!(a.metadata.owner_references, b.metadata.owner_references);
+            assert_eq!(a.metadata.uid, b.metadata.uid);
+            assert!(b.metadata.managed_fields.is_none());
+            assert!(
+                b.metadata.annotations.is_none(),
+                "no kept annotations on generated pods"
+            );
+            assert_eq!(sa.node_name, sb.node_name);
+            assert_eq!(sa.affinity, sb.affinity);
+            assert_eq!(sa.tolerations, sb.tolerations);
+            assert_eq!(sa.node_selector, sb.node_selector);
+            assert_eq!(sa.topology_spread_constraints, sb.topology_spread_constraints);
+            assert_eq!(sa.priority, sb.priority);
+            assert_eq!(sa.priority_class_name, sb.priority_class_name);
+            assert_eq!(sa.preemption_policy, sb.preemption_policy);
+            assert_eq!(sa.scheduler_name, sb.scheduler_name);
+            assert_eq!(
+                sa.termination_grace_period_seconds,
+                sb.termination_grace_period_seconds
+            );
+            for (ca, cb) in sa.containers.iter().zip(&sb.containers) {
+                assert_eq!(
+                    (&ca.name, &ca.image, &ca.resources),
+                    (&cb.name, &cb.image, &cb.resources)
+                );
+                assert!(cb.env.is_none() && cb.liveness_probe.is_none() && cb.command.is_none());
+                assert!(cb.volume_mounts.is_none());
+                let host_ports = |c: &Container| {
+                    c.ports
+                        .iter()
+                        .flatten()
+                        .filter(|p| p.host_port.is_some())
+                        .cloned()
+                        .collect::<Vec<_>>()
+                };
+                assert_eq!(host_ports(ca), host_ports(cb));
+            }
+            let (ta, tb) = (a.status.as_ref().unwrap(), b.status.as_ref().unwrap());
+            assert_eq!(ta.phase, tb.phase);
+            assert_eq!(ta.conditions, tb.conditions);
+            assert_eq!(ta.nominated_node_name, tb.nominated_node_name);
+            assert_eq!(ta.start_time, tb.start_time);
+            assert!(tb.pod_ip.is_none() && tb.qos_class.is_none());
+            for (x, y) in ta
+                .container_statuses
+                .iter()
+                .flatten()
+                .zip(tb.container_statuses.iter().flatten())
+            {
+                assert_eq!(
+                    (&x.name, &x.allocated_resources, &x.resources),
+                    (&y.name, &y.allocated_resources, &y.resources)
+                );
+                assert!(y.state.is_none() && y.image.is_empty());
+                kept_something = true;
+            }
+        }
+        assert!(kept_something);
+        for (a, b) in raw.nodes.iter().zip(&pruned.nodes) {
+            let (sa, sb) = (a.status.as_ref().unwrap(), b.status.as_ref().unwrap());
+            assert_eq!((&sa.allocatable, &sa.images), (&sb.allocatable, &sb.images));
+            assert_eq!(a.spec, b.spec);
+            assert_eq!(a.metadata.labels, b.metadata.labels);
+            assert!(sb.node_info.is_none());
+        }
+        for (a, b) in raw
+            .persistent_volume_claims
+            .iter()
+            .zip(&pruned.persistent_volume_claims)
+        {
+            assert_eq!(
+                a.metadata.annotations, b.metadata.annotations,
+                "volume annotations are kept"
+            );
+            assert_eq!(a.spec, b.spec);
+        }
+        assert_eq!(raw.persistent_volumes, pruned.persistent_volumes);
+
+        // Idempotent.
+        let mut twice = pruned.clone();
+        twice.prune();
+        assert_same(&twice, &pruned);
+    }
+
+    #[test]
+    fn prune_pod_table() {
+        use k8s_openapi::api::core::v1::{ContainerPort, EnvVar};
+        let mut pod = crate::testing::pod("p")
+            .init_container("side", &[("cpu", "100m")], true)
+            .host_port(8080, "TCP", "")
+            .with(|p| {
+                p.metadata.annotations = Some(BTreeMap::from([
+                    ("scheduler.alpha.kubernetes.io/critical-pod".into(), "".into()),
+                    (
+                        "kubectl.kubernetes.io/last-applied-configuration".into(),
+                        "{...}".into(),
+                    ),
+                    ("pv.kubernetes.io/bind-completed".into(), "yes".into()),
+                ]));
+                let spec = p.spec.as_mut().unwrap();
+                spec.containers[0].env = Some(vec![EnvVar {
+                    name: "A".into(),
+                    ..Default::default()
+                }]);
+                spec.containers[0].ports.as_mut().unwrap().push(ContainerPort {
+                    container_port: 9090,
+                    ..Default::default()
+                });
+                spec.service_account_name = Some("sa".into());
+                spec.scheduling_gates = Some(vec![k8s_openapi::api::core::v1::PodSchedulingGate {
+                    name: "gate".into(),
+                }]);
+                let st = p.status.as_mut().unwrap();
+                st.pod_ip = Some("10.0.0.1".into());
+                st.nominated_node_name = Some("n2".into());
+            })
+            .obj();
+        prune_pod(&mut pod);
+        let annotations: Vec<&String> = pod.metadata.annotations.as_ref().unwrap().keys().collect();
+        assert_eq!(
+            annotations,
+            [
+                "pv.kubernetes.io/bind-completed",
+                "scheduler.alpha.kubernetes.io/critical-pod"
+            ]
+        );
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.containers[0].env, None);
+        let ports = spec.containers[0].ports.as_ref().unwrap();
+        assert_eq!(ports.len(), 1, "only host ports stay");
+        assert_eq!(ports[0].host_port, Some(8080));
+        assert_eq!(
+            spec.init_containers.as_ref().unwrap()[0]
+                .restart_policy
+                .as_deref(),
+            Some("Always"),
+            "sidecars stay sidecars"
+        );
+        assert_eq!(spec.service_account_name, None);
+        assert!(spec.scheduling_gates.is_some(), "scheduling gates stay");
+        let st = pod.status.as_ref().unwrap();
+        assert_eq!(
+            (st.pod_ip.as_deref(), st.nominated_node_name.as_deref()),
+            (None, Some("n2"))
+        );
+    }
+
+    #[test]
+    fn strip_position_only_removes_a_real_suffix() {
+        assert_eq!(strip_position("bad at line 3 column 4"), "bad");
+        assert_eq!(strip_position("look at line up"), "look at line up");
+    }
+}
