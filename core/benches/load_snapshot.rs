@@ -5,7 +5,7 @@
 //! peak RSS of that load (VmHWM, reset first where the kernel allows). A smaller YAML file is loaded
 //! too, to show the YAML path's throughput.
 //!
-//! Sizes can be changed with SCHED_BENCH_NODES / SCHED_BENCH_PODS.
+//! Sizes can be changed with SCHED_BENCH_NODES / SCHED_BENCH_PODS; SCHED_BENCH_YAML=0 skips YAML.
 //! Run: `cargo bench -p sched-core --features testing --bench load_snapshot`
 
 use std::path::Path;
@@ -25,6 +25,17 @@ fn status_kib(field: &str) -> Option<u64> {
         .nth(1)?
         .parse()
         .ok()
+}
+
+/// User + system CPU seconds of this process so far (from /proc/self/stat, 100 ticks a second):
+/// on a shared machine, CPU time says more than wall time.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which is in parentheses and may contain spaces).
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 /// Resets VmHWM to the current RSS (Linux `clear_refs` 5); false where that is not permitted.
@@ -47,16 +58,20 @@ fn cold_load(path: &Path, label: &str) {
     let reset = reset_peak();
     let rss_before = status_kib("VmRSS:").unwrap_or(0);
     let start = Instant::now();
+    let cpu_start = cpu_seconds();
     let (objects, report) = load_file(path).expect("load");
     let loaded = start.elapsed();
+    let load_cpu = cpu_seconds() - cpu_start;
     let pods = objects.pods.len();
     let build_start = Instant::now();
     let snapshot = Snapshot::new(objects);
     let built = build_start.elapsed();
+    let total_cpu = cpu_seconds() - cpu_start;
     let peak = status_kib("VmHWM:").unwrap_or(0);
     eprintln!(
         "{label}: {} objects ({pods} pods, {} nodes) loaded in {loaded:.2?}, Snapshot::new {built:.2?}, \
-         total {:.2?}; peak RSS {:.0} MiB (RSS before {:.0} MiB{})",
+         total {:.2?} (CPU: load {load_cpu:.2}s, total {total_cpu:.2}s); peak RSS {:.0} MiB \
+         (RSS before {:.0} MiB{})",
         report.objects,
         snapshot.nodes().len(),
         loaded + built,
@@ -93,6 +108,10 @@ fn bench(c: &mut Criterion) {
     });
 
     // YAML at a tenth of the size: the value-tree path is much slower per byte.
+    if std::env::var("SCHED_BENCH_YAML").as_deref() == Ok("0") {
+        group.finish();
+        return;
+    }
     let yaml = dir.path().join("cluster.yaml");
     let objects = generate(&GenerateParams::new(nodes / 10, pods / 10, 3, 42));
     let file = std::io::BufWriter::new(std::fs::File::create(&yaml).expect("create"));

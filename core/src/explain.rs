@@ -25,7 +25,7 @@ pub enum Outcome {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct FilterVerdict {
     /// Plugin name.
-    pub plugin: String,
+    pub plugin: &'static str,
     /// Status code.
     pub code: Code,
     /// Reasons.
@@ -65,7 +65,7 @@ pub struct NodeExplanation {
     /// Total weighted score (null when infeasible or not scored).
     pub score: Option<i64>,
     /// Per score plugin.
-    pub scores: BTreeMap<String, ScoreView>,
+    pub scores: BTreeMap<&'static str, ScoreView>,
 }
 
 /// How kube-scheduler would have sampled nodes (percentageOfNodesToScore).
@@ -131,14 +131,14 @@ pub struct Explanation {
 
 impl NodeExplanation {
     /// An entry for a node from its final status and filter trace.
-    pub fn from_status(name: &str, status: &Status, filters: Vec<FilterVerdict>) -> Self {
+    pub fn from_status(name: &str, status: Status, filters: Vec<FilterVerdict>) -> Self {
         NodeExplanation {
             name: name.to_string(),
             feasible: status.is_success(),
             plugin: (!status.is_success() && !status.plugin().is_empty())
                 .then(|| status.plugin().to_string()),
             code: status.code(),
-            reasons: status.reasons().to_vec(),
+            reasons: status.into_reasons(),
             filters,
             score: None,
             scores: BTreeMap::new(),

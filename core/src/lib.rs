@@ -16,6 +16,8 @@ pub mod plugins;
 pub mod preemption;
 pub mod resource;
 pub mod schedule;
+#[cfg(test)]
+mod schedule_tests;
 pub mod snapshot;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

@@ -117,9 +117,9 @@ fn verdicts(trace: Vec<PluginTrace>) -> Vec<FilterVerdict> {
     trace
         .into_iter()
         .map(|t| FilterVerdict {
-            plugin: t.plugin.to_string(),
+            plugin: t.plugin,
             code: t.status.code(),
-            reasons: t.status.reasons().to_vec(),
+            reasons: t.status.into_reasons(),
             nanos: t.nanos,
         })
         .collect()
@@ -180,7 +180,7 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
         explanation.pre_filter_message = Some(pre_filter_msg.clone());
         explanation.nodes = all_nodes
             .iter()
-            .map(|n| NodeExplanation::from_status(n.name(), &pre_status, Vec::new()))
+            .map(|n| NodeExplanation::from_status(n.name(), pre_status.clone(), Vec::new()))
             .collect();
         node_statuses.absent = pre_status;
     } else {
@@ -230,16 +230,14 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
                     .statuses
                     .insert(node.name().to_string(), status.clone());
             }
-            explanation.nodes.push(NodeExplanation::from_status(
-                node.name(),
-                &status,
-                verdicts(trace),
-            ));
+            explanation
+                .nodes
+                .push(NodeExplanation::from_status(node.name(), status, verdicts(trace)));
         }
         for n in all_nodes.iter().filter(|n| !candidate_names.contains(n.name())) {
             explanation.nodes.push(NodeExplanation::from_status(
                 n.name(),
-                &node_statuses.absent,
+                node_statuses.absent.clone(),
                 Vec::new(),
             ));
         }
@@ -302,7 +300,7 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
                         .iter()
                         .map(|p| {
                             (
-                                p.plugin.to_string(),
+                                p.plugin,
                                 ScoreView {
                                     raw: p.raw,
                                     normalized: p.normalized,

@@ -1,2 +1,152 @@
-//! `kubectl sched`: explain and preempt (the commands arrive with their issues).
-fn main() {}
+//! `kubectl sched`: kube-scheduler's decisions, explained.
+//!
+//! `main` parses the command line, runs a command, prints what the renderers made of its result, and
+//! turns errors into one line on stderr with exit code 1 (usage errors exit 2, from clap).
+
+mod cli;
+mod commands;
+mod output;
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::{CommandFactory, Parser};
+
+use cli::{Cli, Command, ExplainFormat};
+use commands::explain::ExplainResult;
+use output::{json, table, yaml};
+
+fn main() -> ExitCode {
+    install_panic_hook();
+    let cli = Cli::try_parse().unwrap_or_else(|e| e.exit());
+    match run(&cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {}", one_line(&err));
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// A panic is a bug, but the user still gets one line and exit code 1, never a backtrace.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".to_string());
+        let location = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!(
+            "error: internal error{location}: {}; please report it",
+            flatten_whitespace(&payload)
+        );
+        std::process::exit(1);
+    }));
+}
+
+fn flatten_whitespace(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The error and the causes its message does not already include, on one line.
+fn one_line(err: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in err.chain() {
+        let text = flatten_whitespace(&cause.to_string());
+        if text.is_empty() || message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
+}
+
+/// Writes to stdout; a reader that went away (`| head`) is not an error.
+fn emit(bytes: &[u8]) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to stdout"),
+    }
+}
+
+fn report_messages(verbosity: u8, warnings: &[String], notes: &[String]) {
+    for w in warnings {
+        eprintln!("warning: {}", flatten_whitespace(w));
+    }
+    if verbosity >= 1 {
+        for n in notes {
+            eprintln!("{}", flatten_whitespace(n));
+        }
+    }
+}
+
+fn run(cli: &Cli) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let verbosity = cli.global.verbosity;
+    match &cli.command {
+        Command::Explain(args) => {
+            let out = commands::explain::run(&cli.global, args)?;
+            report_messages(verbosity, &out.warnings, &out.notes);
+            let text = match (&out.result, args.output) {
+                (ExplainResult::One(r), ExplainFormat::Table) => table::report(r, false),
+                (ExplainResult::One(r), ExplainFormat::Wide) => table::report(r, true),
+                (ExplainResult::One(r), ExplainFormat::Json) => json::render(r).context("rendering JSON")?,
+                (ExplainResult::One(r), ExplainFormat::Yaml) => yaml::render(r).context("rendering YAML")?,
+                (ExplainResult::AllPending { entries, .. }, ExplainFormat::Json) => {
+                    json::render(entries).context("rendering JSON")?
+                }
+                (ExplainResult::AllPending { entries, .. }, ExplainFormat::Yaml) => {
+                    yaml::render(entries).context("rendering YAML")?
+                }
+                (ExplainResult::AllPending { entries, scope }, _) => {
+                    if entries.is_empty() {
+                        eprintln!("No pending pods in {scope}.");
+                    }
+                    table::pending(entries)
+                }
+            };
+            if verbosity >= 2 {
+                eprintln!("explain took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
+            }
+            emit(text.as_bytes())
+        }
+        Command::Snapshot(args) => {
+            let out = commands::snapshot::run(&cli.global, args)?;
+            report_messages(verbosity, &out.warnings, &out.notes);
+            match out.stdout {
+                Some(bytes) => emit(&bytes),
+                None => Ok(()),
+            }
+        }
+        Command::Completion { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(*shell, &mut Cli::command(), "kubectl-sched", &mut buf);
+            emit(&buf)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_become_one_line_without_repeating_causes() {
+        let inner = std::io::Error::other("connection refused");
+        let err = anyhow::Error::new(inner).context("cannot list Node (v1):\n  connection refused");
+        assert_eq!(one_line(&err), "cannot list Node (v1): connection refused");
+        let err = anyhow::anyhow!("root cause").context("loading");
+        assert_eq!(one_line(&err), "loading: root cause");
+    }
+}

@@ -1,9 +1,12 @@
 //! Small builders and waits shared by the e2e tests.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeStatus};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::Error;
 
@@ -14,32 +17,39 @@ pub const TEST_LABEL: &str = "e2e.kubectl-sched.dev/test";
 /// A node as a kubelet would have registered it: capacity = allocatable, Ready, no taints,
 /// the usual hostname/os/arch labels plus [`TEST_LABEL`]`=<test>`.
 pub fn ready_node(name: &str, test: &str, cpu: &str, memory: &str, pods: &str) -> Node {
-    let resources = serde_json::json!({"cpu": cpu, "memory": memory, "pods": pods});
-    let node = serde_json::json!({
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {
-                "kubernetes.io/hostname": name,
-                "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": "amd64",
-                TEST_LABEL: test,
-            },
+    let resources: BTreeMap<String, Quantity> = [("cpu", cpu), ("memory", memory), ("pods", pods)]
+        .into_iter()
+        .map(|(resource, amount)| (resource.to_owned(), Quantity(amount.to_owned())))
+        .collect();
+    let labels = [
+        ("kubernetes.io/hostname", name),
+        ("kubernetes.io/os", "linux"),
+        ("kubernetes.io/arch", "amd64"),
+        (TEST_LABEL, test),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    Node {
+        metadata: ObjectMeta {
+            name: Some(name.to_owned()),
+            labels: Some(labels),
+            ..ObjectMeta::default()
         },
-        "status": {
-            "capacity": resources,
-            "allocatable": resources,
-            "conditions": [{
-                "type": "Ready",
-                "status": "True",
-                "reason": "KubeletReady",
-                "message": "e2e node without a kubelet",
-            }],
-        },
-    });
-    // The literal above is a valid Node; a failure here is a bug in this function.
-    serde_json::from_value(node).unwrap_or_else(|e| panic!("ready_node builds an invalid Node: {e}"))
+        spec: None,
+        status: Some(NodeStatus {
+            capacity: Some(resources.clone()),
+            allocatable: Some(resources),
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: "True".into(),
+                reason: Some("KubeletReady".into()),
+                message: Some("e2e node without a kubelet".into()),
+                ..NodeCondition::default()
+            }]),
+            ..NodeStatus::default()
+        }),
+    }
 }
 
 /// Calls `probe` every 200 ms until it yields `Some`, for at most `timeout`. Errors from the probe

@@ -59,8 +59,9 @@ impl std::fmt::Display for Code {
 pub struct Status {
     code: Code,
     reasons: Vec<String>,
-    /// The plugin that set this status ("" until the framework stamps it).
-    plugin: String,
+    /// The plugin that set this status ("" until the framework stamps it). Plugin names are static, so
+    /// stamping a status on every node costs no allocation.
+    plugin: &'static str,
 }
 
 impl Status {
@@ -69,7 +70,7 @@ impl Status {
         Status {
             code: Code::Success,
             reasons: Vec::new(),
-            plugin: String::new(),
+            plugin: "",
         }
     }
 
@@ -78,7 +79,7 @@ impl Status {
         Status {
             code,
             reasons: vec![reason.into()],
-            plugin: String::new(),
+            plugin: "",
         }
     }
 
@@ -87,7 +88,7 @@ impl Status {
         Status {
             code,
             reasons,
-            plugin: String::new(),
+            plugin: "",
         }
     }
 
@@ -111,7 +112,7 @@ impl Status {
         Status {
             code: Code::Skip,
             reasons: Vec::new(),
-            plugin: String::new(),
+            plugin: "",
         }
     }
 
@@ -126,19 +127,24 @@ impl Status {
     }
 
     /// The plugin that set this status, or "" if not stamped.
-    pub fn plugin(&self) -> &str {
-        &self.plugin
+    pub fn plugin(&self) -> &'static str {
+        self.plugin
     }
 
     /// Stamps the plugin name (the framework does this for every non-success result).
-    pub fn with_plugin(mut self, plugin: impl Into<String>) -> Self {
-        self.plugin = plugin.into();
+    pub fn with_plugin(mut self, plugin: &'static str) -> Self {
+        self.plugin = plugin;
         self
     }
 
     /// Sets the plugin name in place.
-    pub fn set_plugin(&mut self, plugin: impl Into<String>) {
-        self.plugin = plugin.into();
+    pub fn set_plugin(&mut self, plugin: &'static str) {
+        self.plugin = plugin;
+    }
+
+    /// Takes the reasons out (for callers that own the status and would otherwise clone them).
+    pub fn into_reasons(self) -> Vec<String> {
+        self.reasons
     }
 
     /// Appends a reason.

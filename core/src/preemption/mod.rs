@@ -587,8 +587,8 @@ mod scale {
     use crate::framework::profile::SchedulerConfig;
     use crate::plugins::in_tree_registry;
     use crate::schedule::{ScheduleOptions, schedule_cycle};
-    use crate::snapshot::Snapshot;
     use crate::snapshot::generate::{GenerateParams, generate};
+    use crate::snapshot::{NodeInfo, Snapshot};
     use crate::testing::{pod, toleration};
 
     /// The scale target: one preemptor at 5,000 nodes / 150,000 pods, every node searched.
@@ -642,6 +642,46 @@ mod scale {
             r.node,
             r.victims.len(),
             r.tied_nodes.len()
+        );
+        let t = Instant::now();
+        for _ in 0..1000 {
+            std::hint::black_box(cycle.state.clone());
+        }
+        eprintln!("state clone x1000: {:.2?} ({:?})", t.elapsed(), cycle.state);
+        let node0 = fwk.snapshot().nodes()[0].clone();
+        let t = Instant::now();
+        for _ in 0..1000 {
+            std::hint::black_box(NodeInfo::clone(&node0));
+        }
+        eprintln!("node clone x1000: {:.2?}", t.elapsed());
+        let pdbs = pdb::parse_all(&fwk.snapshot().pod_disruption_budgets);
+        let t = Instant::now();
+        let mut nruns = 0;
+        for n in fwk.snapshot().nodes().iter().take(200) {
+            let mut st = cycle.state.clone();
+            let mut ni = NodeInfo::clone(n);
+            let _ = evaluator::select_victims_on_node(&fwk, &mut st, &preemptor, &mut ni, &pdbs, 0);
+            nruns += n.pods.len();
+        }
+        eprintln!("select_victims x200 nodes ({nruns} pods): {:.2?}", t.elapsed());
+        let n = &fwk.snapshot().nodes()[1];
+        let t = Instant::now();
+        for _ in 0..1000 {
+            std::hint::black_box(fwk.run_filter_plugins(&cycle.state, &preemptor, n));
+        }
+        eprintln!("filters x1000: {:.2?}", t.elapsed());
+        let mut st = cycle.state.clone();
+        let p0 = n.pods[0].clone();
+        let t = Instant::now();
+        for _ in 0..1000 {
+            fwk.run_pre_filter_extension_remove_pod(&mut st, &preemptor, &p0, n);
+            fwk.run_pre_filter_extension_add_pod(&mut st, &preemptor, &p0, n);
+        }
+        eprintln!("remove+add ext x1000: {:.2?}", t.elapsed());
+        eprintln!("post_filter: {:?}", cycle.explanation.post_filter);
+        eprintln!(
+            "post_filter plugins: {:?} outcome {:?} msg {}",
+            fwk.profile.post_filter, cycle.explanation.outcome, cycle.explanation.message
         );
         assert!(r.potential_nodes > 0);
     }

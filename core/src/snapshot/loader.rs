@@ -260,35 +260,36 @@ pub fn prune_container(c: &mut Container) {
     };
 }
 
-/// Empties the payload of volumes whose contents no plugin reads (service-account tokens, config
-/// maps, secrets, downward API); the source kind stays, and so does every other volume type.
-pub fn prune_volume(v: &mut Volume) {
-    if let Some(p) = v.projected.as_mut() {
-        p.sources = None;
-    }
-    if let Some(cm) = v.config_map.as_mut() {
-        cm.items = None;
-    }
-    if let Some(s) = v.secret.as_mut() {
-        s.items = None;
-    }
-    if let Some(d) = v.downward_api.as_mut() {
-        d.items = None;
-    }
+/// True for volume types no plugin looks at: service-account tokens and other projections, config
+/// maps, secrets, downward API and emptyDir (its size limit is not a request).
+fn is_scheduling_irrelevant_volume(v: &Volume) -> bool {
+    v.projected.is_some()
+        || v.config_map.is_some()
+        || v.secret.is_some()
+        || v.downward_api.is_some()
+        || v.empty_dir.is_some()
 }
 
-/// Prunes a pod spec: containers as in [`prune_container`], ephemeral containers and the fields only
-/// the kubelet reads (DNS, service account, security context, host aliases, pull secrets, readiness
-/// gates) dropped. Every scheduling field stays.
+/// Prunes a pod spec: containers as in [`prune_container`], volumes no plugin looks at (see
+/// `is_scheduling_irrelevant_volume`), ephemeral containers and the fields only the kubelet reads
+/// (DNS, service account, security context, host aliases, pull secrets, readiness gates) dropped.
+/// Every scheduling field stays. Vectors of large structs are shrunk to fit: a pod's containers and
+/// volumes are most of its memory.
 pub fn prune_pod_spec(spec: &mut PodSpec) {
     for c in spec.containers.iter_mut() {
         prune_container(c);
     }
-    for c in spec.init_containers.iter_mut().flatten() {
-        prune_container(c);
+    spec.containers.shrink_to_fit();
+    if let Some(init) = spec.init_containers.as_mut() {
+        init.iter_mut().for_each(prune_container);
+        init.shrink_to_fit();
     }
-    for v in spec.volumes.iter_mut().flatten() {
-        prune_volume(v);
+    if let Some(volumes) = spec.volumes.as_mut() {
+        volumes.retain(|v| !is_scheduling_irrelevant_volume(v));
+        volumes.shrink_to_fit();
+        if volumes.is_empty() {
+            spec.volumes = None;
+        }
     }
     spec.ephemeral_containers = None;
     spec.automount_service_account_token = None;
@@ -364,7 +365,9 @@ pub fn prune_pod_status(status: &mut PodStatus) {
     };
 }
 
-/// Prunes a pod: metadata, spec and status as above.
+/// Prunes a pod: metadata, spec and status as above. Container statuses that cannot change the
+/// pod's requests (allocated and actual requests both absent or equal to the spec's, and no
+/// infeasible resize) are dropped too: requests then fall back to the spec, with the same result.
 pub fn prune_pod(pod: &mut Pod) {
     prune_metadata(&mut pod.metadata);
     if let Some(spec) = pod.spec.as_mut() {
@@ -372,6 +375,52 @@ pub fn prune_pod(pod: &mut Pod) {
     }
     if let Some(status) = pod.status.as_mut() {
         prune_pod_status(status);
+    }
+    drop_redundant_container_statuses(pod);
+}
+
+fn drop_redundant_container_statuses(pod: &mut Pod) {
+    let Pod { spec, status, .. } = pod;
+    let (Some(spec), Some(status)) = (spec.as_ref(), status.as_mut()) else {
+        return;
+    };
+    let resize_infeasible = status
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "PodResizePending")
+        .is_some_and(|c| c.reason.as_deref() == Some("Infeasible"));
+    if resize_infeasible {
+        return;
+    }
+    let spec_requests = |name: &str| {
+        spec.containers
+            .iter()
+            .chain(spec.init_containers.iter().flatten())
+            .find(|c| c.name == name)
+            .map(|c| c.resources.as_ref().and_then(|r| r.requests.as_ref()))
+    };
+    let redundant = |cs: &ContainerStatus| {
+        // A status naming no container of the spec is kept: its lookup order matters in Go.
+        let Some(spec_req) = spec_requests(&cs.name) else {
+            return false;
+        };
+        let allocated_same = cs.allocated_resources.is_none() || cs.allocated_resources.as_ref() == spec_req;
+        let actual = cs.resources.as_ref().and_then(|r| r.requests.as_ref());
+        let actual_same = actual.is_none() || actual == spec_req;
+        allocated_same && actual_same
+    };
+    for list in [
+        &mut status.container_statuses,
+        &mut status.init_container_statuses,
+    ] {
+        if let Some(statuses) = list.as_mut() {
+            statuses.retain(|cs| !redundant(cs));
+            statuses.shrink_to_fit();
+            if statuses.is_empty() {
+                *list = None;
+            }
+        }
     }
 }
 
@@ -502,11 +551,443 @@ impl ClusterObjects {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Pruning while decoding
+// ---------------------------------------------------------------------------------------------------
+
+/// Which parts of a value to decode. Skipped parts are consumed at parser speed without allocating,
+/// which is most of the time and memory a large snapshot would otherwise cost; [`Prune`] still runs
+/// after decoding for what a shape cannot express (e.g. ports without a host port).
+#[derive(Clone, Copy)]
+enum Shape {
+    /// Decode the whole value.
+    Keep,
+    /// Skip the value.
+    Drop,
+    /// An object (or each object of an array): listed fields get their own shape; the rest are
+    /// decoded whole when `others` is `Keep`, skipped when it is `Drop`.
+    Object {
+        fields: &'static [(&'static str, Shape)],
+        others_kept: bool,
+    },
+    /// A string map of which only the keys passing the predicate are decoded (annotations).
+    Keys(fn(&str) -> bool),
+}
+
+impl Shape {
+    /// The shape of a field, or `None` to skip it.
+    fn child(self, key: &str) -> Option<Shape> {
+        match self {
+            Shape::Keep => Some(Shape::Keep),
+            Shape::Drop => None,
+            Shape::Object { fields, others_kept } => match fields.iter().find(|(k, _)| *k == key) {
+                Some((_, Shape::Drop)) => None,
+                Some((_, s)) => Some(*s),
+                None => others_kept.then_some(Shape::Keep),
+            },
+            Shape::Keys(keep) => keep(key).then_some(Shape::Keep),
+        }
+    }
+}
+
+mod shapes {
+    use super::{Shape, keep_annotation};
+
+    const fn keep_listed(fields: &'static [(&'static str, Shape)]) -> Shape {
+        Shape::Object {
+            fields,
+            others_kept: true,
+        }
+    }
+
+    const fn only(fields: &'static [(&'static str, Shape)]) -> Shape {
+        Shape::Object {
+            fields,
+            others_kept: false,
+        }
+    }
+
+    const K: Shape = Shape::Keep;
+    const D: Shape = Shape::Drop;
+
+    pub(super) const META: Shape = keep_listed(&[
+        ("managedFields", D),
+        ("annotations", Shape::Keys(keep_annotation)),
+    ]);
+
+    /// Mirrors `prune_container` (ports are filtered afterwards).
+    const CONTAINER: Shape = only(&[
+        ("name", K),
+        ("image", K),
+        ("ports", K),
+        ("resources", K),
+        ("restartPolicy", K),
+        ("restartPolicyRules", K),
+    ]);
+
+    const ITEMS_DROPPED: Shape = keep_listed(&[("items", D)]);
+
+    /// Mirrors `prune_volume`.
+    const VOLUME: Shape = keep_listed(&[
+        ("projected", keep_listed(&[("sources", D)])),
+        ("configMap", ITEMS_DROPPED),
+        ("secret", ITEMS_DROPPED),
+        ("downwardAPI", ITEMS_DROPPED),
+    ]);
+
+    /// Mirrors `prune_pod_spec`.
+    const POD_SPEC: Shape = keep_listed(&[
+        ("containers", CONTAINER),
+        ("initContainers", CONTAINER),
+        ("volumes", VOLUME),
+        ("ephemeralContainers", D),
+        ("automountServiceAccountToken", D),
+        ("dnsConfig", D),
+        ("dnsPolicy", D),
+        ("enableServiceLinks", D),
+        ("hostAliases", D),
+        ("hostname", D),
+        ("hostnameOverride", D),
+        ("imagePullSecrets", D),
+        ("readinessGates", D),
+        ("securityContext", D),
+        ("serviceAccount", D),
+        ("serviceAccountName", D),
+        ("setHostnameAsFQDN", D),
+        ("shareProcessNamespace", D),
+        ("subdomain", D),
+    ]);
+
+    const CONTAINER_STATUS: Shape = only(&[("name", K), ("allocatedResources", K), ("resources", K)]);
+
+    /// Mirrors `prune_pod_status`.
+    const POD_STATUS: Shape = only(&[
+        ("phase", K),
+        ("conditions", K),
+        ("nominatedNodeName", K),
+        ("startTime", K),
+        ("containerStatuses", CONTAINER_STATUS),
+        ("initContainerStatuses", CONTAINER_STATUS),
+        ("allocatedResources", K),
+        ("resources", K),
+        ("resize", K),
+        ("resourceClaimStatuses", K),
+        ("extendedResourceClaimStatus", K),
+    ]);
+
+    pub(super) const POD: Shape =
+        keep_listed(&[("metadata", META), ("spec", POD_SPEC), ("status", POD_STATUS)]);
+
+    /// Mirrors `prune_node`.
+    pub(super) const NODE: Shape = keep_listed(&[
+        ("metadata", META),
+        (
+            "status",
+            keep_listed(&[
+                ("nodeInfo", D),
+                ("daemonEndpoints", D),
+                ("volumesAttached", D),
+                ("volumesInUse", D),
+                ("config", D),
+            ]),
+        ),
+    ]);
+
+    const TEMPLATE: Shape = keep_listed(&[("metadata", META), ("spec", POD_SPEC)]);
+
+    /// ReplicaSets and ReplicationControllers.
+    pub(super) const WITH_TEMPLATE: Shape = keep_listed(&[
+        ("metadata", META),
+        ("spec", keep_listed(&[("template", TEMPLATE)])),
+    ]);
+
+    pub(super) const STATEFUL_SET: Shape = keep_listed(&[
+        ("metadata", META),
+        (
+            "spec",
+            keep_listed(&[
+                ("template", TEMPLATE),
+                ("volumeClaimTemplates", keep_listed(&[("metadata", META)])),
+            ]),
+        ),
+    ]);
+
+    pub(super) const METADATA_ONLY: Shape = keep_listed(&[("metadata", META)]);
+}
+
+/// A deserializer that hides the parts of the input a [`Shape`] skips.
+struct Filter<D> {
+    de: D,
+    shape: Shape,
+}
+
+/// A visitor that keeps filtering below the value it visits.
+struct FilterVisitor<V> {
+    visitor: V,
+    shape: Shape,
+}
+
+struct FilterSeed<S> {
+    seed: S,
+    shape: Shape,
+}
+
+struct FilterSeq<A> {
+    seq: A,
+    shape: Shape,
+}
+
+struct FilterMap<A> {
+    map: A,
+    shape: Shape,
+    value_shape: Shape,
+}
+
+/// A map key, borrowed from the input when possible.
+enum Key<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key::Borrowed(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v.to_string()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v.to_string()))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl Key<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Key::Borrowed(s) => s,
+            Key::Owned(s) => s,
+        }
+    }
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for FilterMap<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, A::Error> {
+        while let Some(key) = self.map.next_key::<Key<'de>>()? {
+            match self.shape.child(key.as_str()) {
+                None => {
+                    self.map.next_value::<IgnoredAny>()?;
+                }
+                Some(shape) => {
+                    self.value_shape = shape;
+                    return match key {
+                        Key::Borrowed(s) => seed
+                            .deserialize(de::value::BorrowedStrDeserializer::<A::Error>::new(s))
+                            .map(Some),
+                        Key::Owned(s) => seed
+                            .deserialize(de::value::StringDeserializer::<A::Error>::new(s))
+                            .map(Some),
+                    };
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, A::Error> {
+        match self.value_shape {
+            Shape::Keep => self.map.next_value_seed(seed),
+            shape => self.map.next_value_seed(FilterSeed { seed, shape }),
+        }
+    }
+}
+
+impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for FilterSeq<A> {
+    type Error = A::Error;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>, A::Error> {
+        self.seq.next_element_seed(FilterSeed {
+            seed,
+            shape: self.shape,
+        })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.seq.size_hint()
+    }
+}
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for FilterSeed<S> {
+    type Value = S::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<S::Value, D::Error> {
+        self.seed.deserialize(Filter {
+            de: d,
+            shape: self.shape,
+        })
+    }
+}
+
+macro_rules! forward_visits {
+    ($($method:ident($ty:ty)),* $(,)?) => {$(
+        fn $method<E: de::Error>(self, v: $ty) -> Result<Self::Value, E> {
+            self.visitor.$method(v)
+        }
+    )*};
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for FilterVisitor<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.visitor.expecting(f)
+    }
+
+    forward_visits!(
+        visit_bool(bool),
+        visit_i8(i8),
+        visit_i16(i16),
+        visit_i32(i32),
+        visit_i64(i64),
+        visit_i128(i128),
+        visit_u8(u8),
+        visit_u16(u16),
+        visit_u32(u32),
+        visit_u64(u64),
+        visit_u128(u128),
+        visit_f32(f32),
+        visit_f64(f64),
+        visit_char(char),
+        visit_str(&str),
+        visit_borrowed_str(&'de str),
+        visit_string(String),
+        visit_bytes(&[u8]),
+        visit_borrowed_bytes(&'de [u8]),
+        visit_byte_buf(Vec<u8>),
+    );
+
+    fn visit_none<E: de::Error>(self) -> Result<V::Value, E> {
+        self.visitor.visit_none()
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<V::Value, E> {
+        self.visitor.visit_unit()
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        self.visitor.visit_some(Filter {
+            de: d,
+            shape: self.shape,
+        })
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, d: D) -> Result<V::Value, D::Error> {
+        self.visitor.visit_newtype_struct(Filter {
+            de: d,
+            shape: self.shape,
+        })
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<V::Value, A::Error> {
+        self.visitor.visit_seq(FilterSeq {
+            seq,
+            shape: self.shape,
+        })
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<V::Value, A::Error> {
+        self.visitor.visit_map(FilterMap {
+            map,
+            shape: self.shape,
+            value_shape: Shape::Keep,
+        })
+    }
+
+    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<V::Value, A::Error> {
+        self.visitor.visit_enum(data)
+    }
+}
+
+macro_rules! forward_deserialize {
+    ($($method:ident($($arg:ident: $ty:ty),*)),* $(,)?) => {$(
+        fn $method<V: Visitor<'de>>(self, $($arg: $ty,)* visitor: V) -> Result<V::Value, D::Error> {
+            self.de.$method($($arg,)* FilterVisitor { visitor, shape: self.shape })
+        }
+    )*};
+}
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for Filter<D> {
+    type Error = D::Error;
+
+    forward_deserialize!(
+        deserialize_any(),
+        deserialize_bool(),
+        deserialize_i8(),
+        deserialize_i16(),
+        deserialize_i32(),
+        deserialize_i64(),
+        deserialize_i128(),
+        deserialize_u8(),
+        deserialize_u16(),
+        deserialize_u32(),
+        deserialize_u64(),
+        deserialize_u128(),
+        deserialize_f32(),
+        deserialize_f64(),
+        deserialize_char(),
+        deserialize_str(),
+        deserialize_string(),
+        deserialize_bytes(),
+        deserialize_byte_buf(),
+        deserialize_option(),
+        deserialize_unit(),
+        deserialize_unit_struct(name: &'static str),
+        deserialize_newtype_struct(name: &'static str),
+        deserialize_seq(),
+        deserialize_tuple(len: usize),
+        deserialize_tuple_struct(name: &'static str, len: usize),
+        deserialize_map(),
+        deserialize_struct(name: &'static str, fields: &'static [&'static str]),
+        deserialize_enum(name: &'static str, variants: &'static [&'static str]),
+        deserialize_identifier(),
+        deserialize_ignored_any(),
+    );
+
+    fn is_human_readable(&self) -> bool {
+        self.de.is_human_readable()
+    }
+}
+
+/// Decodes `T` from `de`, skipping what `shape` drops.
+fn decode_shaped<'de, T: Deserialize<'de>, D: Deserializer<'de>>(de: D, shape: Shape) -> Result<T, D::Error> {
+    T::deserialize(Filter { de, shape })
+}
+
+// ---------------------------------------------------------------------------------------------------
 // Kinds
 // ---------------------------------------------------------------------------------------------------
 
 macro_rules! object_kinds {
-    ($( $variant:ident($ty:ty) = $api:literal, $kind:literal => $field:ident; )*) => {
+    ($( $variant:ident($ty:ty) = $api:literal, $kind:literal => $field:ident, $shape:expr; )*) => {
         /// The kinds a `ClusterObjects` holds.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum ObjectKind {
@@ -556,7 +1037,7 @@ macro_rules! object_kinds {
             fn decode_json(self, items: &[RawItem<'_>], objects: &mut ClusterObjects) -> Result<(), ()> {
                 match self {
                     $(ObjectKind::$variant => {
-                        let decoded = decode_json_items::<$ty>(items)?;
+                        let decoded = decode_json_items::<$ty>(items, $shape)?;
                         objects.$field.extend(decoded);
                     })*
                 }
@@ -567,7 +1048,9 @@ macro_rules! object_kinds {
             fn check_json(self, text: &str) -> Result<(), serde_path_to_error::Error<serde_json::Error>> {
                 let mut de = serde_json::Deserializer::from_str(text);
                 match self {
-                    $(ObjectKind::$variant => serde_path_to_error::deserialize::<_, $ty>(&mut de).map(drop),)*
+                    $(ObjectKind::$variant => {
+                        serde_path_to_error::deserialize::<_, $ty>(Filter { de: &mut de, shape: $shape }).map(drop)
+                    })*
                 }
             }
 
@@ -575,7 +1058,7 @@ macro_rules! object_kinds {
             fn store_yaml(self, value: serde_yaml::Value, objects: &mut ClusterObjects) -> Result<(), serde_yaml::Error> {
                 match self {
                     $(ObjectKind::$variant => {
-                        let mut o: $ty = serde_yaml::from_value(value)?;
+                        let mut o: $ty = decode_shaped(value, $shape)?;
                         o.prune();
                         objects.$field.push(o);
                     })*
@@ -586,7 +1069,7 @@ macro_rules! object_kinds {
             /// Deserializes this kind straight from a deserializer and drops it (to locate errors).
             fn check<'de, D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
                 match self {
-                    $(ObjectKind::$variant => <$ty>::deserialize(d).map(drop),)*
+                    $(ObjectKind::$variant => decode_shaped::<$ty, D>(d, $shape).map(drop),)*
                 }
             }
         }
@@ -600,21 +1083,25 @@ macro_rules! object_kinds {
 }
 
 object_kinds! {
-    Node(Node) = "v1", "Node" => nodes;
-    Pod(Pod) = "v1", "Pod" => pods;
-    Namespace(Namespace) = "v1", "Namespace" => namespaces;
-    PersistentVolume(PersistentVolume) = "v1", "PersistentVolume" => persistent_volumes;
-    PersistentVolumeClaim(PersistentVolumeClaim) = "v1", "PersistentVolumeClaim" => persistent_volume_claims;
-    StorageClass(StorageClass) = "storage.k8s.io/v1", "StorageClass" => storage_classes;
-    CSINode(CSINode) = "storage.k8s.io/v1", "CSINode" => csi_nodes;
-    CSIDriver(CSIDriver) = "storage.k8s.io/v1", "CSIDriver" => csi_drivers;
-    CSIStorageCapacity(CSIStorageCapacity) = "storage.k8s.io/v1", "CSIStorageCapacity" => csi_storage_capacities;
-    PodDisruptionBudget(PodDisruptionBudget) = "policy/v1", "PodDisruptionBudget" => pod_disruption_budgets;
-    PriorityClass(PriorityClass) = "scheduling.k8s.io/v1", "PriorityClass" => priority_classes;
-    Service(Service) = "v1", "Service" => services;
-    ReplicationController(ReplicationController) = "v1", "ReplicationController" => replication_controllers;
-    ReplicaSet(ReplicaSet) = "apps/v1", "ReplicaSet" => replica_sets;
-    StatefulSet(StatefulSet) = "apps/v1", "StatefulSet" => stateful_sets;
+    Node(Node) = "v1", "Node" => nodes, shapes::NODE;
+    Pod(Pod) = "v1", "Pod" => pods, shapes::POD;
+    Namespace(Namespace) = "v1", "Namespace" => namespaces, shapes::METADATA_ONLY;
+    PersistentVolume(PersistentVolume) = "v1", "PersistentVolume" => persistent_volumes, shapes::METADATA_ONLY;
+    PersistentVolumeClaim(PersistentVolumeClaim) = "v1", "PersistentVolumeClaim" => persistent_volume_claims,
+        shapes::METADATA_ONLY;
+    StorageClass(StorageClass) = "storage.k8s.io/v1", "StorageClass" => storage_classes, shapes::METADATA_ONLY;
+    CSINode(CSINode) = "storage.k8s.io/v1", "CSINode" => csi_nodes, shapes::METADATA_ONLY;
+    CSIDriver(CSIDriver) = "storage.k8s.io/v1", "CSIDriver" => csi_drivers, shapes::METADATA_ONLY;
+    CSIStorageCapacity(CSIStorageCapacity) = "storage.k8s.io/v1", "CSIStorageCapacity" => csi_storage_capacities,
+        shapes::METADATA_ONLY;
+    PodDisruptionBudget(PodDisruptionBudget) = "policy/v1", "PodDisruptionBudget" => pod_disruption_budgets,
+        shapes::METADATA_ONLY;
+    PriorityClass(PriorityClass) = "scheduling.k8s.io/v1", "PriorityClass" => priority_classes, shapes::METADATA_ONLY;
+    Service(Service) = "v1", "Service" => services, shapes::METADATA_ONLY;
+    ReplicationController(ReplicationController) = "v1", "ReplicationController" => replication_controllers,
+        shapes::WITH_TEMPLATE;
+    ReplicaSet(ReplicaSet) = "apps/v1", "ReplicaSet" => replica_sets, shapes::WITH_TEMPLATE;
+    StatefulSet(StatefulSet) = "apps/v1", "StatefulSet" => stateful_sets, shapes::STATEFUL_SET;
 }
 
 impl ObjectKind {
@@ -665,13 +1152,31 @@ fn list_element_type<'a>(api_version: Option<&'a str>, kind: Option<&'a str>) ->
 // ---------------------------------------------------------------------------------------------------
 
 /// Reads a snapshot file (JSON or YAML). Objects are pruned.
+///
+/// JSON files are streamed: read and decoded chunk by chunk, in parallel, so memory holds the pruned
+/// objects plus one chunk. Anything the streaming reader does not handle (an error in the file, a
+/// typed list whose items carry no kind) makes it start over reading the whole file exactly.
 pub fn load_file(path: impl AsRef<Path>) -> Result<(ClusterObjects, LoadReport), LoadError> {
     let path = path.as_ref();
-    let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+    let io_error = |source| LoadError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    if sniff_json(path).map_err(io_error)?
+        && let Ok(loaded) = stream_json_file(path, CHUNK)
+    {
+        return Ok(loaded);
+    }
+    let bytes = std::fs::read(path).map_err(io_error)?;
     load_bytes(&bytes, path)
+}
+
+/// True when the file's first significant byte opens a JSON object.
+fn sniff_json(path: &Path) -> io::Result<bool> {
+    use std::io::Read;
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(path)?.take(4096).read_to_end(&mut head)?;
+    Ok(first_significant(&head) == Some(b'{'))
 }
 
 /// Reads a snapshot from memory; `origin` names it in errors (a path, or `-` for stdin).
@@ -760,7 +1265,7 @@ struct RawItem<'a> {
     kind: ObjectKind,
 }
 
-fn decode_json_items<T>(items: &[RawItem<'_>]) -> Result<Vec<T>, ()>
+fn decode_json_items<T>(items: &[RawItem<'_>], shape: Shape) -> Result<Vec<T>, ()>
 where
     T: serde::de::DeserializeOwned + Prune + Send,
 {
@@ -768,7 +1273,9 @@ where
         .par_iter()
         .with_min_len(32)
         .map(|it| {
-            let mut o: T = serde_json::from_str(it.text).map_err(drop)?;
+            let mut de = serde_json::Deserializer::from_str(it.text);
+            let mut o: T = decode_shaped(&mut de, shape).map_err(drop)?;
+            de.end().map_err(drop)?;
             o.prune();
             Ok(o)
         })
@@ -1040,6 +1547,326 @@ fn first_json_error(text: &str, path: &Path, buckets: &[Vec<RawItem<'_>>]) -> Lo
         at: Location::default(),
         message: "an object failed to decode".into(),
     }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Streaming JSON files
+// ---------------------------------------------------------------------------------------------------
+
+/// Bytes read per step. Items are decoded and the bytes dropped chunk by chunk, so a multi-gigabyte
+/// file never sits in memory next to the objects decoded from it.
+const CHUNK: usize = 32 << 20;
+
+/// Why the streaming reader gave up; the caller then reads the whole file the exact way, which also
+/// yields a precise error when the file is at fault.
+#[derive(Debug)]
+struct Fallback;
+
+/// Where the scanner is in the current top-level object, at depth 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyState {
+    ExpectKey,
+    InKey,
+    ExpectValue,
+    InValue,
+}
+
+/// What a chunk yields.
+enum Emitted {
+    /// `items[item]` of `document`, as a byte range of the chunk.
+    Item {
+        document: usize,
+        item: usize,
+        range: std::ops::Range<usize>,
+    },
+    /// A whole top-level object that is not a List (owned: it may span chunks).
+    Single { document: usize, text: Vec<u8> },
+    /// A List document ended.
+    ListEnd,
+}
+
+/// Splits a stream of JSON objects into list items without decoding them, tracking only strings
+/// and nesting. Everything of a document but its `items` array is kept in `header`.
+struct Scanner {
+    depth: u32,
+    in_string: bool,
+    escape: bool,
+    key_state: KeyState,
+    key: Vec<u8>,
+    in_items: bool,
+    saw_items: bool,
+    header: Vec<u8>,
+    document: usize,
+    item: usize,
+    /// Bytes of a leading UTF-8 byte order mark seen so far (3 once past the start).
+    bom: usize,
+}
+
+const BOM: &[u8] = "\u{feff}".as_bytes();
+
+impl Scanner {
+    fn new() -> Self {
+        Scanner {
+            depth: 0,
+            in_string: false,
+            escape: false,
+            key_state: KeyState::ExpectKey,
+            key: Vec::new(),
+            in_items: false,
+            saw_items: false,
+            header: Vec::new(),
+            document: 0,
+            item: 0,
+            bom: 0,
+        }
+    }
+
+    /// Scans `buf`; returns what it found and how many leading bytes may be dropped (all of them,
+    /// or up to the start of an item that continues past the end of `buf`).
+    fn scan(&mut self, buf: &[u8], out: &mut Vec<Emitted>) -> Result<usize, Fallback> {
+        let mut pos = 0;
+        while pos < buf.len() {
+            if self.in_items && self.depth == 2 {
+                // Between items.
+                match buf[pos] {
+                    b' ' | b'\n' | b'\r' | b'\t' | b',' => pos += 1,
+                    b'{' => match scan_object(buf, pos) {
+                        Some(end) => {
+                            out.push(Emitted::Item {
+                                document: self.document,
+                                item: self.item,
+                                range: pos..end,
+                            });
+                            self.item += 1;
+                            pos = end;
+                        }
+                        None => return Ok(pos),
+                    },
+                    b']' => {
+                        self.in_items = false;
+                        self.depth = 1;
+                        self.header.push(b']');
+                        self.key_state = KeyState::InValue;
+                        pos += 1;
+                    }
+                    _ => return Err(Fallback),
+                }
+                continue;
+            }
+            let b = buf[pos];
+            pos += 1;
+            if self.depth == 0 {
+                if self.bom < BOM.len() {
+                    if b == BOM[self.bom] {
+                        self.bom += 1;
+                        continue;
+                    }
+                    self.bom = BOM.len();
+                }
+                match b {
+                    b' ' | b'\n' | b'\r' | b'\t' => continue,
+                    b'{' => {
+                        self.depth = 1;
+                        self.header.clear();
+                        self.header.push(b'{');
+                        self.key_state = KeyState::ExpectKey;
+                        self.saw_items = false;
+                        self.item = 0;
+                        continue;
+                    }
+                    _ => return Err(Fallback),
+                }
+            }
+            self.header.push(b);
+            if self.in_string {
+                if self.escape {
+                    self.escape = false;
+                } else if b == b'\\' {
+                    self.escape = true;
+                    if self.key_state == KeyState::InKey {
+                        // An escaped key is never `items`.
+                        self.key.push(0);
+                    }
+                } else if b == b'"' {
+                    self.in_string = false;
+                    if self.depth == 1 && self.key_state == KeyState::InKey {
+                        self.key_state = KeyState::ExpectValue;
+                    }
+                } else if self.depth == 1 && self.key_state == KeyState::InKey {
+                    self.key.push(b);
+                }
+                continue;
+            }
+            match b {
+                b'"' => {
+                    self.in_string = true;
+                    if self.depth == 1 && self.key_state == KeyState::ExpectKey {
+                        self.key_state = KeyState::InKey;
+                        self.key.clear();
+                    }
+                }
+                b',' if self.depth == 1 => self.key_state = KeyState::ExpectKey,
+                b'[' if self.depth == 1
+                    && self.key_state == KeyState::ExpectValue
+                    && self.key == b"items" =>
+                {
+                    self.in_items = true;
+                    self.saw_items = true;
+                    self.depth = 2;
+                }
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth -= 1;
+                    if self.depth == 0 {
+                        self.end_document(out);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn end_document(&mut self, out: &mut Vec<Emitted>) {
+        if self.saw_items {
+            out.push(Emitted::ListEnd);
+        } else {
+            out.push(Emitted::Single {
+                document: self.document,
+                text: std::mem::take(&mut self.header),
+            });
+        }
+        self.document += 1;
+    }
+
+    fn finished(&self) -> bool {
+        self.depth == 0 && !self.in_string
+    }
+}
+
+/// The end (exclusive) of the object starting at `buf[start] == b'{'`, or `None` if it continues
+/// past the end of `buf`.
+fn scan_object(buf: &[u8], start: usize) -> Option<usize> {
+    let mut depth = 0u32;
+    let mut pos = start;
+    while pos < buf.len() {
+        match buf[pos] {
+            b'"' => {
+                // Jump to the closing quote, skipping escaped characters.
+                pos += 1;
+                loop {
+                    let i = memchr::memchr2(b'"', b'\\', &buf[pos..])?;
+                    if buf[pos + i] == b'\\' {
+                        pos += i + 2;
+                        if pos > buf.len() {
+                            return None;
+                        }
+                    } else {
+                        pos += i + 1;
+                        break;
+                    }
+                }
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(pos + 1);
+                }
+            }
+            _ => {}
+        }
+        pos += 1;
+    }
+    None
+}
+
+/// Reads a JSON file chunk by chunk, decoding list items as they are found.
+fn stream_json_file(path: &Path, chunk: usize) -> Result<(ClusterObjects, LoadReport), Fallback> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|_| Fallback)?;
+    let mut report = LoadReport::new(Format::Json);
+    let mut objects = ClusterObjects::default();
+    let mut scanner = Scanner::new();
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk);
+    let mut emitted = Vec::new();
+    let mut eof = false;
+    while !eof {
+        // Fill the buffer; grow it when one item is larger than a chunk.
+        if buf.len() == buf.capacity() {
+            buf.reserve(buf.capacity().max(chunk));
+        }
+        let mut filled = buf.len();
+        buf.resize(buf.capacity(), 0);
+        while filled < buf.len() {
+            match file.read(&mut buf[filled..]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return Err(Fallback),
+            }
+        }
+        buf.truncate(filled);
+        emitted.clear();
+        let consumed = scanner.scan(&buf, &mut emitted)?;
+        decode_emitted(&buf, &emitted, &mut objects, &mut report)?;
+        buf.drain(..consumed);
+    }
+    if !scanner.finished() || !buf.iter().all(u8::is_ascii_whitespace) {
+        return Err(Fallback);
+    }
+    report.objects = objects.len();
+    Ok((objects, report))
+}
+
+fn decode_emitted(
+    buf: &[u8],
+    emitted: &[Emitted],
+    objects: &mut ClusterObjects,
+    report: &mut LoadReport,
+) -> Result<(), Fallback> {
+    let mut buckets: Vec<Vec<RawItem<'_>>> = vec![Vec::new(); ObjectKind::ALL.len()];
+    for e in emitted {
+        let (document, item, text) = match e {
+            Emitted::Item {
+                document,
+                item,
+                range,
+            } => (*document, Some(*item), &buf[range.clone()]),
+            Emitted::Single { document, text } => (*document, None, text.as_slice()),
+            Emitted::ListEnd => {
+                report.documents += 1;
+                continue;
+            }
+        };
+        if item.is_none() {
+            report.documents += 1;
+        }
+        let text = std::str::from_utf8(text).map_err(|_| Fallback)?;
+        let peek = peek_json(text).map_err(|_| Fallback)?;
+        match resolve_kind(peek.api_version.as_deref(), peek.kind.as_deref(), None) {
+            Resolved::Known(k) => buckets[k.index()].push(RawItem {
+                document,
+                item,
+                text,
+                kind: k,
+            }),
+            Resolved::Skip => report.skip(peek.api_version.as_deref(), peek.kind.as_deref().unwrap_or("")),
+            // Typed lists name the item kind in the list, possibly after the items: read exactly.
+            Resolved::NoKind => return Err(Fallback),
+        }
+    }
+    for kind in ObjectKind::ALL {
+        let items = &buckets[kind.index()];
+        if !items.is_empty() {
+            kind.decode_json(items, objects).map_err(|_| Fallback)?;
+        }
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -1873,7 +2700,6 @@ value: 1000
         }
         assert_eq!(before.pending_pods.len(), after.pending_pods.len());
 
-        let mut kept_something = false;
         for (a, b) in raw.pods.iter().zip(&pruned.pods) {
             let (sa, sb) = (a.spec.as_ref().unwrap(), b.spec.as_ref().unwrap());
             assert_eq!(a.metadata.labels, b.metadata.labels);
@@ -1920,21 +2746,19 @@ value: 1000
             assert_eq!(ta.nominated_node_name, tb.nominated_node_name);
             assert_eq!(ta.start_time, tb.start_time);
             assert!(tb.pod_ip.is_none() && tb.qos_class.is_none());
-            for (x, y) in ta
-                .container_statuses
-                .iter()
-                .flatten()
-                .zip(tb.container_statuses.iter().flatten())
-            {
-                assert_eq!(
-                    (&x.name, &x.allocated_resources, &x.resources),
-                    (&y.name, &y.allocated_resources, &y.resources)
-                );
-                assert!(y.state.is_none() && y.image.is_empty());
-                kept_something = true;
-            }
+            assert!(
+                tb.container_statuses.is_none(),
+                "statuses equal to the spec are dropped"
+            );
+            let claims = |v: &Volume| v.persistent_volume_claim.clone();
+            let claims_a: Vec<_> = sa.volumes.iter().flatten().filter_map(claims).collect();
+            let claims_b: Vec<_> = sb.volumes.iter().flatten().filter_map(claims).collect();
+            assert_eq!(claims_a, claims_b);
+            assert!(
+                sb.volumes.iter().flatten().all(|v| v.projected.is_none()),
+                "token volumes are dropped"
+            );
         }
-        assert!(kept_something);
         for (a, b) in raw.nodes.iter().zip(&pruned.nodes) {
             let (sa, sb) = (a.status.as_ref().unwrap(), b.status.as_ref().unwrap());
             assert_eq!((&sa.allocatable, &sa.images), (&sb.allocatable, &sb.images));
@@ -2022,6 +2846,137 @@ value: 1000
             (st.pod_ip.as_deref(), st.nominated_node_name.as_deref()),
             (None, Some("n2"))
         );
+    }
+
+    #[test]
+    fn container_statuses_stay_only_when_they_change_requests() {
+        use k8s_openapi::api::core::v1::{PodCondition, ResourceRequirements};
+        use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+        let status_with = |allocated: &str, actual: Option<&str>| ContainerStatus {
+            name: "c0".into(),
+            image: "img".into(),
+            allocated_resources: Some(BTreeMap::from([("cpu".into(), Quantity(allocated.into()))])),
+            resources: actual.map(|a| ResourceRequirements {
+                requests: Some(BTreeMap::from([("cpu".into(), Quantity(a.into()))])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let cases: Vec<(&str, ContainerStatus, bool, bool)> = vec![
+            // name, status, infeasible resize, kept
+            ("allocated equals spec", status_with("500m", None), false, false),
+            (
+                "allocated and actual equal spec",
+                status_with("500m", Some("500m")),
+                false,
+                false,
+            ),
+            (
+                "allocated differs (resize in progress)",
+                status_with("1", None),
+                false,
+                true,
+            ),
+            ("actual differs", status_with("500m", Some("250m")), false, true),
+            (
+                "infeasible resize keeps everything",
+                status_with("500m", None),
+                true,
+                true,
+            ),
+        ];
+        for (name, cs, infeasible, kept) in cases {
+            let mut pod = crate::testing::pod("p")
+                .cpu("500m")
+                .with(|p| {
+                    let st = p.status.as_mut().unwrap();
+                    st.container_statuses = Some(vec![cs.clone()]);
+                    if infeasible {
+                        st.conditions = Some(vec![PodCondition {
+                            type_: "PodResizePending".into(),
+                            status: "True".into(),
+                            reason: Some("Infeasible".into()),
+                            ..Default::default()
+                        }]);
+                    }
+                })
+                .obj();
+            let before = calculate_resource(&pod);
+            prune_pod(&mut pod);
+            let statuses = pod.status.as_ref().unwrap().container_statuses.as_ref();
+            assert_eq!(statuses.is_some(), kept, "{name}");
+            if let Some(s) = statuses {
+                assert_eq!(s[0].image, "", "{name}: only resource fields stay");
+                assert_eq!(s[0].allocated_resources, cs.allocated_resources, "{name}");
+            }
+            assert_eq!(calculate_resource(&pod), before, "{name}: requests unchanged");
+        }
+    }
+
+    #[test]
+    fn streaming_matches_reading_whole_files_at_any_chunk_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let generated = dir.path().join("gen.json");
+        crate::snapshot::generate::write_json_list(&GenerateParams::new(5, 60, 2, 9), &generated).unwrap();
+        let mut files = vec![generated];
+        for (i, text) in [
+            JSON_LIST,
+            JSON_STREAM,
+            "\u{feff}{\"apiVersion\": \"v1\", \"kind\": \"Node\", \"metadata\": {\"name\": \"a\\\"{\"}}",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let path = dir.path().join(format!("{i}.json"));
+            std::fs::write(&path, text).unwrap();
+            files.push(path);
+        }
+        for path in &files {
+            let bytes = std::fs::read(path).unwrap();
+            let (want, want_report) = load_bytes(&bytes, path).unwrap();
+            for chunk in [1, 2, 7, 64, 1000, CHUNK] {
+                let (got, report) = stream_json_file(path, chunk)
+                    .unwrap_or_else(|_| panic!("{} at chunk {chunk}: fell back", path.display()));
+                assert_same(&got, &want);
+                assert_eq!(report, want_report, "{} at chunk {chunk}", path.display());
+            }
+        }
+    }
+
+    #[test]
+    fn streaming_falls_back_to_exact_errors_and_typed_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("typed list", JSON_POD_LIST, true),
+            (
+                "truncated",
+                "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [{\"kind\": \"Pod\"",
+                false,
+            ),
+            (
+                "bad field",
+                "{\"kind\": \"List\", \"items\": [{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"spec\": 5}]}",
+                false,
+            ),
+            (
+                "top-level array",
+                "[{\"apiVersion\": \"v1\", \"kind\": \"Pod\"}]",
+                false,
+            ),
+        ];
+        for (name, text, loads) in cases {
+            let path = dir.path().join("f.json");
+            std::fs::write(&path, text).unwrap();
+            assert!(stream_json_file(&path, 16).is_err(), "{name}: streaming declines");
+            let exact = load_bytes(text.as_bytes(), &path).map(|(o, _)| o.len());
+            let via_file = load_file(&path).map(|(o, _)| o.len());
+            assert_eq!(via_file.is_ok(), loads, "{name}");
+            assert_eq!(
+                via_file.map_err(|e| e.to_string()),
+                exact.map_err(|e| e.to_string()),
+                "{name}: same result as reading the whole file"
+            );
+        }
     }
 
     #[test]

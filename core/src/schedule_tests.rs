@@ -1,0 +1,208 @@
+//! Cross-plugin scenarios: the default profile of v1.37.1 on small in-memory clusters, checked against
+//! the FailedScheduling messages and choices kube-scheduler produces for the same state.
+
+use std::sync::Arc;
+
+use crate::explain::Outcome;
+use crate::framework::profile::SchedulerConfig;
+use crate::framework::runtime::Framework;
+use crate::plugins::in_tree_registry;
+use crate::schedule::{ScheduleOptions, schedule};
+use crate::snapshot::{ClusterObjects, PodInfo, Snapshot};
+use crate::testing::{node, pod};
+
+fn explain(objects: ClusterObjects, pending: k8s_openapi::api::core::v1::Pod) -> crate::explain::Explanation {
+    let registry = in_tree_registry();
+    let config = SchedulerConfig::default_config(&registry);
+    let profile = config.profile("default-scheduler").expect("default profile");
+    let fwk = Framework::new(profile, &registry, Arc::new(Snapshot::new(objects))).expect("framework");
+    schedule(&fwk, &PodInfo::new(pending), ScheduleOptions::default())
+}
+
+fn cluster(
+    nodes: Vec<k8s_openapi::api::core::v1::Node>,
+    pods: Vec<k8s_openapi::api::core::v1::Pod>,
+) -> ClusterObjects {
+    ClusterObjects {
+        nodes,
+        pods,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn default_profile_resolves_with_the_in_tree_registry() {
+    let registry = in_tree_registry();
+    let config = SchedulerConfig::default_config(&registry);
+    let p = config.profile("default-scheduler").unwrap();
+    assert_eq!(
+        p.filter,
+        [
+            "NodeName",
+            "NodeUnschedulable",
+            "TaintToleration",
+            "NodeAffinity",
+            "NodePorts",
+            "NodeResourcesFit",
+            "VolumeRestrictions",
+            "NodeVolumeLimits",
+            "VolumeBinding",
+            "VolumeZone",
+            "PodTopologySpread",
+            "InterPodAffinity",
+            "DynamicResources",
+            "NodeDeclaredFeatures",
+        ]
+    );
+    assert_eq!(p.post_filter, ["DynamicResources", "DefaultPreemption"]);
+    let weights: Vec<(&str, i64)> = p.score.iter().map(|(n, w)| (n.as_str(), *w)).collect();
+    assert_eq!(
+        weights,
+        [
+            ("TaintToleration", 3),
+            ("NodeAffinity", 2),
+            ("NodeResourcesFit", 1),
+            ("VolumeBinding", 1),
+            ("PodTopologySpread", 2),
+            ("InterPodAffinity", 2),
+            ("DynamicResources", 2),
+            ("NodeResourcesBalancedAllocation", 1),
+            ("ImageLocality", 1),
+        ]
+    );
+}
+
+#[test]
+fn insufficient_cpu_everywhere_without_victims() {
+    let e = explain(
+        cluster(
+            vec![
+                node("n1").cpu("1").memory("1Gi").obj(),
+                node("n2").cpu("2").memory("1Gi").obj(),
+            ],
+            vec![pod("running").cpu("1500m").node("n2").obj()],
+        ),
+        pod("big").cpu("1500m").obj(),
+    );
+    assert_eq!(e.outcome, Outcome::Unschedulable);
+    // n1 can never hold 1500m (UnschedulableAndUnresolvable since 1.34), so preemption only tries n2,
+    // where no pod has a lower priority.
+    assert_eq!(
+        e.message,
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling."
+    );
+}
+
+#[test]
+fn mixed_reasons_are_counted_and_sorted() {
+    let e = explain(
+        cluster(
+            vec![
+                node("cp")
+                    .cpu("4")
+                    .memory("8Gi")
+                    .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
+                    .obj(),
+                node("cordoned").cpu("4").memory("8Gi").unschedulable().obj(),
+                node("small").cpu("2").memory("8Gi").obj(),
+            ],
+            vec![pod("running").cpu("1").node("small").obj()],
+        ),
+        pod("p").cpu("2").obj(),
+    );
+    assert_eq!(
+        e.message,
+        "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+    );
+    let small = e.nodes.iter().find(|n| n.name == "small").unwrap();
+    assert_eq!(small.plugin.as_deref(), Some("NodeResourcesFit"));
+}
+
+#[test]
+fn preemption_success_is_reported_in_the_message() {
+    let e = explain(
+        cluster(
+            vec![node("n1").cpu("1").memory("1Gi").obj()],
+            vec![pod("low").cpu("800m").priority(0).node("n1").obj()],
+        ),
+        pod("high").cpu("500m").priority(100).obj(),
+    );
+    assert_eq!(
+        e.message,
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement for pod on node n1, preempting 1 victims"
+    );
+    assert_eq!(
+        e.post_filter.as_ref().and_then(|p| p.nominated_node.as_deref()),
+        Some("n1")
+    );
+}
+
+#[test]
+fn fits_on_the_least_allocated_node() {
+    let e = explain(
+        cluster(
+            vec![
+                node("busy").cpu("4").memory("8Gi").obj(),
+                node("idle").cpu("4").memory("8Gi").obj(),
+            ],
+            vec![pod("x").cpu("3").memory("4Gi").node("busy").obj()],
+        ),
+        pod("p").cpu("500m").memory("512Mi").obj(),
+    );
+    assert_eq!(e.outcome, Outcome::Scheduled);
+    assert_eq!(e.message, "");
+    assert_eq!(e.selected, ["idle"]);
+    assert_eq!(e.feasible, ["idle", "busy"]);
+    assert!(!e.tie);
+}
+
+#[test]
+fn equal_nodes_tie() {
+    let e = explain(
+        cluster(
+            vec![
+                node("a").cpu("4").memory("8Gi").obj(),
+                node("b").cpu("4").memory("8Gi").obj(),
+            ],
+            vec![],
+        ),
+        pod("p").cpu("1").obj(),
+    );
+    assert_eq!(e.selected, ["a", "b"]);
+    assert!(e.tie);
+}
+
+#[test]
+fn no_nodes() {
+    let e = explain(cluster(vec![], vec![]), pod("p").obj());
+    assert_eq!(e.message, "no nodes available to schedule pods");
+}
+
+#[test]
+fn missing_pvc_is_a_pre_filter_rejection() {
+    // VolumeRestrictions rejects in PreFilter, so DynamicResources' PreFilter never runs and its PostFilter
+    // fails reading its state: v1.37.1 appends that error ("not found") instead of a preemption verdict.
+    let e = explain(
+        cluster(vec![node("n1").cpu("1").obj()], vec![]),
+        pod("p").pvc("data").obj(),
+    );
+    assert_eq!(
+        e.message,
+        "0/1 nodes are available: persistentvolumeclaim \"data\" not found. not found"
+    );
+}
+
+#[test]
+fn gated_pod_reports_the_gate() {
+    let gated = pod("p")
+        .with(|p| {
+            p.spec.as_mut().unwrap().scheduling_gates =
+                Some(vec![k8s_openapi::api::core::v1::PodSchedulingGate {
+                    name: "example.com/wait".into(),
+                }])
+        })
+        .obj();
+    let e = explain(cluster(vec![node("n1").cpu("1").obj()], vec![]), gated);
+    assert_eq!(e.outcome, Outcome::Gated);
+    assert_eq!(e.message, "waiting for scheduling gates: [example.com/wait]");
+}

@@ -1,0 +1,191 @@
+//! The command line, as clap derive types only: parsing here, meaning in `commands`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap_complete::Shell;
+
+/// kube-scheduler's decisions, explained: why a pod is (or is not) schedulable, on every node, by every
+/// plugin, with the same messages kube-scheduler writes.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl-sched",
+    bin_name = "kubectl-sched",
+    version,
+    max_term_width = 110
+)]
+pub struct Cli {
+    /// Flags shared with kubectl.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// kubectl's global flags (the ones this plugin uses).
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Namespace of the pod (default: the context's namespace; "default" with --from).
+    #[arg(short = 'n', long, global = true, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// All namespaces (explain --all-pending, snapshot).
+    #[arg(short = 'A', long, global = true, conflicts_with = "namespace")]
+    pub all_namespaces: bool,
+    /// Timeout of each API request, e.g. 10s, 1m; 0 waits as long as the client does.
+    #[arg(long, global = true, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
+    pub request_timeout: Duration,
+    /// Log verbosity on stderr: 1 loading summary and warnings, 2 timings.
+    #[arg(
+        short = 'v',
+        long = "v",
+        global = true,
+        value_name = "LEVEL",
+        default_value_t = 0
+    )]
+    pub verbosity: u8,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Why a pod is (or is not) schedulable: the FailedScheduling message, every node, every plugin.
+    Explain(ExplainArgs),
+    /// Save what the engine needs from the cluster as one YAML List (for explain --from).
+    Snapshot(SnapshotArgs),
+    /// Print a shell completion script.
+    Completion {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: Shell,
+    },
+}
+
+/// `explain` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExplainFormat {
+    /// Headline, per-node table and hints.
+    Table,
+    /// The table with one column per score plugin.
+    Wide,
+    /// The explanation as JSON.
+    Json,
+    /// The explanation as YAML.
+    Yaml,
+}
+
+/// `explain`'s arguments.
+#[derive(Debug, Clone, Args)]
+pub struct ExplainArgs {
+    /// The pod (NAME, or pod/NAME).
+    #[arg(required_unless_present_any = ["all_pending", "filename"], conflicts_with_all = ["all_pending", "filename"])]
+    pub pod: Option<String>,
+    /// Read the cluster from a snapshot file (kind: List, YAML or JSON) instead of the API server.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// Evaluate the pod in this file (it does not need to exist): "would it fit?".
+    #[arg(
+        short = 'f',
+        long = "filename",
+        value_name = "POD.yaml",
+        conflicts_with = "all_pending"
+    )]
+    pub filename: Option<PathBuf>,
+    /// A KubeSchedulerConfiguration (default: kube-scheduler's default profile).
+    #[arg(long, value_name = "KSC.yaml")]
+    pub config: Option<PathBuf>,
+    /// The profile (schedulerName) to use instead of the pod's spec.schedulerName.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Show this node's filter verdicts and scores plugin by plugin.
+    #[arg(long, value_name = "NODE", conflicts_with = "all_pending")]
+    pub node: Option<String>,
+    /// One line per pending pod (of -n NS, or every namespace with -A).
+    #[arg(long)]
+    pub all_pending: bool,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = ExplainFormat::Table)]
+    pub output: ExplainFormat,
+}
+
+/// `snapshot`'s arguments.
+#[derive(Debug, Clone, Args)]
+pub struct SnapshotArgs {
+    /// Write to FILE instead of stdout (a .json name writes JSON, faster to load for big clusters).
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// Parses kubectl's `--request-timeout`: a bare number of seconds, or Go durations like `1m30s`,
+/// `500ms`, `2h`.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return Ok(Duration::from_secs(secs));
+    }
+    let invalid = || format!("invalid duration {text:?}: use e.g. 30s, 1m, 1m30s, 500ms or 0");
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(invalid)?;
+        if digits == 0 {
+            return Err(invalid());
+        }
+        let value: f64 = rest[..digits].parse().map_err(|_| invalid())?;
+        rest = &rest[digits..];
+        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return Err(invalid()),
+        };
+        rest = &rest[unit_len..];
+        total += Duration::try_from_secs_f64(value * seconds).map_err(|_| invalid())?;
+    }
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn durations_parse_like_kubectl() {
+        for (text, want) in [
+            ("0", Duration::ZERO),
+            ("10", Duration::from_secs(10)),
+            ("30s", Duration::from_secs(30)),
+            ("1m30s", Duration::from_secs(90)),
+            ("500ms", Duration::from_millis(500)),
+            ("2h", Duration::from_secs(7200)),
+            ("1.5s", Duration::from_millis(1500)),
+        ] {
+            assert_eq!(parse_duration(text), Ok(want), "{text}");
+        }
+        for bad in ["", "s", "10x", "1m30", "-1s"] {
+            assert!(parse_duration(bad).is_err(), "{bad}");
+        }
+    }
+}

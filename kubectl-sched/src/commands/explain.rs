@@ -1,0 +1,754 @@
+//! `explain`: resolves the pod and the profile, loads the cluster, evaluates the pod with sched-core
+//! and gathers what the output shows (bound-pod check, hints, one node in detail).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Pod, Toleration};
+use sched_core::explain::{Explanation, NodeExplanation, Outcome, ScoreView};
+use sched_core::framework::cycle_state::CycleState;
+use sched_core::framework::profile::{ProfileError, SchedulerConfig};
+use sched_core::framework::runtime::{Framework, FrameworkError, PluginFactory, ResolvedProfile};
+use sched_core::plugins::in_tree_registry;
+use sched_core::schedule::{ScheduleOptions, schedule, schedule_cycle};
+use sched_core::snapshot::is_terminal;
+use sched_core::{ClusterObjects, Code, PodInfo, Snapshot};
+use serde::Serialize;
+
+use super::filters::{AllFilters, Verdict};
+use super::hints::{Hint, HintInput, hints};
+use super::load::{LoadError, Loaded, load};
+use crate::cli::{ExplainArgs, GlobalArgs};
+
+/// Why `explain` could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ExplainError {
+    /// The cluster could not be loaded.
+    #[error(transparent)]
+    Load(Box<LoadError>),
+    /// `--config` could not be loaded.
+    #[error("scheduler configuration {0}")]
+    Config(#[from] ProfileError),
+    /// No such pod.
+    #[error("pod \"{name}\" not found in namespace \"{namespace}\" ({origin})")]
+    PodNotFound {
+        /// The namespace looked in.
+        namespace: String,
+        /// The pod name.
+        name: String,
+        /// The file or API server.
+        origin: String,
+    },
+    /// The pod has finished: kube-scheduler never looks at it.
+    #[error("pod {key} has phase {phase}: kube-scheduler does not schedule finished pods")]
+    TerminalPod {
+        /// `namespace/name`.
+        key: String,
+        /// Succeeded or Failed.
+        phase: String,
+    },
+    /// `-f` does not hold exactly one pod, or the pod cannot be admitted.
+    #[error("{path}: {message}")]
+    PodFile {
+        /// The file.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// No profile for the pod's schedulerName (or `--profile`).
+    #[error("{what} {name:?}: no such profile in {config} (profiles: {known})")]
+    ProfileNotFound {
+        /// "--profile", or "pod ns/name: schedulerName".
+        what: String,
+        /// The scheduler name.
+        name: String,
+        /// The configuration's origin.
+        config: String,
+        /// The profiles there are.
+        known: String,
+    },
+    /// The profile's plugins could not be built.
+    #[error("profile {profile:?}: {source}")]
+    Framework {
+        /// The profile.
+        profile: String,
+        /// Why.
+        #[source]
+        source: FrameworkError,
+    },
+    /// `--node` names no node of the snapshot.
+    #[error("node \"{node}\" not found ({origin})")]
+    NodeNotFound {
+        /// The node.
+        node: String,
+        /// The file or API server.
+        origin: String,
+    },
+}
+
+impl From<LoadError> for ExplainError {
+    fn from(e: LoadError) -> Self {
+        ExplainError::Load(Box::new(e))
+    }
+}
+
+/// For a pod that is already bound: is its node still a good place for it?
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BoundCheck {
+    /// The node it is bound to.
+    pub node: String,
+    /// False when that node is no longer in the cluster.
+    pub node_exists: bool,
+    /// The node still passes every filter.
+    pub still_feasible: bool,
+    /// The node is (one of) the top-scoring node(s).
+    pub still_best: bool,
+    /// The node's score now.
+    pub score: Option<i64>,
+}
+
+/// Where one filter's verdict in the node detail comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reach {
+    /// kube-scheduler runs it on this node (this is its verdict).
+    Ran,
+    /// kube-scheduler stops before it (an earlier filter rejected the node); shown for information.
+    NotReached,
+    /// Its PreFilter returned Skip: kube-scheduler does not run it for this pod.
+    Skipped,
+}
+
+/// One filter in the node detail.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FilterRow {
+    /// The plugin.
+    pub plugin: String,
+    /// Whether kube-scheduler reaches it.
+    pub reach: Reach,
+    /// Its code (null when skipped).
+    pub code: Option<Code>,
+    /// Its reasons.
+    pub reasons: Vec<String>,
+}
+
+/// One score plugin in the node detail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ScoreRow {
+    /// The plugin.
+    pub plugin: String,
+    /// Its weight in the profile.
+    pub weight: i64,
+    /// Its contribution (null when it did not score this pod, or the node is infeasible).
+    pub score: Option<ScoreView>,
+}
+
+/// `--node`: one node, plugin by plugin.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeDetail {
+    /// The node's entry in the explanation.
+    pub node: NodeExplanation,
+    /// Every filter of the profile, in order (empty when PreFilter rejected the pod).
+    pub filters: Vec<FilterRow>,
+    /// Every score plugin of the profile, in order.
+    pub scores: Vec<ScoreRow>,
+}
+
+/// What `explain POD` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExplainReport {
+    /// The engine's explanation (the JSON contract's fields).
+    #[serde(flatten)]
+    pub explanation: Explanation,
+    /// For a bound pod: how its node compares now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound: Option<BoundCheck>,
+    /// Hints.
+    pub hints: Vec<Hint>,
+    /// `--node`'s detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_detail: Option<NodeDetail>,
+    /// For a gated pod: the evaluation once its gates are removed (the table shows this one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub once_ungated: Option<Explanation>,
+    /// The profile's score plugins and weights (the wide table's columns).
+    #[serde(skip)]
+    pub score_plugins: Vec<(String, i64)>,
+}
+
+/// One pending pod of `--all-pending`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum PendingEntry {
+    /// Evaluated with its profile.
+    Evaluated(Box<Explanation>),
+    /// No profile of the configuration handles its schedulerName.
+    NotHandled {
+        /// `namespace/name`.
+        pod: String,
+        /// Its schedulerName.
+        scheduler_name: String,
+    },
+}
+
+/// What `explain` produced.
+#[derive(Debug)]
+pub enum ExplainResult {
+    /// One pod.
+    One(Box<ExplainReport>),
+    /// `--all-pending` (in `namespace/name` order); `scope` says which namespaces were looked at.
+    AllPending {
+        /// The pods.
+        entries: Vec<PendingEntry>,
+        /// "namespace X" or "any namespace".
+        scope: String,
+    },
+}
+
+/// The answer plus what to tell the user on stderr.
+#[derive(Debug)]
+pub struct ExplainOutput {
+    /// The answer.
+    pub result: ExplainResult,
+    /// Always shown.
+    pub warnings: Vec<String>,
+    /// Shown with `-v 1`.
+    pub notes: Vec<String>,
+}
+
+struct Engine {
+    registry: BTreeMap<&'static str, PluginFactory>,
+    config: SchedulerConfig,
+    config_origin: String,
+}
+
+impl Engine {
+    fn new(config: Option<&Path>) -> Result<Engine, ExplainError> {
+        let registry = in_tree_registry();
+        let (config, config_origin) = match config {
+            Some(path) => (
+                SchedulerConfig::from_file(path, &registry)?,
+                path.display().to_string(),
+            ),
+            None => (
+                SchedulerConfig::default_config(&registry),
+                "the default configuration".to_string(),
+            ),
+        };
+        Ok(Engine {
+            registry,
+            config,
+            config_origin,
+        })
+    }
+
+    fn options(&self, trace_filters: bool) -> ScheduleOptions {
+        ScheduleOptions {
+            global_percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score,
+            trace_filters,
+        }
+    }
+
+    fn profile(&self, name: &str, what: impl FnOnce() -> String) -> Result<&ResolvedProfile, ExplainError> {
+        self.config
+            .profile(name)
+            .ok_or_else(|| ExplainError::ProfileNotFound {
+                what: what(),
+                name: name.to_string(),
+                config: self.config_origin.clone(),
+                known: self
+                    .config
+                    .profiles
+                    .iter()
+                    .map(|p| p.scheduler_name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+    }
+
+    fn framework(
+        &self,
+        profile: &ResolvedProfile,
+        snapshot: Arc<Snapshot>,
+    ) -> Result<Framework, ExplainError> {
+        Framework::new(profile, &self.registry, snapshot).map_err(|source| ExplainError::Framework {
+            profile: profile.scheduler_name.clone(),
+            source,
+        })
+    }
+}
+
+/// Runs `explain`.
+pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, ExplainError> {
+    let engine = Engine::new(args.config.as_deref())?;
+    let loaded = load(global, args.from.as_deref(), None)?;
+    let Loaded {
+        objects,
+        origin,
+        default_namespace,
+        warnings,
+        notes,
+    } = loaded;
+    let namespace = global.namespace.clone().unwrap_or(default_namespace);
+    let result = if args.all_pending {
+        let scope = (!global.all_namespaces).then_some(namespace.as_str());
+        all_pending(&engine, objects, scope)?
+    } else {
+        ExplainResult::One(Box::new(explain_one(
+            &engine, args, objects, &namespace, &origin,
+        )?))
+    };
+    Ok(ExplainOutput {
+        result,
+        warnings,
+        notes,
+    })
+}
+
+/// `pod/NAME`, `pods/NAME` and `po/NAME` name a pod as kubectl accepts them.
+fn pod_name(arg: &str) -> &str {
+    for prefix in ["pod/", "pods/", "po/"] {
+        if let Some(rest) = arg.strip_prefix(prefix) {
+            return rest;
+        }
+    }
+    arg
+}
+
+fn take_pod(objects: &mut ClusterObjects, namespace: &str, name: &str) -> Option<Pod> {
+    let idx = objects.pods.iter().position(|p| {
+        p.metadata.namespace.as_deref().unwrap_or("default") == namespace
+            && p.metadata.name.as_deref() == Some(name)
+    })?;
+    Some(objects.pods.remove(idx))
+}
+
+fn explain_one(
+    engine: &Engine,
+    args: &ExplainArgs,
+    mut objects: ClusterObjects,
+    namespace: &str,
+    origin: &str,
+) -> Result<ExplainReport, ExplainError> {
+    let mut pod = match (&args.filename, &args.pod) {
+        (Some(path), _) => {
+            let pod = read_pod_file(path, namespace, &objects)?;
+            let ns = pod.metadata.namespace.clone().unwrap_or_default();
+            let name = pod.metadata.name.clone().unwrap_or_default();
+            // The file's pod replaces one of the same name, as if it were created instead.
+            take_pod(&mut objects, &ns, &name);
+            pod
+        }
+        (None, Some(arg)) => {
+            let name = pod_name(arg);
+            let pod = take_pod(&mut objects, namespace, name).ok_or_else(|| ExplainError::PodNotFound {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                origin: origin.to_string(),
+            })?;
+            if is_terminal(&pod) {
+                return Err(ExplainError::TerminalPod {
+                    key: format!("{namespace}/{name}"),
+                    phase: pod
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.phase.clone())
+                        .unwrap_or_default(),
+                });
+            }
+            pod
+        }
+        // clap requires POD unless -f or --all-pending.
+        (None, None) => {
+            return Err(ExplainError::PodFile {
+                path: "-".into(),
+                message: "no pod given".into(),
+            });
+        }
+    };
+
+    // A bound pod is evaluated as if it were pending: off its node, not yet nominated anywhere.
+    let bound_node = pod
+        .spec
+        .as_mut()
+        .and_then(|s| s.node_name.take())
+        .filter(|n| !n.is_empty());
+    if bound_node.is_some()
+        && let Some(status) = pod.status.as_mut()
+    {
+        status.nominated_node_name = None;
+    }
+
+    let snapshot = Arc::new(Snapshot::new(objects));
+    let info = PodInfo::new(pod);
+    let profile_name = args
+        .profile
+        .clone()
+        .unwrap_or_else(|| info.scheduler_name().to_string());
+    let profile = engine.profile(&profile_name, || match args.profile {
+        Some(_) => "--profile".to_string(),
+        None => format!("pod {}: schedulerName", info.key()),
+    })?;
+    if let Some(node) = &args.node
+        && snapshot.node(node).is_none()
+    {
+        return Err(ExplainError::NodeNotFound {
+            node: node.clone(),
+            origin: origin.to_string(),
+        });
+    }
+    let fwk = engine.framework(profile, snapshot.clone())?;
+    let filters = AllFilters::new(profile, &engine.registry, snapshot.clone()).map_err(|source| {
+        ExplainError::Framework {
+            profile: profile.scheduler_name.clone(),
+            source,
+        }
+    })?;
+
+    let cycle = schedule_cycle(&fwk, &info, engine.options(true));
+    let explanation = cycle.explanation;
+    // A gated pod is explained as it would be once ungated; hints and the table use that evaluation.
+    let (once_ungated, basis_state, basis_pod) = if explanation.outcome == Outcome::Gated {
+        let mut ungated = (*info.pod).clone();
+        if let Some(spec) = ungated.spec.as_mut() {
+            spec.scheduling_gates = None;
+        }
+        let ungated = PodInfo::new(ungated);
+        let c = schedule_cycle(&fwk, &ungated, engine.options(true));
+        (Some(c.explanation), c.state, ungated)
+    } else {
+        (None, cycle.state, info.clone())
+    };
+    let basis = once_ungated.as_ref().unwrap_or(&explanation);
+
+    let hints = hints(&HintInput {
+        explanation: basis,
+        state: &basis_state,
+        pod: &basis_pod,
+        snapshot: &snapshot,
+        filters: &filters,
+    });
+    let bound = bound_node.map(|node| bound_check(basis, &snapshot, node));
+    let node_detail = args
+        .node
+        .as_deref()
+        .and_then(|name| node_detail(basis, &fwk, &filters, &basis_state, &basis_pod, &snapshot, name));
+    Ok(ExplainReport {
+        score_plugins: fwk
+            .score_plugin_names()
+            .into_iter()
+            .map(|(n, w)| (n.to_string(), w))
+            .collect(),
+        explanation,
+        bound,
+        hints,
+        node_detail,
+        once_ungated,
+    })
+}
+
+fn bound_check(e: &Explanation, snapshot: &Snapshot, node: String) -> BoundCheck {
+    let entry = e.nodes.iter().find(|n| n.name == node);
+    BoundCheck {
+        node_exists: snapshot.node(&node).is_some(),
+        still_feasible: entry.is_some_and(|n| n.feasible),
+        still_best: e.selected.contains(&node),
+        score: entry.and_then(|n| n.score),
+        node,
+    }
+}
+
+fn node_detail(
+    e: &Explanation,
+    fwk: &Framework,
+    filters: &AllFilters,
+    state: &CycleState,
+    pod: &PodInfo,
+    snapshot: &Snapshot,
+    name: &str,
+) -> Option<NodeDetail> {
+    let entry = e.nodes.iter().find(|n| n.name == name)?.clone();
+    let rows = if e.pre_filter_message.is_some() {
+        Vec::new()
+    } else {
+        let node = snapshot.node(name)?;
+        let traced: HashMap<&str, _> = entry.filters.iter().map(|f| (&*f.plugin, f)).collect();
+        filters
+            .run(state, pod, node)
+            .into_iter()
+            .map(|(plugin, verdict)| match (traced.get(plugin), verdict) {
+                (_, Verdict::Skipped) => FilterRow {
+                    plugin: plugin.to_string(),
+                    reach: Reach::Skipped,
+                    code: None,
+                    reasons: Vec::new(),
+                },
+                (Some(t), _) => FilterRow {
+                    plugin: plugin.to_string(),
+                    reach: Reach::Ran,
+                    code: Some(t.code),
+                    reasons: t.reasons.clone(),
+                },
+                (None, Verdict::Ran(s)) => FilterRow {
+                    plugin: plugin.to_string(),
+                    reach: Reach::NotReached,
+                    code: Some(s.code()),
+                    reasons: s.reasons().to_vec(),
+                },
+            })
+            .collect()
+    };
+    let scores = fwk
+        .score_plugin_names()
+        .into_iter()
+        .map(|(plugin, weight)| ScoreRow {
+            plugin: plugin.to_string(),
+            weight,
+            score: entry.scores.get(plugin).cloned(),
+        })
+        .collect();
+    Some(NodeDetail {
+        node: entry,
+        filters: rows,
+        scores,
+    })
+}
+
+fn all_pending(
+    engine: &Engine,
+    objects: ClusterObjects,
+    namespace: Option<&str>,
+) -> Result<ExplainResult, ExplainError> {
+    let snapshot = Arc::new(Snapshot::new(objects));
+    let mut pending: Vec<Arc<PodInfo>> = snapshot
+        .pending_pods
+        .iter()
+        .filter(|p| namespace.is_none_or(|ns| p.namespace() == ns))
+        .cloned()
+        .collect();
+    pending.sort_by_key(|p| p.key());
+    let mut frameworks: HashMap<String, Option<Framework>> = HashMap::new();
+    let mut entries = Vec::with_capacity(pending.len());
+    for pod in pending {
+        let scheduler = pod.scheduler_name().to_string();
+        if !frameworks.contains_key(&scheduler) {
+            let fwk = match engine.config.profile(&scheduler) {
+                Some(profile) => Some(engine.framework(profile, snapshot.clone())?),
+                None => None,
+            };
+            frameworks.insert(scheduler.clone(), fwk);
+        }
+        match frameworks.get(&scheduler).and_then(Option::as_ref) {
+            Some(fwk) => entries.push(PendingEntry::Evaluated(Box::new(schedule(
+                fwk,
+                &pod,
+                engine.options(false),
+            )))),
+            None => entries.push(PendingEntry::NotHandled {
+                pod: pod.key(),
+                scheduler_name: scheduler,
+            }),
+        }
+    }
+    Ok(ExplainResult::AllPending {
+        entries,
+        scope: match namespace {
+            Some(ns) => format!("namespace \"{ns}\""),
+            None => "any namespace".to_string(),
+        },
+    })
+}
+
+/// Reads `-f`'s pod and applies what the API server's defaulting and default admission plugins
+/// would before kube-scheduler sees it.
+fn read_pod_file(path: &Path, namespace: &str, objects: &ClusterObjects) -> Result<Pod, ExplainError> {
+    let (file_objects, _) = sched_core::snapshot::load_file(path).map_err(LoadError::from)?;
+    let invalid = |message: String| ExplainError::PodFile {
+        path: path.display().to_string(),
+        message,
+    };
+    let mut pods = file_objects.pods;
+    if pods.len() != 1 {
+        return Err(invalid(format!("expected exactly one Pod, found {}", pods.len())));
+    }
+    let mut pod = pods.remove(0);
+    if pod.metadata.name.as_deref().unwrap_or("").is_empty() {
+        let generated = pod
+            .metadata
+            .generate_name
+            .as_deref()
+            .map(|g| format!("{g}xxxxx"))
+            .ok_or_else(|| invalid("the Pod has neither metadata.name nor metadata.generateName".into()))?;
+        pod.metadata.name = Some(generated);
+    }
+    if pod.metadata.namespace.as_deref().unwrap_or("").is_empty() {
+        pod.metadata.namespace = Some(namespace.to_string());
+    }
+    if pod.metadata.uid.as_deref().unwrap_or("").is_empty() {
+        // The API server assigns one; without it the pod would count as every uid-less pod (nominated
+        // pods are told apart from the pod being scheduled by uid).
+        pod.metadata.uid = Some(format!("kubectl-sched-file-{}", path.display()));
+    }
+    admit(&mut pod, objects).map_err(invalid)?;
+    Ok(pod)
+}
+
+/// The parts of API defaulting and admission that change scheduling: requests default to limits,
+/// host-network ports are host ports, the Priority admission plugin resolves the priority class, and
+/// DefaultTolerationSeconds adds the not-ready/unreachable tolerations.
+fn admit(pod: &mut Pod, objects: &ClusterObjects) -> Result<(), String> {
+    let Some(spec) = pod.spec.as_mut() else {
+        return Err("the Pod has no spec".into());
+    };
+    let host_network = spec.host_network.unwrap_or(false);
+    for c in spec
+        .containers
+        .iter_mut()
+        .chain(spec.init_containers.iter_mut().flatten())
+    {
+        if let Some(resources) = c.resources.as_mut()
+            && let Some(limits) = resources.limits.clone()
+        {
+            let requests = resources.requests.get_or_insert_with(Default::default);
+            for (name, q) in limits {
+                requests.entry(name).or_insert(q);
+            }
+        }
+        if host_network {
+            for port in c.ports.iter_mut().flatten() {
+                if port.host_port.unwrap_or(0) == 0 {
+                    port.host_port = Some(port.container_port);
+                }
+            }
+        }
+    }
+    if let Some(resources) = spec.resources.as_mut()
+        && let Some(limits) = resources.limits.clone()
+    {
+        let requests = resources.requests.get_or_insert_with(Default::default);
+        for (name, q) in limits {
+            requests.entry(name).or_insert(q);
+        }
+    }
+    if spec.scheduler_name.as_deref().unwrap_or("").is_empty() {
+        spec.scheduler_name = Some(sched_core::framework::profile::DEFAULT_SCHEDULER_NAME.to_string());
+    }
+    if spec.priority.is_none() {
+        let class = match spec.priority_class_name.as_deref().filter(|c| !c.is_empty()) {
+            Some(name) => Some(
+                objects
+                    .priority_classes
+                    .iter()
+                    .find(|pc| pc.metadata.name.as_deref() == Some(name))
+                    .map(|pc| pc.value.unwrap_or(0))
+                    .or_else(|| builtin_priority(name))
+                    .ok_or_else(|| format!("no PriorityClass with name {name} was found"))?,
+            ),
+            None => objects
+                .priority_classes
+                .iter()
+                .find(|pc| pc.global_default == Some(true))
+                .map(|pc| pc.value.unwrap_or(0)),
+        };
+        spec.priority = Some(class.unwrap_or(0));
+    }
+    let tolerations = spec.tolerations.get_or_insert_with(Vec::new);
+    for key in ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"] {
+        let covered = tolerations.iter().any(|t| {
+            let effect = t.effect.as_deref().unwrap_or("");
+            (effect.is_empty() || effect == "NoExecute")
+                && (t.key.as_deref() == Some(key)
+                    || (t.key.is_none() && t.operator.as_deref() == Some("Exists")))
+        });
+        if !covered {
+            tolerations.push(Toleration {
+                key: Some(key.to_string()),
+                operator: Some("Exists".to_string()),
+                effect: Some("NoExecute".to_string()),
+                toleration_seconds: Some(300),
+                value: None,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The two priority classes every cluster has even when a snapshot omits them.
+fn builtin_priority(name: &str) -> Option<i32> {
+    match name {
+        "system-cluster-critical" => Some(2_000_000_000),
+        "system-node-critical" => Some(2_000_001_000),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+
+    fn pod_with(spec: PodSpec) -> Pod {
+        Pod {
+            spec: Some(spec),
+            ..Pod::default()
+        }
+    }
+
+    #[test]
+    fn admission_defaults_requests_priority_and_tolerations() {
+        let limits = BTreeMap::from([("cpu".to_string(), Quantity("2".into()))]);
+        let mut pod = pod_with(PodSpec {
+            containers: vec![Container {
+                name: "c".into(),
+                resources: Some(ResourceRequirements {
+                    limits: Some(limits),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }],
+            priority_class_name: Some("system-node-critical".into()),
+            ..Default::default()
+        });
+        admit(&mut pod, &ClusterObjects::default()).unwrap();
+        let spec = pod.spec.unwrap();
+        let requests = spec.containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.clone())
+            .unwrap();
+        assert_eq!(requests.get("cpu"), Some(&Quantity("2".into())));
+        assert_eq!(spec.priority, Some(2_000_001_000));
+        assert_eq!(spec.scheduler_name.as_deref(), Some("default-scheduler"));
+        let keys: Vec<_> = spec
+            .tolerations
+            .unwrap()
+            .iter()
+            .map(|t| t.key.clone().unwrap_or_default())
+            .collect();
+        assert_eq!(
+            keys,
+            ["node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"]
+        );
+    }
+
+    #[test]
+    fn unknown_priority_class_is_refused_like_the_api_server() {
+        let mut pod = pod_with(PodSpec {
+            priority_class_name: Some("gold".into()),
+            ..Default::default()
+        });
+        assert_eq!(
+            admit(&mut pod, &ClusterObjects::default()),
+            Err("no PriorityClass with name gold was found".to_string())
+        );
+    }
+
+    #[test]
+    fn pod_names_accept_kubectl_prefixes() {
+        assert_eq!(pod_name("pod/web"), "web");
+        assert_eq!(pod_name("pods/web"), "web");
+        assert_eq!(pod_name("web"), "web");
+    }
+}

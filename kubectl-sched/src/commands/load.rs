@@ -1,0 +1,246 @@
+//! Where the cluster comes from: a snapshot file (`--from`), or the API server through a kubeconfig,
+//! its context and kubectl's request timeout.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use sched_core::ClusterObjects;
+use sched_core::snapshot::kube::{ApiLoadError, ApiLoadOptions, load_from_api};
+
+use crate::cli::GlobalArgs;
+
+/// Why the cluster could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The snapshot file is missing, unreadable or malformed (the message names the file and line).
+    #[error(transparent)]
+    File(Box<sched_core::snapshot::LoadError>),
+    /// The kubeconfig could not be read or used.
+    #[error("kubeconfig {origin}: {source}")]
+    Kubeconfig {
+        /// The file (or `$KUBECONFIG`, or the default path).
+        origin: String,
+        /// What went wrong.
+        #[source]
+        source: KubeconfigError,
+    },
+    /// No kubeconfig, and not running inside a cluster.
+    #[error(
+        "no kubeconfig found ({origin}) and not running in a cluster ({in_cluster}); use --kubeconfig, \
+         $KUBECONFIG, or --from FILE"
+    )]
+    NoConfig {
+        /// Where a kubeconfig was looked for.
+        origin: String,
+        /// Why the in-cluster configuration failed.
+        in_cluster: String,
+    },
+    /// The client could not be built (TLS material, proxy, ...).
+    #[error("creating a client for {server}: {source}")]
+    Client {
+        /// The API server URL.
+        server: String,
+        /// The client error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Listing a required kind failed.
+    #[error("{server}: {source}")]
+    Api {
+        /// The API server URL.
+        server: String,
+        /// Which kind and why.
+        #[source]
+        source: ApiLoadError,
+    },
+    /// The async runtime could not start.
+    #[error("starting the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+impl From<sched_core::snapshot::LoadError> for LoadError {
+    fn from(e: sched_core::snapshot::LoadError) -> Self {
+        LoadError::File(Box::new(e))
+    }
+}
+
+/// A connection to the API server: a client and the runtime that drives it.
+pub struct Cluster {
+    runtime: tokio::runtime::Runtime,
+    client: kube::Client,
+    /// The API server URL (for messages).
+    pub server: String,
+    /// The context's namespace ("default" when it names none).
+    pub default_namespace: String,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("server", &self.server)
+            .field("default_namespace", &self.default_namespace)
+            .finish_non_exhaustive()
+    }
+}
+
+fn install_crypto_provider() {
+    // kube's rustls client needs a process-wide provider; a second install is a harmless no-op.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+impl Cluster {
+    /// Connects as kubectl would: `--kubeconfig`, else `$KUBECONFIG`, else `~/.kube/config`, else the
+    /// in-cluster service account; `--context` picks the context.
+    pub fn connect(global: &GlobalArgs) -> Result<Cluster, LoadError> {
+        install_crypto_provider();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(LoadError::Runtime)?;
+        let options = KubeConfigOptions {
+            context: global.context.clone(),
+            ..KubeConfigOptions::default()
+        };
+        let mut config = runtime.block_on(resolve_config(global.kubeconfig.as_deref(), &options))?;
+        if global.request_timeout > Duration::ZERO {
+            config.connect_timeout = Some(global.request_timeout);
+            config.read_timeout = Some(global.request_timeout);
+            config.write_timeout = Some(global.request_timeout);
+        }
+        let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
+        let default_namespace = config.default_namespace.clone();
+        let client = {
+            // Building a client spawns its buffer task, which needs the runtime's context.
+            let _guard = runtime.enter();
+            kube::Client::try_from(config).map_err(|source| LoadError::Client {
+                server: server.clone(),
+                source,
+            })?
+        };
+        Ok(Cluster {
+            runtime,
+            client,
+            server,
+            default_namespace,
+        })
+    }
+
+    /// Lists everything the engine needs (optional kinds that may not be listed become warnings).
+    pub fn load(&self, namespace: Option<&str>) -> Result<(ClusterObjects, Vec<String>), LoadError> {
+        let options = ApiLoadOptions {
+            namespace: namespace.map(str::to_string),
+            ..ApiLoadOptions::default()
+        };
+        self.runtime
+            .block_on(load_from_api(&self.client, &options))
+            .map_err(|source| LoadError::Api {
+                server: self.server.clone(),
+                source,
+            })
+    }
+}
+
+fn default_kubeconfig_origin() -> String {
+    match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
+        Some(v) => format!("$KUBECONFIG={}", v.to_string_lossy()),
+        None => "~/.kube/config".to_string(),
+    }
+}
+
+fn default_kubeconfig_exists() -> bool {
+    if std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty()) {
+        return true;
+    }
+    std::env::var_os("HOME")
+        .map(|home| PathBuf::from(home).join(".kube").join("config"))
+        .is_some_and(|p| p.exists())
+}
+
+async fn resolve_config(
+    explicit: Option<&Path>,
+    options: &KubeConfigOptions,
+) -> Result<kube::Config, LoadError> {
+    if let Some(path) = explicit {
+        let origin = path.display().to_string();
+        let wrap = |source| LoadError::Kubeconfig {
+            origin: origin.clone(),
+            source,
+        };
+        let kubeconfig = Kubeconfig::read_from(path).map_err(wrap)?;
+        return kube::Config::from_custom_kubeconfig(kubeconfig, options)
+            .await
+            .map_err(wrap);
+    }
+    if default_kubeconfig_exists() || options.context.is_some() {
+        return kube::Config::from_kubeconfig(options)
+            .await
+            .map_err(|source| LoadError::Kubeconfig {
+                origin: default_kubeconfig_origin(),
+                source,
+            });
+    }
+    kube::Config::incluster().map_err(|e| LoadError::NoConfig {
+        origin: default_kubeconfig_origin(),
+        in_cluster: e.to_string(),
+    })
+}
+
+/// The cluster objects and where they came from.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The (pruned) objects.
+    pub objects: ClusterObjects,
+    /// `FILE` or the API server URL, for messages.
+    pub origin: String,
+    /// The namespace to use when none is given.
+    pub default_namespace: String,
+    /// Warnings always shown (optional kinds the API server would not list).
+    pub warnings: Vec<String>,
+    /// Shown with `-v 1`: what was read, and kinds skipped as irrelevant to scheduling.
+    pub notes: Vec<String>,
+}
+
+/// Loads from `--from FILE` or the API server (all namespaces unless `namespace` restricts them).
+pub fn load(global: &GlobalArgs, from: Option<&Path>, namespace: Option<&str>) -> Result<Loaded, LoadError> {
+    let started = Instant::now();
+    match from {
+        Some(path) => {
+            let (objects, report) = sched_core::snapshot::load_file(path)?;
+            let summary = format!(
+                "read {} object(s) from {} ({}, {} document(s)) in {:.0} ms",
+                report.objects,
+                path.display(),
+                report.format,
+                report.documents,
+                started.elapsed().as_secs_f64() * 1000.0
+            );
+            let mut notes = vec![summary];
+            notes.extend(report.warnings());
+            Ok(Loaded {
+                objects,
+                origin: path.display().to_string(),
+                default_namespace: "default".to_string(),
+                warnings: Vec::new(),
+                notes,
+            })
+        }
+        None => {
+            let cluster = Cluster::connect(global)?;
+            let (objects, warnings) = cluster.load(namespace)?;
+            let summary = format!(
+                "listed {} object(s) from {} in {:.0} ms",
+                objects.len(),
+                cluster.server,
+                started.elapsed().as_secs_f64() * 1000.0
+            );
+            Ok(Loaded {
+                objects,
+                origin: cluster.server.clone(),
+                default_namespace: cluster.default_namespace.clone(),
+                warnings,
+                notes: vec![summary],
+            })
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! The subcommands: resolve arguments, load the cluster, call sched-core. They return data; `output`
+//! renders it and `main` prints it.
+
+pub mod explain;
+pub mod filters;
+pub mod hints;
+pub mod load;
+pub mod snapshot;

@@ -1,0 +1,684 @@
+//! The built binary, run on examples/cluster.yaml and on temporary files: what users see, what
+//! programs parse, and how errors end (one line, exit 1; usage errors exit 2).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_kubectl-sched");
+
+fn example() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join("examples")
+        .join("cluster.yaml")
+}
+
+/// The FailedScheduling message kube-scheduler v1.37.1 writes for shop/report-builder on this cluster
+/// (checked against the real scheduler with the same objects).
+const REPORT_BUILDER_MESSAGE: &str = "0/5 nodes are available: 1 Insufficient memory, 1 node(s) were \
+     unschedulable, 2 Insufficient cpu, 2 node(s) had untolerated taint(s). preemption: 0/5 nodes are \
+     available: 1 No preemption victims found for incoming pod, 4 Preemption is not helpful for scheduling.";
+
+fn run(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        // Nothing here may depend on the machine's kubeconfig.
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("running kubectl-sched")
+}
+
+fn run_example(args: &[&str]) -> Output {
+    let file = example();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--from", file.to_str().expect("utf-8 path")]);
+    run(&all)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn ok(o: Output) -> String {
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    stdout(&o)
+}
+
+fn json(o: Output) -> Value {
+    let text = ok(o);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}
+
+/// Exit code 1 and exactly one line on stderr, starting with `error: `; returns that line.
+fn one_line_error(o: &Output) -> String {
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "stdout: {} stderr: {}",
+        stdout(o),
+        stderr(o)
+    );
+    let err = stderr(o);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line: {err:?}");
+    assert!(lines[0].starts_with("error: "), "{err:?}");
+    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err:?}");
+    lines[0].to_string()
+}
+
+fn temp_file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("writing temp file");
+    (dir, path)
+}
+
+#[test]
+fn unschedulable_pod_gets_the_exact_failed_scheduling_message_as_headline() {
+    let out = ok(run_example(&["explain", "report-builder", "-n", "shop"]));
+    let mut lines = out.lines();
+    assert_eq!(
+        lines.next(),
+        Some("shop/report-builder cannot be scheduled (profile default-scheduler, 5 nodes):")
+    );
+    assert_eq!(lines.next(), Some(format!("  {REPORT_BUILDER_MESSAGE}").as_str()));
+    // The table: feasible first, then by name; header first.
+    let table: Vec<&str> = out.lines().skip(3).take_while(|l| !l.is_empty()).collect();
+    assert!(
+        table[0].starts_with("NODE") && table[0].ends_with("SCORE"),
+        "{}",
+        table[0]
+    );
+    let names: Vec<&str> = table[1..]
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "control-plane",
+            "gpu-1",
+            "worker-big",
+            "worker-cordoned",
+            "worker-small"
+        ]
+    );
+    let worker_big = table.iter().find(|l| l.starts_with("worker-big")).unwrap();
+    let cells: Vec<&str> = worker_big
+        .split("   ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            "worker-big",
+            "Unschedulable",
+            "NodeResourcesFit",
+            "Insufficient cpu",
+            "-"
+        ]
+    );
+}
+
+#[test]
+fn hints_give_the_shortfall_and_the_toleration() {
+    let out = ok(run_example(&["explain", "report-builder", "-n", "shop"]));
+    assert!(
+        out.contains("  - worker-big needs 500m more cpu (requests 3, 2500m free)\n"),
+        "{out}"
+    );
+    let gpu_hint = [
+        "  - gpu-1 has untolerated taint nvidia.com/gpu=present:NoSchedule; with this toleration, gpu-1 then \
+         passes every other filter:",
+        "      tolerations:",
+        "      - key: nvidia.com/gpu",
+        "        operator: Equal",
+        "        value: \"present\"",
+        "        effect: NoSchedule",
+    ]
+    .join("\n");
+    assert!(out.contains(&gpu_hint), "{out}");
+    assert!(out.contains("worker-cordoned is cordoned"), "{out}");
+}
+
+#[test]
+fn json_has_the_contract_fields() {
+    let v = json(run_example(&[
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["pod"], "shop/report-builder");
+    assert_eq!(v["nodes_total"], 5);
+    assert_eq!(v["message"], REPORT_BUILDER_MESSAGE);
+    assert_eq!(v["selected"], serde_json::json!([]));
+    assert_eq!(v["feasible"], serde_json::json!([]));
+    assert!(v["preemption"].is_null());
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 5);
+    for n in nodes {
+        for field in ["name", "feasible", "plugin", "code", "reasons", "score", "scores"] {
+            assert!(n.get(field).is_some(), "node without {field}: {n}");
+        }
+        assert_eq!(n["feasible"], false);
+        assert!(n["score"].is_null());
+    }
+    let small = nodes.iter().find(|n| n["name"] == "worker-small").unwrap();
+    assert_eq!(small["plugin"], "NodeResourcesFit");
+    assert_eq!(small["code"], "UnschedulableAndUnresolvable");
+    assert_eq!(
+        small["reasons"],
+        serde_json::json!(["Insufficient cpu", "Insufficient memory"])
+    );
+    let hint = v["hints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["kind"] == "resources" && h["nodes"] == serde_json::json!(["worker-big"]))
+        .unwrap();
+    assert_eq!(
+        hint["message"],
+        "worker-big needs 500m more cpu (requests 3, 2500m free)"
+    );
+}
+
+#[test]
+fn json_scores_add_up_for_a_pod_that_fits() {
+    let v = json(run_example(&["explain", "checkout", "-n", "shop", "-o", "json"]));
+    assert_eq!(v["message"], "");
+    assert_eq!(v["outcome"], "Scheduled");
+    assert_eq!(v["selected"], serde_json::json!(["worker-big"]));
+    assert_eq!(v["feasible"], serde_json::json!(["worker-big", "worker-small"]));
+    for n in v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["feasible"] == true)
+    {
+        let scores = n["scores"].as_object().unwrap();
+        assert!(!scores.is_empty());
+        let mut total = 0;
+        for (plugin, s) in scores {
+            let (normalized, weight, weighted) = (
+                s["normalized"].as_i64().unwrap(),
+                s["weight"].as_i64().unwrap(),
+                s["weighted"].as_i64().unwrap(),
+            );
+            assert!(s["raw"].is_i64(), "{plugin}");
+            assert_eq!(normalized * weight, weighted, "{plugin}");
+            total += weighted;
+        }
+        assert_eq!(n["score"].as_i64(), Some(total), "{}", n["name"]);
+    }
+    // Nothing is wrong, so no node-level hints.
+    assert_eq!(v["hints"], serde_json::json!([]));
+    let out = ok(run_example(&["explain", "checkout", "-n", "shop"]));
+    assert!(
+        out.starts_with("shop/checkout would be scheduled on worker-big with score 408 (profile default-scheduler, 5 nodes).\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn yaml_output_parses_to_the_same_explanation() {
+    let text = ok(run_example(&["explain", "trainer", "-n", "shop", "-o", "yaml"]));
+    let v: serde_yaml::Value = serde_yaml::from_str(&text).expect("valid YAML");
+    assert_eq!(v["pod"].as_str(), Some("shop/trainer"));
+    assert_eq!(v["nodes_total"].as_u64(), Some(5));
+    assert_eq!(
+        v["message"].as_str(),
+        Some(
+            "0/5 nodes are available: 1 node(s) were unschedulable, 2 node(s) didn't match Pod's node \
+             affinity/selector, 2 node(s) had untolerated taint(s). preemption: 0/5 nodes are available: 5 \
+             Preemption is not helpful for scheduling."
+        )
+    );
+    assert!(v["preemption"].is_null());
+}
+
+#[test]
+fn wide_adds_a_column_per_score_plugin() {
+    let out = ok(run_example(&["explain", "checkout", "-n", "shop", "-o", "wide"]));
+    let header = out.lines().find(|l| l.starts_with("NODE")).unwrap();
+    for column in [
+        "TaintToleration(x3)",
+        "NodeResourcesFit(x1)",
+        "NodeResourcesBalancedAllocation(x1)",
+    ] {
+        assert!(header.contains(column), "{header}");
+    }
+    let big = out.lines().find(|l| l.starts_with("worker-big")).unwrap();
+    let cells: Vec<&str> = big.split_whitespace().collect();
+    assert_eq!(&cells[..5], ["worker-big", "Selected", "-", "-", "408"]);
+    assert_eq!(cells[5], "300", "TaintToleration's weighted score: {big}");
+}
+
+#[test]
+fn node_detail_shows_every_filter_and_score() {
+    let out = ok(run_example(&[
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "--node",
+        "worker-big",
+    ]));
+    assert!(
+        out.contains("Node worker-big: Unschedulable by NodeResourcesFit (Insufficient cpu).\n"),
+        "{out}"
+    );
+    let row = out.lines().find(|l| l.starts_with("NodeResourcesFit")).unwrap();
+    assert_eq!(
+        row.split_whitespace().collect::<Vec<_>>(),
+        ["NodeResourcesFit", "Unschedulable", "Insufficient", "cpu"]
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["TaintToleration", "Success", "-"])
+    );
+
+    let out = ok(run_example(&[
+        "explain",
+        "checkout",
+        "-n",
+        "shop",
+        "--node",
+        "worker-small",
+    ]));
+    assert!(out.contains("Node worker-small: feasible, score 391.\n"), "{out}");
+    let total = out.lines().find(|l| l.starts_with("TOTAL")).unwrap();
+    assert_eq!(total.split_whitespace().collect::<Vec<_>>(), ["TOTAL", "391"]);
+
+    let o = run_example(&["explain", "checkout", "-n", "shop", "--node", "nope"]);
+    assert!(one_line_error(&o).contains("node \"nope\" not found"));
+}
+
+#[test]
+fn bound_pod_is_evaluated_as_if_pending() {
+    let out = ok(run_example(&["explain", "pod/db-0", "-n", "shop"]));
+    assert!(
+        out.starts_with(
+            "shop/db-0 is bound to worker-small (profile default-scheduler, 5 nodes).\nEvaluated as if \
+             pending, worker-small is still feasible and still the best (score 402).\n"
+        ),
+        "{out}"
+    );
+    let v = json(run_example(&["explain", "db-0", "-n", "shop", "-o", "json"]));
+    assert_eq!(v["bound"]["node"], "worker-small");
+    assert_eq!(v["bound"]["still_feasible"], true);
+    assert_eq!(v["bound"]["still_best"], true);
+    // Without itself on worker-small, db-1's anti-affinity still keeps it off worker-big.
+    let big = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "worker-big")
+        .unwrap()
+        .clone();
+    assert_eq!(big["plugin"], "InterPodAffinity");
+}
+
+#[test]
+fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
+    let out = ok(run_example(&["explain", "canary", "-n", "shop"]));
+    assert!(
+        out.starts_with(
+            "shop/canary is gated (profile default-scheduler, 5 nodes):\n  waiting for scheduling gates: \
+             [example.com/rollout-approval]\nOnce ungated, it would be scheduled on worker-big with score 408.\n"
+        ),
+        "{out}"
+    );
+    let v = json(run_example(&["explain", "canary", "-n", "shop", "-o", "json"]));
+    assert_eq!(v["outcome"], "Gated");
+    assert_eq!(
+        v["message"],
+        "waiting for scheduling gates: [example.com/rollout-approval]"
+    );
+    assert_eq!(v["once_ungated"]["selected"], serde_json::json!(["worker-big"]));
+}
+
+#[test]
+fn all_pending_prints_one_line_per_pending_pod() {
+    let out = ok(run_example(&["explain", "--all-pending", "-A"]));
+    let lines: Vec<&str> = out.lines().collect();
+    let pods: Vec<&str> = lines
+        .iter()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        pods,
+        [
+            "shop/analytics",
+            "shop/canary",
+            "shop/checkout",
+            "shop/db-2",
+            "shop/frontend-3",
+            "shop/report-builder",
+            "shop/trainer",
+            "shop/uploads",
+            "shop/zone-c-only",
+        ]
+    );
+    assert!(lines.contains(&format!("shop/report-builder   {REPORT_BUILDER_MESSAGE}").as_str()));
+    assert!(lines.contains(&"shop/checkout         would be scheduled on worker-big with score 408"));
+    assert!(
+        lines.contains(&"shop/canary           waiting for scheduling gates: [example.com/rollout-approval]")
+    );
+
+    // Namespace "default" (the default with --from) has no pending pods.
+    let o = run_example(&["explain", "--all-pending"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o), "");
+    assert_eq!(stderr(&o), "No pending pods in namespace \"default\".\n");
+
+    let v = json(run_example(&[
+        "explain",
+        "--all-pending",
+        "-n",
+        "shop",
+        "-o",
+        "json",
+    ]));
+    let entries = v.as_array().unwrap();
+    assert_eq!(entries.len(), 9);
+    assert!(
+        entries
+            .iter()
+            .all(|e| e["nodes_total"] == 5 && e["pod"].is_string())
+    );
+}
+
+#[test]
+fn a_pod_file_is_evaluated_without_existing() {
+    let (_dir, pod) = temp_file(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gpu-job\nspec:\n  tolerations:\n  - key: nvidia.com/gpu\n    \
+         operator: Exists\n    effect: NoSchedule\n  containers:\n  - name: train\n    image: trainer\n    \
+         resources:\n      limits: {cpu: \"2\", nvidia.com/gpu: \"1\"}\n",
+    );
+    let pod = pod.to_str().unwrap();
+    let v = json(run_example(&["explain", "-f", pod, "-n", "shop", "-o", "json"]));
+    assert_eq!(v["pod"], "shop/gpu-job");
+    assert_eq!(v["selected"], serde_json::json!(["gpu-1"]));
+    // Requests default to limits, as the API server would do: worker-big lacks the GPU.
+    let big = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["name"] == "worker-big")
+        .unwrap()
+        .clone();
+    assert_eq!(big["reasons"], serde_json::json!(["Insufficient nvidia.com/gpu"]));
+
+    let (_dir, two) = temp_file(
+        "two.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c, image: i}]}\n---\n\
+         apiVersion: v1\nkind: Pod\nmetadata: {name: b}\nspec: {containers: [{name: c, image: i}]}\n",
+    );
+    let line = one_line_error(&run_example(&["explain", "-f", two.to_str().unwrap()]));
+    assert!(
+        line.contains("two.yaml") && line.contains("expected exactly one Pod, found 2"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_snapshot_in_a_temp_file_gives_the_exact_message() {
+    let (_dir, snap) = temp_file(
+        "snap.json",
+        r#"{"apiVersion": "v1", "kind": "List", "items": [
+          {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+           "status": {"allocatable": {"cpu": "1", "memory": "1Gi", "pods": "10"}}},
+          {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n2"},
+           "status": {"allocatable": {"cpu": "4", "memory": "1Gi", "pods": "10"}}},
+          {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+           "spec": {"containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": "2"}}}]}}
+        ]}"#,
+    );
+    let v = json(run(&[
+        "explain",
+        "p",
+        "--from",
+        snap.to_str().unwrap(),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["pod"], "default/p");
+    assert_eq!(v["selected"], serde_json::json!(["n2"]));
+    let line = one_line_error(&run(&["explain", "p2", "--from", snap.to_str().unwrap()]));
+    assert!(
+        line.contains("pod \"p2\" not found in namespace \"default\""),
+        "{line}"
+    );
+
+    let (_dir2, big) = temp_file(
+        "big.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: big}\nspec:\n  containers:\n  - name: c\n    image: i\n    \
+         resources: {requests: {cpu: \"5\"}}\n",
+    );
+    let v = json(run(&[
+        "explain",
+        "-f",
+        big.to_str().unwrap(),
+        "--from",
+        snap.to_str().unwrap(),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(
+        v["message"],
+        "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: 2 Preemption is \
+         not helpful for scheduling."
+    );
+    let line = one_line_error(&run(&[
+        "explain",
+        "-f",
+        "/dev/null",
+        "--from",
+        snap.to_str().unwrap(),
+    ]));
+    assert!(
+        line.contains("/dev/null: expected exactly one Pod, found 0"),
+        "{line}"
+    );
+}
+
+#[test]
+fn missing_pod_is_one_line_naming_it() {
+    let line = one_line_error(&run_example(&["explain", "nope", "-n", "shop"]));
+    assert!(
+        line.contains("pod \"nope\" not found in namespace \"shop\""),
+        "{line}"
+    );
+    assert!(line.contains("cluster.yaml"), "{line}");
+}
+
+#[test]
+fn finished_pod_is_refused() {
+    let line = one_line_error(&run_example(&["explain", "nightly-report-29110", "-n", "shop"]));
+    assert!(line.contains("has phase Succeeded"), "{line}");
+}
+
+#[test]
+fn missing_snapshot_file_is_one_line_naming_it() {
+    let line = one_line_error(&run(&["explain", "p", "--from", "/nonexistent/snap.yaml"]));
+    assert!(line.contains("/nonexistent/snap.yaml"), "{line}");
+}
+
+#[test]
+fn malformed_snapshot_file_names_file_and_line() {
+    let (_dir, bad) = temp_file(
+        "broken.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: a\n",
+    );
+    let line = one_line_error(&run(&["explain", "p", "--from", bad.to_str().unwrap()]));
+    assert!(line.contains("broken.yaml") && line.contains("line 7"), "{line}");
+
+    let (_dir, bad) = temp_file(
+        "typed.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a\n  \
+         status:\n    allocatable: {cpu: [1]}\n",
+    );
+    let line = one_line_error(&run(&["explain", "p", "--from", bad.to_str().unwrap()]));
+    assert!(
+        line.contains("typed.yaml") && line.contains("line 9") && line.contains("Node a"),
+        "{line}"
+    );
+}
+
+#[test]
+fn bad_kubeconfig_is_one_line_naming_it() {
+    let (_dir, kc) = temp_file("kubeconfig", "clusters: [\n");
+    let line = one_line_error(&run(&["explain", "p", "--kubeconfig", kc.to_str().unwrap()]));
+    assert!(
+        line.contains("kubeconfig") && line.contains(kc.to_str().unwrap()),
+        "{line}"
+    );
+
+    let line = one_line_error(&run(&["explain", "p", "--kubeconfig", "/nonexistent/kc"]));
+    assert!(line.contains("/nonexistent/kc"), "{line}");
+
+    // A server nobody listens on: the error names the server and what could not be listed.
+    let (_dir, dead) = temp_file(
+        "dead",
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: x\n  cluster:\n    server: \
+         http://127.0.0.1:1\ncontexts:\n- name: c\n  context: {cluster: x, user: u}\nusers:\n- name: u\n  user: \
+         {token: t}\n",
+    );
+    let line = one_line_error(&run(&[
+        "--request-timeout",
+        "5s",
+        "explain",
+        "p",
+        "--kubeconfig",
+        dead.to_str().unwrap(),
+    ]));
+    assert!(
+        line.contains("127.0.0.1:1") && line.contains("cannot list Node"),
+        "{line}"
+    );
+}
+
+#[test]
+fn bad_profile_and_config_are_errors() {
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "checkout",
+        "-n",
+        "shop",
+        "--profile",
+        "mine",
+    ]));
+    assert!(
+        line.contains("\"mine\"") && line.contains("default-scheduler"),
+        "{line}"
+    );
+    let (_dir, cfg) = temp_file(
+        "ksc.yaml",
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: Nope\n",
+    );
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "checkout",
+        "-n",
+        "shop",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]));
+    assert!(line.contains("ksc.yaml"), "{line}");
+}
+
+#[test]
+fn a_config_profile_changes_the_answer() {
+    // A second profile without TaintToleration: the GPU and control-plane nodes become feasible.
+    let (_dir, cfg) = temp_file(
+        "ksc.yaml",
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n\
+         - schedulerName: default-scheduler\n- schedulerName: no-taints\n  plugins:\n    multiPoint:\n      \
+         disabled:\n      - name: TaintToleration\n",
+    );
+    let v = json(run_example(&[
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "--config",
+        cfg.to_str().unwrap(),
+        "--profile",
+        "no-taints",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["profile"], "no-taints");
+    let feasible: Vec<&str> = v["feasible"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    let mut sorted = feasible.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["control-plane", "gpu-1"]);
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        vec!["explain"],
+        vec!["explain", "p", "--bogus"],
+        vec!["explain", "p", "-o", "xml"],
+        vec!["explain", "p", "-n", "a", "-A"],
+        vec!["explain", "p", "--all-pending"],
+        vec!["frobnicate"],
+        vec!["completion", "tcsh"],
+        vec!["--request-timeout", "soon", "explain", "p"],
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).starts_with("error: "), "{args:?}");
+    }
+}
+
+#[test]
+fn completions_generate() {
+    for (shell, marker) in [
+        ("bash", "_kubectl__sched()"),
+        ("zsh", "#compdef kubectl-sched"),
+        ("fish", "complete -c kubectl-sched"),
+    ] {
+        let out = ok(run(&["completion", shell]));
+        assert!(out.contains(marker), "{shell}: {}", &out[..out.len().min(200)]);
+        assert!(out.contains("all-pending"), "{shell}");
+    }
+}
+
+#[test]
+fn help_and_version() {
+    let out = ok(run(&["explain", "--help"]));
+    for flag in [
+        "--from",
+        "--filename",
+        "--config",
+        "--profile",
+        "--node",
+        "--all-pending",
+        "--output",
+        "--kubeconfig",
+        "--context",
+        "--request-timeout",
+    ] {
+        assert!(out.contains(flag), "{flag} missing from help");
+    }
+    assert!(ok(run(&["--version"])).starts_with("kubectl-sched "));
+}

@@ -1,0 +1,654 @@
+//! The differential lab: one scenario at a time on the shared control plane, with the real
+//! kube-scheduler as the oracle for sched-core.
+//!
+//! A scenario starts from a clean slate (no node, no pod anywhere), creates its nodes, its bound
+//! pods (`spec.nodeName` set, so kube-scheduler never sees them as pending) and other objects,
+//! loads a snapshot through sched-core's `load_from_api` (what `kubectl sched explain` does),
+//! and only then creates the pending pod. sched-core evaluates the pod the API server stored
+//! (admission defaults included) against that snapshot; kube-scheduler evaluates it against its
+//! informer cache, which holds the same objects.
+//!
+//! kube-scheduler's answer is its FailedScheduling event: its events recorder keys events without
+//! the note, so later attempts only bump the first event's series and the note stays the message
+//! of the first attempt, the one computed on the state the snapshot holds.
+
+#![allow(dead_code)] // Each test binary uses its own subset of the lab.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use e2e::ControlPlane;
+use e2e::fixtures::{ready_node, wait_for};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolumeClaim, Pod, Taint};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::{Api, Client, Resource};
+use sched_core::explain::{Explanation, Outcome};
+use sched_core::framework::profile::SchedulerConfig;
+use sched_core::framework::runtime::Framework;
+use sched_core::plugins::in_tree_registry;
+use sched_core::schedule::{ScheduleOptions, schedule};
+use sched_core::snapshot::kube::{ApiLoadOptions, load_from_api};
+use sched_core::{PodInfo, Snapshot};
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, MutexGuard};
+
+/// Value of the test label on every node the lab creates.
+pub const TEST_NAME: &str = "differential";
+/// How long kube-scheduler gets to bind the pod or report FailedScheduling.
+pub const VERDICT_TIMEOUT: Duration = Duration::from_secs(20);
+/// Bounds every clean-up and setup wait.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
+/// Informers deliver within milliseconds; this margin lets kube-scheduler's cache catch up with
+/// what the lab just created or deleted before the pending pod arrives.
+const SETTLE: Duration = Duration::from_millis(600);
+/// How long a pod kube-scheduler must stay silent about is watched.
+const SILENCE: Duration = Duration::from_secs(4);
+const POLL: Duration = Duration::from_millis(100);
+pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
+
+/// Priority classes the scenarios share (created once, kept).
+pub const LOW: (&str, i32) = ("e2e-low", 100);
+pub const HIGH: (&str, i32) = ("e2e-high", 1000);
+/// As [`HIGH`], with `preemptionPolicy: Never` (admission copies it into the pod).
+pub const HIGH_NEVER: (&str, i32) = ("e2e-high-never", 1000);
+
+/// Scenarios share the cluster-wide state (every node, every pod): one at a time.
+static LAB: Mutex<()> = Mutex::const_new(());
+
+/// A node to create, built from the harness's Ready node.
+#[derive(Clone, Debug)]
+pub struct NodeBuilder(Node);
+
+impl NodeBuilder {
+    pub fn label(mut self, key: &str, value: &str) -> Self {
+        self.0
+            .metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(key.to_owned(), value.to_owned());
+        self
+    }
+
+    pub fn taint(mut self, key: &str, value: &str, effect: &str) -> Self {
+        let spec = self.0.spec.get_or_insert_with(Default::default);
+        spec.taints.get_or_insert_with(Vec::new).push(Taint {
+            key: key.to_owned(),
+            value: (!value.is_empty()).then(|| value.to_owned()),
+            effect: effect.to_owned(),
+            time_added: None,
+        });
+        self
+    }
+
+    /// `kubectl cordon`.
+    pub fn cordoned(mut self) -> Self {
+        self.0.spec.get_or_insert_with(Default::default).unschedulable = Some(true);
+        self
+    }
+
+    /// Adds (or overrides) a resource in both capacity and allocatable.
+    pub fn resource(mut self, name: &str, amount: &str) -> Self {
+        if let Some(status) = self.0.status.as_mut() {
+            for list in [status.capacity.as_mut(), status.allocatable.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                list.insert(name.to_owned(), Quantity(amount.to_owned()));
+            }
+        }
+        self
+    }
+
+    /// An image the (absent) kubelet would report as present on the node.
+    pub fn image(mut self, name: &str, size_bytes: i64) -> Self {
+        if let Some(status) = self.0.status.as_mut() {
+            status
+                .images
+                .get_or_insert_with(Vec::new)
+                .push(k8s_openapi::api::core::v1::ContainerImage {
+                    names: Some(vec![name.to_owned()]),
+                    size_bytes: Some(size_bytes),
+                });
+        }
+        self
+    }
+
+    pub fn name(&self) -> &str {
+        self.0.metadata.name.as_deref().unwrap_or_default()
+    }
+}
+
+/// A pod to create, as the JSON a user would apply.
+#[derive(Clone, Debug)]
+pub struct PodBuilder {
+    value: Value,
+    namespace: Option<String>,
+}
+
+/// A pod with one pause container and no requests.
+pub fn pod(name: &str) -> PodBuilder {
+    PodBuilder {
+        value: json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "labels": {}},
+            "spec": {
+                "terminationGracePeriodSeconds": 0,
+                "containers": [{"name": "c", "image": PAUSE_IMAGE, "resources": {}}],
+            },
+        }),
+        namespace: None,
+    }
+}
+
+impl PodBuilder {
+    fn container(&mut self) -> &mut Value {
+        &mut self.value["spec"]["containers"][0]
+    }
+
+    /// A request on the first container.
+    pub fn request(mut self, resource: &str, amount: &str) -> Self {
+        self.container()["resources"]["requests"][resource] = json!(amount);
+        self
+    }
+
+    pub fn cpu(self, amount: &str) -> Self {
+        self.request("cpu", amount)
+    }
+
+    pub fn memory(self, amount: &str) -> Self {
+        self.request("memory", amount)
+    }
+
+    /// A limit on the first container (extended resources are requested through limits).
+    pub fn limit(mut self, resource: &str, amount: &str) -> Self {
+        self.container()["resources"]["limits"][resource] = json!(amount);
+        self
+    }
+
+    /// Sets a field of the first container.
+    pub fn container_field(mut self, key: &str, value: Value) -> Self {
+        self.container()[key] = value;
+        self
+    }
+
+    /// Already bound: `spec.nodeName` set at creation, so kube-scheduler never schedules it.
+    pub fn on(self, node: &str) -> Self {
+        self.spec("nodeName", json!(node))
+    }
+
+    pub fn label(mut self, key: &str, value: &str) -> Self {
+        self.value["metadata"]["labels"][key] = json!(value);
+        self
+    }
+
+    pub fn namespace(mut self, namespace: &str) -> Self {
+        self.namespace = Some(namespace.to_owned());
+        self
+    }
+
+    /// Sets `spec.<key>`.
+    pub fn spec(mut self, key: &str, value: Value) -> Self {
+        self.value["spec"][key] = value;
+        self
+    }
+
+    pub fn priority_class(self, (name, _): (&str, i32)) -> Self {
+        self.spec("priorityClassName", json!(name))
+    }
+
+    pub fn toleration(mut self, toleration: Value) -> Self {
+        let spec = &mut self.value["spec"];
+        match spec["tolerations"].as_array_mut() {
+            Some(list) => list.push(toleration),
+            None => spec["tolerations"] = json!([toleration]),
+        }
+        self
+    }
+
+    pub fn host_port(mut self, port: u16) -> Self {
+        self.container()["ports"] = json!([{"containerPort": port, "hostPort": port, "protocol": "TCP"}]);
+        self
+    }
+
+    /// Mounts the PersistentVolumeClaim `claim` as volume `data`.
+    pub fn claim(mut self, claim: &str) -> Self {
+        self.value["spec"]["volumes"] =
+            json!([{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]);
+        self.container()["volumeMounts"] = json!([{"name": "data", "mountPath": "/data"}]);
+        self
+    }
+
+    pub fn gate(self, name: &str) -> Self {
+        self.spec("schedulingGates", json!([{"name": name}]))
+    }
+
+    pub fn name(&self) -> &str {
+        self.value["metadata"]["name"].as_str().unwrap_or_default()
+    }
+
+    fn build(&self) -> Result<Pod> {
+        serde_json::from_value(self.value.clone()).with_context(|| format!("pod JSON {}", self.value))
+    }
+}
+
+/// What kube-scheduler did with the pending pod.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// A FailedScheduling event: its note, the first attempt's message.
+    Failed(String),
+    /// Bound to this node.
+    Bound(String),
+    /// Neither within the watch window; the PodScheduled condition's reason and message, if any.
+    Silent {
+        reason: Option<String>,
+        message: Option<String>,
+    },
+}
+
+/// One pending pod seen by both schedulers.
+#[derive(Debug)]
+pub struct Trial {
+    pub scenario: String,
+    pub pod: Pod,
+    pub kube: Verdict,
+    pub ours: Explanation,
+    pub elapsed: Duration,
+}
+
+impl Trial {
+    /// The differential rule: kube-scheduler's FailedScheduling message equals sched-core's
+    /// `message` byte for byte; a node kube-scheduler bound to is one of sched-core's `selected`.
+    pub fn agrees(&self) -> Result<()> {
+        match &self.kube {
+            Verdict::Failed(message) => {
+                ensure!(
+                    self.ours.outcome == Outcome::Unschedulable && &self.ours.message == message,
+                    "MISMATCH in {}:\n  kube-scheduler: {message:?}\n  sched-core:     {:?} ({:?})",
+                    self.scenario,
+                    self.ours.message,
+                    self.ours.outcome
+                );
+            }
+            Verdict::Bound(node) => {
+                ensure!(
+                    self.ours.outcome == Outcome::Scheduled && self.ours.selected.contains(node),
+                    "MISMATCH in {}: kube-scheduler bound the pod to {node}; sched-core: {:?}, \
+                     selected {:?}, message {:?}",
+                    self.scenario,
+                    self.ours.outcome,
+                    self.ours.selected,
+                    self.ours.message
+                );
+            }
+            Verdict::Silent { .. } => bail!(
+                "{}: kube-scheduler neither bound nor rejected the pod within {VERDICT_TIMEOUT:?}",
+                self.scenario
+            ),
+        }
+        Ok(())
+    }
+
+    /// The scenario really is about `reasons`: kube-scheduler rejected the pod with a message
+    /// containing each of them, and sched-core agrees.
+    pub fn expect_failed(&self, reasons: &[&str]) -> Result<()> {
+        self.report();
+        let Verdict::Failed(message) = &self.kube else {
+            bail!(
+                "{}: expected FailedScheduling, kube-scheduler: {:?}",
+                self.scenario,
+                self.kube
+            );
+        };
+        for reason in reasons {
+            ensure!(
+                message.contains(reason),
+                "{}: kube-scheduler's message {message:?} lacks {reason:?} (the scenario does not \
+                 exercise what it claims)",
+                self.scenario
+            );
+        }
+        self.agrees()
+    }
+
+    /// kube-scheduler bound the pod (to `node` when given) and sched-core selected that node.
+    pub fn expect_bound(&self, node: Option<&str>) -> Result<()> {
+        self.report();
+        let Verdict::Bound(bound) = &self.kube else {
+            bail!(
+                "{}: expected a binding, kube-scheduler: {:?}",
+                self.scenario,
+                self.kube
+            );
+        };
+        if let Some(node) = node {
+            ensure!(
+                bound == node,
+                "{}: kube-scheduler bound to {bound}, the scenario expects {node}",
+                self.scenario
+            );
+        }
+        self.agrees()
+    }
+
+    pub fn report(&self) {
+        let ok = match (&self.kube, self.agrees()) {
+            (Verdict::Silent { .. }, _) => "(kube-scheduler silent)",
+            (_, Ok(())) => "AGREE",
+            (_, Err(_)) => "DISAGREE",
+        };
+        eprintln!(
+            "[differential] {} {ok} in {:.1} s\n  kube-scheduler: {:?}\n  sched-core:     {:?} {:?} selected={:?}",
+            self.scenario,
+            self.elapsed.as_secs_f64(),
+            self.kube,
+            self.ours.outcome,
+            self.ours.message,
+            self.ours.selected
+        );
+    }
+}
+
+/// One scenario's hold on the shared control plane.
+pub struct Lab {
+    pub cp: &'static ControlPlane,
+    pub client: Client,
+    /// The scenario's namespace (pending pods and, by default, bound pods go there).
+    pub ns: String,
+    id: String,
+    started: Instant,
+    _turn: MutexGuard<'static, ()>,
+}
+
+fn is_not_found(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(s) if s.code == 404)
+}
+
+impl Lab {
+    /// Waits for its turn, then wipes every node and pod and creates a namespace for `id`.
+    pub async fn begin(id: &str) -> Result<Self> {
+        let turn = LAB.lock().await;
+        let started = Instant::now();
+        let cp = ControlPlane::shared().await?;
+        let client = cp.client()?;
+        clean_slate(&client).await?;
+        ensure_priority_classes(&client).await?;
+        let ns = cp.new_namespace(id).await?;
+        Ok(Lab {
+            cp,
+            client,
+            ns,
+            id: id.to_owned(),
+            started,
+            _turn: turn,
+        })
+    }
+
+    /// The full name of this scenario's node `short` (names are unique per scenario, so nothing
+    /// kube-scheduler still remembers of an earlier scenario can be mistaken for it).
+    pub fn n(&self, short: &str) -> String {
+        format!("{}-{short}", self.id)
+    }
+
+    /// A Ready node `short` with this capacity and 110 pods.
+    pub fn node(&self, short: &str, cpu: &str, memory: &str) -> NodeBuilder {
+        NodeBuilder(ready_node(&self.n(short), TEST_NAME, cpu, memory, "110"))
+    }
+
+    pub async fn create_nodes(&self, nodes: impl IntoIterator<Item = NodeBuilder>) -> Result<()> {
+        let api: Api<Node> = Api::all(self.client.clone());
+        for node in nodes {
+            api.create(&PostParams::default(), &node.0)
+                .await
+                .with_context(|| format!("creating node {}", node.name()))?;
+        }
+        Ok(())
+    }
+
+    /// Creates bound (or otherwise pre-existing) pods.
+    pub async fn create_pods(&self, pods: impl IntoIterator<Item = PodBuilder>) -> Result<()> {
+        for pod in pods {
+            self.create_pod(&pod).await?;
+        }
+        Ok(())
+    }
+
+    async fn create_pod(&self, pod: &PodBuilder) -> Result<Pod> {
+        let ns = pod.namespace.as_deref().unwrap_or(&self.ns);
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
+        api.create(&PostParams::default(), &pod.build()?)
+            .await
+            .with_context(|| format!("creating pod {ns}/{}", pod.name()))
+    }
+
+    /// Creates a namespace `<id>-<suffix>` with these labels and returns its name.
+    pub async fn create_namespace(&self, suffix: &str, labels: Value) -> Result<String> {
+        let name = format!(
+            "{}-{suffix}-{}",
+            self.id,
+            &self.ns[self.ns.len().saturating_sub(5)..]
+        );
+        let namespace: Namespace = serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": labels},
+        }))?;
+        Api::<Namespace>::all(self.client.clone())
+            .create(&PostParams::default(), &namespace)
+            .await
+            .with_context(|| format!("creating namespace {name}"))?;
+        Ok(name)
+    }
+
+    /// Creates a namespaced object (in the scenario's namespace) from JSON.
+    pub async fn create_namespaced<K>(&self, value: Value) -> Result<K>
+    where
+        K: Resource<Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + std::fmt::Debug
+            + serde::Serialize
+            + serde::de::DeserializeOwned,
+        K::DynamicType: Default,
+    {
+        let object: K = serde_json::from_value(value.clone()).with_context(|| format!("{value}"))?;
+        Api::<K>::namespaced(self.client.clone(), &self.ns)
+            .create(&PostParams::default(), &object)
+            .await
+            .with_context(|| format!("creating {value}"))
+    }
+
+    /// Creates a cluster-scoped object from JSON.
+    pub async fn create_cluster<K>(&self, value: Value) -> Result<K>
+    where
+        K: Resource<Scope = k8s_openapi::ClusterResourceScope>
+            + Clone
+            + std::fmt::Debug
+            + serde::Serialize
+            + serde::de::DeserializeOwned,
+        K::DynamicType: Default,
+    {
+        let object: K = serde_json::from_value(value.clone()).with_context(|| format!("{value}"))?;
+        Api::<K>::all(self.client.clone())
+            .create(&PostParams::default(), &object)
+            .await
+            .with_context(|| format!("creating {value}"))
+    }
+
+    /// Waits for the PV binder to bind the claim `name` of the scenario's namespace.
+    pub async fn wait_claim_bound(&self, name: &str) -> Result<()> {
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), &self.ns);
+        wait_for(&format!("claim {name} to be bound"), SETUP_TIMEOUT, || async {
+            let claim = api.get(name).await?;
+            let phase = claim.status.and_then(|s| s.phase);
+            Ok((phase.as_deref() == Some("Bound")).then_some(()))
+        })
+        .await
+        .with_context(|| self.cp.log_tail("kube-controller-manager", 20))?;
+        Ok(())
+    }
+
+    /// Snapshot, create `pending`, evaluate it with sched-core, and wait for kube-scheduler.
+    pub async fn trial(&self, pending: PodBuilder) -> Result<Trial> {
+        self.trial_with(pending, VERDICT_TIMEOUT).await
+    }
+
+    /// As [`Self::trial`], waiting at most `timeout` for kube-scheduler (a pod it must ignore
+    /// is watched for [`SILENCE`] instead).
+    pub async fn trial_with(&self, pending: PodBuilder, timeout: Duration) -> Result<Trial> {
+        tokio::time::sleep(SETTLE).await;
+        let snapshot = self.snapshot().await?;
+        let created = self.create_pod(&pending).await?;
+        let ours = evaluate(snapshot, &created)?;
+        let kube = self.verdict(&created, timeout).await?;
+        Ok(Trial {
+            scenario: self.id.clone(),
+            pod: created,
+            kube,
+            ours,
+            elapsed: self.started.elapsed(),
+        })
+    }
+
+    /// A pod kube-scheduler never looks at (gated, or with `nodeName` set): watch it for a while.
+    pub async fn trial_silent(&self, pending: PodBuilder) -> Result<Trial> {
+        self.trial_with(pending, SILENCE).await
+    }
+
+    /// What `kubectl sched explain` sees: the whole cluster through `load_from_api`.
+    pub async fn snapshot(&self) -> Result<Snapshot> {
+        let (objects, warnings) = load_from_api(&self.client, &ApiLoadOptions::default()).await?;
+        ensure!(warnings.is_empty(), "load_from_api warned: {warnings:?}");
+        Ok(Snapshot::new(objects))
+    }
+
+    async fn verdict(&self, pod: &Pod, timeout: Duration) -> Result<Verdict> {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &self.ns);
+        let deadline = Instant::now() + timeout;
+        let original_node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+        loop {
+            let mut failed: Vec<Event> = events
+                .list(&ListParams::default())
+                .await?
+                .items
+                .into_iter()
+                .filter(|e| {
+                    e.reason.as_deref() == Some("FailedScheduling")
+                        && e.regarding.as_ref().and_then(|r| r.uid.as_deref()) == Some(uid.as_str())
+                })
+                .collect();
+            failed.sort_by_key(|e| e.event_time.as_ref().map(|t| t.0));
+            if let Some(first) = failed.into_iter().next() {
+                return Ok(Verdict::Failed(first.note.unwrap_or_default()));
+            }
+            let live = pods.get(&name).await?;
+            let node = live.spec.as_ref().and_then(|s| s.node_name.clone());
+            if node.is_some() && node != original_node {
+                return Ok(Verdict::Bound(node.unwrap_or_default()));
+            }
+            if Instant::now() >= deadline {
+                let condition = live
+                    .status
+                    .and_then(|s| s.conditions)
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c.type_ == "PodScheduled");
+                if original_node.is_none() && timeout >= VERDICT_TIMEOUT {
+                    eprintln!(
+                        "[differential] {}: no verdict; kube-scheduler log:\n{}",
+                        self.id,
+                        self.cp.log_tail("kube-scheduler", 20)
+                    );
+                }
+                return Ok(Verdict::Silent {
+                    reason: condition.as_ref().and_then(|c| c.reason.clone()),
+                    message: condition.and_then(|c| c.message),
+                });
+            }
+            tokio::time::sleep(POLL).await;
+        }
+    }
+}
+
+/// sched-core's answer for `pod` on `snapshot`, with the default profile of v1.37.1.
+pub fn evaluate(snapshot: Snapshot, pod: &Pod) -> Result<Explanation> {
+    let registry = in_tree_registry();
+    let config = SchedulerConfig::default_config(&registry);
+    let scheduler_name = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduler_name.as_deref())
+        .unwrap_or("default-scheduler");
+    let profile = config
+        .profile(scheduler_name)
+        .with_context(|| format!("no profile {scheduler_name}"))?;
+    let fwk = Framework::new(profile, &registry, Arc::new(snapshot))?;
+    Ok(schedule(
+        &fwk,
+        &PodInfo::new(pod.clone()),
+        ScheduleOptions::default(),
+    ))
+}
+
+/// Deletes every pod (forcefully: no kubelet will ever confirm a graceful deletion) and every
+/// node, and waits until the API server lists none.
+pub async fn clean_slate(client: &Client) -> Result<()> {
+    let pods: Api<Pod> = Api::all(client.clone());
+    let force = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    for pod in pods.list(&ListParams::default()).await?.items {
+        let (Some(ns), Some(name)) = (pod.metadata.namespace, pod.metadata.name) else {
+            continue;
+        };
+        match Api::<Pod>::namespaced(client.clone(), &ns)
+            .delete(&name, &force)
+            .await
+        {
+            Err(e) if !is_not_found(&e) => return Err(e).context(format!("deleting pod {ns}/{name}")),
+            _ => {}
+        }
+    }
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await?;
+    wait_for("every pod and node to be gone", SETUP_TIMEOUT, || async {
+        let pods_left = pods.list(&ListParams::default().limit(1)).await?.items.len();
+        let nodes_left = nodes.list(&ListParams::default().limit(1)).await?.items.len();
+        Ok((pods_left == 0 && nodes_left == 0).then_some(()))
+    })
+    .await?;
+    Ok(())
+}
+
+async fn ensure_priority_classes(client: &Client) -> Result<()> {
+    use k8s_openapi::api::scheduling::v1::PriorityClass;
+    let api: Api<PriorityClass> = Api::all(client.clone());
+    for ((name, value), policy) in [
+        (LOW, "PreemptLowerPriority"),
+        (HIGH, "PreemptLowerPriority"),
+        (HIGH_NEVER, "Never"),
+    ] {
+        if api.get_opt(name).await?.is_some() {
+            continue;
+        }
+        let class: PriorityClass = serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "value": value,
+            "preemptionPolicy": policy,
+        }))?;
+        match api.create(&PostParams::default(), &class).await {
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            other => {
+                other.with_context(|| format!("creating PriorityClass {name}"))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,1313 @@
+//! Differential tests: the real kube-scheduler v1.37.1 is the oracle for sched-core.
+//!
+//! Every scenario builds a small cluster on the shared control plane (see `common`), lets
+//! kube-scheduler try the pending pod, and evaluates the same pod with sched-core on a snapshot
+//! taken just before the pod was created. Unschedulable: kube-scheduler's FailedScheduling
+//! message must equal sched-core's `message` byte for byte. Bound: the node must be one of
+//! sched-core's `selected`. Each scenario also checks that kube-scheduler's answer really is
+//! about what the scenario claims to exercise.
+//!
+//! Scenarios run one at a time (they share every node and pod of the cluster); the last test
+//! drives the `kubectl-sched` binary through kubectl's plugin mechanism.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use common::{HIGH, HIGH_NEVER, LOW, Lab, PAUSE_IMAGE, Verdict, pod};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use sched_core::explain::Outcome;
+use serde_json::{Value, json};
+
+const HOSTNAME: &str = "kubernetes.io/hostname";
+const ZONE: &str = "topology.kubernetes.io/zone";
+
+fn required_anti_affinity(app: &str) -> Value {
+    json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"app": app}},
+        "topologyKey": HOSTNAME,
+    }]}})
+}
+
+fn required_affinity(app: &str) -> Value {
+    json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+        "labelSelector": {"matchLabels": {"app": app}},
+        "topologyKey": HOSTNAME,
+    }]}})
+}
+
+fn zone_spread(app: &str) -> Value {
+    json!([{
+        "maxSkew": 1,
+        "topologyKey": ZONE,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"app": app}},
+    }])
+}
+
+fn required_node_affinity(expressions: Value) -> Value {
+    json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": expressions}],
+    }}})
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resources
+
+#[tokio::test]
+async fn insufficient_cpu() -> Result<()> {
+    let lab = Lab::begin("cpu").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
+    lab.create_pods([pod("busy").cpu("1500m").on(&lab.n("n1"))])
+        .await?;
+    let trial = lab.trial(pod("p").cpu("1")).await?;
+    trial.expect_failed(&["1 Insufficient cpu"])
+}
+
+#[tokio::test]
+async fn insufficient_memory() -> Result<()> {
+    let lab = Lab::begin("mem").await?;
+    lab.create_nodes([lab.node("n1", "4", "1Gi"), lab.node("n2", "4", "2Gi")])
+        .await?;
+    lab.create_pods([pod("busy").memory("1536Mi").on(&lab.n("n2"))])
+        .await?;
+    let trial = lab.trial(pod("p").memory("1536Mi")).await?;
+    trial.expect_failed(&["2 Insufficient memory"])
+}
+
+#[tokio::test]
+async fn too_many_pods() -> Result<()> {
+    let lab = Lab::begin("pods").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi").resource("pods", "2")])
+        .await?;
+    lab.create_pods([pod("a").on(&lab.n("n1")), pod("b").on(&lab.n("n1"))])
+        .await?;
+    let trial = lab.trial(pod("p").cpu("100m")).await?;
+    trial.expect_failed(&["1 Too many pods"])
+}
+
+#[tokio::test]
+async fn extended_resource() -> Result<()> {
+    let lab = Lab::begin("gpu").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi").resource("example.com/gpu", "1"),
+        lab.node("n2", "4", "4Gi"),
+    ])
+    .await?;
+    let trial = lab.trial(pod("p").limit("example.com/gpu", "2")).await?;
+    trial.expect_failed(&["2 Insufficient example.com/gpu"])
+}
+
+/// A restartable init container (sidecar) runs next to the later init containers and the app:
+/// the pod needs max(1 + 1.5, 0.5 + 1.5) = 2.5 cpu, which neither node has.
+#[tokio::test]
+async fn sidecar_and_init_container_requests() -> Result<()> {
+    let lab = Lab::begin("init").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi"), lab.node("n2", "2400m", "4Gi")])
+        .await?;
+    let pending = pod("p").cpu("500m").spec(
+        "initContainers",
+        json!([
+            {"name": "sidecar", "image": PAUSE_IMAGE, "restartPolicy": "Always",
+             "resources": {"requests": {"cpu": "1500m"}}},
+            {"name": "init", "image": PAUSE_IMAGE, "resources": {"requests": {"cpu": "1"}}},
+        ]),
+    );
+    let trial = lab.trial(pending).await?;
+    trial.expect_failed(&["2 Insufficient cpu"])
+}
+
+/// LeastAllocated (and BalancedAllocation) make the emptiest node the unique best.
+#[tokio::test]
+async fn least_allocated_picks_the_emptiest_node() -> Result<()> {
+    let lab = Lab::begin("least").await?;
+    lab.create_nodes(["n1", "n2", "n3"].map(|n| lab.node(n, "4", "8Gi")))
+        .await?;
+    lab.create_pods([
+        pod("a").cpu("3").on(&lab.n("n1")),
+        pod("b").cpu("1").on(&lab.n("n2")),
+        pod("c").cpu("2").on(&lab.n("n3")),
+    ])
+    .await?;
+    let trial = lab.trial(pod("p").cpu("500m").memory("512Mi")).await?;
+    trial.expect_bound(Some(&lab.n("n2")))?;
+    ensure!(
+        trial.ours.selected == [lab.n("n2")],
+        "sched-core should see a unique best node: {:?}",
+        trial.ours.selected
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn no_nodes_at_all() -> Result<()> {
+    let lab = Lab::begin("none").await?;
+    let trial = lab.trial(pod("p").cpu("100m")).await?;
+    trial.expect_failed(&["no nodes available to schedule pods"])
+}
+
+/// RuntimeClass admission copies the class's overhead into `spec.overhead`: 1500m + 1 > 2 cpu.
+#[tokio::test]
+async fn pod_overhead_counts() -> Result<()> {
+    let lab = Lab::begin("overhead").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
+    let class = format!("{}-rc", lab.ns);
+    lab.create_cluster::<k8s_openapi::api::node::v1::RuntimeClass>(json!({
+        "metadata": {"name": class},
+        "handler": "runc",
+        "overhead": {"podFixed": {"cpu": "1"}},
+    }))
+    .await?;
+    let trial = lab
+        .trial(pod("p").cpu("1500m").spec("runtimeClassName", json!(class)))
+        .await?;
+    ensure!(
+        trial
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.overhead.as_ref())
+            .is_some(),
+        "admission set no overhead"
+    );
+    trial.expect_failed(&["1 Insufficient cpu"])
+}
+
+/// Pod-level resources (beta, on by default in v1.37) replace the sum of the containers.
+#[tokio::test]
+async fn pod_level_resources() -> Result<()> {
+    let lab = Lab::begin("podlevel").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    let pending = pod("p").cpu("100m").spec(
+        "resources",
+        json!({"requests": {"cpu": "3"}, "limits": {"cpu": "3"}}),
+    );
+    let trial = lab.trial(pending).await?;
+    trial.expect_bound(Some(&lab.n("n2")))
+}
+
+/// A Succeeded pod holds no resources: kube-scheduler drops it, the snapshot skips it.
+#[tokio::test]
+async fn terminal_pods_free_their_resources() -> Result<()> {
+    use kube::api::{Patch, PatchParams};
+    let lab = Lab::begin("terminal").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
+    lab.create_pods([pod("done").cpu("1500m").on(&lab.n("n1"))])
+        .await?;
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
+    pods.patch_status(
+        "done",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"phase": "Succeeded"}})),
+    )
+    .await?;
+    let trial = lab.trial(pod("p").cpu("1")).await?;
+    trial.expect_bound(Some(&lab.n("n1")))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Taints and tolerations, node selection
+
+#[tokio::test]
+async fn untolerated_no_schedule_taints() -> Result<()> {
+    let lab = Lab::begin("taint").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi")
+            .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),
+        lab.node("n2", "4", "4Gi").taint("dedicated", "gpu", "NoSchedule"),
+    ])
+    .await?;
+    let trial = lab.trial(pod("p").cpu("100m")).await?;
+    // v1.37 no longer names the taint in the message.
+    trial.expect_failed(&["2 node(s) had untolerated taint(s)"])
+}
+
+#[tokio::test]
+async fn tolerated_taint_fits() -> Result<()> {
+    let lab = Lab::begin("tolerated").await?;
+    lab.create_nodes([
+        lab.node("n1", "8", "16Gi").taint("dedicated", "db", "NoSchedule"),
+        lab.node("n2", "2", "4Gi"),
+        lab.node("n3", "8", "16Gi").taint("other", "x", "NoSchedule"),
+    ])
+    .await?;
+    let pending = pod("p").cpu("500m").memory("256Mi").toleration(json!({
+        "key": "dedicated", "operator": "Equal", "value": "db", "effect": "NoSchedule",
+    }));
+    let trial = lab.trial(pending).await?;
+    trial.expect_bound(Some(&lab.n("n1")))
+}
+
+#[tokio::test]
+async fn no_execute_taint_and_cordoned_node() -> Result<()> {
+    let lab = Lab::begin("noexec").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi")
+            .taint("maintenance", "true", "NoExecute"),
+        lab.node("n2", "4", "4Gi").cordoned(),
+    ])
+    .await?;
+    // Tolerates the key for NoSchedule only: the NoExecute taint stays untolerated.
+    let pending = pod("p").cpu("100m").toleration(json!({
+        "key": "maintenance", "operator": "Exists", "effect": "NoSchedule",
+    }));
+    let trial = lab.trial(pending).await?;
+    trial.expect_failed(&[
+        "1 node(s) had untolerated taint(s)",
+        "1 node(s) were unschedulable",
+    ])
+}
+
+#[tokio::test]
+async fn node_selector_mismatch() -> Result<()> {
+    let lab = Lab::begin("selector").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi").label("disktype", "hdd"),
+        lab.node("n2", "4", "4Gi").label("disktype", "hdd"),
+        lab.node("n3", "4", "4Gi"),
+    ])
+    .await?;
+    let trial = lab
+        .trial(pod("p").spec("nodeSelector", json!({"disktype": "ssd"})))
+        .await?;
+    trial.expect_failed(&["3 node(s) didn't match Pod's node affinity/selector"])
+}
+
+fn tiered_nodes(lab: &Lab) -> [common::NodeBuilder; 3] {
+    [
+        lab.node("n1", "4", "4Gi").label("zone", "a").label("tier", "1"),
+        lab.node("n2", "4", "4Gi")
+            .label("zone", "a")
+            .label("tier", "5")
+            .label("env", "prod"),
+        lab.node("n3", "4", "4Gi").label("zone", "b").label("tier", "9"),
+    ]
+}
+
+#[tokio::test]
+async fn required_node_affinity_in_notin_gt() -> Result<()> {
+    let lab = Lab::begin("affin").await?;
+    lab.create_nodes(tiered_nodes(&lab)).await?;
+    let affinity = required_node_affinity(json!([
+        {"key": "zone", "operator": "In", "values": ["a"]},
+        {"key": "env", "operator": "NotIn", "values": ["prod"]},
+        {"key": "tier", "operator": "Gt", "values": ["3"]},
+    ]));
+    let trial = lab.trial(pod("p").spec("affinity", affinity)).await?;
+    trial.expect_failed(&["3 node(s) didn't match Pod's node affinity/selector"])
+}
+
+#[tokio::test]
+async fn required_node_affinity_fits_one_node() -> Result<()> {
+    let lab = Lab::begin("affinok").await?;
+    lab.create_nodes(tiered_nodes(&lab)).await?;
+    let affinity = required_node_affinity(json!([
+        {"key": "zone", "operator": "In", "values": ["a", "b"]},
+        {"key": "env", "operator": "NotIn", "values": ["prod"]},
+        {"key": "tier", "operator": "Gt", "values": ["3"]},
+    ]));
+    let trial = lab.trial(pod("p").spec("affinity", affinity)).await?;
+    trial.expect_bound(Some(&lab.n("n3")))
+}
+
+/// `matchFields` on `metadata.name`: NodeAffinity's PreFilter narrows the nodes to n1, and the
+/// other nodes are reported with the "didn't satisfy plugin(s)" status.
+#[tokio::test]
+async fn node_affinity_match_fields_prefilter() -> Result<()> {
+    let lab = Lab::begin("fields").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi").cordoned(),
+        lab.node("n2", "4", "4Gi"),
+        lab.node("n3", "4", "4Gi"),
+    ])
+    .await?;
+    let affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [lab.n("n1")]},
+        ]}],
+    }}});
+    let trial = lab.trial(pod("p").spec("affinity", affinity)).await?;
+    trial.expect_failed(&[
+        "1 node(s) were unschedulable",
+        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]",
+    ])
+}
+
+#[tokio::test]
+async fn cordoned_nodes_and_insufficient_cpu() -> Result<()> {
+    let lab = Lab::begin("cordon").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi").cordoned(),
+        lab.node("n2", "4", "4Gi").cordoned(),
+        lab.node("n3", "1", "4Gi"),
+    ])
+    .await?;
+    let trial = lab.trial(pod("p").cpu("2")).await?;
+    trial.expect_failed(&["2 node(s) were unschedulable", "1 Insufficient cpu"])
+}
+
+#[tokio::test]
+async fn host_port_conflict() -> Result<()> {
+    let lab = Lab::begin("port").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi"),
+        lab.node("n2", "4", "4Gi").resource("pods", "1"),
+    ])
+    .await?;
+    lab.create_pods([
+        pod("web").host_port(8080).on(&lab.n("n1")),
+        pod("other").on(&lab.n("n2")),
+    ])
+    .await?;
+    let trial = lab.trial(pod("p").host_port(8080)).await?;
+    trial.expect_failed(&[
+        "1 node(s) didn't have free ports for the requested pod ports",
+        "1 Too many pods",
+    ])
+}
+
+/// Thirteen nodes: "10 Insufficient cpu" sorts before "2 node(s) were unschedulable", as strings.
+#[tokio::test]
+async fn many_nodes_histogram_sorts_as_strings() -> Result<()> {
+    let lab = Lab::begin("many").await?;
+    let mut nodes: Vec<_> = (0..10).map(|i| lab.node(&format!("s{i}"), "1", "4Gi")).collect();
+    nodes.push(lab.node("c1", "8", "8Gi").cordoned());
+    nodes.push(lab.node("c2", "8", "8Gi").cordoned());
+    nodes.push(lab.node("t1", "8", "8Gi").taint("team", "infra", "NoSchedule"));
+    lab.create_nodes(nodes).await?;
+    let trial = lab.trial(pod("p").cpu("2")).await?;
+    trial.expect_failed(&[
+        "0/13 nodes are available: ",
+        "10 Insufficient cpu",
+        "2 node(s) were unschedulable",
+    ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scoring: kube-scheduler's node must be among sched-core's top-scoring nodes, and each scenario
+// is built so that there is exactly one.
+
+async fn expect_unique_best(lab: &Lab, trial: &common::Trial, node: &str) -> Result<()> {
+    let node = lab.n(node);
+    trial.expect_bound(Some(&node))?;
+    ensure!(
+        trial.ours.selected == [node.clone()],
+        "{}: sched-core should see {node} as the unique best node: {:?}",
+        lab.ns,
+        trial.ours.selected
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn prefer_no_schedule_taint_scores_lower() -> Result<()> {
+    let lab = Lab::begin("prefer").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi")
+            .taint("spot", "true", "PreferNoSchedule"),
+        lab.node("n2", "4", "4Gi"),
+    ])
+    .await?;
+    let trial = lab.trial(pod("p").cpu("100m")).await?;
+    expect_unique_best(&lab, &trial, "n2").await
+}
+
+#[tokio::test]
+async fn preferred_node_affinity_scores_higher() -> Result<()> {
+    let lab = Lab::begin("prefaff").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi").label(ZONE, "a"),
+        lab.node("n2", "4", "4Gi").label(ZONE, "b"),
+    ])
+    .await?;
+    let affinity = json!({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 50,
+        "preference": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["b"]}]},
+    }]}});
+    let trial = lab.trial(pod("p").cpu("100m").spec("affinity", affinity)).await?;
+    expect_unique_best(&lab, &trial, "n2").await
+}
+
+#[tokio::test]
+async fn preferred_pod_affinity_scores_higher() -> Result<()> {
+    let lab = Lab::begin("prefpod").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    lab.create_pods([pod("db").label("app", "db").on(&lab.n("n2"))])
+        .await?;
+    let affinity = json!({"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+        "weight": 100,
+        "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": HOSTNAME},
+    }]}});
+    let trial = lab.trial(pod("p").cpu("100m").spec("affinity", affinity)).await?;
+    expect_unique_best(&lab, &trial, "n2").await
+}
+
+#[tokio::test]
+async fn topology_spread_schedule_anyway_scores_the_empty_zone() -> Result<()> {
+    let lab = Lab::begin("anyway").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi").label(ZONE, "a"),
+        lab.node("n2", "4", "4Gi").label(ZONE, "b"),
+    ])
+    .await?;
+    // The pods in zone a request nothing, so resource scores barely move.
+    lab.create_pods((1..=3).map(|i| pod(&format!("s{i}")).label("app", "s").on(&lab.n("n1"))))
+        .await?;
+    let pending = pod("p").label("app", "s").cpu("100m").spec(
+        "topologySpreadConstraints",
+        json!([{
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "ScheduleAnyway",
+            "labelSelector": {"matchLabels": {"app": "s"}},
+        }]),
+    );
+    let trial = lab.trial(pending).await?;
+    expect_unique_best(&lab, &trial, "n2").await
+}
+
+#[tokio::test]
+async fn image_locality_scores_the_node_with_the_image() -> Result<()> {
+    let lab = Lab::begin("image").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi"),
+        lab.node("n2", "4", "4Gi").image(PAUSE_IMAGE, 800 * 1024 * 1024),
+    ])
+    .await?;
+    let trial = lab.trial(pod("p").cpu("100m")).await?;
+    expect_unique_best(&lab, &trial, "n2").await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inter-pod affinity
+
+#[tokio::test]
+async fn pod_anti_affinity_on_hostname() -> Result<()> {
+    let lab = Lab::begin("anti").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    lab.create_pods([
+        pod("c1").label("app", "cache").on(&lab.n("n1")),
+        pod("c2").label("app", "cache").on(&lab.n("n2")),
+    ])
+    .await?;
+    let pending = pod("p").spec("affinity", required_anti_affinity("cache"));
+    let trial = lab.trial(pending).await?;
+    trial.expect_failed(&["2 node(s) didn't match pod anti-affinity rules"])
+}
+
+#[tokio::test]
+async fn pod_anti_affinity_fits_the_other_node() -> Result<()> {
+    let lab = Lab::begin("antiok").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    lab.create_pods([pod("c1").label("app", "cache").on(&lab.n("n1"))])
+        .await?;
+    let pending = pod("p").spec("affinity", required_anti_affinity("cache"));
+    let trial = lab.trial(pending).await?;
+    trial.expect_bound(Some(&lab.n("n2")))
+}
+
+#[tokio::test]
+async fn pod_affinity_unsatisfied() -> Result<()> {
+    let lab = Lab::begin("affpod").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    lab.create_pods([pod("web").label("app", "web").on(&lab.n("n1"))])
+        .await?;
+    let pending = pod("p")
+        .label("app", "api")
+        .spec("affinity", required_affinity("db"));
+    let trial = lab.trial(pending).await?;
+    trial.expect_failed(&["2 node(s) didn't match pod affinity rules"])
+}
+
+/// The first pod of a group that selects itself may go anywhere when no pod matches yet.
+#[tokio::test]
+async fn pod_affinity_matching_itself_fits() -> Result<()> {
+    let lab = Lab::begin("affself").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    let pending = pod("p")
+        .label("app", "db")
+        .spec("affinity", required_affinity("db"));
+    let trial = lab.trial(pending).await?;
+    trial.expect_bound(None)
+}
+
+/// The affinity term looks in the namespaces its namespaceSelector picks by label.
+#[tokio::test]
+async fn pod_affinity_with_namespace_selector() -> Result<()> {
+    let lab = Lab::begin("affns").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    let data = lab.create_namespace("data", json!({"team": "data"})).await?;
+    lab.create_pods([
+        pod("db").label("app", "db").namespace(&data).on(&lab.n("n2")),
+        // Same labels, but in a namespace the selector does not pick.
+        pod("decoy").label("app", "db").on(&lab.n("n1")),
+    ])
+    .await?;
+    let pending = pod("p").spec(
+        "affinity",
+        json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": "db"}},
+            "namespaceSelector": {"matchLabels": {"team": "data"}},
+            "topologyKey": HOSTNAME,
+        }]}}),
+    );
+    let trial = lab.trial(pending).await?;
+    trial.expect_bound(Some(&lab.n("n2")))
+}
+
+#[tokio::test]
+async fn existing_pods_anti_affinity() -> Result<()> {
+    let lab = Lab::begin("exanti").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "2", "4Gi")])
+        .await?;
+    lab.create_pods([
+        pod("guard")
+            .spec("affinity", required_anti_affinity("web"))
+            .on(&lab.n("n1")),
+        pod("big").cpu("1900m").on(&lab.n("n2")),
+    ])
+    .await?;
+    let trial = lab.trial(pod("p").label("app", "web").cpu("500m")).await?;
+    trial.expect_failed(&[
+        "1 node(s) didn't satisfy existing pods anti-affinity rules",
+        "1 Insufficient cpu",
+    ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topology spread
+
+fn zoned_nodes(lab: &Lab, zone_b_cpu: &str) -> [common::NodeBuilder; 3] {
+    [
+        lab.node("n1", "4", "4Gi").label(ZONE, "a"),
+        lab.node("n2", zone_b_cpu, "4Gi").label(ZONE, "b"),
+        lab.node("n3", "4", "4Gi").label(ZONE, "a"),
+    ]
+}
+
+#[tokio::test]
+async fn topology_spread_do_not_schedule() -> Result<()> {
+    let lab = Lab::begin("spread").await?;
+    lab.create_nodes(zoned_nodes(&lab, "1")).await?;
+    lab.create_pods([pod("s1").label("app", "s").on(&lab.n("n1"))])
+        .await?;
+    let pending = pod("p")
+        .label("app", "s")
+        .cpu("2")
+        .spec("topologySpreadConstraints", zone_spread("s"));
+    let trial = lab.trial(pending).await?;
+    trial.expect_failed(&[
+        "2 node(s) didn't match pod topology spread constraints",
+        "1 Insufficient cpu",
+    ])
+}
+
+#[tokio::test]
+async fn topology_spread_fits_the_empty_zone() -> Result<()> {
+    let lab = Lab::begin("spreadok").await?;
+    lab.create_nodes(zoned_nodes(&lab, "4")).await?;
+    lab.create_pods([pod("s1").label("app", "s").on(&lab.n("n1"))])
+        .await?;
+    let pending = pod("p")
+        .label("app", "s")
+        .cpu("2")
+        .spec("topologySpreadConstraints", zone_spread("s"));
+    let trial = lab.trial(pending).await?;
+    trial.expect_bound(Some(&lab.n("n2")))
+}
+
+#[tokio::test]
+async fn topology_spread_missing_label() -> Result<()> {
+    let lab = Lab::begin("spreadlbl").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi"),
+        lab.node("n2", "1", "4Gi").label(ZONE, "a"),
+    ])
+    .await?;
+    let pending = pod("p")
+        .label("app", "s")
+        .cpu("2")
+        .spec("topologySpreadConstraints", zone_spread("s"));
+    let trial = lab.trial(pending).await?;
+    trial.expect_failed(&[
+        "1 node(s) didn't match pod topology spread constraints (missing required label)",
+        "1 Insufficient cpu",
+    ])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Volumes
+
+/// PreFilter rejects (the claim does not exist): its message replaces the node histogram, and
+/// v1.37.1 appends " not found": DynamicResources' PostFilter runs without the PreFilter state it
+/// expects (PreFilter stopped before reaching it) and its error message becomes the PostFilter
+/// message.
+#[tokio::test]
+async fn missing_pvc() -> Result<()> {
+    let lab = Lab::begin("nopvc").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    let trial = lab.trial(pod("p").claim("nope")).await?;
+    trial.expect_failed(&["0/2 nodes are available: persistentvolumeclaim \"nope\" not found. not found"])
+}
+
+#[tokio::test]
+async fn unbound_immediate_pvc() -> Result<()> {
+    let lab = Lab::begin("unbound").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    // No class and a selector no volume matches: the binder leaves it Pending.
+    lab.create_namespaced::<PersistentVolumeClaim>(json!({
+        "metadata": {"name": "data"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "selector": {"matchLabels": {"no-volume": "matches"}},
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }))
+    .await?;
+    let trial = lab.trial(pod("p").claim("data")).await?;
+    // The same " not found" suffix as `missing_pvc`: VolumeBinding's PreFilter rejected first.
+    trial.expect_failed(&[
+        "0/2 nodes are available: pod has unbound immediate PersistentVolumeClaims. not found",
+    ])
+}
+
+/// A claim and a volume pre-bound to each other; the binder marks both Bound.
+async fn bound_claim(lab: &Lab, access_mode: &str, node_affinity: Option<Value>) -> Result<()> {
+    bound_claim_with(lab, access_mode, json!({}), node_affinity).await
+}
+
+/// As [`bound_claim`], with extra labels on the volume.
+async fn bound_claim_with(
+    lab: &Lab,
+    access_mode: &str,
+    mut pv_labels: Value,
+    node_affinity: Option<Value>,
+) -> Result<()> {
+    pv_labels[e2e::fixtures::TEST_LABEL] = json!(common::TEST_NAME);
+    let pv_name = format!("{}-pv", lab.ns);
+    let mut spec = json!({
+        "capacity": {"storage": "1Gi"},
+        "accessModes": [access_mode],
+        "storageClassName": "",
+        "persistentVolumeReclaimPolicy": "Retain",
+        "claimRef": {"namespace": lab.ns, "name": "data"},
+    });
+    match node_affinity {
+        Some(affinity) => {
+            spec["local"] = json!({"path": "/tmp/e2e-unused"});
+            spec["nodeAffinity"] = affinity;
+        }
+        None => spec["hostPath"] = json!({"path": "/tmp/e2e-unused"}),
+    }
+    lab.create_cluster::<PersistentVolume>(json!({
+        "metadata": {"name": pv_name, "labels": pv_labels},
+        "spec": spec,
+    }))
+    .await?;
+    lab.create_namespaced::<PersistentVolumeClaim>(json!({
+        "metadata": {"name": "data"},
+        "spec": {
+            "accessModes": [access_mode],
+            "storageClassName": "",
+            "volumeName": pv_name,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }))
+    .await?;
+    lab.wait_claim_bound("data").await
+}
+
+#[tokio::test]
+async fn read_write_once_pod_conflict() -> Result<()> {
+    let lab = Lab::begin("rwop").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    bound_claim(&lab, "ReadWriteOncePod", None).await?;
+    lab.create_pods([pod("owner").claim("data").on(&lab.n("n1"))])
+        .await?;
+    let trial = lab.trial(pod("p").claim("data")).await?;
+    trial.expect_failed(&["ReadWriteOncePod"])
+}
+
+#[tokio::test]
+async fn volume_node_affinity_conflict() -> Result<()> {
+    let lab = Lab::begin("pvaff").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    let nowhere = lab.n("nowhere");
+    bound_claim(
+        &lab,
+        "ReadWriteOnce",
+        Some(json!({"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": HOSTNAME, "operator": "In", "values": [nowhere]},
+        ]}]}})),
+    )
+    .await?;
+    let trial = lab.trial(pod("p").claim("data")).await?;
+    trial.expect_failed(&["2 node(s) didn't match PersistentVolume's node affinity"])
+}
+
+/// The claim is bound to a volume labelled with another zone than the nodes'.
+#[tokio::test]
+async fn volume_zone_conflict() -> Result<()> {
+    let lab = Lab::begin("pvzone").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "4Gi").label(ZONE, "a"),
+        lab.node("n2", "4", "4Gi").label(ZONE, "a"),
+    ])
+    .await?;
+    bound_claim_with(&lab, "ReadWriteOnce", json!({ZONE: "b"}), None).await?;
+    let trial = lab.trial(pod("p").claim("data")).await?;
+    trial.expect_failed(&["2 node(s) had no available volume zone"])
+}
+
+/// WaitForFirstConsumer with no provisioner: only a matching static volume could serve it.
+#[tokio::test]
+async fn wait_for_first_consumer_without_volumes() -> Result<()> {
+    let lab = Lab::begin("wffc").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    let class = format!("{}-local", lab.ns);
+    lab.create_cluster::<k8s_openapi::api::storage::v1::StorageClass>(json!({
+        "metadata": {"name": class},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }))
+    .await?;
+    lab.create_namespaced::<PersistentVolumeClaim>(json!({
+        "metadata": {"name": "data"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": class,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }))
+    .await?;
+    let trial = lab.trial(pod("p").claim("data")).await?;
+    trial.expect_failed(&["2 node(s) didn't find available persistent volumes to bind"])
+}
+
+/// A CSINode allows one volume of the driver on n1, which already has one; n2 is cordoned.
+#[tokio::test]
+async fn csi_volume_limit() -> Result<()> {
+    let lab = Lab::begin("csilimit").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi").cordoned()])
+        .await?;
+    lab.create_cluster::<k8s_openapi::api::storage::v1::CSINode>(json!({
+        "metadata": {"name": lab.n("n1")},
+        "spec": {"drivers": [{
+            "name": "csi.example.com",
+            "nodeID": lab.n("n1"),
+            "allocatable": {"count": 1},
+        }]},
+    }))
+    .await?;
+    for claim in ["used", "data"] {
+        let pv_name = format!("{}-{claim}", lab.ns);
+        lab.create_cluster::<PersistentVolume>(json!({
+            "metadata": {"name": pv_name},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "persistentVolumeReclaimPolicy": "Retain",
+                "claimRef": {"namespace": lab.ns, "name": claim},
+                "csi": {"driver": "csi.example.com", "volumeHandle": pv_name},
+            },
+        }))
+        .await?;
+        lab.create_namespaced::<PersistentVolumeClaim>(json!({
+            "metadata": {"name": claim},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "",
+                "volumeName": pv_name,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        }))
+        .await?;
+        lab.wait_claim_bound(claim).await?;
+    }
+    lab.create_pods([pod("owner").claim("used").on(&lab.n("n1"))])
+        .await?;
+    let trial = lab.trial(pod("p").claim("data")).await?;
+    trial.expect_failed(&[
+        "1 node(s) exceed max volume count",
+        "1 node(s) were unschedulable",
+    ])
+}
+
+/// A ResourceClaim that does not exist: DynamicResources' PreEnqueue keeps the pod out of the
+/// queue (like a scheduling gate), so kube-scheduler writes no event and sets no condition.
+/// sched-core should say Gated with that PreEnqueue message: the error of v1.37.1's assume cache
+/// for ResourceClaims (read from the Go source; kube-scheduler does not publish it).
+#[tokio::test]
+async fn missing_resource_claim() -> Result<()> {
+    let lab = Lab::begin("draclaim").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi")]).await?;
+    let pending = pod("p")
+        .spec(
+            "resourceClaims",
+            json!([{"name": "gpu", "resourceClaimName": "missing"}]),
+        )
+        .container_field("resources", json!({"claims": [{"name": "gpu"}]}));
+    let trial = lab.trial_silent(pending).await?;
+    trial.report();
+    ensure!(
+        matches!(&trial.kube, Verdict::Silent { reason: None, .. }),
+        "kube-scheduler: {:?}",
+        trial.kube
+    );
+    let expected = format!("could not find ResourceClaim \"{}/missing\"", lab.ns);
+    ensure!(
+        trial.ours.outcome == Outcome::Gated && trial.ours.message == expected,
+        "MISMATCH in draclaim: kube-scheduler holds the pod in PreEnqueue (DynamicResources: \
+         {expected:?}); sched-core: {:?} {:?}",
+        trial.ours.outcome,
+        trial.ours.message
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Priorities and preemption
+
+#[tokio::test]
+async fn preemption_succeeds() -> Result<()> {
+    let lab = Lab::begin("preempt").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
+    lab.create_pods([pod("victim").priority_class(LOW).cpu("1500m").on(&lab.n("n1"))])
+        .await?;
+    let trial = lab.trial(pod("p").priority_class(HIGH).cpu("1")).await?;
+    trial.expect_failed(&[&format!(
+        "preemption: found a potential placement for pod on node {}, preempting 1 victims",
+        lab.n("n1")
+    )])
+}
+
+/// After a preemption the preemptor is nominated to the node while its victim terminates (no
+/// kubelet ever finishes that). A later, lower-priority pod must leave room for the nominated
+/// one: 1500m (terminating victim) + 1 (nominated) + 400m > 2 cpu, while without the
+/// nomination it would fit.
+#[tokio::test]
+async fn nominated_pod_reserves_room() -> Result<()> {
+    let lab = Lab::begin("nominated").await?;
+    let n1 = lab.n("n1");
+    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
+    lab.create_pods([
+        pod("victim")
+            .priority_class(LOW)
+            .cpu("1500m")
+            .spec("terminationGracePeriodSeconds", json!(30))
+            .on(&n1),
+        // Deleted later to make kube-scheduler retry the preemptor (an assigned pod's deletion
+        // is an event NodeResourcesFit requeues on).
+        pod("filler").on(&n1),
+    ])
+    .await?;
+    let first = lab.trial(pod("a").priority_class(HIGH).cpu("1")).await?;
+    first.expect_failed(&[&format!(
+        "preemption: found a potential placement for pod on node {n1}, preempting 1 victims"
+    )])?;
+
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
+    e2e::fixtures::wait_for(
+        "a nominated to n1 and its victim terminating",
+        Duration::from_secs(20),
+        || async {
+            let a = pods.get("a").await?;
+            let victim = pods.get("victim").await?;
+            let nominated = a.status.and_then(|s| s.nominated_node_name);
+            let terminating = victim.metadata.deletion_timestamp.is_some();
+            Ok((nominated.as_deref() == Some(n1.as_str()) && terminating).then_some(()))
+        },
+    )
+    .await?;
+
+    let trial = lab.trial(pod("b").cpu("400m")).await?;
+    trial.expect_failed(&["1 Insufficient cpu"])?;
+
+    // The preemptor's own retry (its PodScheduled condition carries the latest attempt's
+    // message): its victim is still terminating on the nominated node, so it may not preempt
+    // again; and its own nomination must not count against it.
+    let Verdict::Failed(first_message) = &first.kube else {
+        bail!("checked by expect_failed")
+    };
+    let force = kube::api::DeleteParams {
+        grace_period_seconds: Some(0),
+        ..kube::api::DeleteParams::default()
+    };
+    pods.delete("filler", &force).await?;
+    let retried = e2e::fixtures::wait_for("a to be retried", Duration::from_secs(20), || async {
+        let a = pods.get("a").await?;
+        let message = a
+            .status
+            .and_then(|s| s.conditions)
+            .into_iter()
+            .flatten()
+            .find(|c| c.type_ == "PodScheduled")
+            .and_then(|c| c.message);
+        Ok(message.filter(|m| m != first_message))
+    })
+    .await?;
+    let a = pods.get("a").await?;
+    let ours = common::evaluate(lab.snapshot().await?, &a)?;
+    eprintln!(
+        "[differential] nominated retry\n  kube-scheduler: {retried:?}\n  sched-core:     {:?} {:?}",
+        ours.outcome, ours.message
+    );
+    ensure!(
+        retried.contains("not eligible due to a terminating pod on the nominated node"),
+        "the retry is not about the terminating victim: {retried:?}"
+    );
+    ensure!(
+        ours.outcome == Outcome::Unschedulable && ours.message == retried,
+        "MISMATCH in nominated (retry of a):\n  kube-scheduler: {retried:?}\n  sched-core:     {:?} ({:?})",
+        ours.message,
+        ours.outcome
+    );
+    Ok(())
+}
+
+/// Two equal candidates; a PodDisruptionBudget (no disruption controller runs, so it allows no
+/// disruption) protects the victim on n1: the pick is n2.
+#[tokio::test]
+async fn preemption_avoids_pdb_violations() -> Result<()> {
+    let lab = Lab::begin("pdb").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi"), lab.node("n2", "2", "4Gi")])
+        .await?;
+    lab.create_pods([
+        pod("v1")
+            .label("app", "v1")
+            .priority_class(LOW)
+            .cpu("1500m")
+            .on(&lab.n("n1")),
+        pod("v2")
+            .label("app", "v2")
+            .priority_class(LOW)
+            .cpu("1500m")
+            .on(&lab.n("n2")),
+    ])
+    .await?;
+    lab.create_namespaced::<PodDisruptionBudget>(json!({
+        "metadata": {"name": "protect-v1"},
+        "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "v1"}}},
+    }))
+    .await?;
+    let trial = lab.trial(pod("p").priority_class(HIGH).cpu("1")).await?;
+    trial.expect_failed(&[&format!(
+        "preemption: found a potential placement for pod on node {}, preempting 1 victims",
+        lab.n("n2")
+    )])
+}
+
+#[tokio::test]
+async fn preemption_not_helpful() -> Result<()> {
+    let lab = Lab::begin("nothelp").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi"), lab.node("n2", "2", "4Gi")])
+        .await?;
+    lab.create_pods([
+        pod("low1").priority_class(LOW).cpu("1").on(&lab.n("n1")),
+        pod("low2").priority_class(LOW).cpu("1").on(&lab.n("n2")),
+    ])
+    .await?;
+    let pending = pod("p")
+        .priority_class(HIGH)
+        .spec("nodeSelector", json!({"disktype": "ssd"}));
+    let trial = lab.trial(pending).await?;
+    trial.expect_failed(&["2 Preemption is not helpful for scheduling"])
+}
+
+#[tokio::test]
+async fn preemption_policy_never() -> Result<()> {
+    let lab = Lab::begin("never").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
+    lab.create_pods([pod("low").priority_class(LOW).cpu("1500m").on(&lab.n("n1"))])
+        .await?;
+    let pending = pod("p").priority_class(HIGH_NEVER).cpu("1");
+    let trial = lab.trial(pending).await?;
+    trial.expect_failed(&["1 Insufficient cpu", "preemptionPolicy=Never"])
+}
+
+#[tokio::test]
+async fn preemption_finds_no_lower_priority_victims() -> Result<()> {
+    let lab = Lab::begin("novictim").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi"), lab.node("n2", "2", "4Gi")])
+        .await?;
+    lab.create_pods([
+        pod("peer1").cpu("1500m").on(&lab.n("n1")),
+        pod("peer2").cpu("1500m").on(&lab.n("n2")),
+    ])
+    .await?;
+    let trial = lab.trial(pod("p").cpu("1")).await?;
+    trial.expect_failed(&["2 Insufficient cpu", "preemption: "])
+}
+
+/// Even without every lower-priority pod the node is too small: no candidate.
+#[tokio::test]
+async fn preemption_cannot_make_room() -> Result<()> {
+    let lab = Lab::begin("noroom").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
+    lab.create_pods([pod("low").priority_class(LOW).cpu("1").on(&lab.n("n1"))])
+        .await?;
+    let trial = lab.trial(pod("p").priority_class(HIGH).cpu("3")).await?;
+    trial.expect_failed(&["1 Insufficient cpu", "preemption: "])
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pods kube-scheduler does not schedule
+
+/// A gated pod never reaches a scheduling cycle: kube-scheduler writes no FailedScheduling event
+/// and the API server itself set PodScheduled=False/SchedulingGated at creation. sched-core says
+/// Gated, with the message of v1.37.1's SchedulingGates PreEnqueue plugin.
+#[tokio::test]
+async fn scheduling_gates() -> Result<()> {
+    let lab = Lab::begin("gated").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi")]).await?;
+    let trial = lab
+        .trial_silent(pod("p").cpu("100m").gate("example.com/gate"))
+        .await?;
+    trial.report();
+    ensure!(
+        matches!(&trial.kube, Verdict::Silent { reason: Some(r), .. } if r == "SchedulingGated"),
+        "kube-scheduler: {:?}",
+        trial.kube
+    );
+    ensure!(
+        trial.ours.outcome == Outcome::Gated,
+        "sched-core: {:?}",
+        trial.ours.outcome
+    );
+    ensure!(
+        trial.ours.message == "waiting for scheduling gates: [example.com/gate]",
+        "sched-core's gate message: {:?}",
+        trial.ours.message
+    );
+    Ok(())
+}
+
+/// `spec.nodeName` set to a node that does not exist: the pod is assigned, so kube-scheduler
+/// never looks at it (no event, nodeName untouched). sched-core, asked to evaluate it as if it
+/// were pending, finds no node: NodeName's PreFilter keeps only the named node, which is absent.
+#[tokio::test]
+async fn node_name_of_a_missing_node() -> Result<()> {
+    let lab = Lab::begin("ghost").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
+        .await?;
+    let trial = lab.trial_silent(pod("p").on(&lab.n("ghost"))).await?;
+    trial.report();
+    ensure!(
+        matches!(&trial.kube, Verdict::Silent { reason: None, .. }),
+        "kube-scheduler should ignore an assigned pod: {:?}",
+        trial.kube
+    );
+    ensure!(
+        trial.ours.outcome == Outcome::Unschedulable
+            && trial
+                .ours
+                .message
+                .starts_with("0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeName]."),
+        "sched-core: {:?} {:?}",
+        trial.ours.outcome,
+        trial.ours.message
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// kubectl plugin mechanism
+
+/// `$KUBECTL_SCHED_BIN` when set. Otherwise the workspace's binary, built by the cargo that runs
+/// this test (`$CARGO`; cargo releases its build lock before running tests) for this test
+/// binary's profile, so the plugin under test is never a stale leftover. Missing is a failure.
+async fn kubectl_sched_binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("KUBECTL_SCHED_BIN").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        ensure!(
+            path.is_file(),
+            "KUBECTL_SCHED_BIN={} is not a file",
+            path.display()
+        );
+        return Ok(path);
+    }
+    let exe = std::env::current_exe()?;
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("the test binary is not in target/<profile>/deps")?;
+    let binary = profile_dir.join("kubectl-sched");
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        ensure!(
+            binary.is_file(),
+            "{} is missing: build it with `cargo build -p kubectl-sched` (or set KUBECTL_SCHED_BIN)",
+            binary.display()
+        );
+        return Ok(binary);
+    };
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev".to_owned(),
+        Some(other) => other.to_owned(),
+    };
+    let build = tokio::process::Command::new(cargo)
+        .args(["build", "--quiet", "-p", "kubectl-sched", "--profile", &profile])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(480), build)
+        .await
+        .context("cargo build -p kubectl-sched took more than 8 minutes")??;
+    ensure!(
+        output.status.success(),
+        "cargo build -p kubectl-sched failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    ensure!(
+        binary.is_file(),
+        "cargo build -p kubectl-sched left no {}",
+        binary.display()
+    );
+    Ok(binary)
+}
+
+/// Runs `program` with this PATH and KUBECONFIG, bounded to 60 s.
+async fn run_raw(
+    program: &Path,
+    args: &[&str],
+    path_env: &std::ffi::OsStr,
+    kubeconfig: &Path,
+) -> Result<std::process::Output> {
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(program)
+            .args(args)
+            .env("PATH", path_env)
+            .env("KUBECONFIG", kubeconfig)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .with_context(|| format!("{} {} did not finish in 60 s", program.display(), args.join(" ")))?
+    .with_context(|| format!("running {}", program.display()))
+}
+
+/// As [`run_raw`], requiring success; returns stdout.
+async fn run(program: &Path, args: &[&str], path_env: &std::ffi::OsStr, kubeconfig: &Path) -> Result<String> {
+    let output = run_raw(program, args, path_env, kubeconfig).await?;
+    if !output.status.success() {
+        bail!(
+            "{} {} exited with {}:\nstdout: {}\nstderr: {}",
+            program.display(),
+            args.join(" "),
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[tokio::test]
+async fn kubectl_sched_runs_as_a_kubectl_plugin() -> Result<()> {
+    // Built before taking the lab, so the other scenarios run meanwhile.
+    let binary = kubectl_sched_binary().await?;
+    let lab = Lab::begin("plugin").await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi"), lab.node("n2", "4", "4Gi").cordoned()])
+        .await?;
+    lab.create_pods([pod("busy").cpu("1500m").on(&lab.n("n1"))])
+        .await?;
+    let trial = lab.trial(pod("p").cpu("1")).await?;
+    trial.expect_failed(&["1 Insufficient cpu", "1 node(s) were unschedulable"])?;
+    let Verdict::Failed(kube_message) = &trial.kube else {
+        bail!("checked by expect_failed")
+    };
+
+    // Only the plugin in its own directory: kubectl warns (and fails `plugin list`) about
+    // anything else named kubectl-* that is not executable, such as cargo's dep-info files.
+    let plugins = tempfile::tempdir()?;
+    std::os::unix::fs::symlink(&binary, plugins.path().join("kubectl-sched"))?;
+    let mut path = std::ffi::OsString::from(plugins.path());
+    path.push(":");
+    path.push(lab.cp.bin_dir());
+    if let Some(inherited) = std::env::var_os("PATH") {
+        path.push(":");
+        path.push(inherited);
+    }
+    let kubectl = lab.cp.bin_dir().join("kubectl");
+    let kubeconfig = lab.cp.kubeconfig_path();
+
+    let listed = run(&kubectl, &["plugin", "list"], &path, kubeconfig).await?;
+    ensure!(
+        listed.lines().any(|l| l.trim().ends_with("/kubectl-sched")),
+        "kubectl plugin list does not show kubectl-sched:\n{listed}"
+    );
+
+    let kubeconfig_arg = kubeconfig.display().to_string();
+    let out = run(
+        &kubectl,
+        &[
+            "sched",
+            "explain",
+            "p",
+            "-n",
+            &lab.ns,
+            "-o",
+            "json",
+            "--kubeconfig",
+            &kubeconfig_arg,
+        ],
+        &path,
+        kubeconfig,
+    )
+    .await?;
+    let json: Value =
+        serde_json::from_str(&out).with_context(|| format!("explain -o json printed {out:?}"))?;
+    ensure!(
+        json["pod"] == json!(format!("{}/p", lab.ns)),
+        "pod field: {}",
+        json["pod"]
+    );
+    ensure!(
+        json["message"].as_str() == Some(kube_message.as_str()),
+        "MISMATCH kubectl sched explain vs kube-scheduler:\n  kube-scheduler: {kube_message:?}\n  explain:        {}",
+        json["message"]
+    );
+    ensure!(
+        json["nodes_total"] == json!(2),
+        "nodes_total: {}",
+        json["nodes_total"]
+    );
+
+    // Through kubectl too, a pod that does not exist is a one-line error naming it, exit 1.
+    let missing = run_raw(
+        &kubectl,
+        &["sched", "explain", "no-such-pod", "-n", &lab.ns],
+        &path,
+        kubeconfig,
+    )
+    .await?;
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    ensure!(
+        missing.status.code() == Some(1)
+            && stderr.trim().lines().count() == 1
+            && stderr.contains("no-such-pod"),
+        "explain of a missing pod: {} with stderr {stderr:?}",
+        missing.status
+    );
+    Ok(())
+}
