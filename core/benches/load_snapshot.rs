@@ -62,6 +62,7 @@ fn cold_load(path: &Path, label: &str) {
     let (objects, report) = load_file(path).expect("load");
     let loaded = start.elapsed();
     let load_cpu = cpu_seconds() - cpu_start;
+    let load_peak = status_kib("VmHWM:").unwrap_or(0);
     let pods = objects.pods.len();
     let build_start = Instant::now();
     let snapshot = Snapshot::new(objects);
@@ -70,11 +71,12 @@ fn cold_load(path: &Path, label: &str) {
     let peak = status_kib("VmHWM:").unwrap_or(0);
     eprintln!(
         "{label}: {} objects ({pods} pods, {} nodes) loaded in {loaded:.2?}, Snapshot::new {built:.2?}, \
-         total {:.2?} (CPU: load {load_cpu:.2}s, total {total_cpu:.2}s); peak RSS {:.0} MiB \
-         (RSS before {:.0} MiB{})",
+         total {:.2?} (CPU: load {load_cpu:.2}s, total {total_cpu:.2}s); peak RSS after load {:.0} MiB, \
+         after Snapshot::new {:.0} MiB (RSS before {:.0} MiB{})",
         report.objects,
         snapshot.nodes().len(),
         loaded + built,
+        load_peak as f64 / 1024.0,
         peak as f64 / 1024.0,
         rss_before as f64 / 1024.0,
         if reset {

@@ -16,7 +16,7 @@ use crate::framework::runtime::Framework;
 use crate::framework::status::{Code, Status};
 use crate::plugins::default_preemption::DefaultPreemptionArgs;
 use crate::preemption::candidate::{Candidate, Victim, importance_order, pick_one_node_for_preemption, rank};
-use crate::preemption::pdb::{self, PdbInfo};
+use crate::preemption::pdb::{self, PdbIndex};
 use crate::schedule::fit_error_message;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
@@ -144,7 +144,7 @@ pub fn select_victims_on_node(
     state: &mut CycleState,
     preemptor: &PodInfo,
     node: &mut NodeInfo,
-    pdbs: &[PdbInfo],
+    pdbs: &PdbIndex,
     now_nanos: i128,
 ) -> Result<(Vec<Victim>, i64), Status> {
     let mut potential: Vec<Victim> = node
@@ -285,7 +285,7 @@ pub fn evaluate(
     if potential.is_empty() {
         return eval;
     }
-    let pdbs = pdb::parse_all(&snapshot.pod_disruption_budgets);
+    let pdbs = PdbIndex::from_objects(&snapshot.pod_disruption_budgets);
     let results: Vec<Result<Candidate, Status>> = potential
         .par_iter()
         .map(|node| {
@@ -528,7 +528,7 @@ mod tests {
         let fwk = framework(snap);
         let (mut state, _) = prefilter(&fwk, &preemptor);
         let mut ni = NodeInfo::clone(&fwk.snapshot().nodes()[0]);
-        let pdbs = pdb::parse_all(&fwk.snapshot().pod_disruption_budgets);
+        let pdbs = PdbIndex::from_objects(&fwk.snapshot().pod_disruption_budgets);
         let (victims, n) = select_victims_on_node(&fwk, &mut state, &preemptor, &mut ni, &pdbs, NOW)?;
         let names = victims.iter().map(|v| v.pod.name().to_string()).collect();
         let violating = victims
@@ -696,7 +696,8 @@ mod tests {
         let preemptor = pod("p").priority(100).label(COUNTED, "").info();
         let (mut state, _) = prefilter(&fwk, &preemptor);
         let mut ni = NodeInfo::clone(&fwk.snapshot().nodes()[0]);
-        let (victims, _) = select_victims_on_node(&fwk, &mut state, &preemptor, &mut ni, &[], NOW).unwrap();
+        let (victims, _) =
+            select_victims_on_node(&fwk, &mut state, &preemptor, &mut ni, &PdbIndex::default(), NOW).unwrap();
         assert_eq!(
             victims.iter().map(|v| v.pod.name()).collect::<Vec<_>>(),
             vec!["b"]

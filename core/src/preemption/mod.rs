@@ -654,7 +654,7 @@ mod scale {
             std::hint::black_box(NodeInfo::clone(&node0));
         }
         eprintln!("node clone x1000: {:.2?}", t.elapsed());
-        let pdbs = pdb::parse_all(&fwk.snapshot().pod_disruption_budgets);
+        let pdbs = pdb::PdbIndex::from_objects(&fwk.snapshot().pod_disruption_budgets);
         let t = Instant::now();
         let mut nruns = 0;
         for n in fwk.snapshot().nodes().iter().take(200) {
@@ -678,6 +678,32 @@ mod scale {
             fwk.run_pre_filter_extension_add_pod(&mut st, &preemptor, &p0, n);
         }
         eprintln!("remove+add ext x1000: {:.2?}", t.elapsed());
+        let t = Instant::now();
+        for _ in 0..100 {
+            let mut ni = NodeInfo::clone(n);
+            let pods = ni.pods.clone();
+            for p in &pods {
+                ni.remove_pod(p);
+            }
+            for p in &pods {
+                ni.add_pod(p.clone());
+            }
+        }
+        eprintln!(
+            "remove+add all pods of a node ({}) x100: {:.2?}",
+            n.pods.len(),
+            t.elapsed()
+        );
+        let t = Instant::now();
+        for _ in 0..100 {
+            let victims: Vec<candidate::Victim> = n
+                .pods
+                .iter()
+                .map(|p| candidate::Victim::new(p.clone(), 0))
+                .collect();
+            std::hint::black_box(pdb::split_by_violation(victims, |v| &v.pod, &pdbs));
+        }
+        eprintln!("pdb split x100 ({} pdbs): {:.2?}", pdbs.len(), t.elapsed());
         eprintln!("post_filter: {:?}", cycle.explanation.post_filter);
         eprintln!(
             "post_filter plugins: {:?} outcome {:?} msg {}",

@@ -4,7 +4,7 @@
 //! Budgets are read from `status.disruptionsAllowed` as the disruption controller last wrote it; pods in
 //! `status.disruptedPods` were already counted by the API server and do not use up budget again.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
@@ -60,9 +60,47 @@ impl PdbInfo {
     }
 }
 
-/// Parses every PDB of the snapshot.
-pub fn parse_all(pdbs: &[std::sync::Arc<PodDisruptionBudget>]) -> Vec<PdbInfo> {
-    pdbs.iter().map(|p| PdbInfo::new(p)).collect()
+/// The PDBs of a preemption attempt, indexed by namespace (a PDB only covers pods of its namespace, and
+/// large clusters have thousands of PDBs).
+#[derive(Debug, Clone, Default)]
+pub struct PdbIndex {
+    pdbs: Vec<PdbInfo>,
+    by_namespace: HashMap<String, Vec<usize>>,
+}
+
+impl PdbIndex {
+    /// Indexes parsed PDBs, keeping their order within each namespace.
+    pub fn new(pdbs: Vec<PdbInfo>) -> Self {
+        let mut by_namespace: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, p) in pdbs.iter().enumerate() {
+            by_namespace.entry(p.namespace.clone()).or_default().push(i);
+        }
+        PdbIndex { pdbs, by_namespace }
+    }
+
+    /// Parses and indexes the PDBs of a snapshot.
+    pub fn from_objects(pdbs: &[std::sync::Arc<PodDisruptionBudget>]) -> Self {
+        Self::new(pdbs.iter().map(|p| PdbInfo::new(p)).collect())
+    }
+
+    /// Number of PDBs.
+    pub fn len(&self) -> usize {
+        self.pdbs.len()
+    }
+
+    /// True without PDBs.
+    pub fn is_empty(&self) -> bool {
+        self.pdbs.is_empty()
+    }
+
+    /// The PDBs covering a namespace, in order.
+    fn in_namespace(&self, namespace: &str) -> impl Iterator<Item = (usize, &PdbInfo)> {
+        self.by_namespace
+            .get(namespace)
+            .into_iter()
+            .flatten()
+            .map(|&i| (i, &self.pdbs[i]))
+    }
 }
 
 /// Splits victims (in the given order) into those whose preemption would violate a PDB and the others.
@@ -73,21 +111,29 @@ pub fn parse_all(pdbs: &[std::sync::Arc<PodDisruptionBudget>]) -> Vec<PdbInfo> {
 pub fn split_by_violation<T>(
     victims: Vec<T>,
     pod_of: impl Fn(&T) -> &PodInfo,
-    pdbs: &[PdbInfo],
+    pdbs: &PdbIndex,
 ) -> (Vec<T>, Vec<T>) {
-    let mut allowed: Vec<i64> = pdbs.iter().map(|p| i64::from(p.disruptions_allowed)).collect();
+    // Remaining budget of the PDBs charged so far (few per node, so a list beats a map).
+    let mut charged: Vec<(usize, i64)> = Vec::new();
     let mut violating = Vec::new();
     let mut non_violating = Vec::new();
     for v in victims {
         let pod = pod_of(&v);
         let mut violates = false;
         if pod.labels().is_some_and(|l| !l.is_empty()) {
-            for (i, pdb) in pdbs.iter().enumerate() {
+            for (i, pdb) in pdbs.in_namespace(pod.namespace()) {
                 if !pdb.charges(pod) {
                     continue;
                 }
-                allowed[i] -= 1;
-                if allowed[i] < 0 {
+                let left = match charged.iter_mut().find(|(j, _)| *j == i) {
+                    Some((_, left)) => left,
+                    None => {
+                        charged.push((i, i64::from(pdb.disruptions_allowed)));
+                        &mut charged.last_mut().expect("just pushed").1
+                    }
+                };
+                *left -= 1;
+                if *left < 0 {
                     violates = true;
                     break;
                 }
@@ -199,7 +245,7 @@ mod tests {
             ),
         ];
         for (name, pdbs, victims, want_violating, want_ok) in cases {
-            let (violating, ok) = split_by_violation(victims, |p| p, &pdbs);
+            let (violating, ok) = split_by_violation(victims, |p| p, &PdbIndex::new(pdbs));
             assert_eq!(names(&violating), want_violating, "{name}");
             assert_eq!(names(&ok), want_ok, "{name}");
         }
@@ -208,7 +254,7 @@ mod tests {
     #[test]
     fn a_violating_pod_is_not_charged_to_later_budgets() {
         // Pod a exceeds p1 and stops there, so p2 keeps its one disruption for pod b.
-        let pdbs = parse_all(&[
+        let pdbs = PdbIndex::from_objects(&[
             Arc::new(pdb("p1").selector("tier", "y").allowed(0).obj()),
             Arc::new(pdb("p2").selector("app", "x").allowed(1).obj()),
         ]);
@@ -224,7 +270,7 @@ mod tests {
         assert_eq!(names(&ok), vec!["b"]);
 
         // With the budgets in the other order, a uses up p2 before exceeding p1, and b then violates p2.
-        let pdbs = parse_all(&[
+        let pdbs = PdbIndex::from_objects(&[
             Arc::new(pdb("p2").selector("app", "x").allowed(1).obj()),
             Arc::new(pdb("p1").selector("tier", "y").allowed(0).obj()),
         ]);

@@ -738,7 +738,14 @@ fn pod_template(w: &Workload, realistic: bool) -> (ObjectMeta, PodSpec) {
     let m = ObjectMeta {
         labels: Some(labels(&[
             ("app", &w.name),
-            ("tier", if w.index % 3 == 0 { "frontend" } else { "backend" }),
+            (
+                "tier",
+                if w.index.is_multiple_of(3) {
+                    "frontend"
+                } else {
+                    "backend"
+                },
+            ),
             ("pod-template-hash", &format!("{:010x}", w.index * 7919)),
         ])),
         ..Default::default()
@@ -770,21 +777,11 @@ fn app_container(
     if realistic {
         c.image_pull_policy = Some("IfNotPresent".into());
         c.command = Some(vec!["/bin/server".into()]);
-        c.args = Some(vec![
-            "--port=8080".into(),
-            format!("--name={}", w.name),
-            "--log-level=info".into(),
-        ]);
         c.env = Some(
             [
                 ("APP_NAME", w.name.as_str()),
                 ("APP_NAMESPACE", w.namespace.as_str()),
                 ("LOG_FORMAT", "json"),
-                (
-                    "OTEL_EXPORTER_OTLP_ENDPOINT",
-                    "http://otel-collector.observability:4317",
-                ),
-                ("FEATURE_FLAGS", "checkout-v2,search-ranking,async-writes"),
             ]
             .iter()
             .map(|(k, v)| EnvVar {
@@ -886,7 +883,7 @@ impl Cluster<'_> {
 
 /// Calls `f` with every object, in a stable order: cluster-scoped objects, nodes, then workloads.
 pub fn for_each_object(params: &GenerateParams, mut f: impl FnMut(Generated)) {
-    let mut rng = Rng(params.seed ^ 0x5EED_0F_C1A5);
+    let mut rng = Rng(params.seed ^ 0x005E_ED0F_C1A5);
     let namespaces = (params.pods / 1_500).clamp(1, 200);
 
     for ns in ["default", "kube-system"]
@@ -1102,7 +1099,7 @@ fn emit_workload(
                 ("prometheus.io/scrape", "true"),
                 ("prometheus.io/port", "8080"),
             ]));
-            if n % 20 == 0 {
+            if n.is_multiple_of(20) {
                 metadata.managed_fields = Some(managed_fields(n));
             }
             if bound {

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
     Container, ContainerStatus, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodSpec,
-    PodStatus, PodTemplateSpec, ReplicationController, Service, Volume,
+    PodStatus, PodTemplateSpec, ReplicationController, ResourceRequirements, Service, Volume,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
@@ -164,21 +164,26 @@ pub enum LoadError {
         message: String,
     },
     /// An object of a known kind does not match its schema (e.g. a string where a number belongs).
-    #[error("{}: {at}: {kind} {}: {message}", path.display(), name.as_deref().unwrap_or("(unnamed)"))]
-    Decode {
-        /// The file.
-        path: PathBuf,
-        /// The object, and the offending position when the parser reports one.
-        at: Location,
-        /// The object's apiVersion.
-        api_version: String,
-        /// The object's kind.
-        kind: String,
-        /// `namespace/name` or `name`, when the object has one.
-        name: Option<String>,
-        /// The decoder's message, prefixed with the field path when known.
-        message: String,
-    },
+    #[error(transparent)]
+    Decode(Box<DecodeError>),
+}
+
+/// An object of a known kind that does not match its schema.
+#[derive(Debug, thiserror::Error)]
+#[error("{}: {at}: {kind} {}: {message}", path.display(), name.as_deref().unwrap_or("(unnamed)"))]
+pub struct DecodeError {
+    /// The file.
+    pub path: PathBuf,
+    /// The object, and the offending position when the parser reports one.
+    pub at: Location,
+    /// The object's apiVersion.
+    pub api_version: String,
+    /// The object's kind.
+    pub kind: String,
+    /// `namespace/name` or `name`, when the object has one.
+    pub name: Option<String>,
+    /// The decoder's message, prefixed with the field path when known.
+    pub message: String,
 }
 
 /// Splits serde's "... at line L column C" suffix off a message.
@@ -249,6 +254,7 @@ pub fn prune_container(c: &mut Container) {
                 .collect::<Vec<_>>()
         })
         .filter(|ps| !ps.is_empty());
+    let resources = resources.map(without_limits);
     *c = Container {
         name,
         image,
@@ -319,12 +325,27 @@ fn prune_container_status(cs: &mut ContainerStatus) {
     *cs = ContainerStatus {
         name,
         allocated_resources,
-        resources,
+        resources: resources.map(without_limits),
         ..Default::default()
     };
 }
 
-/// Keeps of a pod's status: phase, conditions (resize state, DisruptionTarget, PodScheduled),
+/// Container limits only matter to the kubelet (and to alpha DRA node-allocatable resources, off in
+/// v1.37); scheduling reads requests. Pod-level limits (`spec.resources`) are kept.
+fn without_limits(r: ResourceRequirements) -> ResourceRequirements {
+    ResourceRequirements { limits: None, ..r }
+}
+
+/// Pod conditions something reads: PodScheduled (the last scheduling message), the in-place resize
+/// conditions (requests), DisruptionTarget (preemption skips pods already being disrupted).
+const KEPT_POD_CONDITIONS: &[&str] = &[
+    "PodScheduled",
+    "PodResizePending",
+    "PodResizeInProgress",
+    "DisruptionTarget",
+];
+
+/// Keeps of a pod's status: phase, the conditions in `KEPT_POD_CONDITIONS`,
 /// nominatedNodeName, startTime (preemption order), the container statuses' allocated/actual
 /// resources and the pod-level ones (in-place resize), and DRA claim statuses.
 pub fn prune_pod_status(status: &mut PodStatus) {
@@ -349,6 +370,13 @@ pub fn prune_pod_status(status: &mut PodStatus) {
     {
         prune_container_status(cs);
     }
+    let conditions = conditions
+        .map(|mut cs| {
+            cs.retain(|c| KEPT_POD_CONDITIONS.contains(&c.type_.as_str()));
+            cs.shrink_to_fit();
+            cs
+        })
+        .filter(|cs| !cs.is_empty());
     *status = PodStatus {
         phase,
         conditions,
@@ -619,7 +647,7 @@ mod shapes {
         ("name", K),
         ("image", K),
         ("ports", K),
-        ("resources", K),
+        ("resources", NO_LIMITS),
         ("restartPolicy", K),
         ("restartPolicyRules", K),
     ]);
@@ -657,7 +685,9 @@ mod shapes {
         ("subdomain", D),
     ]);
 
-    const CONTAINER_STATUS: Shape = only(&[("name", K), ("allocatedResources", K), ("resources", K)]);
+    const NO_LIMITS: Shape = keep_listed(&[("limits", D)]);
+
+    const CONTAINER_STATUS: Shape = only(&[("name", K), ("allocatedResources", K), ("resources", NO_LIMITS)]);
 
     /// Mirrors `prune_pod_status`.
     const POD_STATUS: Shape = only(&[
@@ -1526,7 +1556,7 @@ fn first_json_error(text: &str, path: &Path, buckets: &[Vec<RawItem<'_>>]) -> Lo
         } else {
             format!("{field_path}: {message}")
         };
-        return LoadError::Decode {
+        return LoadError::Decode(Box::new(DecodeError {
             path: path.to_path_buf(),
             at: Location {
                 document: it.document,
@@ -1538,7 +1568,7 @@ fn first_json_error(text: &str, path: &Path, buckets: &[Vec<RawItem<'_>>]) -> Lo
             kind: it.kind.kind().to_string(),
             name: json_name(it.text),
             message,
-        };
+        }));
     }
     // Parallel decoding failed but sequential decoding did not: cannot happen with a deterministic
     // decoder, but report something useful rather than panic.
@@ -1745,22 +1775,21 @@ impl Scanner {
 }
 
 /// The end (exclusive) of the object starting at `buf[start] == b'{'`, or `None` if it continues
-/// past the end of `buf`.
+/// past the end of `buf`. Only quotes and braces matter for finding the closing brace, so the scan
+/// jumps between them; whether the object is valid JSON is for the decoder to say.
 fn scan_object(buf: &[u8], start: usize) -> Option<usize> {
     let mut depth = 0u32;
     let mut pos = start;
-    while pos < buf.len() {
+    loop {
+        pos += memchr::memchr3(b'"', b'{', b'}', buf.get(pos..)?)?;
         match buf[pos] {
             b'"' => {
                 // Jump to the closing quote, skipping escaped characters.
                 pos += 1;
                 loop {
-                    let i = memchr::memchr2(b'"', b'\\', &buf[pos..])?;
+                    let i = memchr::memchr2(b'"', b'\\', buf.get(pos..)?)?;
                     if buf[pos + i] == b'\\' {
                         pos += i + 2;
-                        if pos > buf.len() {
-                            return None;
-                        }
                     } else {
                         pos += i + 1;
                         break;
@@ -1768,59 +1797,96 @@ fn scan_object(buf: &[u8], start: usize) -> Option<usize> {
                 }
                 continue;
             }
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
+            b'{' => depth += 1,
+            _ => {
                 depth -= 1;
                 if depth == 0 {
                     return Some(pos + 1);
                 }
             }
-            _ => {}
         }
         pos += 1;
     }
-    None
 }
 
-/// Reads a JSON file chunk by chunk, decoding list items as they are found.
+/// One scanned chunk: its bytes and what was found in them.
+type Scanned = Result<(Vec<u8>, Vec<Emitted>), Fallback>;
+
+/// Reads a JSON file chunk by chunk, decoding list items as they are found. A reader thread reads
+/// and splits the next chunk while this one decodes the previous one in parallel.
 fn stream_json_file(path: &Path, chunk: usize) -> Result<(ClusterObjects, LoadReport), Fallback> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|_| Fallback)?;
-    let mut report = LoadReport::new(Format::Json);
-    let mut objects = ClusterObjects::default();
-    let mut scanner = Scanner::new();
-    let mut buf: Vec<u8> = Vec::with_capacity(chunk);
-    let mut emitted = Vec::new();
-    let mut eof = false;
-    while !eof {
-        // Fill the buffer; grow it when one item is larger than a chunk.
-        if buf.len() == buf.capacity() {
-            buf.reserve(buf.capacity().max(chunk));
+    let file = std::fs::File::open(path).map_err(|_| Fallback)?;
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Scanned>(1);
+    std::thread::scope(|scope| {
+        scope.spawn(move || read_and_scan(file, chunk, &tx));
+        let mut report = LoadReport::new(Format::Json);
+        let mut objects = ClusterObjects::default();
+        for scanned in rx {
+            let (buf, emitted) = scanned?;
+            decode_emitted(&buf, &emitted, &mut objects, &mut report)?;
         }
-        let mut filled = buf.len();
-        buf.resize(buf.capacity(), 0);
-        while filled < buf.len() {
-            match file.read(&mut buf[filled..]) {
+        report.objects = objects.len();
+        Ok((objects, report))
+    })
+}
+
+/// The reader thread: sends each chunk with the items that end in it; the start of an item that
+/// continues past a chunk is carried over to the next one. Stops when the receiver hangs up.
+fn read_and_scan(file: std::fs::File, chunk: usize, tx: &std::sync::mpsc::SyncSender<Scanned>) {
+    use std::io::Read;
+    let mut scanner = Scanner::new();
+    let mut file = file;
+    let mut buf: Vec<u8> = Vec::with_capacity(chunk);
+    loop {
+        let mut eof = false;
+        while buf.len() < buf.capacity() {
+            let want = (buf.capacity() - buf.len()) as u64;
+            match (&mut file).take(want).read_to_end(&mut buf) {
                 Ok(0) => {
                     eof = true;
                     break;
                 }
-                Ok(n) => filled += n,
+                Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return Err(Fallback),
+                Err(_) => {
+                    let _ = tx.send(Err(Fallback));
+                    return;
+                }
             }
         }
-        buf.truncate(filled);
-        emitted.clear();
-        let consumed = scanner.scan(&buf, &mut emitted)?;
-        decode_emitted(&buf, &emitted, &mut objects, &mut report)?;
-        buf.drain(..consumed);
+        let mut emitted = Vec::new();
+        let consumed = match scanner.scan(&buf, &mut emitted) {
+            Ok(c) => c,
+            Err(f) => {
+                let _ = tx.send(Err(f));
+                return;
+            }
+        };
+        let tail = &buf[consumed..];
+        if eof {
+            let complete = scanner.finished() && tail.iter().all(u8::is_ascii_whitespace);
+            let last = if complete {
+                Ok((buf, emitted))
+            } else {
+                Err(Fallback)
+            };
+            let _ = tx.send(last);
+            return;
+        }
+        // A single item larger than the buffer makes the next one twice as large.
+        let capacity = if consumed == 0 {
+            buf.capacity() * 2
+        } else {
+            chunk.max(tail.len() * 2)
+        };
+        let mut next = Vec::with_capacity(capacity);
+        next.extend_from_slice(tail);
+        buf.truncate(consumed);
+        if tx.send(Ok((buf, emitted))).is_err() {
+            return;
+        }
+        buf = next;
     }
-    if !scanner.finished() || !buf.iter().all(u8::is_ascii_whitespace) {
-        return Err(Fallback);
-    }
-    report.objects = objects.len();
-    Ok((objects, report))
 }
 
 fn decode_emitted(
@@ -2141,7 +2207,7 @@ fn yaml_decode_error(text: &str, path: &Path, document: usize, f: ItemFailure) -
         Some((l, c, m)) => (Some(l), Some(c), m),
         None => (None, None, f.message),
     };
-    LoadError::Decode {
+    LoadError::Decode(Box::new(DecodeError {
         path: path.to_path_buf(),
         at: Location {
             document,
@@ -2153,7 +2219,7 @@ fn yaml_decode_error(text: &str, path: &Path, document: usize, f: ItemFailure) -
         kind: f.kind.kind().to_string(),
         name: f.name,
         message,
-    }
+    }))
 }
 
 /// Walks a List document to `items[index]` and deserializes it as `kind` straight from the parser.
@@ -2601,16 +2667,10 @@ value: 1000
     fn decode_errors_carry_structured_fields() {
         let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: p, namespace: ns}\n  spec: {containers: [{name: c, ports: [{containerPort: x}]}]}\n";
         match load(text) {
-            Err(LoadError::Decode {
-                at,
-                kind,
-                api_version,
-                name,
-                ..
-            }) => {
-                assert_eq!((at.document, at.item, at.line), (0, Some(0), Some(7)));
-                assert_eq!((kind.as_str(), api_version.as_str()), ("Pod", "v1"));
-                assert_eq!(name.as_deref(), Some("ns/p"));
+            Err(LoadError::Decode(d)) => {
+                assert_eq!((d.at.document, d.at.item, d.at.line), (0, Some(0), Some(7)));
+                assert_eq!((d.kind.as_str(), d.api_version.as_str()), ("Pod", "v1"));
+                assert_eq!(d.name.as_deref(), Some("ns/p"));
             }
             other => panic!("{other:?}"),
         }
@@ -2724,10 +2784,12 @@ value: 1000
                 sb.termination_grace_period_seconds
             );
             for (ca, cb) in sa.containers.iter().zip(&sb.containers) {
+                let requests = |c: &Container| c.resources.as_ref().and_then(|r| r.requests.clone());
                 assert_eq!(
-                    (&ca.name, &ca.image, &ca.resources),
-                    (&cb.name, &cb.image, &cb.resources)
+                    (&ca.name, &ca.image, requests(ca)),
+                    (&cb.name, &cb.image, requests(cb))
                 );
+                assert!(cb.resources.as_ref().is_none_or(|r| r.limits.is_none()));
                 assert!(cb.env.is_none() && cb.liveness_probe.is_none() && cb.command.is_none());
                 assert!(cb.volume_mounts.is_none());
                 let host_ports = |c: &Container| {
@@ -2742,7 +2804,16 @@ value: 1000
             }
             let (ta, tb) = (a.status.as_ref().unwrap(), b.status.as_ref().unwrap());
             assert_eq!(ta.phase, tb.phase);
-            assert_eq!(ta.conditions, tb.conditions);
+            let scheduling_conditions = |st: &PodStatus| {
+                st.conditions
+                    .iter()
+                    .flatten()
+                    .filter(|c| c.type_ == "PodScheduled")
+                    .cloned()
+                    .collect::<Vec<_>>()
+            };
+            assert_eq!(scheduling_conditions(ta), scheduling_conditions(tb));
+            assert!(tb.conditions.iter().flatten().all(|c| c.type_ != "Ready"));
             assert_eq!(ta.nominated_node_name, tb.nominated_node_name);
             assert_eq!(ta.start_time, tb.start_time);
             assert!(tb.pod_ip.is_none() && tb.qos_class.is_none());

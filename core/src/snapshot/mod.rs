@@ -25,8 +25,8 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 
 pub use loader::{
-    Format, LoadError, LoadReport, Location, ObjectKind, Prune, load_bytes, load_file, write_list_json,
-    write_list_yaml,
+    DecodeError, Format, LoadError, LoadReport, Location, ObjectKind, Prune, load_bytes, load_file,
+    write_list_json, write_list_yaml,
 };
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
 pub use pod_info::{AffinityTerm, PodInfo, WeightedAffinityTerm};
@@ -163,11 +163,16 @@ impl Snapshot {
         let mut pending_pods = Vec::new();
         let mut pods_by_key = HashMap::with_capacity(pods.len());
         let mut nominated_pods: HashMap<String, Vec<Arc<PodInfo>>> = HashMap::new();
-        for pod in pods {
-            if is_terminal(&pod) {
-                continue;
-            }
-            let info = Arc::new(PodInfo::new(pod));
+        // Parsing requests and affinity terms is the expensive part of building a snapshot: do it in
+        // parallel, then place the pods serially.
+        let pod_infos: Vec<Arc<PodInfo>> = {
+            use rayon::prelude::*;
+            pods.into_par_iter()
+                .filter(|p| !is_terminal(p))
+                .map(|p| Arc::new(PodInfo::new(p)))
+                .collect()
+        };
+        for info in pod_infos {
             pods_by_key.insert(info.key(), info.clone());
             let node_name = info.node_name();
             if node_name.is_empty() {
