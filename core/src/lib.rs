@@ -9,6 +9,8 @@
 //! side effect is an [`action::Action`].
 
 pub mod action;
+#[cfg(feature = "kube")]
+pub mod apply;
 pub mod explain;
 pub mod framework;
 pub mod labels;

@@ -98,6 +98,12 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
         Command::Explain(args) => {
             let out = commands::explain::run(&cli.global, args)?;
             report_messages(verbosity, &out.warnings, &out.notes);
+            if verbosity >= 2 {
+                for t in &out.timings {
+                    eprintln!("{t}");
+                }
+            }
+            let rendering = Instant::now();
             let text = match (&out.result, args.output) {
                 (ExplainResult::One(r), ExplainFormat::Table) => table::report(r, false),
                 (ExplainResult::One(r), ExplainFormat::Wide) => table::report(r, true),
@@ -117,6 +123,7 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
                 }
             };
             if verbosity >= 2 {
+                eprintln!("rendered in {:.0} ms", rendering.elapsed().as_secs_f64() * 1000.0);
                 eprintln!("explain took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
             }
             emit(text.as_bytes())

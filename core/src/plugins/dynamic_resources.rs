@@ -31,13 +31,80 @@ const STATE_KEY: StateKey<StateData> = StateKey::new("PreFilterDynamicResources"
 /// `ErrNotFound`'s text: what PostFilter reports when PreFilter did not run.
 pub const ERR_NOT_FOUND: &str = "not found";
 
+/// `resourceclaim.ErrClaimNotFound`.
+pub const ERR_CLAIM_NOT_CREATED: &str = "ResourceClaim not created yet";
+/// `resourceclaim.ErrAPIUnsupported`.
+pub const ERR_API_UNSUPPORTED: &str = "none of the supported fields are set";
+
 /// The DynamicResources plugin.
 #[derive(Debug, Default)]
-pub struct DynamicResources;
+pub struct DynamicResources {
+    snapshot: Arc<crate::snapshot::Snapshot>,
+}
 
 /// Builds the plugin (its args, if any, are accepted and ignored).
-pub fn new(_args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
-    Ok(Arc::new(DynamicResources))
+pub fn new(_args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    Ok(Arc::new(DynamicResources {
+        snapshot: handle.snapshot.clone(),
+    }))
+}
+
+impl DynamicResources {
+    /// `foreachPodResourceClaim` without a callback: every claim the pod references must exist, not be
+    /// terminating, and (for claims generated from a template) be owned by the pod.
+    fn check_claims(&self, pod: &PodInfo) -> Result<(), String> {
+        let Some(claims) = pod.pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref()) else {
+            return Ok(());
+        };
+        let (ns, name) = (pod.namespace(), pod.name());
+        for pod_claim in claims {
+            let (claim_name, must_check_owner) = if let Some(n) = &pod_claim.resource_claim_name {
+                (n.clone(), false)
+            } else if pod_claim.resource_claim_template_name.is_some() {
+                let statuses = pod
+                    .pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.resource_claim_statuses.as_ref());
+                match statuses
+                    .into_iter()
+                    .flatten()
+                    .find(|st| st.name == pod_claim.name)
+                {
+                    // No claim was generated on purpose: nothing to check.
+                    Some(st) => match &st.resource_claim_name {
+                        Some(n) => (n.clone(), true),
+                        None => continue,
+                    },
+                    None => return Err(format!("pod \"{ns}/{name}\": {ERR_CLAIM_NOT_CREATED}")),
+                }
+            } else {
+                return Err(format!(
+                    "pod \"{ns}/{name}\", spec.resourceClaim {:?}: {ERR_API_UNSUPPORTED}",
+                    pod_claim.name
+                ));
+            };
+            let key = crate::snapshot::namespaced_key(ns, &claim_name);
+            let Some(claim) = self.snapshot.resource_claims.get(&key) else {
+                return Err(format!("could not find ResourceClaim {key:?}"));
+            };
+            if claim.metadata.deletion_timestamp.is_some() {
+                return Err(format!("resourceclaim {claim_name:?} is being deleted"));
+            }
+            let owned = claim
+                .metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.controller == Some(true) && o.uid == pod.uid());
+            if must_check_owner && !owned {
+                return Err(format!(
+                    "ResourceClaim {ns}/{claim_name} was not created for Pod {ns}/{name} (Pod is not owner)"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn has_claims(pod: &PodInfo) -> bool {
@@ -51,6 +118,9 @@ fn has_claims(pod: &PodInfo) -> bool {
 impl Plugin for DynamicResources {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        Some(self)
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
         Some(self)
@@ -72,6 +142,17 @@ impl Plugin for DynamicResources {
     }
     fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
         Some(self)
+    }
+}
+
+impl PreEnqueuePlugin for DynamicResources {
+    /// Keeps a pod out of the queue while a claim it references is missing or unusable (kube-scheduler
+    /// writes no FailedScheduling event for such a pod).
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        match self.check_claims(pod) {
+            Ok(()) => Status::success(),
+            Err(reason) => Status::unresolvable(reason),
+        }
     }
 }
 
@@ -145,7 +226,7 @@ mod tests {
 
     #[test]
     fn skips_pods_without_claims_and_refuses_to_guess_for_pods_with_claims() {
-        let pl = DynamicResources;
+        let pl = DynamicResources::default();
         let mut state = CycleState::new();
         let (_, s) = pl.pre_filter(&mut state, &pod("p").info(), &[]);
         assert!(s.is_skip());
@@ -160,5 +241,102 @@ mod tests {
         let (_, s) = pl.pre_filter(&mut state, &with_claim, &[]);
         assert_eq!(s.code(), Code::Error);
         assert_eq!(s.message(), ERR_CLAIMS_NOT_SUPPORTED);
+    }
+
+    #[test]
+    fn pre_enqueue_gates_pods_whose_claims_are_missing_or_unusable() {
+        use k8s_openapi::api::core::v1::{PodResourceClaim, PodResourceClaimStatus};
+        use k8s_openapi::api::resource::v1::ResourceClaim;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+        let claim = |name: &str, deleting: bool| ResourceClaim {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("default".into()),
+                deletion_timestamp: deleting.then(|| {
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                    )
+                }),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let objects = crate::snapshot::ClusterObjects {
+            resource_claims: vec![claim("ok", false), claim("gone", true), claim("foreign", false)],
+            ..Default::default()
+        };
+        let pl = DynamicResources {
+            snapshot: Arc::new(crate::snapshot::Snapshot::new(objects)),
+        };
+        let by_name = |n: &str| PodResourceClaim {
+            name: "c".into(),
+            resource_claim_name: Some(n.into()),
+            ..Default::default()
+        };
+        let with = |c: PodResourceClaim, statuses: Option<Vec<PodResourceClaimStatus>>| {
+            pod("p")
+                .with(move |p| {
+                    p.spec.as_mut().unwrap().resource_claims = Some(vec![c]);
+                    p.status
+                        .get_or_insert_with(Default::default)
+                        .resource_claim_statuses = statuses;
+                })
+                .info()
+        };
+        let template = PodResourceClaim {
+            name: "c".into(),
+            resource_claim_template_name: Some("t".into()),
+            ..Default::default()
+        };
+        let cases = [
+            ("existing claim", with(by_name("ok"), None), None),
+            (
+                "missing claim",
+                with(by_name("missing"), None),
+                Some("could not find ResourceClaim \"default/missing\""),
+            ),
+            (
+                "deleted claim",
+                with(by_name("gone"), None),
+                Some("resourceclaim \"gone\" is being deleted"),
+            ),
+            (
+                "template not generated yet",
+                with(template.clone(), None),
+                Some("pod \"default/p\": ResourceClaim not created yet"),
+            ),
+            (
+                "generated claim not owned by the pod",
+                with(
+                    template.clone(),
+                    Some(vec![PodResourceClaimStatus {
+                        name: "c".into(),
+                        resource_claim_name: Some("foreign".into()),
+                    }]),
+                ),
+                Some("ResourceClaim default/foreign was not created for Pod default/p (Pod is not owner)"),
+            ),
+            (
+                "generation skipped on purpose",
+                with(
+                    template,
+                    Some(vec![PodResourceClaimStatus {
+                        name: "c".into(),
+                        resource_claim_name: None,
+                    }]),
+                ),
+                None,
+            ),
+        ];
+        for (name, p, want) in cases {
+            let s = pl.pre_enqueue(&p);
+            match want {
+                None => assert!(s.is_success(), "{name}: {s:?}"),
+                Some(msg) => {
+                    assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{name}");
+                    assert_eq!(s.message(), msg, "{name}");
+                }
+            }
+        }
     }
 }

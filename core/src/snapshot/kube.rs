@@ -174,6 +174,7 @@ pub async fn load_from_api(
     let rcs_api = scoped!(k8s_openapi::api::core::v1::ReplicationController);
     let rss_api = scoped!(k8s_openapi::api::apps::v1::ReplicaSet);
     let stss_api = scoped!(k8s_openapi::api::apps::v1::StatefulSet);
+    let claims_api = scoped!(k8s_openapi::api::resource::v1::ResourceClaim);
 
     let (
         nodes,
@@ -191,6 +192,7 @@ pub async fn load_from_api(
         rcs,
         rss,
         stss,
+        claims,
     ) = futures::join!(
         list_all(&nodes_api, page, None),
         list_all(&pods_api, page, pod_fields),
@@ -207,6 +209,7 @@ pub async fn load_from_api(
         list_all(&rcs_api, page, None),
         list_all(&rss_api, page, None),
         list_all(&stss_api, page, None),
+        list_all(&claims_api, page, None),
     );
 
     let mut warnings = Vec::new();
@@ -227,6 +230,7 @@ pub async fn load_from_api(
         replication_controllers: settle(ObjectKind::ReplicationController, false, rcs, w)?,
         replica_sets: settle(ObjectKind::ReplicaSet, false, rss, w)?,
         stateful_sets: settle(ObjectKind::StatefulSet, false, stss, w)?,
+        resource_claims: settle(ObjectKind::ResourceClaim, false, claims, w)?,
     };
     Ok((objects, warnings))
 }

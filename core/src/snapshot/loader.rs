@@ -25,6 +25,7 @@ use k8s_openapi::api::core::v1::{
     PodStatus, PodTemplateSpec, ReplicationController, ResourceRequirements, Service, Volume,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -542,6 +543,7 @@ prune_metadata_only!(
     PodDisruptionBudget,
     PriorityClass,
     Service,
+    ResourceClaim,
 );
 
 impl ClusterObjects {
@@ -565,6 +567,7 @@ impl ClusterObjects {
         all(&mut self.replication_controllers);
         all(&mut self.replica_sets);
         all(&mut self.stateful_sets);
+        all(&mut self.resource_claims);
     }
 
     /// Total number of objects.
@@ -1132,6 +1135,7 @@ object_kinds! {
         shapes::WITH_TEMPLATE;
     ReplicaSet(ReplicaSet) = "apps/v1", "ReplicaSet" => replica_sets, shapes::WITH_TEMPLATE;
     StatefulSet(StatefulSet) = "apps/v1", "StatefulSet" => stateful_sets, shapes::STATEFUL_SET;
+    ResourceClaim(ResourceClaim) = "resource.k8s.io/v1", "ResourceClaim" => resource_claims, shapes::METADATA_ONLY;
 }
 
 impl ObjectKind {
@@ -2700,6 +2704,7 @@ value: 1000
         assert_eq!(a.replication_controllers, b.replication_controllers);
         assert_eq!(a.replica_sets, b.replica_sets);
         assert_eq!(a.stateful_sets, b.stateful_sets);
+        assert_eq!(a.resource_claims, b.resource_claims);
     }
 
     #[test]

@@ -21,6 +21,7 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 
@@ -66,6 +67,8 @@ pub struct ClusterObjects {
     pub replica_sets: Vec<ReplicaSet>,
     /// StatefulSets.
     pub stateful_sets: Vec<StatefulSet>,
+    /// ResourceClaims (resource.k8s.io/v1): DynamicResources only checks that a pod's claims exist.
+    pub resource_claims: Vec<ResourceClaim>,
 }
 
 /// `namespace/name`.
@@ -120,6 +123,8 @@ pub struct Snapshot {
     pub replica_sets: Vec<Arc<ReplicaSet>>,
     /// StatefulSets.
     pub stateful_sets: Vec<Arc<StatefulSet>>,
+    /// ResourceClaims by `namespace/name`.
+    pub resource_claims: HashMap<String, Arc<ResourceClaim>>,
 }
 
 fn by_name<T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>>(
@@ -151,6 +156,7 @@ impl Snapshot {
             replication_controllers,
             replica_sets,
             stateful_sets,
+            resource_claims,
         } = objects;
 
         let mut infos: Vec<NodeInfo> = nodes.into_iter().map(|n| NodeInfo::new(Arc::new(n))).collect();
@@ -267,6 +273,16 @@ impl Snapshot {
             replication_controllers: replication_controllers.into_iter().map(Arc::new).collect(),
             replica_sets: replica_sets.into_iter().map(Arc::new).collect(),
             stateful_sets: stateful_sets.into_iter().map(Arc::new).collect(),
+            resource_claims: resource_claims
+                .into_iter()
+                .map(|c| {
+                    let key = namespaced_key(
+                        c.metadata.namespace.as_deref().unwrap_or(""),
+                        c.metadata.name.as_deref().unwrap_or(""),
+                    );
+                    (key, Arc::new(c))
+                })
+                .collect(),
         }
     }
 

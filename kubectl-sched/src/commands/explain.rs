@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome, ScoreView};
@@ -215,6 +216,8 @@ pub struct ExplainOutput {
     pub warnings: Vec<String>,
     /// Shown with `-v 1`.
     pub notes: Vec<String>,
+    /// Shown with `-v 2`: how long each phase took.
+    pub timings: Vec<String>,
 }
 
 struct Engine {
@@ -291,18 +294,25 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
         notes,
     } = loaded;
     let namespace = global.namespace.clone().unwrap_or(default_namespace);
+    let mut timings = Vec::new();
     let result = if args.all_pending {
         let scope = (!global.all_namespaces).then_some(namespace.as_str());
         all_pending(&engine, objects, scope)?
     } else {
         ExplainResult::One(Box::new(explain_one(
-            &engine, args, objects, &namespace, &origin,
+            &engine,
+            args,
+            objects,
+            &namespace,
+            &origin,
+            &mut timings,
         )?))
     };
     Ok(ExplainOutput {
         result,
         warnings,
         notes,
+        timings,
     })
 }
 
@@ -330,7 +340,16 @@ fn explain_one(
     mut objects: ClusterObjects,
     namespace: &str,
     origin: &str,
+    timings: &mut Vec<String>,
 ) -> Result<ExplainReport, ExplainError> {
+    let mut phase = Instant::now();
+    let mut lap = |what: &str, timings: &mut Vec<String>| {
+        timings.push(format!(
+            "{what} in {:.0} ms",
+            phase.elapsed().as_secs_f64() * 1000.0
+        ));
+        phase = Instant::now();
+    };
     let mut pod = match (&args.filename, &args.pod) {
         (Some(path), _) => {
             let pod = read_pod_file(path, namespace, &objects)?;
@@ -381,6 +400,7 @@ fn explain_one(
     }
 
     let snapshot = Arc::new(Snapshot::new(objects));
+    lap("built the snapshot", timings);
     let info = PodInfo::new(pod);
     let profile_name = args
         .profile
@@ -421,6 +441,7 @@ fn explain_one(
         (None, cycle.state, info.clone())
     };
     let basis = once_ungated.as_ref().unwrap_or(&explanation);
+    lap("evaluated the pod", timings);
 
     let hints = hints(&HintInput {
         explanation: basis,
@@ -434,6 +455,7 @@ fn explain_one(
         .node
         .as_deref()
         .and_then(|name| node_detail(basis, &fwk, &filters, &basis_state, &basis_pod, &snapshot, name));
+    lap("computed hints", timings);
     Ok(ExplainReport {
         score_plugins: fwk
             .score_plugin_names()
@@ -563,15 +585,16 @@ fn all_pending(
 /// Reads `-f`'s pod and applies what the API server's defaulting and default admission plugins
 /// would before kube-scheduler sees it.
 fn read_pod_file(path: &Path, namespace: &str, objects: &ClusterObjects) -> Result<Pod, ExplainError> {
-    let (file_objects, _) = sched_core::snapshot::load_file(path).map_err(LoadError::from)?;
     let invalid = |message: String| ExplainError::PodFile {
         path: path.display().to_string(),
         message,
     };
-    let mut pods = file_objects.pods;
+    let text = std::fs::read_to_string(path).map_err(|e| invalid(e.to_string()))?;
+    let mut pods = parse_pods(&text).map_err(invalid)?;
     if pods.len() != 1 {
         return Err(invalid(format!("expected exactly one Pod, found {}", pods.len())));
     }
+    // Not pruned like snapshot objects: limits still matter here, requests default to them below.
     let mut pod = pods.remove(0);
     if pod.metadata.name.as_deref().unwrap_or("").is_empty() {
         let generated = pod
@@ -592,6 +615,44 @@ fn read_pod_file(path: &Path, namespace: &str, objects: &ClusterObjects) -> Resu
     }
     admit(&mut pod, objects).map_err(invalid)?;
     Ok(pod)
+}
+
+/// The pods of a YAML or JSON text: one or more documents, each a Pod or a List of them. Errors say
+/// where (document, line and column) when the parser knows.
+fn parse_pods(text: &str) -> Result<Vec<Pod>, String> {
+    use serde::Deserialize;
+    let mut pods = Vec::new();
+    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
+        let value = serde_yaml::Value::deserialize(doc).map_err(|e| format!("document {i}: {e}"))?;
+        if value.is_null() {
+            continue;
+        }
+        match value.get("kind").and_then(serde_yaml::Value::as_str) {
+            Some("Pod") => {
+                // Decoded again straight from the text, so a schema error carries its line.
+                let doc = serde_yaml::Deserializer::from_str(text)
+                    .nth(i)
+                    .ok_or_else(|| format!("document {i} vanished"))?;
+                pods.push(Pod::deserialize(doc).map_err(|e| format!("document {i}: Pod: {e}"))?);
+            }
+            Some(kind) if kind.ends_with("List") => {
+                let items = value.get("items").cloned().unwrap_or(serde_yaml::Value::Null);
+                let items: Vec<serde_yaml::Value> =
+                    serde_yaml::from_value(items).map_err(|e| format!("document {i}: items: {e}"))?;
+                for (j, item) in items.into_iter().enumerate() {
+                    if item.get("kind").and_then(serde_yaml::Value::as_str) == Some("Pod") {
+                        pods.push(
+                            serde_yaml::from_value(item)
+                                .map_err(|e| format!("document {i}: items[{j}]: Pod: {e}"))?,
+                        );
+                    }
+                }
+            }
+            Some(_) => {}
+            None => return Err(format!("document {i} has no kind")),
+        }
+    }
+    Ok(pods)
 }
 
 /// The parts of API defaulting and admission that change scheduling: requests default to limits,
@@ -743,6 +804,30 @@ mod tests {
             admit(&mut pod, &ClusterObjects::default()),
             Err("no PriorityClass with name gold was found".to_string())
         );
+    }
+
+    #[test]
+    fn pod_files_keep_limits_and_say_where_they_break() {
+        let pods = parse_pods(
+            "kind: Pod\nmetadata: {name: a}\nspec:\n  containers:\n  - name: c\n    resources:\n      \
+             limits: {cpu: \"2\"}\n---\nkind: Service\nmetadata: {name: s}\n",
+        )
+        .unwrap();
+        assert_eq!(pods.len(), 1);
+        let limits = pods[0].spec.as_ref().unwrap().containers[0]
+            .resources
+            .as_ref()
+            .and_then(|r| r.limits.clone())
+            .unwrap();
+        assert_eq!(limits.get("cpu"), Some(&Quantity("2".into())));
+
+        let err = parse_pods("kind: Pod\nmetadata: {name: a}\nspec:\n  containers: 7\n").unwrap_err();
+        assert!(
+            err.starts_with("document 0: Pod: spec.containers: invalid type") && err.contains("line 4"),
+            "{err}"
+        );
+        let err = parse_pods("metadata: {name: a}\n").unwrap_err();
+        assert_eq!(err, "document 0 has no kind");
     }
 
     #[test]

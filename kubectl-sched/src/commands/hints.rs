@@ -18,8 +18,19 @@ use serde::Serialize;
 
 use super::filters::AllFilters;
 
-/// At most this many nodes get a resource hint of their own; the rest are counted.
+/// At most this many nodes get a resource hint of their own (the closest to fitting); the rest are
+/// counted.
 pub const MAX_RESOURCE_HINTS: usize = 10;
+/// Node lists in messages name at most this many nodes, then count the rest.
+pub const MAX_NAMES: usize = 5;
+
+/// `a, b, c`, or `a, b, c, d, e and 7 more` past `max` names.
+pub fn name_list(names: &[String], max: usize) -> String {
+    if names.len() <= max {
+        return names.join(", ");
+    }
+    format!("{} and {} more", names[..max].join(", "), names.len() - max)
+}
 
 /// What a hint is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -182,8 +193,7 @@ pub fn describe_shortfall(s: &Shortfall) -> String {
 }
 
 fn resource_hints(input: &HintInput<'_>) -> Vec<Hint> {
-    let mut out = Vec::new();
-    let mut more = 0;
+    let mut short_nodes: Vec<(f64, &str, Vec<Shortfall>)> = Vec::new();
     for name in rejected_by(input.explanation, names::NODE_RESOURCES_FIT) {
         let Some(node) = input.snapshot.node(name) else {
             continue;
@@ -200,23 +210,33 @@ fn resource_hints(input: &HintInput<'_>) -> Vec<Hint> {
             // Rejected only because of pods nominated to the node: nothing to add up.
             continue;
         }
-        if out.len() == MAX_RESOURCE_HINTS {
-            more += 1;
-            continue;
-        }
-        let parts: Vec<String> = short.iter().map(describe_shortfall).collect();
-        out.push(Hint {
-            kind: HintKind::Resources,
-            nodes: vec![name.to_string()],
-            message: format!("{name} {}", parts.join(", ")),
-            snippet: None,
-        });
+        // Closest to fitting first: the share of each request that is missing, summed.
+        let distance = short
+            .iter()
+            .map(|s| s.missing() as f64 / (s.requested.max(1) as f64))
+            .sum::<f64>();
+        short_nodes.push((distance, name, short));
     }
+    short_nodes.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+    let more = short_nodes.len().saturating_sub(MAX_RESOURCE_HINTS);
+    let mut out: Vec<Hint> = short_nodes
+        .into_iter()
+        .take(MAX_RESOURCE_HINTS)
+        .map(|(_, name, short)| {
+            let parts: Vec<String> = short.iter().map(describe_shortfall).collect();
+            Hint {
+                kind: HintKind::Resources,
+                nodes: vec![name.to_string()],
+                message: format!("{name} {}", parts.join(", ")),
+                snippet: None,
+            }
+        })
+        .collect();
     if more > 0 {
         out.push(Hint {
             kind: HintKind::Resources,
             nodes: Vec::new(),
-            message: format!("{more} more node(s) fail only on resources"),
+            message: format!("{more} more node(s) fail only on resources, each further from fitting"),
             snippet: None,
         });
     }
@@ -305,12 +325,23 @@ fn toleration_hints(input: &HintInput<'_>) -> Vec<Hint> {
             let mut outcome = Vec::new();
             if !g.passing.is_empty() {
                 let verb = if g.passing.len() == 1 { "passes" } else { "pass" };
-                outcome.push(format!("{} then {verb} every other filter", g.passing.join(", ")));
+                outcome.push(format!(
+                    "{} then {verb} every other filter",
+                    name_list(&g.passing, MAX_NAMES)
+                ));
             }
-            outcome.extend(g.failing.iter().map(|(n, why)| format!("{n} still fails {why}")));
+            if g.failing.len() <= MAX_NAMES {
+                outcome.extend(g.failing.iter().map(|(n, why)| format!("{n} still fails {why}")));
+            } else {
+                let (n, why) = &g.failing[0];
+                outcome.push(format!(
+                    "{} nodes still fail other filters (e.g. {n}: {why})",
+                    g.failing.len()
+                ));
+            }
             let message = format!(
                 "{} {} untolerated taint{} {}; with this toleration, {}",
-                nodes.join(", "),
+                name_list(&nodes, MAX_NAMES),
                 if nodes.len() == 1 { "has" } else { "have" },
                 if texts.len() == 1 { "" } else { "s" },
                 texts.join(", "),
@@ -338,7 +369,7 @@ fn cordon_hints(input: &HintInput<'_>) -> Vec<Hint> {
         kind: HintKind::Cordoned,
         message: format!(
             "{} {verb} cordoned (spec.unschedulable): `kubectl uncordon` lets new pods in",
-            nodes.join(", ")
+            name_list(&nodes, MAX_NAMES)
         ),
         nodes,
         snippet: None,
@@ -356,6 +387,13 @@ mod tests {
             effect: effect.to_string(),
             time_added: None,
         }
+    }
+
+    #[test]
+    fn long_node_lists_are_cut() {
+        let names: Vec<String> = (1..=8).map(|i| format!("n{i}")).collect();
+        assert_eq!(name_list(&names[..2], 5), "n1, n2");
+        assert_eq!(name_list(&names, 5), "n1, n2, n3, n4, n5 and 3 more");
     }
 
     #[test]

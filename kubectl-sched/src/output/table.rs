@@ -5,7 +5,7 @@ use sched_core::Code;
 use sched_core::explain::{Explanation, NodeExplanation, Outcome};
 
 use crate::commands::explain::{BoundCheck, ExplainReport, NodeDetail, PendingEntry, Reach};
-use crate::commands::hints::Hint;
+use crate::commands::hints::{Hint, MAX_NAMES, name_list};
 
 /// Columns separated by three spaces, as kubectl prints them; no trailing blanks.
 pub fn columns(headers: &[String], rows: &[Vec<String>]) -> String {
@@ -51,7 +51,7 @@ fn placement(e: &Explanation) -> String {
             format!("its nominated node {one}")
         }
         [one] => format!("{one} with score {score}"),
-        many => format!("one of {} (tied at score {score})", many.join(", ")),
+        many => format!("one of {} (tied at score {score})", name_list(many, MAX_NAMES)),
     }
 }
 

@@ -1,0 +1,993 @@
+//! Executes an action plan with a `kube::Client` (feature `kube`): the one writer the CLI and the webhook
+//! share.
+//!
+//! Every write is idempotent and guarded: pods are touched only while they keep the UID the decision saw,
+//! PVs and PVCs are replaced with the resourceVersion just read, and a 409 is answered by reading the
+//! object again and re-checking it (bounded). A PV already bound to the same claim, or a claim already
+//! annotated with the same value, counts as done, so a retried or duplicated plan (a webhook reinvoked,
+//! two replicas) converges instead of failing.
+//!
+//! [`execute`] runs the actions in order and stops at the first failure (events excepted: they are
+//! best-effort) or at an eviction a PodDisruptionBudget blocks; the results say what happened to each
+//! action, so callers can report a partial run. [`undo`] takes back a binding or annotation a result says
+//! was made, for callers that must leave nothing behind when a later step fails.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::policy::v1::Eviction;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    DeleteOptions, MicroTime, ObjectMeta, Preconditions as MetaPreconditions,
+};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Api, Client};
+use serde::Serialize;
+
+use crate::action::{Action, EventSpec, ObjectRef};
+use crate::plugins::volume_binding::pv_helpers::{
+    ANN_BOUND_BY_CONTROLLER, VOLUME_AVAILABLE, bind_volume_to_claim, claim_volume_name,
+    is_volume_bound_to_claim,
+};
+
+/// How many times a replace that hit a 409 is retried on a fresh read.
+pub const DEFAULT_CONFLICT_RETRIES: u32 = 5;
+
+/// How to execute.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApplyOptions {
+    /// Send every write with `dryRun=All`: the server validates and admits it, nothing is persisted.
+    pub dry_run_server: bool,
+    /// `fieldManager` of every write, also the events' reporting controller.
+    pub field_manager: String,
+    /// The events' reporting instance (defaults to the field manager).
+    pub reporting_instance: Option<String>,
+    /// Retries of a replace after a 409 (each on a fresh read).
+    pub conflict_retries: u32,
+}
+
+impl ApplyOptions {
+    /// Real writes with this field manager.
+    pub fn new(field_manager: impl Into<String>) -> Self {
+        ApplyOptions {
+            dry_run_server: false,
+            field_manager: field_manager.into(),
+            reporting_instance: None,
+            conflict_retries: DEFAULT_CONFLICT_RETRIES,
+        }
+    }
+
+    fn post(&self) -> PostParams {
+        PostParams {
+            dry_run: self.dry_run_server,
+            field_manager: Some(self.field_manager.clone()),
+        }
+    }
+
+    fn patch(&self) -> PatchParams {
+        PatchParams {
+            dry_run: self.dry_run_server,
+            field_manager: Some(self.field_manager.clone()),
+            ..PatchParams::default()
+        }
+    }
+}
+
+/// Why an action failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    /// The API server refused the request or could not be reached.
+    #[error("failed to {action}: {source}")]
+    Api {
+        /// What was attempted.
+        action: String,
+        /// The client error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The object is needed but does not exist (a PV or PVC to write, a pod to bind).
+    #[error("failed to {action}: {object} not found")]
+    NotFound {
+        /// What was attempted.
+        action: String,
+        /// `kind namespace/name`.
+        object: String,
+    },
+    /// The object exists under the same name but is a different one (recreated since the decision).
+    #[error("failed to {action}: {object} has uid {found}, the plan was made for uid {expected}")]
+    UidMismatch {
+        /// What was attempted.
+        action: String,
+        /// `kind namespace/name`.
+        object: String,
+        /// The UID the plan names.
+        expected: String,
+        /// The UID found.
+        found: String,
+    },
+    /// Someone else got there first: the PV is bound to another claim, the claim to another volume or
+    /// node, the pod to another node. Re-deciding on fresh state is the only way forward.
+    #[error("failed to {action}: conflict: {detail}")]
+    Conflict {
+        /// What was attempted.
+        action: String,
+        /// What is in the way.
+        detail: String,
+    },
+    /// The object changed so that the decision no longer holds (e.g. the PV is being deleted).
+    #[error("failed to {action}: {detail}")]
+    Invalid {
+        /// What was attempted.
+        action: String,
+        /// Why it no longer holds.
+        detail: String,
+    },
+    /// Every attempt hit a 409.
+    #[error("failed to {action}: still conflicting after {attempts} attempts")]
+    RetriesExhausted {
+        /// What was attempted.
+        action: String,
+        /// How many attempts were made.
+        attempts: u32,
+    },
+}
+
+impl ApplyError {
+    /// True when fresh state could lead to a different, successful decision (a conflict).
+    pub fn is_conflict(&self) -> bool {
+        matches!(
+            self,
+            ApplyError::Conflict { .. } | ApplyError::RetriesExhausted { .. }
+        )
+    }
+}
+
+/// What happened to one action.
+#[derive(Debug)]
+pub enum Outcome {
+    /// The write was made.
+    Done,
+    /// The server validated the write with `dryRun=All`; nothing was persisted.
+    DryRun,
+    /// Nothing to do: the object already is as the action wants it.
+    AlreadyDone,
+    /// The object the action was about no longer exists (or was replaced): nothing left to do.
+    Gone,
+    /// The eviction was refused because it would violate a PodDisruptionBudget (HTTP 429); the plan stops.
+    PdbBlocked {
+        /// The server's message.
+        message: String,
+    },
+    /// The action failed; the plan stops here (unless it is an event).
+    Failed(ApplyError),
+    /// Not attempted: an earlier action stopped the plan.
+    NotRun,
+}
+
+impl Outcome {
+    /// The outcome's name in reports: done, dry-run, already-done, gone, pdb-blocked, failed, not-run.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Outcome::Done => "done",
+            Outcome::DryRun => "dry-run",
+            Outcome::AlreadyDone => "already-done",
+            Outcome::Gone => "gone",
+            Outcome::PdbBlocked { .. } => "pdb-blocked",
+            Outcome::Failed(_) => "failed",
+            Outcome::NotRun => "not-run",
+        }
+    }
+
+    /// True when the action's goal holds (made now, already true, dry-run validated, or moot).
+    pub fn is_success(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Done | Outcome::DryRun | Outcome::AlreadyDone | Outcome::Gone
+        )
+    }
+}
+
+/// The object an action left behind (after a write) or found in its way (on a conflict), for callers
+/// that keep a cache and must not wait for their watch to see it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Observed {
+    /// A PersistentVolume.
+    Pv(Box<PersistentVolume>),
+    /// A PersistentVolumeClaim.
+    Pvc(Box<PersistentVolumeClaim>),
+}
+
+/// An action and what happened to it.
+#[derive(Debug)]
+pub struct ActionResult {
+    /// The action.
+    pub action: Action,
+    /// What happened.
+    pub outcome: Outcome,
+    /// The object as last seen by the action (PV and PVC actions only).
+    pub observed: Option<Observed>,
+}
+
+impl ActionResult {
+    /// A one-line message: the outcome and, for failures and blocked evictions, why.
+    pub fn message(&self) -> String {
+        match &self.outcome {
+            Outcome::Failed(e) => e.to_string(),
+            Outcome::PdbBlocked { message } => message.clone(),
+            other => format!("{}: {}", other.name(), self.action.describe()),
+        }
+    }
+}
+
+impl Serialize for ActionResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Shown<'a> {
+            action: &'a Action,
+            outcome: &'static str,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            message: Option<String>,
+        }
+        let message = match &self.outcome {
+            Outcome::Failed(e) => Some(e.to_string()),
+            Outcome::PdbBlocked { message } => Some(message.clone()),
+            _ => None,
+        };
+        Shown {
+            action: &self.action,
+            outcome: self.outcome.name(),
+            message,
+        }
+        .serialize(serializer)
+    }
+}
+
+/// Executes `plan` in order. Stops at the first failure (failed events are recorded and skipped) and at
+/// a blocked eviction; the actions after that are reported as [`Outcome::NotRun`].
+pub async fn execute(client: &Client, plan: &[Action], options: &ApplyOptions) -> Vec<ActionResult> {
+    let mut results = Vec::with_capacity(plan.len());
+    let mut stopped = false;
+    for action in plan {
+        if stopped {
+            results.push(ActionResult {
+                action: action.clone(),
+                outcome: Outcome::NotRun,
+                observed: None,
+            });
+            continue;
+        }
+        let (outcome, observed) = execute_one(client, action, options).await;
+        let stops = match &outcome {
+            Outcome::PdbBlocked { .. } => true,
+            Outcome::Failed(_) => !matches!(action, Action::Event(_)),
+            _ => false,
+        };
+        stopped = stops;
+        results.push(ActionResult {
+            action: action.clone(),
+            outcome,
+            observed,
+        });
+    }
+    results
+}
+
+/// Executes one action.
+pub async fn execute_one(
+    client: &Client,
+    action: &Action,
+    options: &ApplyOptions,
+) -> (Outcome, Option<Observed>) {
+    let done = if options.dry_run_server {
+        Outcome::DryRun
+    } else {
+        Outcome::Done
+    };
+    let result = match action {
+        Action::DeletePod { pod } => delete_pod(client, pod, options).await,
+        Action::EvictPod { pod } => evict_pod(client, pod, options).await,
+        Action::SetPodCondition { pod, condition } => {
+            let body = serde_json::json!({
+                "metadata": uid_precondition(pod),
+                "status": {"conditions": [{
+                    "type": condition.type_,
+                    "status": condition.status,
+                    "reason": condition.reason,
+                    "message": condition.message,
+                    "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string(),
+                }]},
+            });
+            // Conditions are a list merged by `type`: a strategic merge patch adds or replaces one
+            // condition and keeps the others (a JSON merge patch would replace the whole list).
+            patch_pod_status(client, pod, &Patch::Strategic(body), action, options).await
+        }
+        Action::SetNominatedNodeName { pod, node } => {
+            let value = if node.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::Value::String(node.clone())
+            };
+            let body = serde_json::json!({
+                "metadata": uid_precondition(pod),
+                "status": {"nominatedNodeName": value},
+            });
+            patch_pod_status(client, pod, &Patch::Merge(body), action, options).await
+        }
+        Action::BindPv {
+            pv,
+            claim,
+            resource_version,
+        } => {
+            return match bind_pv(client, pv, claim, resource_version.as_deref(), options).await {
+                Ok((changed, observed)) => (if changed { done } else { Outcome::AlreadyDone }, observed),
+                Err((e, observed)) => (Outcome::Failed(e), observed),
+            };
+        }
+        Action::AnnotatePvc {
+            pvc,
+            key,
+            value,
+            resource_version,
+        } => {
+            return match annotate_pvc(client, pvc, key, value, resource_version.as_deref(), options).await {
+                Ok((changed, observed)) => (if changed { done } else { Outcome::AlreadyDone }, observed),
+                Err((e, observed)) => (Outcome::Failed(e), observed),
+            };
+        }
+        Action::BindPod { pod, node } => bind_pod(client, pod, node, options).await,
+        Action::Event(spec) => record_event(client, spec, options).await,
+    };
+    let outcome = match result {
+        Ok(Step::Done) => done,
+        Ok(Step::AlreadyDone) => Outcome::AlreadyDone,
+        Ok(Step::Gone) => Outcome::Gone,
+        Ok(Step::PdbBlocked(message)) => Outcome::PdbBlocked { message },
+        Err(e) => Outcome::Failed(e),
+    };
+    (outcome, None)
+}
+
+/// Takes back a write a result says was made: a PV's claimRef (and the bound-by-controller annotation)
+/// when it still names the claim, a claim's annotation when it still has the value. Anything else —
+/// dry runs, actions that changed nothing, other kinds — is left alone.
+pub async fn undo(
+    client: &Client,
+    result: &ActionResult,
+    options: &ApplyOptions,
+) -> Result<Outcome, ApplyError> {
+    if !matches!(result.outcome, Outcome::Done) {
+        return Ok(Outcome::AlreadyDone);
+    }
+    match &result.action {
+        Action::BindPv { pv, claim, .. } => unbind_pv(client, pv, claim, options).await,
+        Action::AnnotatePvc { pvc, key, value, .. } => {
+            remove_pvc_annotation(client, pvc, key, value, options).await
+        }
+        _ => Ok(Outcome::AlreadyDone),
+    }
+}
+
+/// The result of one non-volume step.
+enum Step {
+    Done,
+    AlreadyDone,
+    Gone,
+    PdbBlocked(String),
+}
+
+fn api_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
+fn api_err(action: &Action, source: kube::Error) -> ApplyError {
+    ApplyError::Api {
+        action: action.describe(),
+        source,
+    }
+}
+
+fn pods(client: &Client, pod: &ObjectRef) -> Api<Pod> {
+    Api::namespaced(client.clone(), &pod.namespace)
+}
+
+/// `metadata.uid` in a patch body: the API server refuses to change a UID, so a patch that names the
+/// planned UID fails on a recreated pod instead of touching it.
+fn uid_precondition(pod: &ObjectRef) -> serde_json::Value {
+    match &pod.uid {
+        Some(uid) => serde_json::json!({ "uid": uid }),
+        None => serde_json::json!({}),
+    }
+}
+
+async fn delete_pod(client: &Client, pod: &ObjectRef, options: &ApplyOptions) -> Result<Step, ApplyError> {
+    let params = DeleteParams {
+        dry_run: options.dry_run_server,
+        preconditions: pod.uid.clone().map(|uid| Preconditions {
+            uid: Some(uid),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    match pods(client, pod).delete(&pod.name, &params).await {
+        Ok(_) => Ok(Step::Done),
+        Err(e) => match api_code(&e) {
+            // 409 on a delete with a UID precondition: the pod was replaced, the planned victim is gone.
+            Some(404) | Some(409) => Ok(Step::Gone),
+            _ => Err(api_err(&Action::DeletePod { pod: pod.clone() }, e)),
+        },
+    }
+}
+
+async fn evict_pod(client: &Client, pod: &ObjectRef, options: &ApplyOptions) -> Result<Step, ApplyError> {
+    let eviction = Eviction {
+        metadata: ObjectMeta {
+            name: Some(pod.name.clone()),
+            namespace: Some(pod.namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        delete_options: pod.uid.clone().map(|uid| DeleteOptions {
+            preconditions: Some(MetaPreconditions {
+                uid: Some(uid),
+                resource_version: None,
+            }),
+            ..DeleteOptions::default()
+        }),
+    };
+    let result: Result<serde_json::Value, _> = pods(client, pod)
+        .create_subresource("eviction", &pod.name, &options.post(), &eviction)
+        .await;
+    match result {
+        Ok(_) => Ok(Step::Done),
+        Err(kube::Error::Api(status)) if status.code == 429 => Ok(Step::PdbBlocked(status.message.clone())),
+        Err(e) => match api_code(&e) {
+            Some(404) | Some(409) => Ok(Step::Gone),
+            _ => Err(api_err(&Action::EvictPod { pod: pod.clone() }, e)),
+        },
+    }
+}
+
+async fn patch_pod_status(
+    client: &Client,
+    pod: &ObjectRef,
+    patch: &Patch<serde_json::Value>,
+    action: &Action,
+    options: &ApplyOptions,
+) -> Result<Step, ApplyError> {
+    match pods(client, pod)
+        .patch_status(&pod.name, &options.patch(), patch)
+        .await
+    {
+        Ok(_) => Ok(Step::Done),
+        Err(e) if api_code(&e) == Some(404) => Ok(Step::Gone),
+        Err(e) => Err(api_err(action, e)),
+    }
+}
+
+async fn bind_pod(
+    client: &Client,
+    pod: &ObjectRef,
+    node: &str,
+    options: &ApplyOptions,
+) -> Result<Step, ApplyError> {
+    let action = Action::BindPod {
+        pod: pod.clone(),
+        node: node.to_string(),
+    };
+    let binding = Binding {
+        metadata: ObjectMeta {
+            name: Some(pod.name.clone()),
+            namespace: Some(pod.namespace.clone()),
+            uid: pod.uid.clone(),
+            ..ObjectMeta::default()
+        },
+        target: ObjectReference {
+            kind: Some("Node".to_string()),
+            name: Some(node.to_string()),
+            ..ObjectReference::default()
+        },
+    };
+    let api = pods(client, pod);
+    let result: Result<serde_json::Value, _> = api
+        .create_subresource("binding", &pod.name, &options.post(), &binding)
+        .await;
+    match result {
+        Ok(_) => Ok(Step::Done),
+        Err(e) if api_code(&e) == Some(409) => {
+            // Already bound: done if to this node, a conflict otherwise.
+            let current = api.get_opt(&pod.name).await.map_err(|e| api_err(&action, e))?;
+            let bound_to = current
+                .as_ref()
+                .and_then(|p| p.spec.as_ref())
+                .and_then(|s| s.node_name.clone())
+                .unwrap_or_default();
+            if bound_to == node {
+                Ok(Step::AlreadyDone)
+            } else {
+                Err(ApplyError::Conflict {
+                    action: action.describe(),
+                    detail: format!("pod {} is bound to node {bound_to:?}", pod.key()),
+                })
+            }
+        }
+        Err(e) if api_code(&e) == Some(404) => Err(ApplyError::NotFound {
+            action: action.describe(),
+            object: format!("pod {}", pod.key()),
+        }),
+        Err(e) => Err(api_err(&action, e)),
+    }
+}
+
+async fn record_event(client: &Client, spec: &EventSpec, options: &ApplyOptions) -> Result<Step, ApplyError> {
+    let now = k8s_openapi::jiff::Timestamp::now();
+    let reference = |r: &ObjectRef, kind: &str| ObjectReference {
+        kind: Some(kind.to_string()),
+        api_version: Some("v1".to_string()),
+        namespace: (!r.namespace.is_empty()).then(|| r.namespace.clone()),
+        name: Some(r.name.clone()),
+        uid: r.uid.clone(),
+        ..ObjectReference::default()
+    };
+    let namespace = if spec.regarding.namespace.is_empty() {
+        "default".to_string()
+    } else {
+        spec.regarding.namespace.clone()
+    };
+    let event = Event {
+        metadata: ObjectMeta {
+            // The name only has to be unique; the timestamp in hex is what client-go's recorder uses too.
+            name: Some(format!("{}.{:x}", spec.regarding.name, now.as_nanosecond())),
+            namespace: Some(namespace.clone()),
+            ..ObjectMeta::default()
+        },
+        event_time: Some(MicroTime(now)),
+        action: Some(spec.action.clone()),
+        reason: Some(spec.reason.clone()),
+        note: Some(spec.note.clone()),
+        type_: Some(spec.type_.clone()),
+        regarding: Some(reference(&spec.regarding, "Pod")),
+        related: spec.related.as_ref().map(|r| reference(r, "Pod")),
+        reporting_controller: Some(options.field_manager.clone()),
+        reporting_instance: Some(
+            options
+                .reporting_instance
+                .clone()
+                .unwrap_or_else(|| options.field_manager.clone()),
+        ),
+        ..Event::default()
+    };
+    let api: Api<Event> = Api::namespaced(client.clone(), &namespace);
+    api.create(&options.post(), &event)
+        .await
+        .map(|_| Step::Done)
+        .map_err(|e| api_err(&Action::Event(spec.clone()), e))
+}
+
+/// A claim as `bind_volume_to_claim` needs it: only its identity.
+fn claim_stub(claim: &ObjectRef) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(claim.name.clone()),
+            namespace: Some(claim.namespace.clone()),
+            uid: claim.uid.clone(),
+            ..ObjectMeta::default()
+        },
+        ..PersistentVolumeClaim::default()
+    }
+}
+
+fn claim_ref_key(pv: &PersistentVolume) -> Option<String> {
+    let r = pv.spec.as_ref()?.claim_ref.as_ref()?;
+    Some(format!(
+        "{}/{}",
+        r.namespace.as_deref().unwrap_or(""),
+        r.name.as_deref().unwrap_or("")
+    ))
+}
+
+type VolumeResult = Result<(bool, Option<Observed>), (ApplyError, Option<Observed>)>;
+
+/// Binds the PV to the claim: `Ok(true)` when written, `Ok(false)` when it already was.
+async fn bind_pv(
+    client: &Client,
+    pv_ref: &ObjectRef,
+    claim: &ObjectRef,
+    decided_version: Option<&str>,
+    options: &ApplyOptions,
+) -> VolumeResult {
+    let action = Action::BindPv {
+        pv: pv_ref.clone(),
+        claim: claim.clone(),
+        resource_version: decided_version.map(str::to_string),
+    };
+    let describe = action.describe();
+    let api: Api<PersistentVolume> = Api::all(client.clone());
+    let stub = claim_stub(claim);
+    let attempts = options.conflict_retries + 1;
+    let mut last_seen = None;
+    for _ in 0..attempts {
+        let pv = match api.get_opt(&pv_ref.name).await {
+            Ok(Some(pv)) => pv,
+            Ok(None) => {
+                return Err((
+                    ApplyError::NotFound {
+                        action: describe,
+                        object: format!("persistentvolume {}", pv_ref.name),
+                    },
+                    None,
+                ));
+            }
+            Err(e) => return Err((api_err(&action, e), last_seen)),
+        };
+        let observed = Some(Observed::Pv(Box::new(pv.clone())));
+        if let Some(uid) = &pv_ref.uid
+            && pv.metadata.uid.as_deref() != Some(uid.as_str())
+        {
+            return Err((
+                ApplyError::UidMismatch {
+                    action: describe,
+                    object: format!("persistentvolume {}", pv_ref.name),
+                    expected: uid.clone(),
+                    found: pv.metadata.uid.clone().unwrap_or_default(),
+                },
+                observed,
+            ));
+        }
+        let update = bind_volume_to_claim(&pv, &stub);
+        if !update.dirty {
+            return Ok((false, observed));
+        }
+        if pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).is_some()
+            && !is_volume_bound_to_claim(&pv, &stub)
+        {
+            return Err((
+                ApplyError::Conflict {
+                    action: describe,
+                    detail: format!(
+                        "persistentvolume {} is bound to claim {}",
+                        pv_ref.name,
+                        claim_ref_key(&pv).unwrap_or_default()
+                    ),
+                },
+                observed,
+            ));
+        }
+        let current_version = pv.metadata.resource_version.as_deref();
+        if decided_version.is_some() && current_version != decided_version {
+            // The PV changed since the decision: bind only if it still could be chosen for the claim.
+            if pv.metadata.deletion_timestamp.is_some() {
+                return Err((
+                    ApplyError::Invalid {
+                        action: describe,
+                        detail: format!("persistentvolume {} is being deleted", pv_ref.name),
+                    },
+                    observed,
+                ));
+            }
+            let phase = pv.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("");
+            if phase != VOLUME_AVAILABLE && !is_volume_bound_to_claim(&pv, &stub) {
+                return Err((
+                    ApplyError::Conflict {
+                        action: describe,
+                        detail: format!("persistentvolume {} is {phase}, not Available", pv_ref.name),
+                    },
+                    observed,
+                ));
+            }
+        }
+        match api.replace(&pv_ref.name, &options.post(), &update.volume).await {
+            Ok(written) => return Ok((true, Some(Observed::Pv(Box::new(written))))),
+            Err(e) if api_code(&e) == Some(409) => {
+                last_seen = observed;
+                continue;
+            }
+            Err(e) if api_code(&e) == Some(404) => {
+                return Err((
+                    ApplyError::NotFound {
+                        action: describe,
+                        object: format!("persistentvolume {}", pv_ref.name),
+                    },
+                    None,
+                ));
+            }
+            Err(e) => return Err((api_err(&action, e), observed)),
+        }
+    }
+    Err((
+        ApplyError::RetriesExhausted {
+            action: describe,
+            attempts,
+        },
+        last_seen,
+    ))
+}
+
+fn annotation_of<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
+    meta.annotations.as_ref()?.get(key).map(String::as_str)
+}
+
+/// Sets one annotation on a claim: `Ok(true)` when written, `Ok(false)` when it already had the value.
+async fn annotate_pvc(
+    client: &Client,
+    pvc_ref: &ObjectRef,
+    key: &str,
+    value: &str,
+    decided_version: Option<&str>,
+    options: &ApplyOptions,
+) -> VolumeResult {
+    let action = Action::AnnotatePvc {
+        pvc: pvc_ref.clone(),
+        key: key.to_string(),
+        value: value.to_string(),
+        resource_version: decided_version.map(str::to_string),
+    };
+    let describe = action.describe();
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &pvc_ref.namespace);
+    let attempts = options.conflict_retries + 1;
+    let mut last_seen = None;
+    for _ in 0..attempts {
+        let mut pvc = match api.get_opt(&pvc_ref.name).await {
+            Ok(Some(pvc)) => pvc,
+            Ok(None) => {
+                return Err((
+                    ApplyError::NotFound {
+                        action: describe,
+                        object: format!("persistentvolumeclaim {}", pvc_ref.key()),
+                    },
+                    None,
+                ));
+            }
+            Err(e) => return Err((api_err(&action, e), last_seen)),
+        };
+        let observed = Some(Observed::Pvc(Box::new(pvc.clone())));
+        if let Some(uid) = &pvc_ref.uid
+            && pvc.metadata.uid.as_deref() != Some(uid.as_str())
+        {
+            return Err((
+                ApplyError::UidMismatch {
+                    action: describe,
+                    object: format!("persistentvolumeclaim {}", pvc_ref.key()),
+                    expected: uid.clone(),
+                    found: pvc.metadata.uid.clone().unwrap_or_default(),
+                },
+                observed,
+            ));
+        }
+        match annotation_of(&pvc.metadata, key) {
+            Some(current) if current == value => return Ok((false, observed)),
+            Some(current) => {
+                return Err((
+                    ApplyError::Conflict {
+                        action: describe,
+                        detail: format!(
+                            "persistentvolumeclaim {} already has {key}={current}",
+                            pvc_ref.key()
+                        ),
+                    },
+                    observed,
+                ));
+            }
+            None => {}
+        }
+        let volume = claim_volume_name(&pvc);
+        if !volume.is_empty() {
+            return Err((
+                ApplyError::Conflict {
+                    action: describe,
+                    detail: format!(
+                        "persistentvolumeclaim {} is already bound to persistentvolume {volume}",
+                        pvc_ref.key()
+                    ),
+                },
+                observed,
+            ));
+        }
+        if pvc.metadata.deletion_timestamp.is_some() {
+            return Err((
+                ApplyError::Invalid {
+                    action: describe,
+                    detail: format!("persistentvolumeclaim {} is being deleted", pvc_ref.key()),
+                },
+                observed,
+            ));
+        }
+        pvc.metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(key.to_string(), value.to_string());
+        match api.replace(&pvc_ref.name, &options.post(), &pvc).await {
+            Ok(written) => return Ok((true, Some(Observed::Pvc(Box::new(written))))),
+            Err(e) if api_code(&e) == Some(409) => {
+                last_seen = observed;
+                continue;
+            }
+            Err(e) => return Err((api_err(&action, e), observed)),
+        }
+    }
+    Err((
+        ApplyError::RetriesExhausted {
+            action: describe,
+            attempts,
+        },
+        last_seen,
+    ))
+}
+
+/// Removes the PV's claimRef if it still names `claim` (and the bound-by-controller annotation with it).
+async fn unbind_pv(
+    client: &Client,
+    pv_ref: &ObjectRef,
+    claim: &ObjectRef,
+    options: &ApplyOptions,
+) -> Result<Outcome, ApplyError> {
+    let describe = format!(
+        "unbind persistentvolume {} from claim {}",
+        pv_ref.name,
+        claim.key()
+    );
+    let api: Api<PersistentVolume> = Api::all(client.clone());
+    let stub = claim_stub(claim);
+    let attempts = options.conflict_retries + 1;
+    for _ in 0..attempts {
+        let Some(mut pv) = api
+            .get_opt(&pv_ref.name)
+            .await
+            .map_err(|source| ApplyError::Api {
+                action: describe.clone(),
+                source,
+            })?
+        else {
+            return Ok(Outcome::Gone);
+        };
+        if !is_volume_bound_to_claim(&pv, &stub) {
+            return Ok(Outcome::AlreadyDone);
+        }
+        if let Some(spec) = pv.spec.as_mut() {
+            spec.claim_ref = None;
+        }
+        if let Some(annotations) = pv.metadata.annotations.as_mut() {
+            annotations.remove(ANN_BOUND_BY_CONTROLLER);
+        }
+        match api.replace(&pv_ref.name, &options.post(), &pv).await {
+            Ok(_) => {
+                return Ok(if options.dry_run_server {
+                    Outcome::DryRun
+                } else {
+                    Outcome::Done
+                });
+            }
+            Err(e) if api_code(&e) == Some(409) => continue,
+            Err(e) if api_code(&e) == Some(404) => return Ok(Outcome::Gone),
+            Err(source) => {
+                return Err(ApplyError::Api {
+                    action: describe,
+                    source,
+                });
+            }
+        }
+    }
+    Err(ApplyError::RetriesExhausted {
+        action: describe,
+        attempts,
+    })
+}
+
+/// Removes `key` from the claim's annotations if it still has `value`.
+async fn remove_pvc_annotation(
+    client: &Client,
+    pvc_ref: &ObjectRef,
+    key: &str,
+    value: &str,
+    options: &ApplyOptions,
+) -> Result<Outcome, ApplyError> {
+    let describe = format!(
+        "remove annotation {key} from persistentvolumeclaim {}",
+        pvc_ref.key()
+    );
+    let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &pvc_ref.namespace);
+    let attempts = options.conflict_retries + 1;
+    for _ in 0..attempts {
+        let Some(mut pvc) = api
+            .get_opt(&pvc_ref.name)
+            .await
+            .map_err(|source| ApplyError::Api {
+                action: describe.clone(),
+                source,
+            })?
+        else {
+            return Ok(Outcome::Gone);
+        };
+        if annotation_of(&pvc.metadata, key) != Some(value) {
+            return Ok(Outcome::AlreadyDone);
+        }
+        if let Some(annotations) = pvc.metadata.annotations.as_mut() {
+            annotations.remove(key);
+        }
+        match api.replace(&pvc_ref.name, &options.post(), &pvc).await {
+            Ok(_) => {
+                return Ok(if options.dry_run_server {
+                    Outcome::DryRun
+                } else {
+                    Outcome::Done
+                });
+            }
+            Err(e) if api_code(&e) == Some(409) => continue,
+            Err(e) if api_code(&e) == Some(404) => return Ok(Outcome::Gone),
+            Err(source) => {
+                return Err(ApplyError::Api {
+                    action: describe,
+                    source,
+                });
+            }
+        }
+    }
+    Err(ApplyError::RetriesExhausted {
+        action: describe,
+        attempts,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_name_and_success() {
+        assert!(Outcome::Done.is_success());
+        assert!(Outcome::AlreadyDone.is_success());
+        assert!(Outcome::Gone.is_success());
+        assert!(Outcome::DryRun.is_success());
+        assert!(!Outcome::NotRun.is_success());
+        assert!(!Outcome::PdbBlocked { message: "x".into() }.is_success());
+        assert_eq!(Outcome::PdbBlocked { message: "x".into() }.name(), "pdb-blocked");
+    }
+
+    #[test]
+    fn results_serialize_with_outcome_and_message() {
+        let result = ActionResult {
+            action: Action::BindPv {
+                pv: ObjectRef {
+                    namespace: String::new(),
+                    name: "pv1".into(),
+                    uid: None,
+                },
+                claim: ObjectRef {
+                    namespace: "ns".into(),
+                    name: "c".into(),
+                    uid: None,
+                },
+                resource_version: None,
+            },
+            outcome: Outcome::Failed(ApplyError::Conflict {
+                action: "bind".into(),
+                detail: "persistentvolume pv1 is bound to claim ns/other".into(),
+            }),
+            observed: None,
+        };
+        let value = serde_json::to_value(&result).expect("serializes");
+        assert_eq!(value["outcome"], "failed");
+        assert_eq!(value["action"]["kind"], "BindPv");
+        assert_eq!(
+            value["message"],
+            "failed to bind: conflict: persistentvolume pv1 is bound to claim ns/other"
+        );
+        assert!(matches!(&result.outcome, Outcome::Failed(e) if e.is_conflict()));
+    }
+
+    #[test]
+    fn claim_ref_key_and_stub() {
+        let stub = claim_stub(&ObjectRef {
+            namespace: "ns".into(),
+            name: "c".into(),
+            uid: Some("u1".into()),
+        });
+        let pv = PersistentVolume::default();
+        let update = bind_volume_to_claim(&pv, &stub);
+        assert!(update.dirty && update.set_bound_by_controller);
+        assert_eq!(claim_ref_key(&update.volume).as_deref(), Some("ns/c"));
+        // A second binding of the written PV to the same claim changes nothing: the plan is idempotent.
+        assert!(!bind_volume_to_claim(&update.volume, &stub).dirty);
+    }
+}

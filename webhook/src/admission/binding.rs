@@ -1,0 +1,156 @@
+//! pods/binding CREATE: the scheduler (any scheduler) has chosen a node.
+//!
+//! 1. Volume binding's PreBind for the target node when the pod's claims are not all bound — what a
+//!    scheduler without the VolumeBinding plugin skipped. A node that cannot serve the claims denies
+//!    the binding with the scheduler's reason; the scheduler retries, as after a failed PreBind.
+//! 2. Nominations: the pod's own `nominatedNodeName` is cleared, and so is that of every lower-priority
+//!    pod nominated to the node that no longer fits there once this pod runs on it (the engine's
+//!    PreFilter/Filter with this pod added to the node).
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+
+use sched_core::action::{Action, ObjectRef};
+use sched_core::framework::cycle_state::CycleState;
+use sched_core::plugins::volume_binding::find_pod_volumes;
+use sched_core::{Code, PodInfo};
+
+use super::pod_create::{conflict_message, prebind_plan};
+use super::{ClusterView, Decision, OnFailure, Operation, claims_all_bound, framework_for, pod_claims};
+
+fn pod_ref(pod: &Pod) -> ObjectRef {
+    ObjectRef {
+        namespace: pod.metadata.namespace.clone().unwrap_or_default(),
+        name: pod.metadata.name.clone().unwrap_or_default(),
+        uid: pod.metadata.uid.clone().filter(|u| !u.is_empty()),
+    }
+}
+
+fn priority(pod: &Pod) -> i32 {
+    pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+}
+
+fn nominated_node(pod: &Pod) -> &str {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref())
+        .unwrap_or("")
+}
+
+/// True when a binding of `pod` needs nothing: claims all bound, no nomination of its own, no pod
+/// nominated to the node. Reads the view's indexes only (no snapshot).
+pub fn needs_nothing(pod: &Pod, node: &str, view: &dyn ClusterView) -> bool {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+    let volumes_done = pod_claims(pod).is_empty() || claims_all_bound(pod, |c| view.pvc(namespace, c));
+    volumes_done && nominated_node(pod).is_empty() && view.nominated_pods(node).is_empty()
+}
+
+/// Decides a binding of `pod` (as the view has it; `None` when unknown) to `node`.
+pub fn decide(pod: Option<&Pod>, node: &str, view: &dyn ClusterView) -> Decision {
+    let op = Operation::PodBinding;
+    let Some(pod) = pod else {
+        return Decision::allow_with_warning(op, "the pod is not known to the webhook: nothing pre-bound");
+    };
+    if node.is_empty() {
+        return Decision::allow(op);
+    }
+    let mut d = Decision::allow(op);
+    d.on_failure = OnFailure::Deny;
+
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+    if !pod_claims(pod).is_empty() && !claims_all_bound(pod, |c| view.pvc(namespace, c)) {
+        let snapshot = view.volume_snapshot(&[node]);
+        let Some(node_info) = snapshot.node(node) else {
+            return Decision::allow_with_warning(
+                op,
+                format!("node {node:?} is not known yet: the pod's volumes were not pre-bound"),
+            );
+        };
+        match find_pod_volumes(&snapshot, pod, &node_info.node) {
+            Err(status) if status.code() == Code::Error => {
+                d.warnings.push(format!(
+                    "the pod's volumes were not pre-bound: {}",
+                    status.message()
+                ));
+            }
+            // The claim is missing, lost, being deleted or waits for the PV controller: kube-scheduler
+            // would not have bound the pod either.
+            Err(status) => {
+                let mut denied = Decision::deny(
+                    op,
+                    format!(
+                        "pod {namespace}/{} cannot be bound to node {node:?}: {}",
+                        pod.metadata.name.as_deref().unwrap_or(""),
+                        status.message()
+                    ),
+                );
+                denied.on_failure = OnFailure::Deny;
+                return denied;
+            }
+            Ok(volumes) if !volumes.fits() => {
+                let mut denied = Decision::deny(op, conflict_message(pod, node, &volumes));
+                denied.on_failure = OnFailure::Deny;
+                return denied;
+            }
+            Ok(volumes) => d.plan = prebind_plan(&volumes, node),
+        }
+    }
+
+    if !nominated_node(pod).is_empty() {
+        d.follow_up.push(Action::SetNominatedNodeName {
+            pod: pod_ref(pod),
+            node: String::new(),
+        });
+    }
+    d.follow_up.extend(stale_nominations(pod, node, view));
+    d
+}
+
+/// Lower-priority pods nominated to `node` that do not fit there with `pod` bound to it.
+fn stale_nominations(pod: &Pod, node: &str, view: &dyn ClusterView) -> Vec<Action> {
+    let pod_priority = priority(pod);
+    let same = |other: &Pod| {
+        other.metadata.namespace == pod.metadata.namespace && other.metadata.name == pod.metadata.name
+    };
+    let lower: Vec<Arc<Pod>> = view
+        .nominated_pods(node)
+        .into_iter()
+        .filter(|p| !same(p) && priority(p) < pod_priority)
+        .collect();
+    if lower.is_empty() {
+        return Vec::new();
+    }
+    let snapshot = Arc::new(view.full_snapshot());
+    let Some(node_info) = snapshot.node(node) else {
+        return Vec::new();
+    };
+    let mut bound = pod.clone();
+    bound.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+    let bound = Arc::new(PodInfo::new(bound));
+    let mut with_pod = (**node_info).clone();
+    with_pod.add_pod(bound.clone());
+
+    let mut clear = Vec::new();
+    for nominated in lower {
+        let Ok(fwk) = framework_for(view.scheduler_config(), &nominated, snapshot.clone()) else {
+            continue;
+        };
+        let info = PodInfo::from_arc(nominated.clone());
+        let mut state = CycleState::new();
+        let (result, status, _) = fwk.run_pre_filter_plugins(&mut state, &info);
+        let fits = status.is_success()
+            && result.is_none_or(|r| r.node_names.as_ref().is_none_or(|n| n.contains(node)))
+            && fwk
+                .run_pre_filter_extension_add_pod(&mut state, &info, &bound, &with_pod)
+                .is_success()
+            && fwk.run_filter_plugins(&state, &info, &with_pod).is_success();
+        if !fits {
+            clear.push(Action::SetNominatedNodeName {
+                pod: pod_ref(&nominated),
+                node: String::new(),
+            });
+        }
+    }
+    clear
+}

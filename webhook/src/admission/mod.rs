@@ -1,0 +1,310 @@
+//! Admission decisions: pure functions from a request and a [`ClusterView`] to a [`Decision`] — the
+//! response (allow, deny, patch, warnings) and the writes it depends on, as an action plan. Nothing here
+//! does I/O; the server executes plans through `sched_core::apply` and re-decides on conflicts.
+//!
+//! | request | module |
+//! |---|---|
+//! | pods CREATE | [`pod_create`]: PreBind for `spec.nodeName`, or admission pre-binding when opted in |
+//! | pods/binding CREATE | [`binding`]: PreBind for the target node, then stale nominations |
+//! | anything else | allowed, no patch |
+
+pub mod affinity;
+pub mod binding;
+#[cfg(test)]
+mod decision_tests;
+pub mod pod_create;
+pub mod review;
+pub mod view;
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use serde::Deserialize;
+
+use sched_core::Snapshot;
+use sched_core::action::Action;
+use sched_core::framework::profile::SchedulerConfig;
+use sched_core::labels::Labels;
+
+pub use review::{AdmissionRequest, AdmissionResponse, ReviewError};
+pub use view::{ClusterView, StaticView};
+
+/// Pod annotation (or namespace label) that opts pods into admission pre-binding.
+pub const OPT_IN_KEY: &str = "kubectl-sched.dev/prebind";
+/// The value that opts in.
+pub const OPT_IN_VALUE: &str = "admission";
+
+/// Which behaviour a request got (the `operation` label of the metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// pods CREATE that needs nothing (no claims, or not in scope).
+    PodCreate,
+    /// pods CREATE with `spec.nodeName` and claims.
+    PodCreateNodeName,
+    /// pods CREATE opted into admission pre-binding.
+    PodCreatePrebind,
+    /// pods/binding CREATE.
+    PodBinding,
+    /// Any other request (allowed unchanged).
+    Other,
+    /// A request that could not be decoded (answered with 4xx).
+    Invalid,
+}
+
+impl Operation {
+    /// Every operation, in metrics order.
+    pub const ALL: [Operation; 6] = [
+        Operation::PodCreate,
+        Operation::PodCreateNodeName,
+        Operation::PodCreatePrebind,
+        Operation::PodBinding,
+        Operation::Other,
+        Operation::Invalid,
+    ];
+
+    /// The metrics label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::PodCreate => "pod_create",
+            Operation::PodCreateNodeName => "pod_create_node_name",
+            Operation::PodCreatePrebind => "pod_create_prebind",
+            Operation::PodBinding => "pod_binding",
+            Operation::Other => "other",
+            Operation::Invalid => "invalid",
+        }
+    }
+}
+
+/// What to answer when the plan cannot be carried out (after retries).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFailure {
+    /// Deny: the pod (or binding) would be stuck otherwise, and the scheduler retries a denied binding.
+    Deny,
+    /// Admit unchanged: the scheduler will bind the volumes itself.
+    AllowUnchanged,
+}
+
+/// The answer to one request, before its plan runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// Which behaviour applied.
+    pub operation: Operation,
+    /// `Some(message)` to deny.
+    pub denial: Option<String>,
+    /// JSONPatch operations (empty: no patch).
+    pub patch: Vec<serde_json::Value>,
+    /// Writes that must succeed before the answer holds (PreBind).
+    pub plan: Vec<Action>,
+    /// Best-effort writes once the plan succeeded (nomination clearing).
+    pub follow_up: Vec<Action>,
+    /// What to answer if the plan fails.
+    pub on_failure: OnFailure,
+    /// Warnings for the client.
+    pub warnings: Vec<String>,
+}
+
+impl Decision {
+    /// Allowed, nothing to do.
+    pub fn allow(operation: Operation) -> Self {
+        Decision {
+            operation,
+            denial: None,
+            patch: Vec::new(),
+            plan: Vec::new(),
+            follow_up: Vec::new(),
+            on_failure: OnFailure::AllowUnchanged,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Allowed with a warning.
+    pub fn allow_with_warning(operation: Operation, warning: impl Into<String>) -> Self {
+        let mut d = Self::allow(operation);
+        d.warnings.push(warning.into());
+        d
+    }
+
+    /// Denied.
+    pub fn deny(operation: Operation, message: impl Into<String>) -> Self {
+        let mut d = Self::allow(operation);
+        d.denial = Some(message.into());
+        d
+    }
+
+    /// True when there is nothing to write.
+    pub fn is_passive(&self) -> bool {
+        self.plan.is_empty() && self.follow_up.is_empty()
+    }
+}
+
+/// What a request is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKind {
+    /// pods CREATE.
+    PodCreate,
+    /// pods/binding CREATE.
+    PodBinding,
+    /// Anything else.
+    Other,
+}
+
+/// Classifies a request by resource, subresource and operation.
+pub fn request_kind(request: &AdmissionRequest) -> RequestKind {
+    let core_pods = request.resource.group.is_empty() && request.resource.resource == "pods";
+    if !core_pods || request.operation != "CREATE" {
+        return RequestKind::Other;
+    }
+    match request.sub_resource.as_str() {
+        "" => RequestKind::PodCreate,
+        "binding" => RequestKind::PodBinding,
+        _ => RequestKind::Other,
+    }
+}
+
+/// The only fields of a pod the fast path reads: whether any volume uses a claim.
+#[derive(Debug, Default, Deserialize)]
+struct VolumeProbe {
+    #[serde(default)]
+    spec: Option<ProbeSpec>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ProbeSpec {
+    #[serde(default)]
+    volumes: Option<Vec<ProbeVolume>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ProbeVolume {
+    #[serde(default)]
+    persistent_volume_claim: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    ephemeral: Option<serde::de::IgnoredAny>,
+}
+
+/// Whether a raw pod uses any claim (PVC or generic ephemeral volume), reading nothing else. `Err` when
+/// the JSON is not an object shaped like a pod.
+pub fn pod_uses_claims(raw: &str) -> Result<bool, serde_json::Error> {
+    let probe: VolumeProbe = serde_json::from_str(raw)?;
+    Ok(probe.spec.and_then(|s| s.volumes).is_some_and(|v| {
+        v.iter()
+            .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+    }))
+}
+
+/// The `Binding` object of a pods/binding request: the target node.
+#[derive(Debug, Deserialize)]
+struct BindingObject {
+    #[serde(default)]
+    target: Option<BindingTarget>,
+}
+
+#[derive(Debug, Deserialize)]
+struct BindingTarget {
+    #[serde(default)]
+    name: String,
+}
+
+/// The target node of a Binding object (`Err` when malformed, `Ok("")` when it names none).
+pub fn binding_target(raw: &str) -> Result<String, serde_json::Error> {
+    let binding: BindingObject = serde_json::from_str(raw)?;
+    Ok(binding.target.map(|t| t.name).unwrap_or_default())
+}
+
+/// The namespace labels' or the pod annotation's opt-in.
+pub fn opted_in(pod: &Pod, namespace_labels: Option<&Labels>) -> bool {
+    let annotated = pod
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(OPT_IN_KEY))
+        .is_some_and(|v| v == OPT_IN_VALUE);
+    annotated
+        || namespace_labels
+            .and_then(|l| l.get(OPT_IN_KEY))
+            .is_some_and(|v| v == OPT_IN_VALUE)
+}
+
+/// The claims a pod's volumes name, as `(claim name, is generic ephemeral)`.
+pub fn pod_claims(pod: &Pod) -> Vec<(String, bool)> {
+    pod.spec
+        .iter()
+        .flat_map(|s| s.volumes.iter().flatten())
+        .filter_map(|v| sched_core::plugins::volume_binding::pv_helpers::volume_claim_name(pod, v))
+        .collect()
+}
+
+/// True when every claim the pod uses exists and is fully bound (nothing for PreBind to do).
+pub fn claims_all_bound(pod: &Pod, lookup: impl Fn(&str) -> Option<Arc<PersistentVolumeClaim>>) -> bool {
+    pod_claims(pod).iter().all(|(name, _)| {
+        lookup(name)
+            .is_some_and(|c| sched_core::plugins::volume_binding::pv_helpers::is_claim_fully_bound(&c))
+    })
+}
+
+/// The framework of the profile that schedules `pod` (the default profile when its schedulerName has
+/// none), over `snapshot`.
+pub fn framework_for(
+    config: &SchedulerConfig,
+    pod: &Pod,
+    snapshot: Arc<Snapshot>,
+) -> Result<sched_core::framework::runtime::Framework, String> {
+    let scheduler_name = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduler_name.as_deref())
+        .unwrap_or("default-scheduler");
+    let profile = config
+        .profile(scheduler_name)
+        .or_else(|| config.profiles.first())
+        .ok_or_else(|| "the scheduler configuration has no profile".to_string())?;
+    let registry = sched_core::plugins::in_tree_registry();
+    sched_core::framework::runtime::Framework::new(profile, &registry, snapshot).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_finds_claims_only() {
+        assert!(!pod_uses_claims(r#"{"spec":{"containers":[{"name":"c"}]}}"#).expect("ok"));
+        assert!(!pod_uses_claims(r#"{"spec":{"volumes":[{"name":"v","emptyDir":{}}]}}"#).expect("ok"));
+        assert!(
+            pod_uses_claims(
+                r#"{"spec":{"volumes":[{"name":"v","persistentVolumeClaim":{"claimName":"c"}}]}}"#
+            )
+            .expect("ok")
+        );
+        assert!(
+            pod_uses_claims(r#"{"spec":{"volumes":[{"name":"v","ephemeral":{"volumeClaimTemplate":{}}}]}}"#)
+                .expect("ok")
+        );
+        assert!(!pod_uses_claims(r#"{}"#).expect("ok"));
+        assert!(pod_uses_claims(r#""pod""#).is_err());
+        assert!(pod_uses_claims(r#"{"spec":{"volumes":7}}"#).is_err());
+    }
+
+    #[test]
+    fn binding_targets() {
+        assert_eq!(
+            binding_target(r#"{"kind":"Binding","target":{"kind":"Node","name":"n1"}}"#).expect("ok"),
+            "n1"
+        );
+        assert_eq!(binding_target("{}").expect("ok"), "");
+        assert!(binding_target("3").is_err());
+    }
+
+    #[test]
+    fn opt_in_by_annotation_or_namespace_label() {
+        let mut pod = Pod::default();
+        assert!(!opted_in(&pod, None));
+        let ns: Labels = [(OPT_IN_KEY.to_string(), OPT_IN_VALUE.to_string())].into();
+        assert!(opted_in(&pod, Some(&ns)));
+        let other: Labels = [(OPT_IN_KEY.to_string(), "never".to_string())].into();
+        assert!(!opted_in(&pod, Some(&other)));
+        pod.metadata.annotations = Some([(OPT_IN_KEY.to_string(), OPT_IN_VALUE.to_string())].into());
+        assert!(opted_in(&pod, Some(&other)));
+    }
+}

@@ -1,0 +1,566 @@
+//! The webhook's view of the cluster: kube-runtime reflectors for the kinds volume binding and the
+//! engine's filters read, each object pruned before it is stored, plus an overlay of the webhook's own
+//! writes that the watches have not delivered yet (so the next decision does not hand out a PV this
+//! replica just bound).
+//!
+//! Snapshots are built per decision from the stores: the volume maps (PVs, PVCs, classes, CSI objects)
+//! are rebuilt only when one of those kinds changed, and a volume decision adds only the node it is
+//! about. The engine's full snapshot (every node and pod) is built only for opted-in pods and for
+//! bindings that have nominations to check. Requests that need nothing never touch the cache.
+
+use std::collections::HashMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+
+use sched_core::apply::Observed;
+use sched_core::framework::profile::SchedulerConfig;
+use sched_core::labels::Labels;
+use sched_core::snapshot::Prune;
+use sched_core::{ClusterObjects, Snapshot};
+
+use crate::admission::ClusterView;
+
+/// How long an own write shadows the store when the watch never delivers a newer version.
+pub const OVERLAY_TTL: Duration = Duration::from_secs(30);
+
+/// Non-terminal pods only: the scheduler never sees the others.
+const NON_TERMINAL_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+/// The writers that feed the stores (from the reflectors, or directly in tests and benchmarks).
+pub struct Writers {
+    pods: Writer<Pod>,
+    nodes: Writer<Node>,
+    namespaces: Writer<Namespace>,
+    pvs: Writer<PersistentVolume>,
+    pvcs: Writer<PersistentVolumeClaim>,
+    classes: Writer<StorageClass>,
+    csi_nodes: Writer<CSINode>,
+    csi_drivers: Writer<CSIDriver>,
+    capacities: Writer<CSIStorageCapacity>,
+}
+
+struct OverlayEntry<K> {
+    object: Arc<K>,
+    at: Instant,
+}
+
+#[derive(Default)]
+struct Overlay {
+    pvs: HashMap<String, OverlayEntry<PersistentVolume>>,
+    pvcs: HashMap<String, OverlayEntry<PersistentVolumeClaim>>,
+}
+
+/// The volume objects by key, as the engine's snapshot holds them.
+#[derive(Debug, Default)]
+struct VolumeMaps {
+    pvs: HashMap<String, Arc<PersistentVolume>>,
+    pvcs: HashMap<String, Arc<PersistentVolumeClaim>>,
+    classes: HashMap<String, Arc<StorageClass>>,
+    csi_nodes: HashMap<String, Arc<CSINode>>,
+    csi_drivers: HashMap<String, Arc<CSIDriver>>,
+    capacities: Vec<Arc<CSIStorageCapacity>>,
+}
+
+/// The reflector caches.
+pub struct Cache {
+    pods: Store<Pod>,
+    nodes: Store<Node>,
+    namespaces: Store<Namespace>,
+    pvs: Store<PersistentVolume>,
+    pvcs: Store<PersistentVolumeClaim>,
+    classes: Store<StorageClass>,
+    csi_nodes: Store<CSINode>,
+    csi_drivers: Store<CSIDriver>,
+    capacities: Store<CSIStorageCapacity>,
+    ready: AtomicBool,
+    /// Bumped on every event of a volume kind and every overlay change.
+    volume_generation: Arc<AtomicU64>,
+    volume_maps: Mutex<Option<(u64, Arc<VolumeMaps>)>>,
+    overlay: Mutex<Overlay>,
+    config: SchedulerConfig,
+}
+
+fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    match meta.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{}", meta.name.as_deref().unwrap_or("")),
+        _ => meta.name.clone().unwrap_or_default(),
+    }
+}
+
+fn by_key<K>(items: Vec<Arc<K>>) -> HashMap<String, Arc<K>>
+where
+    K: Resource<Scope = k8s_openapi::ClusterResourceScope>
+        + k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+{
+    items.into_iter().map(|o| (key_of(o.metadata()), o)).collect()
+}
+
+/// True when the stored version is at least the overlay's: resourceVersions are opaque, but etcd's are
+/// integers, and anything else is compared for equality only.
+fn store_caught_up(stored: Option<&str>, own: Option<&str>) -> bool {
+    match (
+        stored.and_then(|s| s.parse::<u64>().ok()),
+        own.and_then(|s| s.parse::<u64>().ok()),
+    ) {
+        (Some(s), Some(o)) => s >= o,
+        _ => stored == own,
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Cache {
+    /// Empty stores and their writers.
+    pub fn new(config: SchedulerConfig) -> (Arc<Cache>, Writers) {
+        let (pods, pods_w) = reflector::store();
+        let (nodes, nodes_w) = reflector::store();
+        let (namespaces, namespaces_w) = reflector::store();
+        let (pvs, pvs_w) = reflector::store();
+        let (pvcs, pvcs_w) = reflector::store();
+        let (classes, classes_w) = reflector::store();
+        let (csi_nodes, csi_nodes_w) = reflector::store();
+        let (csi_drivers, csi_drivers_w) = reflector::store();
+        let (capacities, capacities_w) = reflector::store();
+        let cache = Arc::new(Cache {
+            pods,
+            nodes,
+            namespaces,
+            pvs,
+            pvcs,
+            classes,
+            csi_nodes,
+            csi_drivers,
+            capacities,
+            ready: AtomicBool::new(false),
+            volume_generation: Arc::new(AtomicU64::new(0)),
+            volume_maps: Mutex::new(None),
+            overlay: Mutex::new(Overlay::default()),
+            config,
+        });
+        let writers = Writers {
+            pods: pods_w,
+            nodes: nodes_w,
+            namespaces: namespaces_w,
+            pvs: pvs_w,
+            pvcs: pvcs_w,
+            classes: classes_w,
+            csi_nodes: csi_nodes_w,
+            csi_drivers: csi_drivers_w,
+            capacities: capacities_w,
+        };
+        (cache, writers)
+    }
+
+    /// Starts one reflector per kind, and a task that marks the cache ready once all have listed.
+    pub fn start(self: &Arc<Self>, client: &Client, writers: Writers) -> Vec<JoinHandle<()>> {
+        let generation = &self.volume_generation;
+        let config = watcher::Config::default().any_semantic();
+        let pods_config = config.clone().fields(NON_TERMINAL_PODS);
+        let mut tasks = vec![
+            spawn_reflector(Api::all(client.clone()), pods_config, writers.pods, None),
+            spawn_reflector(Api::all(client.clone()), config.clone(), writers.nodes, None),
+            spawn_reflector(Api::all(client.clone()), config.clone(), writers.namespaces, None),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.pvs,
+                Some(generation.clone()),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.pvcs,
+                Some(generation.clone()),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.classes,
+                Some(generation.clone()),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.csi_nodes,
+                Some(generation.clone()),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.csi_drivers,
+                Some(generation.clone()),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config,
+                writers.capacities,
+                Some(generation.clone()),
+            ),
+        ];
+        tasks.push(self.spawn_readiness());
+        tasks
+    }
+
+    /// Fills the stores with fixed objects (tests, benchmarks) and marks the cache ready.
+    pub fn fill(self: &Arc<Self>, writers: &mut Writers, objects: ClusterObjects) {
+        fn load<K>(writer: &mut Writer<K>, items: Vec<K>)
+        where
+            K: Resource + Clone + Prune,
+            K::DynamicType: Eq + Hash + Clone,
+        {
+            writer.apply_watcher_event(&watcher::Event::Init);
+            for mut item in items {
+                item.prune();
+                writer.apply_watcher_event(&watcher::Event::InitApply(item));
+            }
+            writer.apply_watcher_event(&watcher::Event::InitDone);
+        }
+        load(&mut writers.pods, objects.pods);
+        load(&mut writers.nodes, objects.nodes);
+        load(&mut writers.namespaces, objects.namespaces);
+        load(&mut writers.pvs, objects.persistent_volumes);
+        load(&mut writers.pvcs, objects.persistent_volume_claims);
+        load(&mut writers.classes, objects.storage_classes);
+        load(&mut writers.csi_nodes, objects.csi_nodes);
+        load(&mut writers.csi_drivers, objects.csi_drivers);
+        load(&mut writers.capacities, objects.csi_storage_capacities);
+        self.volume_generation.fetch_add(1, Ordering::Release);
+        self.ready.store(true, Ordering::Release);
+    }
+
+    fn spawn_readiness(self: &Arc<Self>) -> JoinHandle<()> {
+        let cache = self.clone();
+        tokio::spawn(async move {
+            let synced = futures::future::join_all([
+                Box::pin(cache.pods.wait_until_ready())
+                    as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>>,
+                Box::pin(cache.nodes.wait_until_ready()),
+                Box::pin(cache.namespaces.wait_until_ready()),
+                Box::pin(cache.pvs.wait_until_ready()),
+                Box::pin(cache.pvcs.wait_until_ready()),
+                Box::pin(cache.classes.wait_until_ready()),
+                Box::pin(cache.csi_nodes.wait_until_ready()),
+                Box::pin(cache.csi_drivers.wait_until_ready()),
+                Box::pin(cache.capacities.wait_until_ready()),
+            ])
+            .await;
+            if synced.iter().all(Result::is_ok) {
+                cache.ready.store(true, Ordering::Release);
+                tracing::info!("reflector caches synced");
+            }
+        })
+    }
+
+    /// True once every reflector has listed its kind.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Number of (PVs, PVCs, pods, nodes) cached.
+    pub fn sizes(&self) -> (usize, usize, usize, usize) {
+        (self.pvs.len(), self.pvcs.len(), self.pods.len(), self.nodes.len())
+    }
+
+    /// Records objects the webhook wrote (or found in its way) so decisions see them before the watch
+    /// delivers them.
+    pub fn record(&self, observed: &Observed) {
+        let mut overlay = lock(&self.overlay);
+        let at = Instant::now();
+        match observed {
+            Observed::Pv(pv) => {
+                let mut pv = (**pv).clone();
+                pv.prune();
+                overlay.pvs.insert(
+                    key_of(&pv.metadata),
+                    OverlayEntry {
+                        object: Arc::new(pv),
+                        at,
+                    },
+                );
+            }
+            Observed::Pvc(pvc) => {
+                let mut pvc = (**pvc).clone();
+                pvc.prune();
+                overlay.pvcs.insert(
+                    key_of(&pvc.metadata),
+                    OverlayEntry {
+                        object: Arc::new(pvc),
+                        at,
+                    },
+                );
+            }
+        }
+        self.volume_generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Pods in the store (for tests and sizing).
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+
+    fn volume_maps(&self) -> Arc<VolumeMaps> {
+        let generation = self.volume_generation.load(Ordering::Acquire);
+        let mut cached = lock(&self.volume_maps);
+        if let Some((g, maps)) = cached.as_ref()
+            && *g == generation
+        {
+            return maps.clone();
+        }
+        let mut maps = VolumeMaps {
+            pvs: by_key(self.pvs.state()),
+            pvcs: self
+                .pvcs
+                .state()
+                .into_iter()
+                .map(|c| (key_of(&c.metadata), c))
+                .collect(),
+            classes: by_key(self.classes.state()),
+            csi_nodes: by_key(self.csi_nodes.state()),
+            csi_drivers: by_key(self.csi_drivers.state()),
+            capacities: self.capacities.state(),
+        };
+        {
+            let mut overlay = lock(&self.overlay);
+            let now = Instant::now();
+            overlay.pvs.retain(|key, own| {
+                let stored = maps.pvs.get(key);
+                let keep = now.duration_since(own.at) < OVERLAY_TTL
+                    && !stored.is_some_and(|s| {
+                        store_caught_up(
+                            s.metadata.resource_version.as_deref(),
+                            own.object.metadata.resource_version.as_deref(),
+                        )
+                    });
+                if keep {
+                    maps.pvs.insert(key.clone(), own.object.clone());
+                }
+                keep
+            });
+            overlay.pvcs.retain(|key, own| {
+                let stored = maps.pvcs.get(key);
+                let keep = now.duration_since(own.at) < OVERLAY_TTL
+                    && !stored.is_some_and(|s| {
+                        store_caught_up(
+                            s.metadata.resource_version.as_deref(),
+                            own.object.metadata.resource_version.as_deref(),
+                        )
+                    });
+                if keep {
+                    maps.pvcs.insert(key.clone(), own.object.clone());
+                }
+                keep
+            });
+        }
+        let maps = Arc::new(maps);
+        *cached = Some((generation, maps.clone()));
+        maps
+    }
+
+    fn with_volumes(&self, objects: ClusterObjects) -> Snapshot {
+        let maps = self.volume_maps();
+        let mut snapshot = Snapshot::new(objects);
+        snapshot.persistent_volumes = maps.pvs.clone();
+        snapshot.persistent_volume_claims = maps.pvcs.clone();
+        snapshot.storage_classes = maps.classes.clone();
+        snapshot.csi_nodes = maps.csi_nodes.clone();
+        snapshot.csi_drivers = maps.csi_drivers.clone();
+        snapshot.csi_storage_capacities = maps.capacities.clone();
+        snapshot
+    }
+}
+
+fn owned<K: Clone>(items: Vec<Arc<K>>) -> Vec<K> {
+    items.into_iter().map(|o| (*o).clone()).collect()
+}
+
+impl ClusterView for Cache {
+    fn namespace_labels(&self, namespace: &str) -> Option<Labels> {
+        self.namespaces
+            .get(&ObjectRef::new(namespace))
+            .map(|n| n.metadata.labels.clone().unwrap_or_default())
+    }
+
+    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        self.pods.get(&ObjectRef::new(name).within(namespace))
+    }
+
+    fn pvc(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
+        let stored = self.pvcs.get(&ObjectRef::new(name).within(namespace));
+        let overlay = lock(&self.overlay);
+        match overlay.pvcs.get(&format!("{namespace}/{name}")) {
+            Some(own)
+                if own.at.elapsed() < OVERLAY_TTL
+                    && !stored.as_ref().is_some_and(|s| {
+                        store_caught_up(
+                            s.metadata.resource_version.as_deref(),
+                            own.object.metadata.resource_version.as_deref(),
+                        )
+                    }) =>
+            {
+                Some(own.object.clone())
+            }
+            _ => stored,
+        }
+    }
+
+    fn nominated_pods(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.pods.state_filter(|p| {
+            p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()) == Some(node)
+                && p.spec
+                    .as_ref()
+                    .and_then(|s| s.node_name.as_deref())
+                    .unwrap_or("")
+                    .is_empty()
+        })
+    }
+
+    fn volume_snapshot(&self, nodes: &[&str]) -> Snapshot {
+        let nodes = nodes
+            .iter()
+            .filter_map(|n| self.nodes.get(&ObjectRef::new(n)))
+            .map(|n| (*n).clone())
+            .collect();
+        self.with_volumes(ClusterObjects {
+            nodes,
+            ..ClusterObjects::default()
+        })
+    }
+
+    fn full_snapshot(&self) -> Snapshot {
+        self.with_volumes(ClusterObjects {
+            nodes: owned(self.nodes.state()),
+            pods: owned(self.pods.state()),
+            namespaces: owned(self.namespaces.state()),
+            ..ClusterObjects::default()
+        })
+    }
+
+    fn scheduler_config(&self) -> &SchedulerConfig {
+        &self.config
+    }
+}
+
+fn spawn_reflector<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    writer: Writer<K>,
+    generation: Option<Arc<AtomicU64>>,
+) -> JoinHandle<()>
+where
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Prune + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    let kind = K::kind(&K::DynamicType::default()).to_string();
+    tokio::spawn(async move {
+        let stream = watcher(api, config)
+            .modify(|o: &mut K| o.prune())
+            .default_backoff()
+            .reflect(writer);
+        futures::pin_mut!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(_) => {
+                    if let Some(g) = &generation {
+                        g.fetch_add(1, Ordering::Release);
+                    }
+                }
+                Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying with backoff"),
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sched_core::plugins::in_tree_registry;
+    use sched_core::testing::{node, pv, pvc};
+
+    fn filled() -> (Arc<Cache>, Writers) {
+        let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
+        cache.fill(
+            &mut writers,
+            ClusterObjects {
+                nodes: vec![node("n1").obj(), node("n2").obj()],
+                persistent_volumes: vec![pv("pv1").resource_version("5").obj()],
+                persistent_volume_claims: vec![pvc("c1").namespace("ns").resource_version("5").obj()],
+                ..ClusterObjects::default()
+            },
+        );
+        (cache, writers)
+    }
+
+    #[test]
+    fn volume_snapshot_holds_the_asked_nodes_and_every_volume() {
+        let (cache, _w) = filled();
+        assert!(cache.is_ready());
+        let s = cache.volume_snapshot(&["n2", "missing"]);
+        assert_eq!(s.nodes().len(), 1);
+        assert!(s.node("n2").is_some());
+        assert!(s.persistent_volumes.contains_key("pv1"));
+        assert!(s.pvc("ns", "c1").is_some());
+        assert_eq!(cache.full_snapshot().nodes().len(), 2);
+    }
+
+    #[test]
+    fn own_writes_shadow_the_store_until_it_catches_up() {
+        let (cache, mut writers) = filled();
+        let written = pv("pv1").resource_version("9").claim_ref("ns", "c1", "u").obj();
+        cache.record(&Observed::Pv(Box::new(written.clone())));
+        let claim_ref = |c: &Cache| {
+            c.volume_snapshot(&[]).persistent_volumes["pv1"]
+                .spec
+                .as_ref()
+                .and_then(|s| s.claim_ref.clone())
+        };
+        assert!(
+            claim_ref(&cache).is_some(),
+            "the overlay wins over the older stored PV"
+        );
+        // The watch delivers a newer version (here: without claimRef, e.g. released by the controller).
+        writers
+            .pvs
+            .apply_watcher_event(&watcher::Event::Apply(pv("pv1").resource_version("10").obj()));
+        cache.volume_generation.fetch_add(1, Ordering::Release);
+        assert!(claim_ref(&cache).is_none(), "the newer stored PV wins");
+
+        let annotated = pvc("c1")
+            .namespace("ns")
+            .resource_version("6")
+            .selected_node("n1")
+            .obj();
+        cache.record(&Observed::Pvc(Box::new(annotated)));
+        assert!(
+            cache
+                .pvc("ns", "c1")
+                .expect("claim")
+                .metadata
+                .annotations
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn resource_versions_compare_numerically() {
+        assert!(store_caught_up(Some("10"), Some("9")));
+        assert!(!store_caught_up(Some("9"), Some("10")));
+        assert!(store_caught_up(Some("x"), Some("x")));
+        assert!(!store_caught_up(Some("x"), Some("y")));
+        assert!(!store_caught_up(None, Some("1")));
+    }
+}

@@ -1,0 +1,111 @@
+//! The two commands, wired from their arguments: `serve` (client, caches, TLS, both ports, signals)
+//! and `certs`.
+
+use std::sync::Arc;
+
+use axum_server::tls_rustls::RustlsConfig;
+use kube::Client;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use sched_core::framework::profile::SchedulerConfig;
+use sched_core::plugins::in_tree_registry;
+
+use crate::cache::Cache;
+use crate::certs::{self, Target};
+use crate::config::{CertsArgs, ServeArgs};
+use crate::error::StartError;
+use crate::server::{self, AppState, Listeners};
+use crate::tls;
+
+/// A client from `--kubeconfig`, else the usual inference (in-cluster, $KUBECONFIG, ~/.kube/config).
+pub async fn client(kubeconfig: Option<&std::path::Path>) -> Result<Client, StartError> {
+    let mut config = match kubeconfig {
+        Some(path) => {
+            let file = Kubeconfig::read_from(path).map_err(|e| StartError::KubeConfig(e.to_string()))?;
+            kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
+                .await
+                .map_err(|e| StartError::KubeConfig(e.to_string()))?
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| StartError::KubeConfig(e.to_string()))?,
+    };
+    // A write that hangs must not outlive the API server's webhook timeout.
+    config.read_timeout = Some(std::time::Duration::from_secs(5));
+    config.write_timeout = Some(std::time::Duration::from_secs(5));
+    Ok(Client::try_from(config)?)
+}
+
+fn bind(address: std::net::SocketAddr) -> Result<std::net::TcpListener, StartError> {
+    std::net::TcpListener::bind(address).map_err(|source| StartError::Io {
+        address: address.to_string(),
+        source,
+    })
+}
+
+/// `serve`: runs until SIGTERM/SIGINT, then drains.
+pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
+    let registry = in_tree_registry();
+    let scheduler = match &args.scheduler_config {
+        Some(path) => SchedulerConfig::from_file(path, &registry)
+            .map_err(|e| StartError::SchedulerConfig(e.to_string()))?,
+        None => SchedulerConfig::default_config(&registry),
+    };
+    let tls_config = RustlsConfig::from_config(tls::server_config(&args.tls_cert, &args.tls_key)?);
+    let client = client(args.kubeconfig.as_deref()).await?;
+    let (cache, writers) = Cache::new(scheduler);
+    let _reflectors = cache.start(&client, writers);
+    let mut state = AppState::new(cache, client);
+    state.max_body_bytes = args.max_body_bytes;
+    let state = Arc::new(state);
+    let _reloader = tls::spawn_reloader(
+        tls_config.clone(),
+        args.tls_cert.clone(),
+        args.tls_key.clone(),
+        args.cert_reload_interval,
+    );
+    let listeners = Listeners {
+        webhook: bind(args.listen)?,
+        admin: bind(args.admin_listen)?,
+    };
+    tracing::info!(webhook = %args.listen, admin = %args.admin_listen, "serving");
+    server::serve(
+        state,
+        listeners,
+        tls_config,
+        server::termination_signal(),
+        args.shutdown_grace,
+    )
+    .await
+    .map_err(|source| StartError::Io {
+        address: args.listen.to_string(),
+        source,
+    })
+}
+
+/// `certs`: writes the files, then (with --webhook-config) applies the configuration.
+pub async fn certs(args: CertsArgs) -> anyhow::Result<()> {
+    let generated = certs::generate(&args.dns_names, &args.ips, args.days)?;
+    let files = certs::write(&args.out, &generated)?;
+    println!(
+        "wrote {}, {}, {}, {}",
+        files.ca_cert.display(),
+        files.ca_key.display(),
+        files.cert.display(),
+        files.key.display()
+    );
+    let Some(name) = args.webhook_config else {
+        return Ok(());
+    };
+    let target = match (&args.url, &args.service) {
+        (Some(url), _) => Target::Url(url.clone()),
+        (None, Some(service)) => Target::service(service)
+            .ok_or_else(|| anyhow::anyhow!("--service {service:?}: expected NAMESPACE/NAME[:PORT]"))?,
+        (None, None) => anyhow::bail!("--webhook-config needs --url or --service"),
+    };
+    let client = client(args.kubeconfig.as_deref()).await?;
+    let configuration = certs::webhook_configuration(&name, &target, &generated.ca_cert_pem);
+    certs::apply_webhook_configuration(&client, &configuration).await?;
+    println!("applied MutatingWebhookConfiguration {name} with the new caBundle");
+    Ok(())
+}
