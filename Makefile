@@ -21,7 +21,7 @@ export KUBECTL_SCHED_K8S_BIN
 
 test: controlplane check-cargo
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 	$(CARGO) test --workspace
 
 lint: fmt-check clippy
@@ -30,7 +30,7 @@ fmt-check: check-cargo
 	$(CARGO) fmt --all -- --check
 
 clippy: check-cargo
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
 
 unit: check-cargo
 	$(CARGO) test --workspace --exclude e2e

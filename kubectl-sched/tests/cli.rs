@@ -431,6 +431,13 @@ fn a_pod_file_is_evaluated_without_existing() {
         line.contains("two.yaml") && line.contains("expected exactly one Pod, found 2"),
         "{line}"
     );
+
+    let (_dir, broken) = temp_file("broken-pod.yaml", "kind: Pod\nmetadata: {name: a\n");
+    let line = one_line_error(&run_example(&["explain", "-f", broken.to_str().unwrap()]));
+    assert!(
+        line.contains("broken-pod.yaml") && line.contains("line 3"),
+        "{line}"
+    );
 }
 
 #[test]

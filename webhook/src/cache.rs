@@ -88,7 +88,11 @@ pub struct Cache {
     ready: AtomicBool,
     /// Bumped on every event of a volume kind and every overlay change.
     volume_generation: Arc<AtomicU64>,
+    /// Bumped on every node event.
+    node_generation: Arc<AtomicU64>,
     volume_maps: Mutex<Option<(u64, Arc<VolumeMaps>)>>,
+    /// The volume snapshot, by (volume generation, node generation).
+    volume_snapshot: Mutex<Option<((u64, u64), Arc<Snapshot>)>>,
     overlay: Mutex<Overlay>,
     config: SchedulerConfig,
 }
@@ -148,7 +152,9 @@ impl Cache {
             capacities,
             ready: AtomicBool::new(false),
             volume_generation: Arc::new(AtomicU64::new(0)),
+            node_generation: Arc::new(AtomicU64::new(0)),
             volume_maps: Mutex::new(None),
+            volume_snapshot: Mutex::new(None),
             overlay: Mutex::new(Overlay::default()),
             config,
         });
@@ -173,7 +179,12 @@ impl Cache {
         let pods_config = config.clone().fields(NON_TERMINAL_PODS);
         let mut tasks = vec![
             spawn_reflector(Api::all(client.clone()), pods_config, writers.pods, None),
-            spawn_reflector(Api::all(client.clone()), config.clone(), writers.nodes, None),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.nodes,
+                Some(self.node_generation.clone()),
+            ),
             spawn_reflector(Api::all(client.clone()), config.clone(), writers.namespaces, None),
             spawn_reflector(
                 Api::all(client.clone()),
@@ -240,6 +251,7 @@ impl Cache {
         load(&mut writers.csi_drivers, objects.csi_drivers);
         load(&mut writers.capacities, objects.csi_storage_capacities);
         self.volume_generation.fetch_add(1, Ordering::Release);
+        self.node_generation.fetch_add(1, Ordering::Release);
         self.ready.store(true, Ordering::Release);
     }
 
@@ -429,16 +441,24 @@ impl ClusterView for Cache {
         })
     }
 
-    fn volume_snapshot(&self, nodes: &[&str]) -> Snapshot {
-        let nodes = nodes
-            .iter()
-            .filter_map(|n| self.nodes.get(&ObjectRef::new(n)))
-            .map(|n| (*n).clone())
-            .collect();
-        self.with_volumes(ClusterObjects {
-            nodes,
+    fn volume_snapshot(&self) -> Arc<Snapshot> {
+        // Read the generations before the stores: a change racing with the build bumps them again, and
+        // the next request rebuilds.
+        let key = (
+            self.volume_generation.load(Ordering::Acquire),
+            self.node_generation.load(Ordering::Acquire),
+        );
+        if let Some((k, snapshot)) = lock(&self.volume_snapshot).as_ref()
+            && *k == key
+        {
+            return snapshot.clone();
+        }
+        let snapshot = Arc::new(self.with_volumes(ClusterObjects {
+            nodes: owned(self.nodes.state()),
             ..ClusterObjects::default()
-        })
+        }));
+        *lock(&self.volume_snapshot) = Some((key, snapshot.clone()));
+        snapshot
     }
 
     fn full_snapshot(&self) -> Snapshot {
@@ -506,12 +526,17 @@ mod tests {
     }
 
     #[test]
-    fn volume_snapshot_holds_the_asked_nodes_and_every_volume() {
+    fn volume_snapshot_holds_every_node_and_volume_but_no_pod() {
         let (cache, _w) = filled();
         assert!(cache.is_ready());
-        let s = cache.volume_snapshot(&["n2", "missing"]);
-        assert_eq!(s.nodes().len(), 1);
+        let s = cache.volume_snapshot();
+        assert_eq!(s.nodes().len(), 2);
         assert!(s.node("n2").is_some());
+        assert!(s.pods_by_key.is_empty());
+        assert!(
+            Arc::ptr_eq(&s, &cache.volume_snapshot()),
+            "unchanged caches share one snapshot"
+        );
         assert!(s.persistent_volumes.contains_key("pv1"));
         assert!(s.pvc("ns", "c1").is_some());
         assert_eq!(cache.full_snapshot().nodes().len(), 2);
@@ -523,7 +548,7 @@ mod tests {
         let written = pv("pv1").resource_version("9").claim_ref("ns", "c1", "u").obj();
         cache.record(&Observed::Pv(Box::new(written.clone())));
         let claim_ref = |c: &Cache| {
-            c.volume_snapshot(&[]).persistent_volumes["pv1"]
+            c.volume_snapshot().persistent_volumes["pv1"]
                 .spec
                 .as_ref()
                 .and_then(|s| s.claim_ref.clone())

@@ -3,9 +3,9 @@
 //! fresh state, undo on failure).
 //!
 //! A request goes: content type → body (size-limited) → AdmissionReview → kind. Pods without claims and
-//! bindings that need nothing are answered from the raw JSON and the cache's indexes. The rest take the
-//! volume lock (one volume decision at a time per replica, so two requests never pick the same PV),
-//! decide on a blocking thread, and run the plan.
+//! bindings that need nothing are answered from the raw JSON and the cache's indexes. The rest decide
+//! on a blocking thread; decisions with writes decide again under the volume lock (one writing decision
+//! at a time per replica, so two requests never pick the same PV) and run the plan.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -278,8 +278,9 @@ where
     }
 }
 
-/// Decides (under the volume lock when writes may follow), runs the plan unless dry-run, and builds
-/// the response.
+/// Decides, and when the decision has writes, decides again under the volume lock (one replica never
+/// hands out the same PV twice; decisions that write nothing never wait for it) and runs the plan —
+/// unless the request is a dry run.
 async fn decide_and_run<F>(
     state: &Arc<AppState>,
     request: &AdmissionRequest,
@@ -288,19 +289,16 @@ async fn decide_and_run<F>(
 where
     F: Fn(Arc<Cache>) -> Decision + Clone + Send + Sync + 'static,
 {
-    let _guard = if request.is_dry_run() {
-        None
-    } else {
-        Some(state.volume_lock.lock().await)
-    };
     let decision = decide_on_cache(state, &decide).await;
     let op = decision.operation;
-    if request.is_dry_run() {
+    if request.is_dry_run() || decision.denial.is_some() || decision.is_passive() {
         return (
             op,
             respond(request, &decision.denial, &decision.patch, decision.warnings),
         );
     }
+    let _guard = state.volume_lock.lock().await;
+    let decision = decide_on_cache(state, &decide).await;
     let result = run_plan(state, decision, || decide_on_cache(state, &decide)).await;
     (
         op,

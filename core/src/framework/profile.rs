@@ -729,7 +729,8 @@ mod tests {
 
     #[test]
     fn merge_rules_of_kube_scheduler() {
-        let cases: &[(&str, &str, Vec<&str>, Vec<(&str, i64)>)] = &[
+        type Case<'a> = (&'a str, &'a str, Vec<&'a str>, Vec<(&'a str, i64)>);
+        let cases: &[Case<'_>] = &[
             (
                 "disable one default at one point keeps it elsewhere",
                 "profiles: [{plugins: {filter: {disabled: [{name: FS2}]}}}]",

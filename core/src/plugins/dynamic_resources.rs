@@ -252,11 +252,9 @@ mod tests {
             metadata: ObjectMeta {
                 name: Some(name.into()),
                 namespace: Some("default".into()),
-                deletion_timestamp: deleting.then(|| {
-                    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-                        k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-                    )
-                }),
+                deletion_timestamp: deleting.then_some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                    k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                )),
                 ..Default::default()
             },
             ..Default::default()

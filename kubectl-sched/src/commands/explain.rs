@@ -495,7 +495,7 @@ fn node_detail(
         Vec::new()
     } else {
         let node = snapshot.node(name)?;
-        let traced: HashMap<&str, _> = entry.filters.iter().map(|f| (&*f.plugin, f)).collect();
+        let traced: HashMap<&str, _> = entry.filters.iter().map(|f| (f.plugin, f)).collect();
         filters
             .run(state, pod, node)
             .into_iter()

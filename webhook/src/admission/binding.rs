@@ -60,7 +60,7 @@ pub fn decide(pod: Option<&Pod>, node: &str, view: &dyn ClusterView) -> Decision
 
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
     if !pod_claims(pod).is_empty() && !claims_all_bound(pod, |c| view.pvc(namespace, c)) {
-        let snapshot = view.volume_snapshot(&[node]);
+        let snapshot = view.volume_snapshot();
         let Some(node_info) = snapshot.node(node) else {
             return Decision::allow_with_warning(
                 op,

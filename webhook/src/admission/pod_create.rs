@@ -96,7 +96,7 @@ pub fn decide(pod: &Pod, view: &dyn ClusterView) -> Decision {
 /// A pod created on a node: PreBind for that node, deny on a definite conflict.
 fn for_node(pod: &Pod, node: &str, view: &dyn ClusterView) -> Decision {
     let op = Operation::PodCreateNodeName;
-    let snapshot = view.volume_snapshot(&[node]);
+    let snapshot = view.volume_snapshot();
     let Some(node_info) = snapshot.node(node) else {
         return Decision::allow_with_warning(
             op,

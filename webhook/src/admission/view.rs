@@ -20,9 +20,10 @@ pub trait ClusterView: Send + Sync {
     fn pvc(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>>;
     /// Pending pods whose `status.nominatedNodeName` is `node`.
     fn nominated_pods(&self, node: &str) -> Vec<Arc<Pod>>;
-    /// A snapshot with every volume object (PVs, PVCs, StorageClasses, CSI objects) and only the named
-    /// nodes, without pods: what volume binding reads.
-    fn volume_snapshot(&self, nodes: &[&str]) -> Snapshot;
+    /// A snapshot with every node and every volume object (PVs, PVCs, StorageClasses, CSI objects), but
+    /// no pods: what volume binding reads. Shared: views may hand out the same one until something
+    /// changes.
+    fn volume_snapshot(&self) -> Arc<Snapshot>;
     /// A snapshot of everything: every node with its pods, for the engine's filters and scores.
     fn full_snapshot(&self) -> Snapshot;
     /// The scheduler configuration the engine evaluates with.
@@ -100,15 +101,10 @@ impl ClusterView for StaticView {
             .collect()
     }
 
-    fn volume_snapshot(&self, nodes: &[&str]) -> Snapshot {
+    fn volume_snapshot(&self) -> Arc<Snapshot> {
         let o = &self.objects;
-        Snapshot::new(ClusterObjects {
-            nodes: o
-                .nodes
-                .iter()
-                .filter(|n| nodes.contains(&n.metadata.name.as_deref().unwrap_or("")))
-                .cloned()
-                .collect(),
+        Arc::new(Snapshot::new(ClusterObjects {
+            nodes: o.nodes.clone(),
             persistent_volumes: o.persistent_volumes.clone(),
             persistent_volume_claims: o.persistent_volume_claims.clone(),
             storage_classes: o.storage_classes.clone(),
@@ -116,7 +112,7 @@ impl ClusterView for StaticView {
             csi_drivers: o.csi_drivers.clone(),
             csi_storage_capacities: o.csi_storage_capacities.clone(),
             ..ClusterObjects::default()
-        })
+        }))
     }
 
     fn full_snapshot(&self) -> Snapshot {
