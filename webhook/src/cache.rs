@@ -92,10 +92,13 @@ pub struct Cache {
     node_generation: Arc<AtomicU64>,
     volume_maps: Mutex<Option<(u64, Arc<VolumeMaps>)>>,
     /// The volume snapshot, by (volume generation, node generation).
-    volume_snapshot: Mutex<Option<((u64, u64), Arc<Snapshot>)>>,
+    volume_snapshot: Mutex<Option<CachedSnapshot>>,
     overlay: Mutex<Overlay>,
     config: SchedulerConfig,
 }
+
+/// A snapshot built for (volume generation, node generation).
+type CachedSnapshot = ((u64, u64), Arc<Snapshot>);
 
 fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
     match meta.namespace.as_deref() {
