@@ -33,11 +33,10 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use sched_core::ClusterObjects;
 use sched_core::framework::profile::SchedulerConfig;
 use sched_core::plugins::in_tree_registry;
 use sched_webhook::admission::ClusterView;
-use sched_webhook::cache::Cache;
+use sched_webhook::cache::{Cache, Writers};
 use sched_webhook::server::{AppState, Listeners, serve};
 
 #[derive(Debug, Clone)]
@@ -104,75 +103,67 @@ fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> T {
 }
 
 /// `nodes` nodes and `pvs` local PVs, each bound to its own claim (PV controller state: Bound,
-/// bind-completed), with the labels, annotations and managedFields real objects carry.
-fn synthetic(nodes: usize, pvs: usize) -> ClusterObjects {
+/// bind-completed), with the labels, annotations and managedFields real objects carry. Streamed into
+/// the cache's writers one object at a time, as a watch would deliver them.
+fn fill_synthetic(writers: &mut Writers, nodes: usize, pvs: usize) {
     let managed = json!([{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
         "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",
         "fieldsV1": {"f:metadata": {"f:annotations": {"f:pv.kubernetes.io/bound-by-controller": {}}},
                       "f:spec": {"f:claimRef": {".": {}, "f:name": {}, "f:namespace": {}, "f:uid": {}}},
                       "f:status": {"f:phase": {}}}}]);
     let node_name = |i: usize| format!("node-{:04}", i % nodes);
-    ClusterObjects {
-        nodes: (0..nodes)
-            .map(|i| {
-                from_json::<Node>(json!({
-                    "metadata": {"name": node_name(i), "labels": {"kubernetes.io/hostname": node_name(i)}},
-                    "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                               "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
-                }))
-            })
-            .collect(),
-        storage_classes: vec![from_json::<StorageClass>(json!({
-            "metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
-            "volumeBindingMode": "WaitForFirstConsumer",
-        }))],
-        persistent_volumes: (0..pvs)
-            .map(|i| {
-                from_json::<PersistentVolume>(json!({
-                    "metadata": {
-                        "name": format!("pv-{i:05}"), "uid": format!("00000000-0000-0000-0000-{i:012}"),
-                        "resourceVersion": format!("{}", 1000 + i),
-                        "labels": {"app": "bench", "disk": "ssd"},
-                        "annotations": {"pv.kubernetes.io/bound-by-controller": "yes",
-                                        "pv.kubernetes.io/provisioned-by": "local-volume-provisioner"},
-                        "managedFields": managed,
-                    },
-                    "spec": {
-                        "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
-                        "storageClassName": "local", "persistentVolumeReclaimPolicy": "Retain",
-                        "local": {"path": format!("/mnt/disks/vol{i}")},
-                        "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "bench",
-                                     "name": format!("claim-{i:05}"),
-                                     "uid": format!("11111111-0000-0000-0000-{i:012}")},
-                        "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node_name(i)]}]}]}},
-                    },
-                    "status": {"phase": "Bound"},
-                }))
-            })
-            .collect(),
-        persistent_volume_claims: (0..pvs)
-            .map(|i| {
-                from_json::<PersistentVolumeClaim>(json!({
-                    "metadata": {
-                        "name": format!("claim-{i:05}"), "namespace": "bench",
-                        "uid": format!("11111111-0000-0000-0000-{i:012}"),
-                        "resourceVersion": format!("{}", 50_000 + i),
-                        "labels": {"app": "bench"},
-                        "annotations": {"pv.kubernetes.io/bind-completed": "yes",
-                                        "pv.kubernetes.io/bound-by-controller": "yes",
-                                        "volume.kubernetes.io/selected-node": node_name(i)},
-                        "managedFields": managed,
-                    },
-                    "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
-                             "resources": {"requests": {"storage": "10Gi"}}, "volumeName": format!("pv-{i:05}"),
-                             "volumeMode": "Filesystem"},
-                    "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}},
-                }))
-            })
-            .collect(),
-        ..ClusterObjects::default()
-    }
+    writers.load_nodes((0..nodes).map(|i| {
+        from_json::<Node>(json!({
+            "metadata": {"name": node_name(i), "labels": {"kubernetes.io/hostname": node_name(i)}},
+            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                       "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
+        }))
+    }));
+    writers.load_classes([from_json::<StorageClass>(json!({
+        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }))]);
+    writers.load_pvs((0..pvs).map(|i| {
+        from_json::<PersistentVolume>(json!({
+            "metadata": {
+                "name": format!("pv-{i:05}"), "uid": format!("00000000-0000-0000-0000-{i:012}"),
+                "resourceVersion": format!("{}", 1000 + i),
+                "labels": {"app": "bench", "disk": "ssd"},
+                "annotations": {"pv.kubernetes.io/bound-by-controller": "yes",
+                                "pv.kubernetes.io/provisioned-by": "local-volume-provisioner"},
+                "managedFields": managed,
+            },
+            "spec": {
+                "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "local", "persistentVolumeReclaimPolicy": "Retain",
+                "local": {"path": format!("/mnt/disks/vol{i}")},
+                "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "bench",
+                             "name": format!("claim-{i:05}"),
+                             "uid": format!("11111111-0000-0000-0000-{i:012}")},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [node_name(i)]}]}]}},
+            },
+            "status": {"phase": "Bound"},
+        }))
+    }));
+    writers.load_pvcs((0..pvs).map(|i| {
+        from_json::<PersistentVolumeClaim>(json!({
+            "metadata": {
+                "name": format!("claim-{i:05}"), "namespace": "bench",
+                "uid": format!("11111111-0000-0000-0000-{i:012}"),
+                "resourceVersion": format!("{}", 50_000 + i),
+                "labels": {"app": "bench"},
+                "annotations": {"pv.kubernetes.io/bind-completed": "yes",
+                                "pv.kubernetes.io/bound-by-controller": "yes",
+                                "volume.kubernetes.io/selected-node": node_name(i)},
+                "managedFields": managed,
+            },
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                     "resources": {"requests": {"storage": "10Gi"}}, "volumeName": format!("pv-{i:05}"),
+                     "volumeMode": "Filesystem"},
+            "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}},
+        }))
+    }));
 }
 
 /// A Deployment-made pod as admission sees it (~2 KB), with or without a bound claim on a node.
@@ -295,20 +286,18 @@ async fn main() {
         None => {
             let rss_start = rss_bytes();
             let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
-            let objects = synthetic(args.nodes, args.pvs);
-            let rss_built = rss_bytes();
-            cache.fill(&mut writers, objects);
+            fill_synthetic(&mut writers, args.nodes, args.pvs);
+            cache.mark_filled();
             let rss_filled = rss_bytes();
             let _ = cache.volume_snapshot();
             let rss_snapshot = rss_bytes();
             let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
             println!(
-                "cache: {} PVs, {} PVCs, {} nodes | RSS start {:.1} MiB, with source objects {:.1} MiB, after fill {:.1} MiB, with volume snapshot {:.1} MiB",
+                "cache: {} PVs, {} PVCs, {} nodes | RSS start {:.1} MiB, after fill {:.1} MiB, with volume snapshot {:.1} MiB",
                 args.pvs,
                 args.pvs,
                 args.nodes,
                 mib(rss_start),
-                mib(rss_built),
                 mib(rss_filled),
                 mib(rss_snapshot)
             );

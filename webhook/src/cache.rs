@@ -39,6 +39,74 @@ pub const OVERLAY_TTL: Duration = Duration::from_secs(30);
 /// Non-terminal pods only: the scheduler never sees the others.
 const NON_TERMINAL_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
+/// Annotations of a claim that volume binding reads.
+const CLAIM_ANNOTATIONS: &[&str] = &[
+    "pv.kubernetes.io/bind-completed",
+    "volume.kubernetes.io/selected-node",
+    "volume.beta.kubernetes.io/storage-class",
+];
+/// Annotations of a PV that volume binding reads.
+const VOLUME_ANNOTATIONS: &[&str] = &[
+    "pv.kubernetes.io/bound-by-controller",
+    "volume.beta.kubernetes.io/storage-class",
+];
+
+fn keep_annotations(meta: &mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta, keep: &[&str]) {
+    if let Some(annotations) = meta.annotations.as_mut() {
+        annotations.retain(|k, _| keep.contains(&k.as_str()));
+        if annotations.is_empty() {
+            meta.annotations = None;
+        }
+    }
+}
+
+/// What the webhook stores of an object: the engine's pruning, and for PVs and claims (the kinds
+/// there are tens of thousands of) only what volume binding reads. Every tiny map costs a B-tree node
+/// (over 500 bytes), so dropping a claim's labels and status maps matters at scale.
+pub trait Slim: Prune {
+    /// Prunes in place.
+    fn slim(&mut self) {
+        self.prune();
+    }
+}
+
+impl Slim for PersistentVolumeClaim {
+    fn slim(&mut self) {
+        self.prune();
+        // Claim labels are never matched (PV labels are, by the claim's selector).
+        self.metadata.labels = None;
+        keep_annotations(&mut self.metadata, CLAIM_ANNOTATIONS);
+        if let Some(status) = self.status.as_mut() {
+            // Only the phase is read (a Lost claim makes the pod unschedulable).
+            *status = k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
+                phase: status.phase.take(),
+                ..Default::default()
+            };
+        }
+    }
+}
+
+impl Slim for PersistentVolume {
+    fn slim(&mut self) {
+        self.prune();
+        keep_annotations(&mut self.metadata, VOLUME_ANNOTATIONS);
+        if let Some(status) = self.status.as_mut() {
+            *status = k8s_openapi::api::core::v1::PersistentVolumeStatus {
+                phase: status.phase.take(),
+                ..Default::default()
+            };
+        }
+    }
+}
+
+impl Slim for Pod {}
+impl Slim for Node {}
+impl Slim for Namespace {}
+impl Slim for StorageClass {}
+impl Slim for CSINode {}
+impl Slim for CSIDriver {}
+impl Slim for CSIStorageCapacity {}
+
 /// The writers that feed the stores (from the reflectors, or directly in tests and benchmarks).
 pub struct Writers {
     pods: Writer<Pod>,
@@ -50,6 +118,48 @@ pub struct Writers {
     csi_nodes: Writer<CSINode>,
     csi_drivers: Writer<CSIDriver>,
     capacities: Writer<CSIStorageCapacity>,
+}
+
+impl Writers {
+    /// Replaces a store's contents with `items` (pruned one at a time, so a large synthetic fill never
+    /// holds the unpruned objects all at once).
+    fn load_into<K>(writer: &mut Writer<K>, items: impl IntoIterator<Item = K>)
+    where
+        K: Resource + Clone + Slim,
+        K::DynamicType: Eq + Hash + Clone,
+    {
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for mut item in items {
+            item.slim();
+            writer.apply_watcher_event(&watcher::Event::InitApply(item));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+    }
+
+    /// Loads nodes (then call [`Cache::mark_filled`]).
+    pub fn load_nodes(&mut self, items: impl IntoIterator<Item = Node>) {
+        Self::load_into(&mut self.nodes, items);
+    }
+
+    /// Loads PersistentVolumes.
+    pub fn load_pvs(&mut self, items: impl IntoIterator<Item = PersistentVolume>) {
+        Self::load_into(&mut self.pvs, items);
+    }
+
+    /// Loads PersistentVolumeClaims.
+    pub fn load_pvcs(&mut self, items: impl IntoIterator<Item = PersistentVolumeClaim>) {
+        Self::load_into(&mut self.pvcs, items);
+    }
+
+    /// Loads StorageClasses.
+    pub fn load_classes(&mut self, items: impl IntoIterator<Item = StorageClass>) {
+        Self::load_into(&mut self.classes, items);
+    }
+
+    /// Loads pods.
+    pub fn load_pods(&mut self, items: impl IntoIterator<Item = Pod>) {
+        Self::load_into(&mut self.pods, items);
+    }
 }
 
 struct OverlayEntry<K> {
@@ -232,27 +342,20 @@ impl Cache {
 
     /// Fills the stores with fixed objects (tests, benchmarks) and marks the cache ready.
     pub fn fill(self: &Arc<Self>, writers: &mut Writers, objects: ClusterObjects) {
-        fn load<K>(writer: &mut Writer<K>, items: Vec<K>)
-        where
-            K: Resource + Clone + Prune,
-            K::DynamicType: Eq + Hash + Clone,
-        {
-            writer.apply_watcher_event(&watcher::Event::Init);
-            for mut item in items {
-                item.prune();
-                writer.apply_watcher_event(&watcher::Event::InitApply(item));
-            }
-            writer.apply_watcher_event(&watcher::Event::InitDone);
-        }
-        load(&mut writers.pods, objects.pods);
-        load(&mut writers.nodes, objects.nodes);
-        load(&mut writers.namespaces, objects.namespaces);
-        load(&mut writers.pvs, objects.persistent_volumes);
-        load(&mut writers.pvcs, objects.persistent_volume_claims);
-        load(&mut writers.classes, objects.storage_classes);
-        load(&mut writers.csi_nodes, objects.csi_nodes);
-        load(&mut writers.csi_drivers, objects.csi_drivers);
-        load(&mut writers.capacities, objects.csi_storage_capacities);
+        Writers::load_into(&mut writers.pods, objects.pods);
+        Writers::load_into(&mut writers.nodes, objects.nodes);
+        Writers::load_into(&mut writers.namespaces, objects.namespaces);
+        Writers::load_into(&mut writers.pvs, objects.persistent_volumes);
+        Writers::load_into(&mut writers.pvcs, objects.persistent_volume_claims);
+        Writers::load_into(&mut writers.classes, objects.storage_classes);
+        Writers::load_into(&mut writers.csi_nodes, objects.csi_nodes);
+        Writers::load_into(&mut writers.csi_drivers, objects.csi_drivers);
+        Writers::load_into(&mut writers.capacities, objects.csi_storage_capacities);
+        self.mark_filled();
+    }
+
+    /// Marks a cache filled through [`Writers`]' `load_*` methods as ready.
+    pub fn mark_filled(&self) {
         self.volume_generation.fetch_add(1, Ordering::Release);
         self.node_generation.fetch_add(1, Ordering::Release);
         self.ready.store(true, Ordering::Release);
@@ -299,7 +402,7 @@ impl Cache {
         match observed {
             Observed::Pv(pv) => {
                 let mut pv = (**pv).clone();
-                pv.prune();
+                pv.slim();
                 overlay.pvs.insert(
                     key_of(&pv.metadata),
                     OverlayEntry {
@@ -310,7 +413,7 @@ impl Cache {
             }
             Observed::Pvc(pvc) => {
                 let mut pvc = (**pvc).clone();
-                pvc.prune();
+                pvc.slim();
                 overlay.pvcs.insert(
                     key_of(&pvc.metadata),
                     OverlayEntry {
@@ -485,13 +588,13 @@ fn spawn_reflector<K>(
     generation: Option<Arc<AtomicU64>>,
 ) -> JoinHandle<()>
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Prune + 'static,
+    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Slim + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
     let kind = K::kind(&K::DynamicType::default()).to_string();
     tokio::spawn(async move {
         let stream = watcher(api, config)
-            .modify(|o: &mut K| o.prune())
+            .modify(|o: &mut K| o.slim())
             .default_backoff()
             .reflect(writer);
         futures::pin_mut!(stream);

@@ -143,8 +143,10 @@ pub fn pick_one_node_for_preemption(candidates: &[Candidate]) -> Pick {
 
 /// Candidates best first: lexicographically by the criteria scores (which is what applying them in
 /// order amounts to), then by node name.
-pub fn rank(candidates: &mut [Candidate]) {
-    candidates.sort_by(|a, b| b.scores().cmp(&a.scores()).then_with(|| a.node.cmp(&b.node)));
+pub fn rank(candidates: &mut Vec<Candidate>) {
+    let mut keyed: Vec<([i128; 5], Candidate)> = candidates.drain(..).map(|c| (c.scores(), c)).collect();
+    keyed.sort_by(|(sa, a), (sb, b)| sb.cmp(sa).then_with(|| a.node.cmp(&b.node)));
+    candidates.extend(keyed.into_iter().map(|(_, c)| c));
 }
 
 #[cfg(test)]

@@ -285,9 +285,7 @@ pub fn evaluate(
     if potential.is_empty() {
         return eval;
     }
-    let t0 = std::time::Instant::now();
     let pdbs = PdbIndex::from_objects(&snapshot.pod_disruption_budgets);
-    let t1 = std::time::Instant::now();
     let results: Vec<Result<Candidate, Status>> = potential
         .par_iter()
         .map(|node| {
@@ -312,7 +310,6 @@ pub fn evaluate(
             })
         })
         .collect();
-    let t2 = std::time::Instant::now();
     let mut errors = Vec::new();
     for (node, r) in potential.iter().zip(results) {
         match r {
@@ -337,15 +334,7 @@ pub fn evaluate(
         .filter(|c| c.num_pdb_violations == 0)
         .count();
     eval.answer_depends_on_sampling = non_violating > 0 && eval.candidates.len() > eval.num_candidates;
-    let t3 = std::time::Instant::now();
     rank(&mut eval.candidates);
-    eprintln!(
-        "TIMING pdbs {:?} select {:?} collect {:?} rank {:?}",
-        t1 - t0,
-        t2 - t1,
-        t3 - t2,
-        t3.elapsed()
-    );
     let pick = pick_one_node_for_preemption(&eval.candidates);
     eval.tied = pick
         .tied
