@@ -8,7 +8,7 @@ use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreFilt
 use crate::framework::runtime::{Handle, PluginError};
 use crate::framework::status::Status;
 use crate::plugins::names;
-use crate::snapshot::node_info::{HostPort, HostPortInfo, host_ports};
+use crate::snapshot::node_info::{HostPort, HostPortInfo};
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's registry name.
@@ -36,7 +36,7 @@ fn fits_ports(wanted: &[HostPort], in_use: &HostPortInfo) -> bool {
 
 /// Go's `nodeports.Fits`: none of the pod's host ports conflicts with the node's used ports.
 pub fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
-    fits_ports(&host_ports(&pod.pod), &node.used_ports)
+    fits_ports(&pod.host_ports, &node.used_ports)
 }
 
 impl Plugin for NodePorts {
@@ -58,11 +58,10 @@ impl PreFilterPlugin for NodePorts {
         pod: &PodInfo,
         _nodes: &[Arc<NodeInfo>],
     ) -> (Option<PreFilterResult>, Status) {
-        let ports = host_ports(&pod.pod);
-        if ports.is_empty() {
+        if pod.host_ports.is_empty() {
             return (None, Status::skip());
         }
-        state.write(&PRE_FILTER_STATE_KEY, PreFilterState(ports));
+        state.write(&PRE_FILTER_STATE_KEY, PreFilterState(pod.host_ports.clone()));
         (None, Status::success())
     }
 }

@@ -136,6 +136,41 @@ fn by_name<T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::m
         .collect()
 }
 
+/// How many pods [`build_pod_infos`] converts at a time.
+const POD_INFO_CHUNK: usize = 16_384;
+
+/// PodInfos of the non-terminal pods, in their order. Pods on nodes keep no container specs
+/// ([`PodInfo::placed`]). The input is consumed from its end a chunk at a time and shrunk as it goes:
+/// a `Pod` is 2.4 KB inline, so holding the whole input until every PodInfo exists would add
+/// hundreds of megabytes to the peak at 150,000 pods.
+fn build_pod_infos(mut pods: Vec<Pod>) -> Vec<Arc<PodInfo>> {
+    use rayon::prelude::*;
+    let mut chunks: Vec<Vec<Arc<PodInfo>>> = Vec::new();
+    while !pods.is_empty() {
+        let chunk = pods.split_off(pods.len().saturating_sub(POD_INFO_CHUNK));
+        pods.shrink_to_fit();
+        chunks.push(
+            chunk
+                .into_par_iter()
+                .filter(|p| !is_terminal(p))
+                .map(|p| {
+                    let placed = p
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.node_name.as_deref())
+                        .is_some_and(|n| !n.is_empty());
+                    Arc::new(if placed {
+                        PodInfo::placed(p)
+                    } else {
+                        PodInfo::new(p)
+                    })
+                })
+                .collect(),
+        );
+    }
+    chunks.into_iter().rev().flatten().collect()
+}
+
 impl Snapshot {
     /// Builds a snapshot. Terminal pods are dropped; pods bound to nodes that do not exist are kept only
     /// in `pods_by_key` (kube-scheduler's cache keeps them too, outside any listed node).
@@ -171,13 +206,7 @@ impl Snapshot {
         let mut nominated_pods: HashMap<String, Vec<Arc<PodInfo>>> = HashMap::new();
         // Parsing requests and affinity terms is the expensive part of building a snapshot: do it in
         // parallel, then place the pods serially.
-        let pod_infos: Vec<Arc<PodInfo>> = {
-            use rayon::prelude::*;
-            pods.into_par_iter()
-                .filter(|p| !is_terminal(p))
-                .map(|p| Arc::new(PodInfo::new(p)))
-                .collect()
-        };
+        let pod_infos = build_pod_infos(pods);
         for info in pod_infos {
             pods_by_key.insert(info.key(), info.clone());
             let node_name = info.node_name();
@@ -320,5 +349,76 @@ impl Snapshot {
     pub fn pvc(&self, namespace: &str, name: &str) -> Option<&Arc<PersistentVolumeClaim>> {
         self.persistent_volume_claims
             .get(&namespaced_key(namespace, name))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{node, pod, snapshot};
+
+    /// Pods on nodes lose their container specs, yet the node totals equal those computed from the full
+    /// pods, and the pods being scheduled (pending, nominated) keep theirs.
+    #[test]
+    fn placed_pods_keep_their_totals_without_container_specs() {
+        let web = pod("web")
+            .container("main", &[("cpu", "500m"), ("memory", "1Gi")])
+            .init_container("proxy", &[("cpu", "100m")], true)
+            .init_container("setup", &[("cpu", "2")], false)
+            .host_port(8080, "", "")
+            .node("n1");
+        let bare = pod("bare").node("n1");
+        let pending = pod("pending").cpu("1").host_port(9090, "UDP", "");
+        let nominated = pod("nominated").cpu("1").nominated("n1");
+        let full_node = node("n1")
+            .cpu("8")
+            .memory("32Gi")
+            .info_with(vec![web.clone().obj(), bare.clone().obj()]);
+
+        let snap = snapshot(
+            vec![node("n1").cpu("8").memory("32Gi").obj()],
+            vec![web.obj(), bare.obj(), pending.obj(), nominated.obj()],
+        );
+        let n1 = &snap.nodes()[0];
+        assert_eq!(n1.requested, full_node.requested);
+        assert_eq!(n1.non_zero_requested, full_node.non_zero_requested);
+        assert!(n1.used_ports.check_conflict("", "TCP", 8080));
+        assert!(!n1.used_ports.check_conflict("", "TCP", 9090));
+        for placed in &n1.pods {
+            let spec = placed.pod.spec.as_ref().expect("spec");
+            assert!(
+                spec.containers.is_empty() && spec.init_containers.is_none(),
+                "{}",
+                placed.key()
+            );
+        }
+        let web_info = &snap.pods_by_key["default/web"];
+        assert_eq!(web_info.resource, full_node.pods[0].resource);
+
+        for key in ["default/pending", "default/nominated"] {
+            let info = &snap.pods_by_key[key];
+            assert_eq!(info.pod.spec.as_ref().expect("spec").containers.len(), 1, "{key}");
+        }
+        assert_eq!(snap.pods_by_key["default/pending"].host_ports.len(), 1);
+    }
+
+    /// Chunked construction keeps the input order (it decides NodeInfo.pods order, which victim
+    /// selection and messages follow).
+    #[test]
+    fn pod_infos_keep_input_order_across_chunks() {
+        let pods: Vec<Pod> = (0..POD_INFO_CHUNK * 2 + 7)
+            .map(|i| {
+                pod(&format!("p{i}"))
+                    .node(if i % 2 == 0 { "a" } else { "" })
+                    .obj()
+            })
+            .collect();
+        let names: Vec<String> = pods
+            .iter()
+            .map(|p| p.metadata.name.clone().unwrap_or_default())
+            .collect();
+        let infos = build_pod_infos(pods);
+        let built: Vec<String> = infos.iter().map(|p| p.name().to_string()).collect();
+        assert_eq!(built, names);
     }
 }

@@ -217,11 +217,11 @@ impl NodeInfo {
         }
         self.non_zero_requested.milli_cpu += sign * r.non_zero_cpu;
         self.non_zero_requested.memory += sign * r.non_zero_mem;
-        for (ip, protocol, port) in host_ports(&pod.pod) {
+        for (ip, protocol, port) in &pod.host_ports {
             if sign > 0 {
-                self.used_ports.add(&ip, &protocol, port);
+                self.used_ports.add(ip, protocol, *port);
             } else {
-                self.used_ports.remove(&ip, &protocol, port);
+                self.used_ports.remove(ip, protocol, *port);
             }
         }
         for key in pod_pvc_keys(&pod.pod) {

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 
 use crate::labels::{Labels, Selector, SelectorError};
+use crate::snapshot::node_info::{HostPort, host_ports};
 use crate::snapshot::requests::{PodResource, calculate_resource};
 
 /// A parsed pod (anti-)affinity term (Go's `fwk.AffinityTerm`).
@@ -64,6 +65,8 @@ pub struct PodInfo {
     pub pod: Arc<Pod>,
     /// Requests and non-zero requests.
     pub resource: PodResource,
+    /// Host ports of its containers and sidecars (Go's `GetHostPorts`).
+    pub host_ports: Vec<HostPort>,
     /// `spec.priority` (0 when unset).
     pub priority: i32,
     /// Required pod affinity terms.
@@ -151,6 +154,7 @@ impl PodInfo {
         );
         PodInfo {
             resource: calculate_resource(&pod),
+            host_ports: host_ports(&pod),
             priority: pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
             required_affinity_terms,
             required_anti_affinity_terms,
@@ -159,6 +163,28 @@ impl PodInfo {
             parse_error: err,
             pod,
         }
+    }
+
+    /// Precomputes everything for a pod already on a node, then drops its container specs and
+    /// statuses: once requests and host ports are taken, nothing reads the containers of a pod that is
+    /// not being scheduled, and a k8s-openapi `Container` is over 2 KB inline, so at 150,000 pods they
+    /// are more than half of a snapshot's memory. The pod being scheduled must keep its containers:
+    /// build it with [`PodInfo::new`].
+    pub fn placed(pod: Pod) -> Self {
+        let mut info = PodInfo::new(pod);
+        if let Some(pod) = Arc::get_mut(&mut info.pod) {
+            if let Some(spec) = pod.spec.as_mut() {
+                spec.containers = Vec::new();
+                spec.init_containers = None;
+                spec.ephemeral_containers = None;
+            }
+            if let Some(status) = pod.status.as_mut() {
+                status.container_statuses = None;
+                status.init_container_statuses = None;
+                status.ephemeral_container_statuses = None;
+            }
+        }
+        info
     }
 
     /// `metadata.namespace`.
