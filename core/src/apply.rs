@@ -77,7 +77,7 @@ impl ApplyOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     /// The API server refused the request or could not be reached.
-    #[error("failed to {action}: {source}")]
+    #[error("failed to {action}: {}", brief(.source))]
     Api {
         /// What was attempted.
         action: String,
@@ -130,6 +130,15 @@ pub enum ApplyError {
         /// How many attempts were made.
         attempts: u32,
     },
+}
+
+/// A client error in one line: the API server's own message and HTTP code, without the client's dump
+/// of the whole Status object.
+fn brief(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => format!("{} (HTTP {})", status.message, status.code),
+        other => other.to_string(),
+    }
 }
 
 impl ApplyError {
@@ -245,15 +254,28 @@ impl Serialize for ActionResult {
 /// Executes `plan` in order. Stops at the first failure (failed events are recorded and skipped) and at
 /// a blocked eviction; the actions after that are reported as [`Outcome::NotRun`].
 pub async fn execute(client: &Client, plan: &[Action], options: &ApplyOptions) -> Vec<ActionResult> {
+    execute_with_progress(client, plan, options, |_, _| {}).await
+}
+
+/// [`execute`], calling `progress` with each action's index and result as soon as it is known (the
+/// actions after a stop too, as not run), so a caller can show a long plan advancing.
+pub async fn execute_with_progress(
+    client: &Client,
+    plan: &[Action],
+    options: &ApplyOptions,
+    mut progress: impl FnMut(usize, &ActionResult),
+) -> Vec<ActionResult> {
     let mut results = Vec::with_capacity(plan.len());
     let mut stopped = false;
     for action in plan {
         if stopped {
-            results.push(ActionResult {
+            let result = ActionResult {
                 action: action.clone(),
                 outcome: Outcome::NotRun,
                 observed: None,
-            });
+            };
+            progress(results.len(), &result);
+            results.push(result);
             continue;
         }
         let (outcome, observed) = execute_one(client, action, options).await;
@@ -263,11 +285,13 @@ pub async fn execute(client: &Client, plan: &[Action], options: &ApplyOptions) -
             _ => false,
         };
         stopped = stops;
-        results.push(ActionResult {
+        let result = ActionResult {
             action: action.clone(),
             outcome,
             observed,
-        });
+        };
+        progress(results.len(), &result);
+        results.push(result);
     }
     results
 }

@@ -58,6 +58,9 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Why a pod is (or is not) schedulable: the FailedScheduling message, every node, every plugin.
     Explain(ExplainArgs),
+    /// A preemption drill: the candidates, their victims, the PDB cost, the chosen node and the plan; and,
+    /// when confirmed, the real thing.
+    Preempt(PreemptArgs),
     /// Save what the engine needs from the cluster as one YAML List (for explain --from).
     Snapshot(SnapshotArgs),
     /// Print a shell completion script.
@@ -113,6 +116,73 @@ pub struct ExplainArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = ExplainFormat::Table)]
     pub output: ExplainFormat,
+}
+
+/// `preempt --dry-run` values, as kubectl spells them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DryRun {
+    /// Execute the plan (after confirmation).
+    None,
+    /// Only print the plan.
+    Client,
+    /// Send every write with dryRun=All: RBAC, PDBs and admission are checked, nothing changes.
+    Server,
+}
+
+/// How `preempt` removes victims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RemovalMode {
+    /// A plain DELETE, as kube-scheduler does (PDBs are weighed, not enforced).
+    Delete,
+    /// The Eviction API, which enforces PodDisruptionBudgets (a blocked eviction stops the run).
+    Evict,
+}
+
+/// `preempt` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PreemptFormat {
+    /// Candidates, victims, the chosen node and the plan.
+    Table,
+    /// The drill (and the results after execution) as JSON.
+    Json,
+    /// The drill (and the results after execution) as YAML.
+    Yaml,
+}
+
+/// `preempt`'s arguments.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit codes: 0 done (planned, executed, or nothing to do); 1 error, or a run that \
+stopped half-way (the report says what was done; run the command again to finish); 2 usage, including \
+execution refused (no --yes without a terminal, or no cluster with --from/-f); 3 preemption cannot make \
+the pod fit (not eligible, or no candidate node)."
+)]
+pub struct PreemptArgs {
+    /// The pending pod that should preempt (NAME, or pod/NAME).
+    #[arg(required_unless_present = "filename", conflicts_with = "filename")]
+    pub pod: Option<String>,
+    /// Read the cluster from a snapshot file instead of the API server (implies --dry-run=client).
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// Drill preemption for the pod in this file (it does not need to exist; implies --dry-run=client).
+    #[arg(short = 'f', long = "filename", value_name = "POD.yaml")]
+    pub filename: Option<PathBuf>,
+    /// Preempt on this node instead of the one kube-scheduler would pick (it must be a candidate).
+    #[arg(long, value_name = "NODE")]
+    pub node: Option<String>,
+    /// none: execute; client: only print the plan; server: send every write with dryRun=All
+    /// (default: none, or client with --from/-f).
+    #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "client")]
+    pub dry_run: Option<DryRun>,
+    /// delete: as kube-scheduler does; evict: through the Eviction API, which enforces PDBs.
+    #[arg(long, value_enum, value_name = "MODE", default_value_t = RemovalMode::Delete)]
+    pub mode: RemovalMode,
+    /// Execute without asking for confirmation (required when stdin is not a terminal).
+    #[arg(short = 'y', long)]
+    pub yes: bool,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = PreemptFormat::Table)]
+    pub output: PreemptFormat,
 }
 
 /// `snapshot`'s arguments.

@@ -7,25 +7,29 @@ mod cli;
 mod commands;
 mod output;
 
-use std::io::Write;
+use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
 
-use cli::{Cli, Command, ExplainFormat};
+use cli::{Cli, Command, ExplainFormat, PreemptArgs, PreemptFormat};
 use commands::explain::ExplainResult;
+use commands::preempt::{Next, PreemptError, PreemptReport};
 use output::{json, table, yaml};
 
 fn main() -> ExitCode {
     install_panic_hook();
     let cli = Cli::try_parse().unwrap_or_else(|e| e.exit());
     match run(&cli) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("error: {}", one_line(&err));
-            ExitCode::from(1)
+            let code = err
+                .downcast_ref::<PreemptError>()
+                .map_or(1, PreemptError::exit_code);
+            ExitCode::from(code)
         }
     }
 }
@@ -91,7 +95,59 @@ fn report_messages(verbosity: u8, warnings: &[String], notes: &[String]) {
     }
 }
 
-fn run(cli: &Cli) -> anyhow::Result<()> {
+/// `preempt`'s report in the requested format; the table is the plan, plus the results after execution.
+fn render_preempt(report: &PreemptReport, format: PreemptFormat) -> anyhow::Result<String> {
+    Ok(match format {
+        PreemptFormat::Table => table::preempt_report(report) + &table::preempt_results(report),
+        PreemptFormat::Json => json::render(report).context("rendering JSON")?,
+        PreemptFormat::Yaml => yaml::render(report).context("rendering YAML")?,
+    })
+}
+
+/// Asks on stderr, reads one line from stdin: only "y" or "yes" confirm.
+fn confirm(question: &str) -> anyhow::Result<bool> {
+    eprint!("{question} [y/N]: ");
+    std::io::stderr().flush().context("writing to stderr")?;
+    let mut answer = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut answer)
+        .context("reading the confirmation from stdin")?;
+    Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
+}
+
+fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
+    let mut planned = commands::preempt::plan(&cli.global, args, std::io::stdin().is_terminal())?;
+    report_messages(cli.global.verbosity, &planned.warnings, &planned.notes);
+    match std::mem::replace(&mut planned.next, Next::PrintOnly) {
+        Next::PrintOnly => {
+            emit(render_preempt(&planned.report, args.output)?.as_bytes())?;
+            Ok(planned.report.exit_code())
+        }
+        next @ (Next::Confirm | Next::Execute) => {
+            let table = args.output == PreemptFormat::Table;
+            if table {
+                emit(table::preempt_report(&planned.report).as_bytes())?;
+            }
+            if matches!(next, Next::Confirm) && !confirm(&table::preempt_question(&planned.report))? {
+                return Err(PreemptError::Aborted.into());
+            }
+            let outcome = planned.execute(|i, total, result| {
+                eprintln!("{}", table::preempt_progress(i, total, result));
+            });
+            let text = if table {
+                table::preempt_results(&planned.report)
+            } else {
+                render_preempt(&planned.report, args.output)?
+            };
+            emit(text.as_bytes())?;
+            outcome?;
+            Ok(0)
+        }
+    }
+}
+
+fn run(cli: &Cli) -> anyhow::Result<u8> {
     let started = Instant::now();
     let verbosity = cli.global.verbosity;
     match &cli.command {
@@ -126,20 +182,21 @@ fn run(cli: &Cli) -> anyhow::Result<()> {
                 eprintln!("rendered in {:.0} ms", rendering.elapsed().as_secs_f64() * 1000.0);
                 eprintln!("explain took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
             }
-            emit(text.as_bytes())
+            emit(text.as_bytes()).map(|()| 0)
         }
+        Command::Preempt(args) => preempt(cli, args),
         Command::Snapshot(args) => {
             let out = commands::snapshot::run(&cli.global, args)?;
             report_messages(verbosity, &out.warnings, &out.notes);
             match out.stdout {
-                Some(bytes) => emit(&bytes),
-                None => Ok(()),
+                Some(bytes) => emit(&bytes).map(|()| 0),
+                None => Ok(0),
             }
         }
         Command::Completion { shell } => {
             let mut buf = Vec::new();
             clap_complete::generate(*shell, &mut Cli::command(), "kubectl-sched", &mut buf);
-            emit(&buf)
+            emit(&buf).map(|()| 0)
         }
     }
 }

@@ -164,7 +164,18 @@ fn json_has_the_contract_fields() {
     assert_eq!(v["message"], REPORT_BUILDER_MESSAGE);
     assert_eq!(v["selected"], serde_json::json!([]));
     assert_eq!(v["feasible"], serde_json::json!([]));
-    assert!(v["preemption"].is_null());
+    // The preemption dry run, as `preempt -o json` shows it: no candidate, so no node and no plan.
+    let preemption = &v["preemption"];
+    assert_eq!(preemption["pod"], "shop/report-builder");
+    assert_eq!(preemption["eligible"], true);
+    assert!(preemption["node"].is_null());
+    assert_eq!(preemption["candidates"], serde_json::json!([]));
+    assert_eq!(preemption["actions"], serde_json::json!([]));
+    assert_eq!(preemption["failed_scheduling_message"], REPORT_BUILDER_MESSAGE);
+    assert!(
+        REPORT_BUILDER_MESSAGE.ends_with(preemption["message"].as_str().unwrap()),
+        "{preemption}"
+    );
     let nodes = v["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 5);
     for n in nodes {
@@ -198,6 +209,7 @@ fn json_scores_add_up_for_a_pod_that_fits() {
     let v = json(run_example(&["explain", "checkout", "-n", "shop", "-o", "json"]));
     assert_eq!(v["message"], "");
     assert_eq!(v["outcome"], "Scheduled");
+    assert!(v["preemption"].is_null(), "a pod that fits has no preemption");
     assert_eq!(v["selected"], serde_json::json!(["worker-big"]));
     assert_eq!(v["feasible"], serde_json::json!(["worker-big", "worker-small"]));
     for n in v["nodes"]
@@ -244,7 +256,11 @@ fn yaml_output_parses_to_the_same_explanation() {
              Preemption is not helpful for scheduling."
         )
     );
-    assert!(v["preemption"].is_null());
+    assert_eq!(
+        v["preemption"]["message"].as_str(),
+        Some("preemption: 0/5 nodes are available: 5 Preemption is not helpful for scheduling.")
+    );
+    assert_eq!(v["preemption"]["potential_nodes"].as_u64(), Some(0));
 }
 
 #[test]
@@ -364,6 +380,7 @@ fn all_pending_prints_one_line_per_pending_pod() {
             "shop/checkout",
             "shop/db-2",
             "shop/frontend-3",
+            "shop/payments",
             "shop/report-builder",
             "shop/trainer",
             "shop/uploads",
@@ -391,7 +408,7 @@ fn all_pending_prints_one_line_per_pending_pod() {
         "json",
     ]));
     let entries = v.as_array().unwrap();
-    assert_eq!(entries.len(), 9);
+    assert_eq!(entries.len(), 10);
     assert!(
         entries
             .iter()
@@ -649,6 +666,10 @@ fn usage_errors_exit_2() {
         vec!["explain", "p", "--all-pending"],
         vec!["frobnicate"],
         vec!["completion", "tcsh"],
+        vec!["preempt"],
+        vec!["preempt", "p", "--dry-run=maybe"],
+        vec!["preempt", "p", "--mode=drain"],
+        vec!["preempt", "p", "-o", "wide"],
         vec!["--request-timeout", "soon", "explain", "p"],
     ] {
         let o = run(&args);
@@ -667,6 +688,7 @@ fn completions_generate() {
         let out = ok(run(&["completion", shell]));
         assert!(out.contains(marker), "{shell}: {}", &out[..out.len().min(200)]);
         assert!(out.contains("all-pending"), "{shell}");
+        assert!(out.contains("preempt") && out.contains("dry-run"), "{shell}");
     }
 }
 
@@ -688,4 +710,335 @@ fn help_and_version() {
         assert!(out.contains(flag), "{flag} missing from help");
     }
     assert!(ok(run(&["--version"])).starts_with("kubectl-sched "));
+}
+
+// ------------------------------------------------------------------------------------------- preempt
+
+fn drill_fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("fixtures")
+        .join("preemption.yaml")
+}
+
+/// `preempt POD -n drill --from tests/fixtures/preemption.yaml ARGS...`
+fn drill(pod: &str, args: &[&str]) -> Output {
+    let file = drill_fixture();
+    let mut all = vec![
+        "preempt",
+        pod,
+        "-n",
+        "drill",
+        "--from",
+        file.to_str().expect("utf-8 path"),
+    ];
+    all.extend_from_slice(args);
+    run(&all)
+}
+
+fn names(values: &Value) -> Vec<String> {
+    values
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|v| {
+            format!(
+                "{}/{}",
+                v["namespace"].as_str().unwrap(),
+                v["name"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// Exit code 2 and one `error:` line on stderr mentioning `needle`; nothing on stdout.
+fn refused(o: &Output, needle: &str) {
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "stdout: {} stderr: {}",
+        stdout(o),
+        stderr(o)
+    );
+    let err = stderr(o);
+    assert_eq!(err.lines().count(), 1, "{err:?}");
+    assert!(err.starts_with("error: ") && err.contains(needle), "{err:?}");
+    assert_eq!(stdout(o), "");
+}
+
+#[test]
+fn preempt_dry_run_prints_candidates_victims_choice_and_plan() {
+    // --from implies --dry-run=client; saying it changes nothing.
+    for extra in [&[][..], &["--dry-run=client"][..], &["--dry-run"][..]] {
+        let out = ok(drill("urgent", extra));
+        assert!(
+            out.starts_with(
+                "drill/urgent cannot be scheduled (4 nodes):\n  0/4 nodes are available: 4 Insufficient cpu. \
+                 preemption: found a potential placement for pod on node n2, preempting 1 victims\n"
+            ),
+            "{out}"
+        );
+        assert!(out.contains("(4 of 4 nodes) and found 3 candidate(s)"), "{out}");
+        assert!(out.contains("until it has 4 candidate(s)"), "{out}");
+        let candidate_rows: Vec<Vec<&str>> = out
+            .lines()
+            .skip_while(|l| !l.starts_with("CANDIDATE"))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            candidate_rows,
+            [
+                vec!["n2", "*", "1", "0", "10", "drill/w2(10)"],
+                vec!["n3", "1", "0", "50", "drill/mid(50)"],
+                vec!["n1", "1", "1", "10", "drill/db(10)"],
+            ]
+        );
+        assert!(
+            out.contains("n4     -        No preemption victims found for incoming pod"),
+            "{out}"
+        );
+        assert!(
+            out.contains("Chosen node: n2 (best by lowest highest-priority victim)."),
+            "{out}"
+        );
+        assert!(
+            out.contains("\n  1. clear nominatedNodeName of pod drill/waiting\n"),
+            "{out}"
+        );
+        assert!(out.contains("\n  3. delete pod drill/w2\n"), "{out}");
+        assert!(
+            out.contains("\n  6. set nominatedNodeName=n2 on pod drill/urgent\n"),
+            "{out}"
+        );
+        assert!(out.contains("Dry run (client): nothing was changed."), "{out}");
+    }
+}
+
+#[test]
+fn preempt_json_has_the_contract_fields() {
+    let v = json(drill("urgent", &["-o", "json"]));
+    assert_eq!(v["pod"], "drill/urgent");
+    assert_eq!(v["eligible"], true);
+    assert_eq!(v["situation"], "planned");
+    assert_eq!(v["dry_run"], "client");
+    assert_eq!(v["mode"], "delete");
+    assert_eq!(
+        v["message"],
+        "preemption: found a potential placement for pod on node n2, preempting 1 victims"
+    );
+    assert_eq!(v["node"], "n2");
+    assert_eq!(names(&v["victims"]), ["drill/w2"]);
+    assert_eq!(v["victims"][0]["priority"], 10);
+    assert_eq!(v["victims"][0]["pdb_violation"], false);
+    let candidates = v["candidates"].as_array().unwrap();
+    let summary: Vec<(&str, Vec<String>, i64)> = candidates
+        .iter()
+        .map(|c| {
+            (
+                c["node"].as_str().unwrap(),
+                names(&c["victims"]),
+                c["pdb_violations"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("n2", vec!["drill/w2".to_string()], 0),
+            ("n3", vec!["drill/mid".to_string()], 0),
+            ("n1", vec!["drill/db".to_string()], 1),
+        ]
+    );
+    assert_eq!(candidates[2]["victims"][0]["pdb_violation"], true);
+    assert_eq!(v["kube_scheduler_would_sample"], 4);
+    assert_eq!(v["potential_nodes"], 4);
+    let kinds: Vec<&str> = v["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "SetNominatedNodeName",
+            "SetPodCondition",
+            "DeletePod",
+            "Event",
+            "Event",
+            "SetNominatedNodeName",
+            "SetPodCondition"
+        ]
+    );
+    assert_eq!(v["actions"][2]["pod"]["uid"], "uid-w2");
+    assert!(v.get("results").is_none(), "nothing was executed: {v}");
+
+    // YAML is the same document.
+    let y: serde_yaml::Value = serde_yaml::from_str(&ok(drill("urgent", &["-o", "yaml"]))).unwrap();
+    assert_eq!(y["node"].as_str(), Some("n2"));
+
+    // --mode=evict plans evictions instead of deletions.
+    let v = json(drill("urgent", &["-o", "json", "--mode=evict"]));
+    assert_eq!(v["mode"], "evict");
+    assert_eq!(v["actions"][2]["kind"], "EvictPod");
+}
+
+#[test]
+fn preempt_node_forces_a_candidate_and_names_a_node_that_is_not_one() {
+    let v = json(drill("urgent", &["--node", "n3", "-o", "json"]));
+    assert_eq!(v["node"], "n3");
+    assert_eq!(names(&v["victims"]), ["drill/mid"]);
+    assert_eq!(
+        v["tied_nodes"],
+        serde_json::json!(["n2"]),
+        "kube-scheduler's own pick"
+    );
+    // Nothing nominated to n3 with a lower priority: no nomination to clear.
+    assert_eq!(v["actions"][0]["kind"], "SetPodCondition");
+    let out = ok(drill("urgent", &["--node", "n3"]));
+    assert!(
+        out.contains("Chosen node: n3 (forced with --node; kube-scheduler would pick n2)."),
+        "{out}"
+    );
+
+    let err = one_line_error(&drill("urgent", &["--node", "n4"]));
+    assert_eq!(
+        err,
+        "error: --node: node \"n4\" is not a preemption candidate: No preemption victims found for incoming pod"
+    );
+    let err = one_line_error(&drill("urgent", &["--node", "nope", "-o", "json"]));
+    assert_eq!(err, "error: --node: node \"nope\" not found");
+}
+
+#[test]
+fn preempt_exits_3_when_preemption_cannot_help() {
+    // preemptionPolicy: Never.
+    let o = drill("polite", &["-o", "json"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["eligible"], false);
+    assert_eq!(v["situation"], "not-eligible");
+    assert_eq!(
+        v["message"],
+        "preemption: not eligible due to preemptionPolicy=Never."
+    );
+    assert!(v["node"].is_null());
+    assert_eq!(v["actions"], serde_json::json!([]));
+    let o = drill("polite", &[]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(
+        stdout(&o).contains("It may not preempt: not eligible due to preemptionPolicy=Never."),
+        "{}",
+        stdout(&o)
+    );
+
+    // Nothing of lower priority anywhere: no candidate.
+    let o = drill("lowly", &["-o", "json"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["eligible"], true);
+    assert_eq!(v["situation"], "no-candidates");
+    assert!(v["node"].is_null());
+    assert_eq!(v["candidates"], serde_json::json!([]));
+    assert_eq!(
+        v["message"],
+        "preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."
+    );
+    let o = drill("lowly", &[]);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(stdout(&o).contains("No node where removing lower-priority pods makes the pod fit."));
+
+    // A gated pod is never tried, so nothing is preempted for it either.
+    let o = run_example(&["preempt", "canary", "-n", "shop"]);
+    assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("is gated: waiting for scheduling gates"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn preempt_has_nothing_to_do_for_a_pod_that_fits() {
+    let o = run_example(&["preempt", "checkout", "-n", "shop", "-o", "json"]);
+    let v = json(o);
+    assert_eq!(v["situation"], "fits");
+    assert_eq!(v["fits_on"], serde_json::json!(["worker-big"]));
+    assert_eq!(v["actions"], serde_json::json!([]));
+}
+
+#[test]
+fn preempt_refuses_to_execute_without_yes_when_stdin_is_not_a_terminal() {
+    // Refused before the cluster is read (the kubeconfig does not even exist), so a script learns at once.
+    let o = run(&["preempt", "urgent", "-n", "drill"]);
+    refused(&o, "stdin is not a terminal; add --yes");
+    let o = run(&["preempt", "urgent", "-n", "drill", "--dry-run=none", "-o", "json"]);
+    refused(&o, "--yes");
+    // --dry-run=server writes nothing, so it needs no confirmation: it goes on to the (missing) cluster.
+    let o = run(&["preempt", "urgent", "-n", "drill", "--dry-run=server"]);
+    let err = one_line_error(&o);
+    assert!(err.contains("/nonexistent/kubeconfig"), "{err}");
+}
+
+#[test]
+fn preempt_refuses_to_execute_without_a_cluster() {
+    for args in [
+        &["--yes"][..],
+        &["--dry-run=none"][..],
+        &["--dry-run=server", "--yes"][..],
+        &["--dry-run=server"][..],
+    ] {
+        let o = drill("urgent", args);
+        refused(&o, "--from reads a snapshot file: there is nothing to execute");
+    }
+    let (_dir, pod) = temp_file(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: new}\nspec:\n  priority: 1000\n  containers:\n  - name: c\n    \
+         image: x\n    resources: {requests: {cpu: \"2\"}}\n",
+    );
+    let o = run(&["preempt", "-f", pod.to_str().unwrap(), "-n", "drill", "--yes"]);
+    refused(&o, "-f drills a pod that is not in the cluster");
+}
+
+#[test]
+fn preempt_drills_a_pod_file_without_a_cluster() {
+    let (_dir, pod) = temp_file(
+        "pod.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: new}\nspec:\n  priority: 1000\n  containers:\n  - name: c\n    \
+         image: x\n    resources: {requests: {cpu: \"2\"}}\n",
+    );
+    let file = drill_fixture();
+    let v = json(run(&[
+        "preempt",
+        "-f",
+        pod.to_str().unwrap(),
+        "-n",
+        "drill",
+        "--from",
+        file.to_str().unwrap(),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["pod"], "drill/new");
+    assert_eq!(v["node"], "n2");
+    assert_eq!(names(&v["victims"]), ["drill/w2"]);
+}
+
+#[test]
+fn preempt_on_the_example_spares_the_pdb_protected_pod() {
+    let v = json(run_example(&["preempt", "payments", "-n", "shop", "-o", "json"]));
+    assert_eq!(v["node"], "worker-big");
+    // Removing batch-7f9c alone would do, but its PodDisruptionBudget allows no disruption: it is
+    // reprieved first, and frontend-2 goes instead.
+    assert_eq!(names(&v["victims"]), ["shop/frontend-2"]);
+    assert_eq!(v["victims"][0]["pdb_violation"], false);
+    assert_eq!(v["candidates"].as_array().unwrap().len(), 1);
+
+    // explain shows the same dry run for the pod.
+    let e = json(run_example(&["explain", "payments", "-n", "shop", "-o", "json"]));
+    assert_eq!(e["preemption"]["node"], "worker-big");
+    assert_eq!(e["preemption"]["victims"], v["victims"]);
+    assert_eq!(e["preemption"]["actions"], v["actions"]);
 }

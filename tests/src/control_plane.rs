@@ -126,6 +126,8 @@ pub struct ControlPlane {
     processes: Mutex<Processes>,
     process_infos: Vec<ProcessInfo>,
     watchdog_pid: u32,
+    /// The components' process group, which the watchdog kills; components started later join it.
+    group: u32,
     dir: PathBuf,
     binaries: Binaries,
     kubeconfig: PathBuf,
@@ -225,16 +227,13 @@ impl ControlPlane {
 
         let mut extra = Vec::new();
         if let Some(scheduler_config) = &options.scheduler {
-            let config_path = dir.join("kube-scheduler-config.yaml");
-            let yaml = scheduler_config_yaml(scheduler_config.as_deref(), &kubeconfig)?;
-            std::fs::write(&config_path, yaml)
-                .map_err(Error::io(format!("writing {}", config_path.display())))?;
-            processes.components.push(Component::spawn(
-                "kube-scheduler",
-                &binaries.path("kube-scheduler"),
-                &scheduler_args(&dir, &kubeconfig, &config_path, scheduler_port),
-                dir.join("kube-scheduler.log"),
-                Some(group),
+            processes.components.push(spawn_scheduler(
+                binaries,
+                &dir,
+                &kubeconfig,
+                scheduler_config.as_deref(),
+                scheduler_port,
+                group,
             )?);
             extra.push(("kube-scheduler", scheduler_port));
         }
@@ -249,15 +248,7 @@ impl ControlPlane {
             extra.push(("kube-controller-manager", kcm_port));
         }
         for (name, port) in extra {
-            // Their serving certificates are self-signed in memory; the probe only asks whether
-            // the process is up, which /healthz answers without authorization.
-            let mut probe_config = config.clone();
-            probe_config.cluster_url = format!("https://127.0.0.1:{port}")
-                .parse()
-                .map_err(|e| Error::SchedulerConfig(format!("bad URL for {name}: {e}")))?;
-            probe_config.accept_invalid_certs = true;
-            probe_config.root_cert = None;
-            let probe = Client::try_from(probe_config)?;
+            let probe = health_probe(&config, name, port)?;
             wait_ready(&mut processes, name, &probe, "/healthz", deadline).await?;
         }
 
@@ -284,6 +275,7 @@ impl ControlPlane {
             processes: Mutex::new(processes),
             process_infos,
             watchdog_pid,
+            group,
             dir,
             binaries: binaries.clone(),
             kubeconfig,
@@ -334,7 +326,8 @@ impl ControlPlane {
         self.startup_time
     }
 
-    /// The component processes (etcd, kube-apiserver, then the optional ones).
+    /// The component processes as started (etcd, kube-apiserver, then the optional ones); a
+    /// kube-scheduler started or stopped later is not reflected here.
     pub fn processes(&self) -> &[ProcessInfo] {
         &self.process_infos
     }
@@ -354,6 +347,77 @@ impl ControlPlane {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .check_running()
+    }
+
+    /// Starts kube-scheduler on a running control plane (one started without it, or after
+    /// [`Self::stop_scheduler`]), with this KubeSchedulerConfiguration as in
+    /// [`Options::with_scheduler`], and waits until it answers `/healthz`. Tests use it to build
+    /// a state (pending pods included) that kube-scheduler must not act on before they are done.
+    /// Its log starts afresh in `kube-scheduler.log`.
+    pub async fn start_scheduler(&self, config: Option<&str>) -> Result<(), Error> {
+        const NAME: &str = "kube-scheduler";
+        let mut attempt = 1;
+        loop {
+            let deadline = Instant::now() + DEFAULT_STARTUP_TIMEOUT;
+            let [port] = free_ports::<1>()?;
+            {
+                let mut processes = self.lock_processes();
+                if processes.component(NAME).is_some() {
+                    return Err(Error::AlreadyRunning(NAME.to_owned()));
+                }
+                processes.components.push(spawn_scheduler(
+                    &self.binaries,
+                    &self.dir,
+                    &self.kubeconfig,
+                    config,
+                    port,
+                    self.group,
+                )?);
+            }
+            let probe = health_probe(&self.config, NAME, port)?;
+            let ready = poll_ready(NAME, &probe, "/healthz", deadline, || {
+                self.lock_processes().check_running()
+            })
+            .await;
+            let err = match ready {
+                Ok(()) => return Ok(()),
+                Err(NotReady::Failed(err)) => err,
+                Err(NotReady::TimedOut(reason)) => match self.lock_processes().component(NAME) {
+                    Some(c) => c.startup_error(reason),
+                    None => Error::Timeout {
+                        timeout: DEFAULT_STARTUP_TIMEOUT,
+                        what: reason,
+                    },
+                },
+            };
+            self.stop_scheduler();
+            if !(err.is_port_clash() && attempt < START_ATTEMPTS) {
+                return Err(err);
+            }
+            attempt += 1;
+        }
+    }
+
+    /// Stops kube-scheduler (SIGKILL: nothing of its state needs saving) and waits for it to
+    /// exit. Returns whether it was running.
+    pub fn stop_scheduler(&self) -> bool {
+        let mut processes = self.lock_processes();
+        let Some(index) = processes
+            .components
+            .iter()
+            .position(|c| c.name == "kube-scheduler")
+        else {
+            return false;
+        };
+        let mut component = processes.components.remove(index);
+        component.kill_and_reap();
+        true
+    }
+
+    fn lock_processes(&self) -> std::sync::MutexGuard<'_, Processes> {
+        self.processes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Runs the pinned kubectl against this control plane and returns its stdout; a non-zero
@@ -423,34 +487,92 @@ async fn wait_ready(
     path: &str,
     deadline: Instant,
 ) -> Result<(), Error> {
+    let ready = poll_ready(component, client, path, deadline, || processes.check_running()).await;
+    match ready {
+        Ok(()) => Ok(()),
+        Err(NotReady::Failed(err)) => Err(err),
+        Err(NotReady::TimedOut(reason)) => Err(match processes.component(component) {
+            Some(c) => c.startup_error(reason),
+            None => Error::Timeout {
+                timeout: Duration::ZERO,
+                what: reason,
+            },
+        }),
+    }
+}
+
+/// Why [`poll_ready`] gave up.
+enum NotReady {
+    /// A component exited (or the probe could not be built).
+    Failed(Error),
+    /// The deadline passed; the reason names the last error.
+    TimedOut(String),
+}
+
+/// Polls `path` on `client` until it answers 200; `check_running` runs before every probe.
+async fn poll_ready(
+    component: &'static str,
+    client: &Client,
+    path: &str,
+    deadline: Instant,
+    mut check_running: impl FnMut() -> Result<(), Error>,
+) -> Result<(), NotReady> {
     loop {
-        processes.check_running()?;
-        let request = http::Request::get(path)
-            .body(Vec::new())
-            .map_err(|e| Error::Startup {
+        check_running().map_err(NotReady::Failed)?;
+        let request = http::Request::get(path).body(Vec::new()).map_err(|e| {
+            NotReady::Failed(Error::Startup {
                 component: component.to_owned(),
                 reason: format!("building GET {path}: {e}"),
                 log: PathBuf::new(),
                 tail: String::new(),
-            })?;
+            })
+        })?;
         let last_error = match tokio::time::timeout(PROBE_TIMEOUT, client.request_text(request)).await {
             Ok(Ok(_)) => return Ok(()),
             Ok(Err(err)) => err.to_string(),
             Err(_) => format!("GET {path} took more than {PROBE_TIMEOUT:?}"),
         };
         if Instant::now() >= deadline {
-            let reason =
-                format!("not ready (GET {path}) before the startup timeout; last error: {last_error}");
-            return Err(match processes.component(component) {
-                Some(c) => c.startup_error(reason),
-                None => Error::Timeout {
-                    timeout: Duration::ZERO,
-                    what: reason,
-                },
-            });
+            return Err(NotReady::TimedOut(format!(
+                "not ready (GET {path}) before the startup timeout; last error: {last_error}"
+            )));
         }
         tokio::time::sleep(POLL_INTERVAL).await;
     }
+}
+
+/// A client for `/healthz` of a component serving on `port`: their serving certificates are
+/// self-signed in memory, and the probe only asks whether the process is up, which /healthz
+/// answers without authorization.
+fn health_probe(config: &Config, name: &str, port: u16) -> Result<Client, Error> {
+    let mut probe_config = config.clone();
+    probe_config.cluster_url = format!("https://127.0.0.1:{port}")
+        .parse()
+        .map_err(|e| Error::SchedulerConfig(format!("bad URL for {name}: {e}")))?;
+    probe_config.accept_invalid_certs = true;
+    probe_config.root_cert = None;
+    Ok(Client::try_from(probe_config)?)
+}
+
+/// Writes kube-scheduler's configuration into `dir` and starts it in process group `group`.
+fn spawn_scheduler(
+    binaries: &Binaries,
+    dir: &Path,
+    kubeconfig: &Path,
+    config: Option<&str>,
+    port: u16,
+    group: u32,
+) -> Result<Component, Error> {
+    let config_path = dir.join("kube-scheduler-config.yaml");
+    let yaml = scheduler_config_yaml(config, kubeconfig)?;
+    std::fs::write(&config_path, yaml).map_err(Error::io(format!("writing {}", config_path.display())))?;
+    Component::spawn(
+        "kube-scheduler",
+        &binaries.path("kube-scheduler"),
+        &scheduler_args(dir, kubeconfig, &config_path, port),
+        dir.join("kube-scheduler.log"),
+        Some(group),
+    )
 }
 
 /// `N` distinct loopback ports free right now. All listeners are held until every port is picked,

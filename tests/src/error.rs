@@ -62,6 +62,9 @@ pub enum Error {
     #[error("kubectl {args}: {reason}")]
     Kubectl { args: String, reason: String },
 
+    #[error("{0} is already running")]
+    AlreadyRunning(String),
+
     #[error("timed out after {timeout:?} waiting for {what}")]
     Timeout { timeout: Duration, what: String },
 }

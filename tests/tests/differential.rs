@@ -12,11 +12,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use common::{HIGH, HIGH_NEVER, LOW, Lab, PAUSE_IMAGE, Verdict, pod};
+use common::{HIGH, HIGH_NEVER, LOW, Lab, PAUSE_IMAGE, Verdict, kubectl_sched_binary, pod};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use sched_core::explain::Outcome;
@@ -1129,60 +1129,6 @@ async fn node_name_of_a_missing_node() -> Result<()> {
 
 // ---------------------------------------------------------------------------------------------
 // kubectl plugin mechanism
-
-/// `$KUBECTL_SCHED_BIN` when set. Otherwise the workspace's binary, built by the cargo that runs
-/// this test (`$CARGO`; cargo releases its build lock before running tests) for this test
-/// binary's profile, so the plugin under test is never a stale leftover. Missing is a failure.
-async fn kubectl_sched_binary() -> Result<PathBuf> {
-    if let Some(path) = std::env::var_os("KUBECTL_SCHED_BIN").filter(|p| !p.is_empty()) {
-        let path = PathBuf::from(path);
-        ensure!(
-            path.is_file(),
-            "KUBECTL_SCHED_BIN={} is not a file",
-            path.display()
-        );
-        return Ok(path);
-    }
-    let exe = std::env::current_exe()?;
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .context("the test binary is not in target/<profile>/deps")?;
-    let binary = profile_dir.join("kubectl-sched");
-    let Some(cargo) = std::env::var_os("CARGO") else {
-        ensure!(
-            binary.is_file(),
-            "{} is missing: build it with `cargo build -p kubectl-sched` (or set KUBECTL_SCHED_BIN)",
-            binary.display()
-        );
-        return Ok(binary);
-    };
-    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
-        Some("debug") | None => "dev".to_owned(),
-        Some(other) => other.to_owned(),
-    };
-    let build = tokio::process::Command::new(cargo)
-        .args(["build", "--quiet", "-p", "kubectl-sched", "--profile", &profile])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(480), build)
-        .await
-        .context("cargo build -p kubectl-sched took more than 8 minutes")??;
-    ensure!(
-        output.status.success(),
-        "cargo build -p kubectl-sched failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    ensure!(
-        binary.is_file(),
-        "cargo build -p kubectl-sched left no {}",
-        binary.display()
-    );
-    Ok(binary)
-}
 
 /// Runs `program` with this PATH and KUBECONFIG, bounded to 60 s.
 async fn run_raw(

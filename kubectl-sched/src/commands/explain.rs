@@ -9,9 +9,11 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::{Pod, Toleration};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome, ScoreView};
 use sched_core::framework::cycle_state::CycleState;
+use sched_core::framework::interface::NodeToStatus;
 use sched_core::framework::profile::{ProfileError, SchedulerConfig};
 use sched_core::framework::runtime::{Framework, FrameworkError, PluginFactory, ResolvedProfile};
 use sched_core::plugins::in_tree_registry;
+use sched_core::preemption::{DryRunOptions, dry_run};
 use sched_core::schedule::{ScheduleOptions, schedule, schedule_cycle};
 use sched_core::snapshot::is_terminal;
 use sched_core::{ClusterObjects, Code, PodInfo, Snapshot};
@@ -220,14 +222,14 @@ pub struct ExplainOutput {
     pub timings: Vec<String>,
 }
 
-struct Engine {
-    registry: BTreeMap<&'static str, PluginFactory>,
-    config: SchedulerConfig,
+pub(crate) struct Engine {
+    pub(crate) registry: BTreeMap<&'static str, PluginFactory>,
+    pub(crate) config: SchedulerConfig,
     config_origin: String,
 }
 
 impl Engine {
-    fn new(config: Option<&Path>) -> Result<Engine, ExplainError> {
+    pub(crate) fn new(config: Option<&Path>) -> Result<Engine, ExplainError> {
         let registry = in_tree_registry();
         let (config, config_origin) = match config {
             Some(path) => (
@@ -246,14 +248,18 @@ impl Engine {
         })
     }
 
-    fn options(&self, trace_filters: bool) -> ScheduleOptions {
+    pub(crate) fn options(&self, trace_filters: bool) -> ScheduleOptions {
         ScheduleOptions {
             global_percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score,
             trace_filters,
         }
     }
 
-    fn profile(&self, name: &str, what: impl FnOnce() -> String) -> Result<&ResolvedProfile, ExplainError> {
+    pub(crate) fn profile(
+        &self,
+        name: &str,
+        what: impl FnOnce() -> String,
+    ) -> Result<&ResolvedProfile, ExplainError> {
         self.config
             .profile(name)
             .ok_or_else(|| ExplainError::ProfileNotFound {
@@ -270,7 +276,7 @@ impl Engine {
             })
     }
 
-    fn framework(
+    pub(crate) fn framework(
         &self,
         profile: &ResolvedProfile,
         snapshot: Arc<Snapshot>,
@@ -317,7 +323,7 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
 }
 
 /// `pod/NAME`, `pods/NAME` and `po/NAME` name a pod as kubectl accepts them.
-fn pod_name(arg: &str) -> &str {
+pub(crate) fn pod_name(arg: &str) -> &str {
     for prefix in ["pod/", "pods/", "po/"] {
         if let Some(rest) = arg.strip_prefix(prefix) {
             return rest;
@@ -326,7 +332,7 @@ fn pod_name(arg: &str) -> &str {
     arg
 }
 
-fn take_pod(objects: &mut ClusterObjects, namespace: &str, name: &str) -> Option<Pod> {
+pub(crate) fn take_pod(objects: &mut ClusterObjects, namespace: &str, name: &str) -> Option<Pod> {
     let idx = objects.pods.iter().position(|p| {
         p.metadata.namespace.as_deref().unwrap_or("default") == namespace
             && p.metadata.name.as_deref() == Some(name)
@@ -427,7 +433,9 @@ fn explain_one(
     })?;
 
     let cycle = schedule_cycle(&fwk, &info, engine.options(true));
-    let explanation = cycle.explanation;
+    let mut explanation = cycle.explanation;
+    explanation.preemption =
+        preemption_preview(&fwk, &info, &explanation, &cycle.node_statuses, &cycle.state);
     // A gated pod is explained as it would be once ungated; hints and the table use that evaluation.
     let (once_ungated, basis_state, basis_pod) = if explanation.outcome == Outcome::Gated {
         let mut ungated = (*info.pod).clone();
@@ -436,7 +444,9 @@ fn explain_one(
         }
         let ungated = PodInfo::new(ungated);
         let c = schedule_cycle(&fwk, &ungated, engine.options(true));
-        (Some(c.explanation), c.state, ungated)
+        let mut e = c.explanation;
+        e.preemption = preemption_preview(&fwk, &ungated, &e, &c.node_statuses, &c.state);
+        (Some(e), c.state, ungated)
     } else {
         (None, cycle.state, info.clone())
     };
@@ -468,6 +478,30 @@ fn explain_one(
         node_detail,
         once_ungated,
     })
+}
+
+/// The preemption dry run of an unschedulable pod, as `preempt --dry-run=client -o json` shows it; null
+/// when the pod fits, is gated or failed, or its profile runs no DefaultPreemption.
+fn preemption_preview(
+    fwk: &Framework,
+    pod: &PodInfo,
+    e: &Explanation,
+    node_statuses: &NodeToStatus,
+    state: &CycleState,
+) -> Option<serde_json::Value> {
+    let runs_default_preemption = fwk
+        .profile
+        .post_filter
+        .iter()
+        .any(|p| p == sched_core::plugins::names::DEFAULT_PREEMPTION);
+    if e.outcome != Outcome::Unschedulable || !runs_default_preemption {
+        return None;
+    }
+    let options = DryRunOptions {
+        pre_filter_message: e.pre_filter_message.clone(),
+        ..DryRunOptions::default()
+    };
+    serde_json::to_value(dry_run(fwk, pod, node_statuses, state, &options)).ok()
 }
 
 fn bound_check(e: &Explanation, snapshot: &Snapshot, node: String) -> BoundCheck {
@@ -584,7 +618,11 @@ fn all_pending(
 
 /// Reads `-f`'s pod and applies what the API server's defaulting and default admission plugins
 /// would before kube-scheduler sees it.
-fn read_pod_file(path: &Path, namespace: &str, objects: &ClusterObjects) -> Result<Pod, ExplainError> {
+pub(crate) fn read_pod_file(
+    path: &Path,
+    namespace: &str,
+    objects: &ClusterObjects,
+) -> Result<Pod, ExplainError> {
     let invalid = |message: String| ExplainError::PodFile {
         path: path.display().to_string(),
         message,

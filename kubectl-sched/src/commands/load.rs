@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use sched_core::ClusterObjects;
+use sched_core::action::Action;
+use sched_core::apply::{ActionResult, ApplyOptions, execute_with_progress};
 use sched_core::snapshot::kube::{ApiLoadError, ApiLoadOptions, load_from_api};
 
 use crate::cli::GlobalArgs;
@@ -69,6 +71,7 @@ impl From<sched_core::snapshot::LoadError> for LoadError {
 pub struct Cluster {
     runtime: tokio::runtime::Runtime,
     client: kube::Client,
+    writer: kube::Client,
     /// The API server URL (for messages).
     pub server: String,
     /// The context's namespace ("default" when it names none).
@@ -110,17 +113,25 @@ impl Cluster {
         }
         let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
         let default_namespace = config.default_namespace.clone();
-        let client = {
+        // Writes must see a 429 at once: from the Eviction API it means "a PodDisruptionBudget forbids
+        // this", which the client's default retry layer would otherwise retry for minutes.
+        let mut writer_config = config.clone();
+        writer_config.default_retry = false;
+        let (client, writer) = {
             // Building a client spawns its buffer task, which needs the runtime's context.
             let _guard = runtime.enter();
-            kube::Client::try_from(config).map_err(|source| LoadError::Client {
-                server: server.clone(),
-                source,
-            })?
+            let build = |config: kube::Config| {
+                kube::Client::try_from(config).map_err(|source| LoadError::Client {
+                    server: server.clone(),
+                    source,
+                })
+            };
+            (build(config)?, build(writer_config)?)
         };
         Ok(Cluster {
             runtime,
             client,
+            writer,
             server,
             default_namespace,
         })
@@ -138,6 +149,20 @@ impl Cluster {
                 server: self.server.clone(),
                 source,
             })
+    }
+}
+
+impl Cluster {
+    /// Executes an action plan in order (see `sched_core::apply`), reporting each result to `progress` as
+    /// soon as it is known.
+    pub fn execute(
+        &self,
+        plan: &[Action],
+        options: &ApplyOptions,
+        progress: impl FnMut(usize, &ActionResult),
+    ) -> Vec<ActionResult> {
+        self.runtime
+            .block_on(execute_with_progress(&self.writer, plan, options, progress))
     }
 }
 
@@ -203,6 +228,15 @@ pub struct Loaded {
 
 /// Loads from `--from FILE` or the API server (all namespaces unless `namespace` restricts them).
 pub fn load(global: &GlobalArgs, from: Option<&Path>, namespace: Option<&str>) -> Result<Loaded, LoadError> {
+    load_keeping_cluster(global, from, namespace).map(|(loaded, _)| loaded)
+}
+
+/// [`load`], also returning the connection when the objects came from the API server (to write to it).
+pub fn load_keeping_cluster(
+    global: &GlobalArgs,
+    from: Option<&Path>,
+    namespace: Option<&str>,
+) -> Result<(Loaded, Option<Cluster>), LoadError> {
     let started = Instant::now();
     match from {
         Some(path) => {
@@ -217,13 +251,14 @@ pub fn load(global: &GlobalArgs, from: Option<&Path>, namespace: Option<&str>) -
             );
             let mut notes = vec![summary];
             notes.extend(report.warnings());
-            Ok(Loaded {
+            let loaded = Loaded {
                 objects,
                 origin: path.display().to_string(),
                 default_namespace: "default".to_string(),
                 warnings: Vec::new(),
                 notes,
-            })
+            };
+            Ok((loaded, None))
         }
         None => {
             let cluster = Cluster::connect(global)?;
@@ -234,13 +269,14 @@ pub fn load(global: &GlobalArgs, from: Option<&Path>, namespace: Option<&str>) -
                 cluster.server,
                 started.elapsed().as_secs_f64() * 1000.0
             );
-            Ok(Loaded {
+            let loaded = Loaded {
                 objects,
                 origin: cluster.server.clone(),
                 default_namespace: cluster.default_namespace.clone(),
                 warnings,
                 notes: vec![summary],
-            })
+            };
+            Ok((loaded, Some(cluster)))
         }
     }
 }

@@ -5,4 +5,5 @@ pub mod explain;
 pub mod filters;
 pub mod hints;
 pub mod load;
+pub mod preempt;
 pub mod snapshot;

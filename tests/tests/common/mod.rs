@@ -15,6 +15,7 @@
 #![allow(dead_code)] // Each test binary uses its own subset of the lab.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -371,9 +372,19 @@ fn is_not_found(err: &kube::Error) -> bool {
 impl Lab {
     /// Waits for its turn, then wipes every node and pod and creates a namespace for `id`.
     pub async fn begin(id: &str) -> Result<Self> {
+        Self::begin_on(id, ControlPlane::shared).await
+    }
+
+    /// As [`Self::begin`], on the control plane `control_plane` yields (one with other
+    /// components than the shared one), fetched once the turn is taken.
+    pub async fn begin_on<F, Fut>(id: &str, control_plane: F) -> Result<Self>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<&'static ControlPlane, e2e::Error>>,
+    {
         let turn = LAB.lock().await;
         let started = Instant::now();
-        let cp = ControlPlane::shared().await?;
+        let cp = control_plane().await?;
         let client = cp.client()?;
         clean_slate(&client).await?;
         ensure_priority_classes(&client).await?;
@@ -651,4 +662,58 @@ async fn ensure_priority_classes(client: &Client) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `$KUBECTL_SCHED_BIN` when set. Otherwise the workspace's binary, built by the cargo that runs
+/// this test (`$CARGO`; cargo releases its build lock before running tests) for this test
+/// binary's profile, so the plugin under test is never a stale leftover. Missing is a failure.
+pub async fn kubectl_sched_binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("KUBECTL_SCHED_BIN").filter(|p| !p.is_empty()) {
+        let path = PathBuf::from(path);
+        ensure!(
+            path.is_file(),
+            "KUBECTL_SCHED_BIN={} is not a file",
+            path.display()
+        );
+        return Ok(path);
+    }
+    let exe = std::env::current_exe()?;
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("the test binary is not in target/<profile>/deps")?;
+    let binary = profile_dir.join("kubectl-sched");
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        ensure!(
+            binary.is_file(),
+            "{} is missing: build it with `cargo build -p kubectl-sched` (or set KUBECTL_SCHED_BIN)",
+            binary.display()
+        );
+        return Ok(binary);
+    };
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") | None => "dev".to_owned(),
+        Some(other) => other.to_owned(),
+    };
+    let build = tokio::process::Command::new(cargo)
+        .args(["build", "--quiet", "-p", "kubectl-sched", "--profile", &profile])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(480), build)
+        .await
+        .context("cargo build -p kubectl-sched took more than 8 minutes")??;
+    ensure!(
+        output.status.success(),
+        "cargo build -p kubectl-sched failed ({}):\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    ensure!(
+        binary.is_file(),
+        "cargo build -p kubectl-sched left no {}",
+        binary.display()
+    );
+    Ok(binary)
 }
