@@ -231,6 +231,7 @@ pub async fn load_from_api(
         replica_sets: settle(ObjectKind::ReplicaSet, false, rss, w)?,
         stateful_sets: settle(ObjectKind::StatefulSet, false, stss, w)?,
         resource_claims: settle(ObjectKind::ResourceClaim, false, claims, w)?,
+        placed_pods: Vec::new(),
     };
     Ok((objects, warnings))
 }

@@ -35,7 +35,7 @@ use serde::ser::{SerializeMap, SerializeSeq};
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::value::RawValue;
 
-use super::{ClusterObjects, Snapshot};
+use super::{ClusterObjects, PodDetail, Snapshot};
 
 // ---------------------------------------------------------------------------------------------------
 // Report and errors
@@ -572,7 +572,7 @@ impl ClusterObjects {
 
     /// Total number of objects.
     pub fn len(&self) -> usize {
-        ObjectKind::ALL.iter().map(|k| k.count(self)).sum()
+        ObjectKind::ALL.iter().map(|k| k.count(self)).sum::<usize>() + self.placed_pods.len()
     }
 
     /// True when there are no objects at all.
@@ -1191,18 +1191,29 @@ fn list_element_type<'a>(api_version: Option<&'a str>, kind: Option<&'a str>) ->
 /// objects plus one chunk. Anything the streaming reader does not handle (an error in the file, a
 /// typed list whose items carry no kind) makes it start over reading the whole file exactly.
 pub fn load_file(path: impl AsRef<Path>) -> Result<(ClusterObjects, LoadReport), LoadError> {
+    load_file_with(path, &PodDetail::Full)
+}
+
+/// [`load_file`], keeping pods on nodes only as much as `detail` says. With
+/// [`PodDetail::CompactPlaced`] a large JSON file never holds all its pods' container specs at once.
+pub fn load_file_with(
+    path: impl AsRef<Path>,
+    detail: &PodDetail,
+) -> Result<(ClusterObjects, LoadReport), LoadError> {
     let path = path.as_ref();
     let io_error = |source| LoadError::Io {
         path: path.to_path_buf(),
         source,
     };
     if sniff_json(path).map_err(io_error)?
-        && let Ok(loaded) = stream_json_file(path, CHUNK)
+        && let Ok(loaded) = stream_json_file(path, CHUNK, detail)
     {
         return Ok(loaded);
     }
     let bytes = std::fs::read(path).map_err(io_error)?;
-    load_bytes(&bytes, path)
+    let (mut objects, report) = load_bytes(&bytes, path)?;
+    detail.compact(&mut objects.pods, 0, &mut objects.placed_pods);
+    Ok((objects, report))
 }
 
 /// True when the file's first significant byte opens a JSON object.
@@ -1818,7 +1829,11 @@ type Scanned = Result<(Vec<u8>, Vec<Emitted>), Fallback>;
 
 /// Reads a JSON file chunk by chunk, decoding list items as they are found. A reader thread reads
 /// and splits the next chunk while this one decodes the previous one in parallel.
-fn stream_json_file(path: &Path, chunk: usize) -> Result<(ClusterObjects, LoadReport), Fallback> {
+fn stream_json_file(
+    path: &Path,
+    chunk: usize,
+    detail: &PodDetail,
+) -> Result<(ClusterObjects, LoadReport), Fallback> {
     let file = std::fs::File::open(path).map_err(|_| Fallback)?;
     let (tx, rx) = std::sync::mpsc::sync_channel::<Scanned>(1);
     std::thread::scope(|scope| {
@@ -1827,7 +1842,9 @@ fn stream_json_file(path: &Path, chunk: usize) -> Result<(ClusterObjects, LoadRe
         let mut objects = ClusterObjects::default();
         for scanned in rx {
             let (buf, emitted) = scanned?;
+            let read_before = objects.pods.len();
             decode_emitted(&buf, &emitted, &mut objects, &mut report)?;
+            detail.compact(&mut objects.pods, read_before, &mut objects.placed_pods);
         }
         report.objects = objects.len();
         Ok((objects, report))
@@ -2741,6 +2758,72 @@ value: 1000
         assert_eq!(snapshot.nodes().len(), 30);
     }
 
+    /// A compact load (pods on nodes reduced as they are read) builds the same snapshot as a full one,
+    /// in the JSON streaming path and in the YAML path, and keeps the named pod whole.
+    #[test]
+    fn compact_placed_load_builds_the_same_snapshot() {
+        let params = GenerateParams::new(12, 400, 2, 5);
+        let dir = tempfile::tempdir().unwrap();
+        let json = dir.path().join("cluster.json");
+        crate::snapshot::generate::write_json_list(&params, &json).unwrap();
+        let yaml = dir.path().join("cluster.yaml");
+        write_list_yaml(&generate(&params), std::fs::File::create(&yaml).unwrap()).unwrap();
+
+        let (full, _) = load_file(&json).unwrap();
+        let kept = full
+            .pods
+            .iter()
+            .find(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some()))
+            .map(|p| {
+                crate::snapshot::namespaced_key(
+                    p.metadata.namespace.as_deref().unwrap_or(""),
+                    p.metadata.name.as_deref().unwrap_or(""),
+                )
+            })
+            .expect("a bound pod");
+        let expected = Snapshot::new(full);
+        let detail = PodDetail::CompactPlaced {
+            keep: [kept.clone()].into(),
+        };
+        for path in [&json, &yaml] {
+            let (compact, _) = load_file_with(path, &detail).unwrap();
+            assert!(!compact.placed_pods.is_empty(), "{}", path.display());
+            assert_eq!(
+                compact
+                    .pods
+                    .iter()
+                    .filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_some()))
+                    .count(),
+                1,
+                "only the kept pod stays whole among pods on nodes"
+            );
+            let whole = compact
+                .pods
+                .iter()
+                .find(|p| p.metadata.name.as_deref() == kept.split('/').nth(1));
+            assert!(whole.is_some_and(|p| p.spec.as_ref().is_some_and(|s| !s.containers.is_empty())));
+            let got = Snapshot::new(compact);
+            assert_eq!(got.nodes().len(), expected.nodes().len());
+            for (a, b) in got.nodes().iter().zip(expected.nodes()) {
+                assert_eq!(a.name(), b.name());
+                assert_eq!(a.requested, b.requested, "{}", a.name());
+                assert_eq!(a.non_zero_requested, b.non_zero_requested, "{}", a.name());
+                assert_eq!(a.used_ports, b.used_ports, "{}", a.name());
+                assert_eq!(a.pvc_ref_counts, b.pvc_ref_counts, "{}", a.name());
+                let names =
+                    |n: &crate::snapshot::NodeInfo| n.pods.iter().map(|p| p.key()).collect::<Vec<_>>();
+                let names_with_kept_last = |n: &crate::snapshot::NodeInfo| {
+                    let mut v = names(n);
+                    v.sort_by_key(|k| *k == kept);
+                    v
+                };
+                assert_eq!(names(a), names_with_kept_last(b), "{}", a.name());
+            }
+            let keys = |s: &Snapshot| s.pending_pods.iter().map(|p| p.key()).collect::<Vec<_>>();
+            assert_eq!(keys(&got), keys(&expected));
+        }
+    }
+
     #[test]
     fn pruning_keeps_what_scheduling_reads() {
         let params = GenerateParams::new(30, 1_500, 3, 2);
@@ -3011,7 +3094,7 @@ value: 1000
             let bytes = std::fs::read(path).unwrap();
             let (want, want_report) = load_bytes(&bytes, path).unwrap();
             for chunk in [1, 2, 7, 64, 1000, CHUNK] {
-                let (got, report) = stream_json_file(path, chunk)
+                let (got, report) = stream_json_file(path, chunk, &PodDetail::Full)
                     .unwrap_or_else(|_| panic!("{} at chunk {chunk}: fell back", path.display()));
                 assert_same(&got, &want);
                 assert_eq!(report, want_report, "{} at chunk {chunk}", path.display());
@@ -3043,7 +3126,10 @@ value: 1000
         for (name, text, loads) in cases {
             let path = dir.path().join("f.json");
             std::fs::write(&path, text).unwrap();
-            assert!(stream_json_file(&path, 16).is_err(), "{name}: streaming declines");
+            assert!(
+                stream_json_file(&path, 16, &PodDetail::Full).is_err(),
+                "{name}: streaming declines"
+            );
             let exact = load_bytes(text.as_bytes(), &path).map(|(o, _)| o.len());
             let via_file = load_file(&path).map(|(o, _)| o.len());
             assert_eq!(via_file.is_ok(), loads, "{name}");

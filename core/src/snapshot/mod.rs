@@ -27,7 +27,7 @@ use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, Stor
 
 pub use loader::{
     DecodeError, Format, LoadError, LoadReport, Location, ObjectKind, Prune, load_bytes, load_file,
-    write_list_json, write_list_yaml,
+    load_file_with, write_list_json, write_list_yaml,
 };
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
 pub use pod_info::{AffinityTerm, PodInfo, WeightedAffinityTerm};
@@ -69,6 +69,60 @@ pub struct ClusterObjects {
     pub stateful_sets: Vec<StatefulSet>,
     /// ResourceClaims (resource.k8s.io/v1): DynamicResources only checks that a pod's claims exist.
     pub resource_claims: Vec<ResourceClaim>,
+    /// Pods on nodes already reduced to their scheduling facts ([`PodInfo::placed`]), as a loader
+    /// asked for [`PodDetail::CompactPlaced`] leaves them. They feed a snapshot like `pods` do (first,
+    /// in their order) but are not written back by the snapshot writers: a compact load is for
+    /// evaluation, not for dumping.
+    pub placed_pods: Vec<Arc<PodInfo>>,
+}
+
+/// How much of the pods on nodes a loader keeps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PodDetail {
+    /// Every pod whole, in `ClusterObjects::pods`.
+    #[default]
+    Full,
+    /// Pods on nodes, except those named here (`namespace/name`), go to
+    /// `ClusterObjects::placed_pods` as they are read, without their container specs: what a
+    /// 150,000-pod evaluation needs, at a fraction of the memory. Terminal pods are dropped.
+    CompactPlaced {
+        /// Pods to keep whole wherever they are (the pod being explained).
+        keep: std::collections::BTreeSet<String>,
+    },
+}
+
+impl PodDetail {
+    /// Moves `pods[from..]` that are on nodes (and not kept) into `placed`, preserving order.
+    pub(crate) fn compact(&self, pods: &mut Vec<Pod>, from: usize, placed: &mut Vec<Arc<PodInfo>>) {
+        use rayon::prelude::*;
+        let PodDetail::CompactPlaced { keep } = self else {
+            return;
+        };
+        let from = from.min(pods.len());
+        let tail = pods.split_off(from);
+        let (to_place, stay): (Vec<Pod>, Vec<Pod>) = tail.into_iter().partition(|p| {
+            is_placed(p)
+                && !keep.contains(&namespaced_key(
+                    p.metadata.namespace.as_deref().unwrap_or(""),
+                    p.metadata.name.as_deref().unwrap_or(""),
+                ))
+        });
+        pods.extend(stay);
+        placed.par_extend(
+            to_place
+                .into_par_iter()
+                .filter(|p| !is_terminal(p))
+                .map(|p| Arc::new(PodInfo::placed(p))),
+        );
+    }
+}
+
+/// True when the pod is bound to a node.
+fn is_placed(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
 }
 
 /// `namespace/name`.
@@ -192,6 +246,7 @@ impl Snapshot {
             replica_sets,
             stateful_sets,
             resource_claims,
+            placed_pods,
         } = objects;
 
         let mut infos: Vec<NodeInfo> = nodes.into_iter().map(|n| NodeInfo::new(Arc::new(n))).collect();
@@ -207,7 +262,7 @@ impl Snapshot {
         // Parsing requests and affinity terms is the expensive part of building a snapshot: do it in
         // parallel, then place the pods serially.
         let pod_infos = build_pod_infos(pods);
-        for info in pod_infos {
+        for info in placed_pods.into_iter().chain(pod_infos) {
             pods_by_key.insert(info.key(), info.clone());
             let node_name = info.node_name();
             if node_name.is_empty() {

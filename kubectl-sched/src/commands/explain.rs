@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::filters::{AllFilters, Verdict};
 use super::hints::{Hint, HintInput, hints};
-use super::load::{LoadError, Loaded, load};
+use super::load::{LoadError, Loaded, evaluation_detail, keep_until_exit, load};
 use crate::cli::{ExplainArgs, GlobalArgs};
 
 /// Why `explain` could not answer.
@@ -291,7 +291,15 @@ impl Engine {
 /// Runs `explain`.
 pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, ExplainError> {
     let engine = Engine::new(args.config.as_deref())?;
-    let loaded = load(global, args.from.as_deref(), None)?;
+    let target = (!args.all_pending && args.filename.is_none())
+        .then_some(args.pod.as_deref())
+        .flatten();
+    let loaded = load(
+        global,
+        args.from.as_deref(),
+        None,
+        &evaluation_detail(global, target),
+    )?;
     let Loaded {
         objects,
         origin,
@@ -332,7 +340,13 @@ pub(crate) fn pod_name(arg: &str) -> &str {
     arg
 }
 
+/// Takes the named pod out of the objects. A pod of that name already reduced to its scheduling
+/// facts (a compact load) is dropped too, so a pod from `-f` replaces it; it is returned only when
+/// whole.
 pub(crate) fn take_pod(objects: &mut ClusterObjects, namespace: &str, name: &str) -> Option<Pod> {
+    objects
+        .placed_pods
+        .retain(|p| !(p.namespace() == namespace && p.name() == name));
     let idx = objects.pods.iter().position(|p| {
         p.metadata.namespace.as_deref().unwrap_or("default") == namespace
             && p.metadata.name.as_deref() == Some(name)
@@ -406,6 +420,7 @@ fn explain_one(
     }
 
     let snapshot = Arc::new(Snapshot::new(objects));
+    keep_until_exit(&snapshot);
     lap("built the snapshot", timings);
     let info = PodInfo::new(pod);
     let profile_name = args
@@ -577,6 +592,7 @@ fn all_pending(
     namespace: Option<&str>,
 ) -> Result<ExplainResult, ExplainError> {
     let snapshot = Arc::new(Snapshot::new(objects));
+    keep_until_exit(&snapshot);
     let mut pending: Vec<Arc<PodInfo>> = snapshot
         .pending_pods
         .iter()

@@ -8,6 +8,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use sched_core::ClusterObjects;
 use sched_core::action::Action;
 use sched_core::apply::{ActionResult, ApplyOptions, execute_with_progress};
+use sched_core::snapshot::PodDetail;
 use sched_core::snapshot::kube::{ApiLoadError, ApiLoadOptions, load_from_api};
 
 use crate::cli::GlobalArgs;
@@ -227,20 +228,41 @@ pub struct Loaded {
 }
 
 /// Loads from `--from FILE` or the API server (all namespaces unless `namespace` restricts them).
-pub fn load(global: &GlobalArgs, from: Option<&Path>, namespace: Option<&str>) -> Result<Loaded, LoadError> {
-    load_keeping_cluster(global, from, namespace).map(|(loaded, _)| loaded)
+pub fn load(
+    global: &GlobalArgs,
+    from: Option<&Path>,
+    namespace: Option<&str>,
+    detail: &PodDetail,
+) -> Result<Loaded, LoadError> {
+    load_keeping_cluster(global, from, namespace, detail).map(|(loaded, _)| loaded)
+}
+
+/// What an evaluation of `pod` (a `POD` argument, none for `-f` or `--all-pending`) needs of the pods
+/// on nodes in a snapshot file: their scheduling facts, not their container specs (see
+/// [`PodDetail::CompactPlaced`]); the named pod itself stays whole. A file without a namespace context
+/// uses "default", as [`load`] does.
+pub fn evaluation_detail(global: &GlobalArgs, pod: Option<&str>) -> PodDetail {
+    let namespace = global.namespace.as_deref().unwrap_or("default");
+    PodDetail::CompactPlaced {
+        keep: pod
+            .map(|name| sched_core::snapshot::namespaced_key(namespace, super::explain::pod_name(name)))
+            .into_iter()
+            .collect(),
+    }
 }
 
 /// [`load`], also returning the connection when the objects came from the API server (to write to it).
+/// `detail` applies to snapshot files, where a large cluster's pods would otherwise be read whole.
 pub fn load_keeping_cluster(
     global: &GlobalArgs,
     from: Option<&Path>,
     namespace: Option<&str>,
+    detail: &PodDetail,
 ) -> Result<(Loaded, Option<Cluster>), LoadError> {
     let started = Instant::now();
     match from {
         Some(path) => {
-            let (objects, report) = sched_core::snapshot::load_file(path)?;
+            let (objects, report) = sched_core::snapshot::load_file_with(path, detail)?;
             let summary = format!(
                 "read {} object(s) from {} ({}, {} document(s)) in {:.0} ms",
                 report.objects,
@@ -279,4 +301,11 @@ pub fn load_keeping_cluster(
             Ok((loaded, Some(cluster)))
         }
     }
+}
+
+/// Keeps a snapshot alive until the process exits: a command's snapshot is used until the output is
+/// written, and the process ends right after, so freeing its pods one by one (seconds at 150,000
+/// pods) would only delay the exit. The operating system reclaims the memory at once.
+pub fn keep_until_exit(snapshot: &std::sync::Arc<sched_core::Snapshot>) {
+    std::mem::forget(std::sync::Arc::clone(snapshot));
 }

@@ -19,7 +19,7 @@ use sched_core::{PodInfo, Snapshot};
 use serde::Serialize;
 
 use super::explain::{Engine, ExplainError, pod_name, read_pod_file, take_pod};
-use super::load::{Cluster, LoadError, Loaded, load_keeping_cluster};
+use super::load::{Cluster, LoadError, Loaded, evaluation_detail, keep_until_exit, load_keeping_cluster};
 use crate::cli::{DryRun, GlobalArgs, PreemptArgs, RemovalMode};
 
 /// The field manager of every write, and the events' reporting controller.
@@ -229,7 +229,9 @@ pub fn plan(
         ));
     }
     let engine = Engine::new(None)?;
-    let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None)?;
+    let target = args.filename.is_none().then_some(args.pod.as_deref()).flatten();
+    let detail = evaluation_detail(global, target);
+    let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail)?;
     let Loaded {
         mut objects,
         origin,
@@ -284,6 +286,7 @@ pub fn plan(
     }
 
     let snapshot = Arc::new(Snapshot::new(objects));
+    keep_until_exit(&snapshot);
     let info = PodInfo::new(pod);
     let profile = engine.profile(info.scheduler_name(), || {
         format!("pod {}: schedulerName", info.key())
