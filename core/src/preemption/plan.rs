@@ -5,7 +5,8 @@
 //! 1. clear `status.nominatedNodeName` of lower-priority pods nominated to the node (the async goroutine
 //!    does this first);
 //! 2. per victim, most important first, skipping victims that are already terminating: the
-//!    `DisruptionTarget=True` condition (reason `PreemptionByScheduler`), then DELETE (or an Eviction),
+//!    `DisruptionTarget=True` condition (reason `PreemptionByScheduler`), then DELETE (or, instead of
+//!    both, an Eviction: the API server sets the condition itself when it admits one),
 //!    then the `Preempted` event (kube-scheduler deletes all but the last victim in parallel, then the
 //!    last one);
 //! 3. the preemptor, as the failure handler writes it: the `FailedScheduling` warning event, then its
@@ -44,8 +45,9 @@ pub enum VictimRemoval {
     /// A plain DELETE, as kube-scheduler does (PDBs were only weighed, not enforced).
     #[default]
     Delete,
-    /// The Eviction API, which enforces PDBs (429 when a budget is exhausted). The API server then sets
-    /// its own DisruptionTarget condition (reason `EvictionByEvictionAPI`) over the one in the plan.
+    /// The Eviction API, which enforces PDBs (429 when a budget is exhausted). The plan writes no
+    /// DisruptionTarget condition first: the API server sets its own (reason `EvictionByEvictionAPI`)
+    /// when it admits the eviction, and a refused eviction must leave the pod as it was.
     Evict,
 }
 
@@ -114,19 +116,21 @@ pub fn prepare_candidate(
     }
     for v in victims.iter().filter(|v| !v.pod.is_terminating()) {
         let victim = pod_ref(&v.pod);
-        actions.push(Action::SetPodCondition {
-            pod: victim.clone(),
-            condition: PodConditionPatch {
-                type_: CONDITION_DISRUPTION_TARGET.to_string(),
-                status: "True".to_string(),
-                reason: REASON_PREEMPTION_BY_SCHEDULER.to_string(),
-                message: disruption_message(preemptor.scheduler_name()),
-            },
-        });
-        actions.push(match removal {
-            VictimRemoval::Delete => Action::DeletePod { pod: victim.clone() },
-            VictimRemoval::Evict => Action::EvictPod { pod: victim.clone() },
-        });
+        match removal {
+            VictimRemoval::Delete => {
+                actions.push(Action::SetPodCondition {
+                    pod: victim.clone(),
+                    condition: PodConditionPatch {
+                        type_: CONDITION_DISRUPTION_TARGET.to_string(),
+                        status: "True".to_string(),
+                        reason: REASON_PREEMPTION_BY_SCHEDULER.to_string(),
+                        message: disruption_message(preemptor.scheduler_name()),
+                    },
+                });
+                actions.push(Action::DeletePod { pod: victim.clone() });
+            }
+            VictimRemoval::Evict => actions.push(Action::EvictPod { pod: victim.clone() }),
+        }
         actions.push(Action::Event(EventSpec {
             regarding: victim,
             related: Some(preemptor_ref.clone()),
@@ -231,9 +235,23 @@ mod tests {
             pod: pod_ref(&victims[0].pod)
         }));
         assert!(!actions.iter().any(|a| matches!(a, Action::DeletePod { .. })));
-        // The default scheduler name is used when the pod does not set one.
+        // No DisruptionTarget condition of ours: a refused eviction must leave the victim untouched.
+        assert!(matches!(actions[0], Action::EvictPod { .. }), "{actions:?}");
+        let victim_conditions = actions
+            .iter()
+            .filter(|a| matches!(a, Action::SetPodCondition { pod, .. } if pod.name == "v"))
+            .count();
+        assert_eq!(victim_conditions, 0);
+    }
+
+    #[test]
+    fn the_disruption_message_names_the_default_scheduler_when_the_pod_names_none() {
+        let snap = snapshot(vec![node("n1").obj()], vec![]);
+        let preemptor = pod("p").priority(100).info();
+        let victims = vec![Victim::new(Arc::new(pod("v").node("n1").info()), 0)];
+        let actions = prepare_candidate(&snap, &preemptor, "n1", &victims, VictimRemoval::Delete, "m");
         let Action::SetPodCondition { condition, .. } = &actions[0] else {
-            panic!()
+            panic!("{actions:?}")
         };
         assert_eq!(
             condition.message,
