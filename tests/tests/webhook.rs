@@ -418,7 +418,6 @@ impl Fixture {
 }
 
 #[tokio::test]
-#[ignore = "issue 6 in progress: the WaitForFirstConsumer dynamic claim of a spec.nodeName pod is not annotated with selected-node yet (this test fails on that assertion); run with --ignored"]
 async fn a_node_name_pods_get_their_claims_bound_or_provisioned_for_that_node() -> Result<()> {
     let (cp, webhook) = shared().await?;
     let f = Fixture::new(cp, "wh-a", &[]).await?;

@@ -1,11 +1,18 @@
 //! A bounded load generator for `POST /mutate` over TLS on loopback, with the webhook in-process on a
-//! synthetic cache (or, with `--target`, against a running webhook).
+//! synthetic cache, or (`--apiserver`) on a cache its reflectors fill from a real kube-apiserver, or
+//! (`--target`) against a running webhook.
 //!
 //! ```text
 //! cargo run --release -p sched-webhook --example loadgen -- \
 //!     [--rate 1000] [--seconds 5] [--connections 8] [--pvs 10000] [--nodes 100] \
-//!     [--mode nothing|bound-claim] [--target https://127.0.0.1:8443/mutate --ca ca.crt]
+//!     [--mode nothing|bound-claim] [--apiserver | --target https://127.0.0.1:8443/mutate --ca ca.crt]
 //! ```
+//!
+//! `--apiserver` starts etcd and kube-apiserver through the e2e harness (the binaries of
+//! `tests/controlplane/build.sh`), creates the nodes, `--pvs` PVs and as many claims bound to them
+//! (statuses Bound, as the PV controller leaves them) in namespace `bench`, starts the webhook's
+//! reflectors against that API server and waits until they hold every object before the load starts.
+//! The control plane is torn down when the run ends.
 //!
 //! Open loop: request `i` is due at `start + i / rate`; its latency is measured from that instant (so a
 //! slow server cannot hide queueing), and the service time from when it was sent. The run is bounded by
@@ -49,6 +56,7 @@ struct Args {
     mode: String,
     target: Option<String>,
     ca: Option<String>,
+    apiserver: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -61,6 +69,7 @@ fn parse_args() -> Result<Args, String> {
         mode: "nothing".into(),
         target: None,
         ca: None,
+        apiserver: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -75,8 +84,12 @@ fn parse_args() -> Result<Args, String> {
             "--mode" => args.mode = value()?,
             "--target" => args.target = Some(value()?),
             "--ca" => args.ca = Some(value()?),
+            "--apiserver" => args.apiserver = true,
             other => return Err(format!("unknown flag {other}")),
         }
+    }
+    if args.apiserver && args.target.is_some() {
+        return Err("--apiserver and --target exclude each other".into());
     }
     if !matches!(args.mode.as_str(), "nothing" | "bound-claim") {
         return Err(format!("--mode {}: use nothing or bound-claim", args.mode));
@@ -102,68 +115,140 @@ fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).expect("synthetic object")
 }
 
-/// `nodes` nodes and `pvs` local PVs, each bound to its own claim (PV controller state: Bound,
-/// bind-completed), with the labels, annotations and managedFields real objects carry. Streamed into
-/// the cache's writers one object at a time, as a watch would deliver them.
+fn node_name(i: usize, nodes: usize) -> String {
+    format!("node-{:04}", i % nodes)
+}
+
+/// Local PV `i` on node `i % nodes`, bound to claim `i` of namespace `bench`.
+fn bench_pv(i: usize, nodes: usize) -> Value {
+    json!({
+        "metadata": {
+            "name": format!("pv-{i:05}"),
+            "labels": {"app": "bench", "disk": "ssd"},
+            "annotations": {"pv.kubernetes.io/bound-by-controller": "yes",
+                            "pv.kubernetes.io/provisioned-by": "local-volume-provisioner"},
+        },
+        "spec": {
+            "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "local", "persistentVolumeReclaimPolicy": "Retain",
+            "local": {"path": format!("/mnt/disks/vol{i}")},
+            "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "bench",
+                         "name": format!("claim-{i:05}")},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                {"key": "kubernetes.io/hostname", "operator": "In", "values": [node_name(i, nodes)]}]}]}},
+        },
+    })
+}
+
+/// Claim `i` of namespace `bench`, bound to PV `i` (bind completed).
+fn bench_pvc(i: usize, nodes: usize) -> Value {
+    json!({
+        "metadata": {
+            "name": format!("claim-{i:05}"), "namespace": "bench",
+            "labels": {"app": "bench"},
+            "annotations": {"pv.kubernetes.io/bind-completed": "yes",
+                            "pv.kubernetes.io/bound-by-controller": "yes",
+                            "volume.kubernetes.io/selected-node": node_name(i, nodes)},
+        },
+        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                 "resources": {"requests": {"storage": "10Gi"}}, "volumeName": format!("pv-{i:05}"),
+                 "volumeMode": "Filesystem"},
+    })
+}
+
+fn bench_node(i: usize, nodes: usize) -> Value {
+    let name = node_name(i, nodes);
+    json!({
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                   "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+    })
+}
+
+fn bench_class() -> Value {
+    json!({
+        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    })
+}
+
+/// The bench objects as a watch would deliver them from a cluster where the PV controller bound them
+/// (uids, resourceVersions, managedFields, statuses), streamed into the cache's writers one at a time.
 fn fill_synthetic(writers: &mut Writers, nodes: usize, pvs: usize) {
     let managed = json!([{"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
         "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",
         "fieldsV1": {"f:metadata": {"f:annotations": {"f:pv.kubernetes.io/bound-by-controller": {}}},
                       "f:spec": {"f:claimRef": {".": {}, "f:name": {}, "f:namespace": {}, "f:uid": {}}},
                       "f:status": {"f:phase": {}}}}]);
-    let node_name = |i: usize| format!("node-{:04}", i % nodes);
-    writers.load_nodes((0..nodes).map(|i| {
-        from_json::<Node>(json!({
-            "metadata": {"name": node_name(i), "labels": {"kubernetes.io/hostname": node_name(i)}},
-            "status": {"allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                       "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"}},
-        }))
-    }));
-    writers.load_classes([from_json::<StorageClass>(json!({
-        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
-        "volumeBindingMode": "WaitForFirstConsumer",
-    }))]);
+    writers.load_nodes((0..nodes).map(|i| from_json::<Node>(bench_node(i, nodes))));
+    writers.load_classes([from_json::<StorageClass>(bench_class())]);
     writers.load_pvs((0..pvs).map(|i| {
-        from_json::<PersistentVolume>(json!({
-            "metadata": {
-                "name": format!("pv-{i:05}"), "uid": format!("00000000-0000-0000-0000-{i:012}"),
-                "resourceVersion": format!("{}", 1000 + i),
-                "labels": {"app": "bench", "disk": "ssd"},
-                "annotations": {"pv.kubernetes.io/bound-by-controller": "yes",
-                                "pv.kubernetes.io/provisioned-by": "local-volume-provisioner"},
-                "managedFields": managed,
-            },
-            "spec": {
-                "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
-                "storageClassName": "local", "persistentVolumeReclaimPolicy": "Retain",
-                "local": {"path": format!("/mnt/disks/vol{i}")},
-                "claimRef": {"kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": "bench",
-                             "name": format!("claim-{i:05}"),
-                             "uid": format!("11111111-0000-0000-0000-{i:012}")},
-                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [node_name(i)]}]}]}},
-            },
-            "status": {"phase": "Bound"},
-        }))
+        let mut pv = bench_pv(i, nodes);
+        pv["metadata"]["uid"] = json!(format!("00000000-0000-0000-0000-{i:012}"));
+        pv["metadata"]["resourceVersion"] = json!(format!("{}", 1000 + i));
+        pv["metadata"]["managedFields"] = managed.clone();
+        pv["spec"]["claimRef"]["uid"] = json!(format!("11111111-0000-0000-0000-{i:012}"));
+        pv["status"] = json!({"phase": "Bound"});
+        from_json::<PersistentVolume>(pv)
     }));
     writers.load_pvcs((0..pvs).map(|i| {
-        from_json::<PersistentVolumeClaim>(json!({
-            "metadata": {
-                "name": format!("claim-{i:05}"), "namespace": "bench",
-                "uid": format!("11111111-0000-0000-0000-{i:012}"),
-                "resourceVersion": format!("{}", 50_000 + i),
-                "labels": {"app": "bench"},
-                "annotations": {"pv.kubernetes.io/bind-completed": "yes",
-                                "pv.kubernetes.io/bound-by-controller": "yes",
-                                "volume.kubernetes.io/selected-node": node_name(i)},
-                "managedFields": managed,
-            },
-            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
-                     "resources": {"requests": {"storage": "10Gi"}}, "volumeName": format!("pv-{i:05}"),
-                     "volumeMode": "Filesystem"},
-            "status": {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}},
-        }))
+        let mut pvc = bench_pvc(i, nodes);
+        pvc["metadata"]["uid"] = json!(format!("11111111-0000-0000-0000-{i:012}"));
+        pvc["metadata"]["resourceVersion"] = json!(format!("{}", 50_000 + i));
+        pvc["metadata"]["managedFields"] = managed.clone();
+        pvc["status"] =
+            json!({"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}});
+        from_json::<PersistentVolumeClaim>(pvc)
     }));
+}
+
+/// Creates the bench objects in a real API server: nodes, the class, then PVs and claims (and their
+/// Bound statuses) with `parallel` requests in flight.
+async fn populate(
+    client: &kube::Client,
+    nodes: usize,
+    pvs: usize,
+    parallel: usize,
+) -> Result<(), kube::Error> {
+    use futures::{StreamExt, TryStreamExt};
+    use kube::api::{Api, Patch, PatchParams, PostParams};
+    let post = PostParams::default();
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    namespaces
+        .create(&post, &from_json(json!({"metadata": {"name": "bench"}})))
+        .await?;
+    let node_api: Api<Node> = Api::all(client.clone());
+    for i in 0..nodes {
+        node_api.create(&post, &from_json(bench_node(i, nodes))).await?;
+    }
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    classes.create(&post, &from_json(bench_class())).await?;
+    let pv_api: Api<PersistentVolume> = Api::all(client.clone());
+    let pvc_api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), "bench");
+    let bound = Patch::Merge(json!({"status": {"phase": "Bound"}}));
+    let status = PatchParams::default();
+    futures::stream::iter(0..pvs)
+        .map(|i| {
+            let (pv_api, pvc_api, post, bound, status) = (&pv_api, &pvc_api, &post, &bound, &status);
+            async move {
+                let pv = pv_api.create(post, &from_json(bench_pv(i, nodes))).await?;
+                let pvc = pvc_api.create(post, &from_json(bench_pvc(i, nodes))).await?;
+                pv_api
+                    .patch_status(pv.metadata.name.as_deref().unwrap_or_default(), status, bound)
+                    .await?;
+                pvc_api
+                    .patch_status(pvc.metadata.name.as_deref().unwrap_or_default(), status, bound)
+                    .await?;
+                if (i + 1) % 1000 == 0 {
+                    println!("populate: {} PV/PVC pairs created", i + 1);
+                }
+                Ok::<_, kube::Error>(())
+            }
+        })
+        .buffer_unordered(parallel)
+        .try_collect::<()>()
+        .await
 }
 
 /// A Deployment-made pod as admission sees it (~2 KB), with or without a bound claim on a node.
@@ -273,6 +358,7 @@ async fn main() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 
     let _certs_dir;
+    let mut control_plane: Option<e2e::ControlPlane> = None;
     let (host, port, ca_pem, state) = match &args.target {
         Some(url) => {
             let rest = url.trim_start_matches("https://");
@@ -284,31 +370,92 @@ async fn main() {
             (host.to_string(), port.parse::<u16>().expect("port"), ca, None)
         }
         None => {
-            let rss_start = rss_bytes();
-            let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
-            fill_synthetic(&mut writers, args.nodes, args.pvs);
-            cache.mark_filled();
-            let rss_filled = rss_bytes();
-            let _ = cache.volume_snapshot();
-            let rss_snapshot = rss_bytes();
             let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
-            println!(
-                "cache: {} PVs, {} PVCs, {} nodes | RSS start {:.1} MiB, after fill {:.1} MiB, with volume snapshot {:.1} MiB",
-                args.pvs,
-                args.pvs,
-                args.nodes,
-                mib(rss_start),
-                mib(rss_filled),
-                mib(rss_snapshot)
-            );
+            let config = SchedulerConfig::default_config(&in_tree_registry());
+            let (cache, client) = if args.apiserver {
+                let started = Instant::now();
+                let cp = e2e::ControlPlane::start(e2e::Options::new())
+                    .await
+                    .unwrap_or_else(|e| {
+                        eprintln!("loadgen: {e}");
+                        std::process::exit(1);
+                    });
+                let client = cp.client().expect("client");
+                println!(
+                    "apiserver: real kube-apiserver at {} (ready in {:.1} s)",
+                    cp.server_url(),
+                    started.elapsed().as_secs_f64()
+                );
+                let filling = Instant::now();
+                if let Err(e) = populate(&client, args.nodes, args.pvs, 32).await {
+                    eprintln!("loadgen: creating the bench objects: {e}");
+                    std::process::exit(1);
+                }
+                println!(
+                    "apiserver: {} nodes, {} bound PV/PVC pairs created in {:.1} s",
+                    args.nodes,
+                    args.pvs,
+                    filling.elapsed().as_secs_f64()
+                );
+                let rss_start = rss_bytes();
+                let (cache, writers) = Cache::new(config);
+                let syncing = Instant::now();
+                let _reflectors = cache.start(&client, writers);
+                let sync_deadline = syncing + Duration::from_secs(300);
+                loop {
+                    let (pvs, pvcs, _, nodes) = cache.sizes();
+                    if cache.is_ready() && pvs >= args.pvs && pvcs >= args.pvs && nodes >= args.nodes {
+                        break;
+                    }
+                    if Instant::now() > sync_deadline {
+                        eprintln!("loadgen: the reflectors did not sync within 300 s");
+                        std::process::exit(1);
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                let rss_synced = rss_bytes();
+                let _ = cache.volume_snapshot();
+                println!(
+                    "cache: synced from the API server in {:.2} s: {} PVs, {} PVCs, {} nodes | RSS before reflectors {:.1} MiB, synced {:.1} MiB, with volume snapshot {:.1} MiB",
+                    syncing.elapsed().as_secs_f64(),
+                    args.pvs,
+                    args.pvs,
+                    args.nodes,
+                    mib(rss_start),
+                    mib(rss_synced),
+                    mib(rss_bytes())
+                );
+                // Dropped (torn down) when main returns.
+                control_plane = Some(cp);
+                (cache, client)
+            } else {
+                let rss_start = rss_bytes();
+                let (cache, mut writers) = Cache::new(config);
+                fill_synthetic(&mut writers, args.nodes, args.pvs);
+                cache.mark_filled();
+                let rss_filled = rss_bytes();
+                let _ = cache.volume_snapshot();
+                let rss_snapshot = rss_bytes();
+                println!(
+                    "cache: {} PVs, {} PVCs, {} nodes | RSS start {:.1} MiB, after fill {:.1} MiB, with volume snapshot {:.1} MiB",
+                    args.pvs,
+                    args.pvs,
+                    args.nodes,
+                    mib(rss_start),
+                    mib(rss_filled),
+                    mib(rss_snapshot)
+                );
+                // Plans are never run in this mode (pods need nothing or their claims are bound).
+                let client =
+                    kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().expect("uri")))
+                        .expect("client");
+                (cache, client)
+            };
             let dir = tempfile::tempdir().expect("tempdir");
             let generated =
                 sched_webhook::certs::generate(&[], &["127.0.0.1".parse().expect("ip")], 1).expect("certs");
             let files = sched_webhook::certs::write(dir.path(), &generated).expect("certs written");
             _certs_dir = dir;
-            let client =
-                kube::Client::try_from(kube::Config::new("http://127.0.0.1:9".parse().expect("uri")))
-                    .expect("client");
             let state = Arc::new(AppState::new(cache, client));
             let webhook = TcpListener::bind("127.0.0.1:0").expect("bind");
             let admin = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -455,6 +602,10 @@ async fn main() {
         }) {
             println!("  {line}");
         }
+    }
+    if let Some(cp) = control_plane.take() {
+        println!("apiserver: stopping the control plane");
+        drop(cp);
     }
 }
 

@@ -171,6 +171,32 @@ struct OverlayEntry<K> {
 struct Overlay {
     pvs: HashMap<String, OverlayEntry<PersistentVolume>>,
     pvcs: HashMap<String, OverlayEntry<PersistentVolumeClaim>>,
+    classes: HashMap<String, OverlayEntry<StorageClass>>,
+}
+
+/// Moves the overlay's entries that are still newer than the store (and younger than [`OVERLAY_TTL`])
+/// into `maps`, and forgets the others.
+fn merge_overlay<K>(
+    overlay: &mut HashMap<String, OverlayEntry<K>>,
+    maps: &mut HashMap<String, Arc<K>>,
+    now: Instant,
+) where
+    K: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+{
+    overlay.retain(|key, own| {
+        let stored = maps.get(key);
+        let keep = now.duration_since(own.at) < OVERLAY_TTL
+            && !stored.is_some_and(|s| {
+                store_caught_up(
+                    s.metadata().resource_version.as_deref(),
+                    own.object.metadata().resource_version.as_deref(),
+                )
+            });
+        if keep {
+            maps.insert(key.clone(), own.object.clone());
+        }
+        keep
+    });
 }
 
 /// The volume objects by key, as the engine's snapshot holds them.
@@ -426,6 +452,26 @@ impl Cache {
         self.volume_generation.fetch_add(1, Ordering::Release);
     }
 
+    /// Records a storage class read from the API because the watch had not delivered it yet (a claim
+    /// created right after its class, and a pod right after its claim, is the usual case).
+    pub fn record_class(&self, class: StorageClass) {
+        let mut class = class;
+        class.slim();
+        lock(&self.overlay).classes.insert(
+            key_of(&class.metadata),
+            OverlayEntry {
+                object: Arc::new(class),
+                at: Instant::now(),
+            },
+        );
+        self.volume_generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// Whether a storage class is known (stored, or recorded and not yet delivered by the watch).
+    pub fn has_class(&self, name: &str) -> bool {
+        self.classes.get(&ObjectRef::new(name)).is_some() || lock(&self.overlay).classes.contains_key(name)
+    }
+
     /// Pods in the store (for tests and sizing).
     pub fn pod_count(&self) -> usize {
         self.pods.len()
@@ -455,34 +501,9 @@ impl Cache {
         {
             let mut overlay = lock(&self.overlay);
             let now = Instant::now();
-            overlay.pvs.retain(|key, own| {
-                let stored = maps.pvs.get(key);
-                let keep = now.duration_since(own.at) < OVERLAY_TTL
-                    && !stored.is_some_and(|s| {
-                        store_caught_up(
-                            s.metadata.resource_version.as_deref(),
-                            own.object.metadata.resource_version.as_deref(),
-                        )
-                    });
-                if keep {
-                    maps.pvs.insert(key.clone(), own.object.clone());
-                }
-                keep
-            });
-            overlay.pvcs.retain(|key, own| {
-                let stored = maps.pvcs.get(key);
-                let keep = now.duration_since(own.at) < OVERLAY_TTL
-                    && !stored.is_some_and(|s| {
-                        store_caught_up(
-                            s.metadata.resource_version.as_deref(),
-                            own.object.metadata.resource_version.as_deref(),
-                        )
-                    });
-                if keep {
-                    maps.pvcs.insert(key.clone(), own.object.clone());
-                }
-                keep
-            });
+            merge_overlay(&mut overlay.pvs, &mut maps.pvs, now);
+            merge_overlay(&mut overlay.pvcs, &mut maps.pvcs, now);
+            merge_overlay(&mut overlay.classes, &mut maps.classes, now);
         }
         let maps = Arc::new(maps);
         *cached = Some((generation, maps.clone()));
@@ -615,7 +636,7 @@ where
 mod tests {
     use super::*;
     use sched_core::plugins::in_tree_registry;
-    use sched_core::testing::{node, pv, pvc};
+    use sched_core::testing::{node, pv, pvc, storage_class};
 
     fn filled() -> (Arc<Cache>, Writers) {
         let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
@@ -683,6 +704,32 @@ mod tests {
                 .metadata
                 .annotations
                 .is_some()
+        );
+    }
+
+    #[test]
+    fn classes_read_from_the_api_are_seen_until_the_watch_delivers_them() {
+        let (cache, mut writers) = filled();
+        assert!(!cache.has_class("fast"));
+        let mut class = storage_class("fast", "example.com/csi", "WaitForFirstConsumer");
+        class.metadata.resource_version = Some("7".into());
+        cache.record_class(class.clone());
+        assert!(cache.has_class("fast"));
+        let provisioner = |c: &Cache| {
+            c.volume_snapshot()
+                .storage_classes
+                .get("fast")
+                .map(|c| c.provisioner.clone())
+        };
+        assert_eq!(provisioner(&cache).as_deref(), Some("example.com/csi"));
+        // The watch delivers it: the store's copy is used from then on.
+        class.provisioner = "example.com/other".into();
+        writers.classes.apply_watcher_event(&watcher::Event::Apply(class));
+        cache.volume_generation.fetch_add(1, Ordering::Release);
+        assert_eq!(provisioner(&cache).as_deref(), Some("example.com/other"));
+        assert!(
+            lock(&cache.overlay).classes.is_empty(),
+            "the overlay entry is dropped"
         );
     }
 

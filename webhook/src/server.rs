@@ -19,11 +19,13 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum_server::tls_rustls::RustlsConfig;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::{Api, Client};
 use tokio::sync::Mutex;
 
-use sched_core::apply::{self, ActionResult, ApplyOptions, Outcome};
+use sched_core::apply::{self, ActionResult, ApplyOptions, Observed, Outcome};
+use sched_core::plugins::volume_binding::pv_helpers::{claim_class, claim_volume_name};
 use sched_core::snapshot::Prune;
 
 use crate::admission::{
@@ -202,6 +204,14 @@ async fn pod_create_request(
     if !state.cache.is_ready() {
         return Ok(not_ready(&request));
     }
+    let node_name_set = pod
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.node_name.as_deref().is_some_and(|n| !n.is_empty()));
+    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
+    if node_name_set || admission::opted_in(&pod, state.cache.namespace_labels(&namespace).as_ref()) {
+        catch_up(state, &pod).await;
+    }
     let pod = Arc::new(pod);
     let decide = {
         let pod = pod.clone();
@@ -232,6 +242,9 @@ async fn binding_request(
     {
         return Ok((Operation::PodBinding, AdmissionResponse::allow(&request.uid)));
     }
+    if let Some(p) = &pod {
+        catch_up(state, p).await;
+    }
     let decide = move |cache: Arc<Cache>| binding::decide(pod.as_deref(), &node, cache.as_ref());
     Ok(decide_and_run(state, &request, decide).await)
 }
@@ -246,6 +259,51 @@ async fn fetch_pod(client: &Client, namespace: &str, name: &str) -> Option<Arc<P
         Err(e) => {
             tracing::warn!(namespace, name, error = %e, "failed to read the pod being bound");
             None
+        }
+    }
+}
+
+/// Reads from the API server the claims `pod` names and the classes of its unbound claims that the
+/// watches have not delivered yet, and records them in the cache. Clients create a class, a claim and a
+/// pod in quick succession; without this the pod's CREATE can outrun the claim's watch event and the
+/// pod would be admitted with nothing pre-bound. Generic ephemeral claims are skipped: their controller
+/// creates them after the pod.
+async fn catch_up(state: &AppState, pod: &Pod) {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+    for (name, ephemeral) in admission::pod_claims(pod) {
+        if ephemeral {
+            continue;
+        }
+        let claim = match state.cache.pvc(namespace, &name) {
+            Some(claim) => claim,
+            None => {
+                let api: Api<PersistentVolumeClaim> = Api::namespaced(state.client.clone(), namespace);
+                match api.get_opt(&name).await {
+                    Ok(Some(claim)) => {
+                        tracing::info!(namespace, claim = %name, "claim not in the cache yet: read it");
+                        state.cache.record(&Observed::Pvc(Box::new(claim.clone())));
+                        Arc::new(claim)
+                    }
+                    Ok(None) => continue,
+                    Err(e) => {
+                        tracing::warn!(namespace, claim = %name, error = %e, "failed to read the claim");
+                        continue;
+                    }
+                }
+            }
+        };
+        let class = claim_class(&claim);
+        if class.is_empty() || !claim_volume_name(&claim).is_empty() || state.cache.has_class(class) {
+            continue;
+        }
+        let api: Api<StorageClass> = Api::all(state.client.clone());
+        match api.get_opt(class).await {
+            Ok(Some(found)) => {
+                tracing::info!(class, "storage class not in the cache yet: read it");
+                state.cache.record_class(found);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(class, error = %e, "failed to read the storage class"),
         }
     }
 }
