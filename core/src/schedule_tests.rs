@@ -206,3 +206,22 @@ fn gated_pod_reports_the_gate() {
     assert_eq!(e.outcome, Outcome::Gated);
     assert_eq!(e.message, "waiting for scheduling gates: [example.com/wait]");
 }
+
+#[test]
+fn nominated_pod_without_uid_still_holds_its_place_against_a_pod_without_uid() {
+    // Snapshot files and `-f` pods often carry no metadata.uid: two such pods are still different pods,
+    // so the higher-priority pod nominated to n1 keeps its 1500m there.
+    let mut nominated = pod("waiting").cpu("1500m").priority(100).nominated("n1").obj();
+    nominated.metadata.uid = None;
+    let mut pending = pod("newcomer").cpu("1").obj();
+    pending.metadata.uid = None;
+    let e = explain(
+        cluster(vec![node("n1").cpu("2").memory("1Gi").obj()], vec![nominated]),
+        pending,
+    );
+    assert_eq!(e.outcome, Outcome::Unschedulable);
+    assert_eq!(
+        e.message,
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+    );
+}

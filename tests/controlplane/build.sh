@@ -30,6 +30,12 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 
+# A private Go build cache, removed when the script ends: the binaries are what is kept, and the
+# ~4 GB of compiled packages would otherwise stay on disks that CI runs share with the Rust build.
+GOCACHE=$(mktemp -d "${TMPDIR:-/tmp}/kubectl-sched-gocache.XXXXXX")
+export GOCACHE
+trap 'chmod -R u+w "$GOCACHE" 2>/dev/null; rm -rf "$GOCACHE"' EXIT
+
 for name in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl; do
   if [ -x "$bin/$name" ]; then
     echo "build.sh: $name already built in $bin" >&2

@@ -487,7 +487,7 @@ impl Framework {
             .get(node)
             .into_iter()
             .flatten()
-            .filter(|n| n.priority >= pod.priority && n.uid() != pod.uid() && n.key() != pod.key())
+            .filter(|n| n.priority >= pod.priority && !is_same_pod(n, pod))
             .cloned()
             .collect()
     }
@@ -781,4 +781,11 @@ impl Framework {
             }
         }
     }
+}
+
+/// Whether two PodInfos are the same pod: same UID when both have one (kube-scheduler's test), or the
+/// same namespace/name. Pods read from files or `-f` often have no UID, and two of them must not be
+/// taken for one another just because both UIDs are empty.
+fn is_same_pod(a: &PodInfo, b: &PodInfo) -> bool {
+    (!a.uid().is_empty() && a.uid() == b.uid()) || (a.namespace() == b.namespace() && a.name() == b.name())
 }

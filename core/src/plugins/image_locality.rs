@@ -218,6 +218,21 @@ mod tests {
     }
 
     #[test]
+    fn an_image_name_has_the_size_the_first_node_reported() {
+        // kube-scheduler's cache keeps one state per image name, sized by the first node that listed
+        // it; n2's larger report of the same name does not count. A name listed twice on one node
+        // keeps its first entry too.
+        let nodes = vec![
+            node("n1").image(&["big:latest"], 500 * MB),
+            node("n2")
+                .image(&["big:latest"], 1500 * MB)
+                .image(&["big:latest"], 1800 * MB),
+        ];
+        // 500MB × 2/2 → 100 × (500 − 23) / (1000 − 23) = 48 on both nodes.
+        assert_eq!(scores(with_images(&["big"]), nodes), vec![48, 48]);
+    }
+
+    #[test]
     fn sum_is_capped_per_image() {
         let nodes = vec![node("n1").image(&["huge:latest"], 5000 * MB)];
         assert_eq!(scores(with_images(&["huge"]), nodes), vec![100]);

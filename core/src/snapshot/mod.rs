@@ -279,14 +279,19 @@ impl Snapshot {
             }
         }
 
-        // Image sizes and how many nodes hold each image (ImageLocality spreads by that count).
-        let mut image_nodes: HashMap<String, usize> = HashMap::new();
+        // Image sizes and how many nodes hold each image (ImageLocality spreads by that count). As in
+        // kube-scheduler's cache, an image name's size is the one reported by the first node (in
+        // snapshot order) that lists it, for every node: the cache keeps one state per name.
+        let mut image_nodes: HashMap<String, (i64, usize)> = HashMap::new();
         for info in &infos {
             let mut seen = std::collections::HashSet::new();
             for image in info.node.status.iter().flat_map(|s| s.images.iter().flatten()) {
                 for name in image.names.iter().flatten() {
                     if seen.insert(name.clone()) {
-                        *image_nodes.entry(name.clone()).or_insert(0) += 1;
+                        image_nodes
+                            .entry(name.clone())
+                            .or_insert((image.size_bytes.unwrap_or(0), 0))
+                            .1 += 1;
                     }
                 }
             }
@@ -295,13 +300,10 @@ impl Snapshot {
             let mut states = HashMap::new();
             for image in info.node.status.iter().flat_map(|s| s.images.iter().flatten()) {
                 for name in image.names.iter().flatten() {
-                    states.insert(
-                        name.clone(),
-                        ImageStateSummary {
-                            size: image.size_bytes.unwrap_or(0),
-                            num_nodes: image_nodes.get(name).copied().unwrap_or(0),
-                        },
-                    );
+                    let (size, num_nodes) = image_nodes.get(name).copied().unwrap_or((0, 0));
+                    states
+                        .entry(name.clone())
+                        .or_insert(ImageStateSummary { size, num_nodes });
                 }
             }
             info.image_states = states;
