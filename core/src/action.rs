@@ -30,6 +30,7 @@ impl ObjectRef {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PodConditionPatch {
     /// Condition type, e.g. "DisruptionTarget" or "PodScheduled".
+    #[serde(rename = "type")]
     pub type_: String,
     /// "True" or "False".
     pub status: String,
@@ -48,6 +49,7 @@ pub struct EventSpec {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub related: Option<ObjectRef>,
     /// "Normal" or "Warning".
+    #[serde(rename = "type")]
     pub type_: String,
     /// e.g. "Preempted", "FailedScheduling", "Scheduled".
     pub reason: String,
@@ -155,5 +157,47 @@ impl Action {
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod_ref() -> ObjectRef {
+        ObjectRef {
+            namespace: "ns".into(),
+            name: "p".into(),
+            uid: None,
+        }
+    }
+
+    #[test]
+    fn json_uses_kubernetes_field_names() {
+        let condition = Action::SetPodCondition {
+            pod: pod_ref(),
+            condition: PodConditionPatch {
+                type_: "DisruptionTarget".into(),
+                status: "True".into(),
+                reason: "PreemptionByScheduler".into(),
+                message: "m".into(),
+            },
+        };
+        let event = Action::Event(EventSpec {
+            regarding: pod_ref(),
+            related: None,
+            type_: "Normal".into(),
+            reason: "Preempted".into(),
+            action: "Preempting".into(),
+            note: "n".into(),
+        });
+        let condition = serde_json::to_value(&condition).expect("json");
+        assert_eq!(condition["kind"], "SetPodCondition");
+        assert_eq!(condition["condition"]["type"], "DisruptionTarget");
+        assert!(condition["condition"].get("type_").is_none());
+        let event = serde_json::to_value(&event).expect("json");
+        assert_eq!(event["kind"], "Event");
+        assert_eq!(event["type"], "Normal");
+        assert!(event.get("type_").is_none());
     }
 }

@@ -63,12 +63,51 @@ pub enum Command {
     Preempt(PreemptArgs),
     /// Save what the engine needs from the cluster as one YAML List (for explain --from).
     Snapshot(SnapshotArgs),
-    /// Print a shell completion script.
+    /// Print a shell completion script (`kubectl`: the kubectl_complete-sched helper that makes
+    /// `kubectl sched <TAB>` complete).
     Completion {
-        /// The shell.
+        /// The shell, or `kubectl` for kubectl's plugin completion.
         #[arg(value_enum)]
-        shell: Shell,
+        shell: CompletionTarget,
     },
+    /// kubectl's plugin completion protocol (cobra's `__complete`), run by kubectl_complete-sched.
+    #[command(name = "__complete", hide = true)]
+    Complete {
+        /// The words after `kubectl sched`, the last one being completed.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        words: Vec<String>,
+    },
+}
+
+/// What `completion` prints a script for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompletionTarget {
+    /// Bash, for `kubectl-sched` typed as one word.
+    Bash,
+    /// Zsh, for `kubectl-sched`.
+    Zsh,
+    /// Fish, for `kubectl-sched`.
+    Fish,
+    /// PowerShell, for `kubectl-sched`.
+    Powershell,
+    /// Elvish, for `kubectl-sched`.
+    Elvish,
+    /// The kubectl_complete-sched executable: `kubectl sched <TAB>` in every shell kubectl completes.
+    Kubectl,
+}
+
+impl CompletionTarget {
+    /// The clap_complete shell, or None for the kubectl helper.
+    pub fn shell(self) -> Option<Shell> {
+        match self {
+            CompletionTarget::Bash => Some(Shell::Bash),
+            CompletionTarget::Zsh => Some(Shell::Zsh),
+            CompletionTarget::Fish => Some(Shell::Fish),
+            CompletionTarget::Powershell => Some(Shell::PowerShell),
+            CompletionTarget::Elvish => Some(Shell::Elvish),
+            CompletionTarget::Kubectl => None,
+        }
+    }
 }
 
 /// `explain` output formats.
@@ -170,6 +209,13 @@ pub struct PreemptArgs {
     /// Preempt on this node instead of the one kube-scheduler would pick (it must be a candidate).
     #[arg(long, value_name = "NODE")]
     pub node: Option<String>,
+    /// A KubeSchedulerConfiguration (default: kube-scheduler's default profile); its DefaultPreemption
+    /// args (minCandidateNodes*) and filters are the ones the drill uses.
+    #[arg(long, value_name = "KSC.yaml")]
+    pub config: Option<PathBuf>,
+    /// The profile (schedulerName) to use instead of the pod's spec.schedulerName.
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
     /// none: execute; client: only print the plan; server: send every write with dryRun=All
     /// (default: none, or client with --from/-f).
     #[arg(long, value_enum, value_name = "MODE", num_args = 0..=1, require_equals = true, default_missing_value = "client")]

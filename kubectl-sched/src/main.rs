@@ -193,10 +193,17 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
                 None => Ok(0),
             }
         }
-        Command::Completion { shell } => {
-            let mut buf = Vec::new();
-            clap_complete::generate(*shell, &mut Cli::command(), "kubectl-sched", &mut buf);
-            emit(&buf).map(|()| 0)
+        Command::Completion { shell } => match shell.shell() {
+            Some(shell) => {
+                let mut buf = Vec::new();
+                clap_complete::generate(shell, &mut Cli::command(), "kubectl-sched", &mut buf);
+                emit(&buf).map(|()| 0)
+            }
+            None => emit(commands::complete::KUBECTL_PLUGIN_SCRIPT.as_bytes()).map(|()| 0),
+        },
+        Command::Complete { words } => {
+            let (candidates, directive) = commands::complete::complete(&Cli::command(), words);
+            emit(commands::complete::render(&candidates, directive).as_bytes()).map(|()| 0)
         }
     }
 }

@@ -912,6 +912,16 @@ fn preempt_node_forces_a_candidate_and_names_a_node_that_is_not_one() {
     );
     // Nothing nominated to n3 with a lower priority: no nomination to clear.
     assert_eq!(v["actions"][0]["kind"], "SetPodCondition");
+    // Kubernetes' own field names in the plan: a condition's and an event's `type`.
+    assert_eq!(v["actions"][0]["condition"]["type"], "DisruptionTarget");
+    let event = v["actions"]
+        .as_array()
+        .expect("actions")
+        .iter()
+        .find(|a| a["kind"] == "Event")
+        .expect("an event in the plan");
+    assert_eq!(event["type"], "Normal");
+    assert!(!v["actions"].to_string().contains("type_"), "{}", v["actions"]);
     let out = ok(drill("urgent", &["--node", "n3"]));
     assert!(
         out.contains("Chosen node: n3 (forced with --node; kube-scheduler would pick n2)."),
@@ -1056,4 +1066,45 @@ fn preempt_on_the_example_spares_the_pdb_protected_pod() {
     assert_eq!(e["preemption"]["node"], "worker-big");
     assert_eq!(e["preemption"]["victims"], v["victims"]);
     assert_eq!(e["preemption"]["actions"], v["actions"]);
+}
+
+#[test]
+fn would_it_fit_example_pod_is_placed_on_the_roomiest_worker() {
+    let pod = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/pod.yaml");
+    let v = json(run_example(&[
+        "explain",
+        "-f",
+        pod.to_str().expect("utf-8 path"),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(v["pod"], "shop/batch-worker");
+    assert_eq!(v["selected"], serde_json::json!(["worker-big"]));
+    assert_eq!(v["message"], "", "the contract: \"\" when the pod fits");
+}
+
+#[test]
+fn preempt_uses_the_profile_of_a_config() {
+    // A profile without NodeResourcesFit: urgent's 2 cpu no longer count, so it fits without preempting.
+    let (_dir, cfg) = temp_file(
+        "ksc.yaml",
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n\
+         - schedulerName: default-scheduler\n- schedulerName: no-fit\n  plugins:\n    multiPoint:\n      \
+         disabled:\n      - name: NodeResourcesFit\n",
+    );
+    let cfg = cfg.to_str().expect("utf-8 path");
+    let v = json(drill(
+        "urgent",
+        &["--config", cfg, "--profile", "no-fit", "-o", "json"],
+    ));
+    assert_eq!(v["situation"], "fits", "{v}");
+    assert_eq!(v["actions"], serde_json::json!([]));
+    // The same configuration's default profile still preempts on n2.
+    let v = json(drill("urgent", &["--config", cfg, "-o", "json"]));
+    assert_eq!(v["node"], "n2", "{v}");
+    let line = one_line_error(&drill("urgent", &["--config", cfg, "--profile", "mine"]));
+    assert!(
+        line.contains("--profile") && line.contains("\"mine\"") && line.contains("no-fit"),
+        "{line}"
+    );
 }

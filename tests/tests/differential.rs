@@ -1255,5 +1255,33 @@ async fn kubectl_sched_runs_as_a_kubectl_plugin() -> Result<()> {
         "explain of a missing pod: {} with stderr {stderr:?}",
         missing.status
     );
+
+    // `kubectl sched <TAB>`: kubectl's plugin completion runs kubectl_complete-sched, the script
+    // `kubectl-sched completion kubectl` prints.
+    let script = run(&binary, &["completion", "kubectl"], &path, kubeconfig).await?;
+    let helper = plugins.path().join("kubectl_complete-sched");
+    std::fs::write(&helper, script)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755))?;
+    let completed = run(&kubectl, &["__complete", "sched", "ex"], &path, kubeconfig).await?;
+    ensure!(
+        completed
+            .lines()
+            .next()
+            .is_some_and(|l| l.starts_with("explain\t"))
+            && completed.lines().any(|l| l == ":4"),
+        "kubectl __complete sched ex printed {completed:?}"
+    );
+    let completed = run(
+        &kubectl,
+        &["__complete", "sched", "preempt", "p", "--mode", ""],
+        &path,
+        kubeconfig,
+    )
+    .await?;
+    ensure!(
+        completed.contains("delete\t") && completed.contains("evict\t"),
+        "kubectl __complete sched preempt p --mode '' printed {completed:?}"
+    );
     Ok(())
 }

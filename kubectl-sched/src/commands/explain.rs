@@ -276,6 +276,20 @@ impl Engine {
             })
     }
 
+    /// The profile `--profile` names, else the one of the pod's schedulerName.
+    pub(crate) fn profile_for(
+        &self,
+        pod: &PodInfo,
+        flag: Option<&str>,
+    ) -> Result<&ResolvedProfile, ExplainError> {
+        match flag {
+            Some(name) => self.profile(name, || "--profile".to_string()),
+            None => self.profile(pod.scheduler_name(), || {
+                format!("pod {}: schedulerName", pod.key())
+            }),
+        }
+    }
+
     pub(crate) fn framework(
         &self,
         profile: &ResolvedProfile,
@@ -423,14 +437,7 @@ fn explain_one(
     keep_until_exit(&snapshot);
     lap("built the snapshot", timings);
     let info = PodInfo::new(pod);
-    let profile_name = args
-        .profile
-        .clone()
-        .unwrap_or_else(|| info.scheduler_name().to_string());
-    let profile = engine.profile(&profile_name, || match args.profile {
-        Some(_) => "--profile".to_string(),
-        None => format!("pod {}: schedulerName", info.key()),
-    })?;
+    let profile = engine.profile_for(&info, args.profile.as_deref())?;
     if let Some(node) = &args.node
         && snapshot.node(node).is_none()
     {

@@ -1,6 +1,7 @@
 //! The subcommands: resolve arguments, load the cluster, call sched-core. They return data; `output`
 //! renders it and `main` prints it.
 
+pub mod complete;
 pub mod explain;
 pub mod filters;
 pub mod hints;

@@ -228,7 +228,7 @@ pub fn plan(
                 .into(),
         ));
     }
-    let engine = Engine::new(None)?;
+    let engine = Engine::new(args.config.as_deref())?;
     let target = args.filename.is_none().then_some(args.pod.as_deref()).flatten();
     let detail = evaluation_detail(global, target);
     let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail)?;
@@ -288,9 +288,7 @@ pub fn plan(
     let snapshot = Arc::new(Snapshot::new(objects));
     keep_until_exit(&snapshot);
     let info = PodInfo::new(pod);
-    let profile = engine.profile(info.scheduler_name(), || {
-        format!("pod {}: schedulerName", info.key())
-    })?;
+    let profile = engine.profile_for(&info, args.profile.as_deref())?;
     let fwk = engine.framework(profile, snapshot.clone())?;
     let cycle = schedule_cycle(&fwk, &info, engine.options(false));
     let mode = match args.mode {
