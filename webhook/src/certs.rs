@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference, WebhookClientConfig,
+    MatchCondition, MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference,
+    WebhookClientConfig,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
 use kube::api::{Patch, PatchParams};
@@ -226,6 +227,15 @@ impl Target {
     }
 }
 
+/// The matchCondition of deploy/base/mutatingwebhookconfiguration.yaml: every binding (nominations are
+/// cleared for any pod; the object of pods/binding is a Binding, so this test comes first), and only
+/// pods with claims, so the API server never calls the webhook for the pods that need nothing.
+pub const MATCH_CONDITION_NAME: &str = "binding-or-pod-with-claims";
+/// The CEL expression of [`MATCH_CONDITION_NAME`].
+pub const MATCH_CONDITION_EXPRESSION: &str = "request.subResource == 'binding' || \
+(has(object.spec) && has(object.spec.volumes) && \
+object.spec.volumes.exists(v, has(v.persistentVolumeClaim) || has(v.ephemeral)))";
+
 /// The configuration: pods CREATE and pods/binding CREATE, fail open, side effects skipped on dry run,
 /// reinvoked if a later webhook changes the pod, `kube-system` and namespaces labelled
 /// `kubectl-sched.dev/webhook: ignore` (the webhook's own) excluded.
@@ -259,6 +269,10 @@ pub fn webhook_configuration(name: &str, target: &Target, ca_pem: &str) -> Mutat
                 ]),
                 match_labels: None,
             }),
+            match_conditions: Some(vec![MatchCondition {
+                name: MATCH_CONDITION_NAME.to_string(),
+                expression: MATCH_CONDITION_EXPRESSION.to_string(),
+            }]),
             rules: Some(vec![RuleWithOperations {
                 api_groups: Some(vec![String::new()]),
                 api_versions: Some(vec!["v1".to_string()]),
@@ -324,6 +338,19 @@ mod tests {
             .clone()
             .expect("resources");
         assert_eq!(resources, vec!["pods".to_string(), "pods/binding".to_string()]);
+        // The same matchCondition as the manifests of deploy/, so both installs send the same requests.
+        let condition = &hook.match_conditions.as_ref().expect("matchConditions")[0];
+        let manifest = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/base/mutatingwebhookconfiguration.yaml"),
+        )
+        .expect("the deploy manifest");
+        let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(manifest.contains(&format!("- name: {}", condition.name)));
+        assert!(
+            words(&manifest).contains(&words(&condition.expression)),
+            "{}",
+            condition.expression
+        );
         assert_eq!(
             Target::service("ns/svc:8443"),
             Some(Target::Service {

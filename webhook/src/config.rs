@@ -53,8 +53,9 @@ pub struct ServeArgs {
     /// kube-scheduler's defaults).
     #[arg(long, env = "SCHED_WEBHOOK_SCHEDULER_CONFIG")]
     pub scheduler_config: Option<PathBuf>,
-    /// Kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config).
-    #[arg(long, env = "KUBECONFIG")]
+    /// Kubeconfig (default: $KUBECONFIG, which may list several files, then ~/.kube/config, then the
+    /// in-cluster ServiceAccount).
+    #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
 }
 
@@ -82,8 +83,9 @@ pub struct CertsArgs {
     /// The webhook's Service, NAMESPACE/NAME[:PORT] (path /mutate).
     #[arg(long, requires = "webhook_config")]
     pub service: Option<String>,
-    /// Kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config).
-    #[arg(long, env = "KUBECONFIG")]
+    /// Kubeconfig (default: $KUBECONFIG, which may list several files, then ~/.kube/config, then the
+    /// in-cluster ServiceAccount).
+    #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
 }
 

@@ -17,7 +17,7 @@ use crate::error::StartError;
 use crate::server::{self, AppState, Listeners};
 use crate::tls;
 
-/// A client from `--kubeconfig`, else the usual inference (in-cluster, $KUBECONFIG, ~/.kube/config).
+/// A client from `--kubeconfig`, else kube's inference ($KUBECONFIG, ~/.kube/config, then in-cluster).
 pub async fn client(kubeconfig: Option<&std::path::Path>) -> Result<Client, StartError> {
     let mut config = match kubeconfig {
         Some(path) => {

@@ -371,7 +371,7 @@ fn respond(
     warnings: Vec<String>,
 ) -> AdmissionResponse {
     match denial {
-        Some(message) => AdmissionResponse::deny(&request.uid, message, "Conflict").with_warnings(warnings),
+        Some(message) => AdmissionResponse::deny(&request.uid, message).with_warnings(warnings),
         None => AdmissionResponse::allow(&request.uid)
             .with_patch(patch)
             .with_warnings(warnings),

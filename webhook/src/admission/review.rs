@@ -184,14 +184,16 @@ impl AdmissionResponse {
         }
     }
 
-    /// Denied with a message (code 403, as the API server reports denials).
-    pub fn deny(uid: &str, message: impl Into<String>, reason: &str) -> Self {
+    /// Denied with a message: code 403 and reason Forbidden, as the API server reports admission
+    /// denials. (Not "Conflict": clients such as client-go's IsConflict would take a denial for an
+    /// optimistic-concurrency conflict and retry it.)
+    pub fn deny(uid: &str, message: impl Into<String>) -> Self {
         AdmissionResponse {
             allowed: false,
             status: Some(ResponseStatus {
                 code: 403,
                 message: message.into(),
-                reason: reason.to_string(),
+                reason: "Forbidden".to_string(),
             }),
             ..Self::allow(uid)
         }
@@ -287,9 +289,10 @@ mod tests {
             serde_json::from_slice::<serde_json::Value>(&patch).expect("json")[0]["path"],
             "/x"
         );
-        let denied = AdmissionResponse::deny("u", "no", "Conflict").into_review();
+        let denied = AdmissionResponse::deny("u", "no").into_review();
         assert_eq!(denied["response"]["allowed"], false);
         assert_eq!(denied["response"]["status"]["code"], 403);
+        assert_eq!(denied["response"]["status"]["reason"], "Forbidden");
         assert!(AdmissionResponse::allow("u").with_patch(&[]).patch.is_none());
     }
 }
