@@ -201,13 +201,19 @@ async fn pod_create_request(
     if pod.metadata.namespace.as_deref().unwrap_or("").is_empty() {
         pod.metadata.namespace = Some(request.namespace.clone());
     }
-    if !state.cache.is_ready() {
-        return Ok(not_ready(&request));
-    }
     let node_name_set = pod
         .spec
         .as_ref()
         .is_some_and(|s| s.node_name.as_deref().is_some_and(|n| !n.is_empty()));
+    if !state.cache.is_ready() {
+        // Whether the pod opted in cannot be told before the namespaces are cached.
+        let op = if node_name_set {
+            Operation::PodCreateNodeName
+        } else {
+            Operation::Other
+        };
+        return Ok(not_ready(&request, op));
+    }
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
     if node_name_set || admission::opted_in(&pod, state.cache.namespace_labels(&namespace).as_ref()) {
         catch_up(state, &pod).await;
@@ -230,7 +236,7 @@ async fn binding_request(
         message: e.to_string(),
     })?;
     if !state.cache.is_ready() {
-        return Ok(not_ready(&request));
+        return Ok(not_ready(&request, Operation::PodBinding));
     }
     let pod = match state.cache.pod(&request.namespace, &request.name) {
         Some(pod) => Some(pod),
@@ -308,9 +314,10 @@ async fn catch_up(state: &AppState, pod: &Pod) {
     }
 }
 
-fn not_ready(request: &AdmissionRequest) -> (Operation, AdmissionResponse) {
+/// Allowed unchanged before the caches have synced, counted under the request's operation.
+fn not_ready(request: &AdmissionRequest, operation: Operation) -> (Operation, AdmissionResponse) {
     (
-        Operation::Other,
+        operation,
         AdmissionResponse::allow(&request.uid).with_warnings(vec![
             "sched-webhook caches are not synced yet: nothing was done".into(),
         ]),

@@ -221,9 +221,10 @@ async fn pods_without_claims_are_allowed_even_before_sync() {
             .requests(Operation::PodCreate, RequestOutcome::Allowed),
         1
     );
-    // With claims, an unsynced cache admits with a warning rather than guessing.
+    // With claims, an unsynced cache admits with a warning rather than guessing, counted under the
+    // operation it would have been.
     let (_, value) = post_json(
-        router(state),
+        router(state.clone()),
         &pod_review(pod_json("p", Some("n"), Some("c1")), false),
     )
     .await;
@@ -233,6 +234,12 @@ async fn pods_without_claims_are_allowed_even_before_sync() {
             .as_str()
             .expect("warning")
             .contains("not synced")
+    );
+    assert_eq!(
+        state
+            .metrics
+            .requests(Operation::PodCreateNodeName, RequestOutcome::Allowed),
+        1
     );
 }
 
