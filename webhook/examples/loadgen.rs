@@ -5,19 +5,24 @@
 //! ```text
 //! cargo run --release -p sched-webhook --example loadgen -- \
 //!     [--rate 1000] [--seconds 5] [--connections 8] [--pvs 10000] [--nodes 100] \
-//!     [--mode nothing|bound-claim] [--apiserver | --target https://127.0.0.1:8443/mutate --ca ca.crt]
+//!     [--mode nothing|bound-claim] [--apiserver [--webhook-bin target/release/sched-webhook]
+//!                                   | --target https://127.0.0.1:8443/mutate --ca ca.crt]
 //! ```
 //!
 //! `--apiserver` starts etcd and kube-apiserver through the e2e harness (the binaries of
 //! `tests/controlplane/build.sh`), creates the nodes, `--pvs` PVs and as many claims bound to them
 //! (statuses Bound, as the PV controller leaves them) in namespace `bench`, starts the webhook's
 //! reflectors against that API server and waits until they hold every object before the load starts.
-//! The control plane is torn down when the run ends.
+//! The control plane is torn down when the run ends. With `--webhook-bin` the webhook is not run
+//! in-process: that binary is started against the control plane (`serve` on loopback ports, with its own
+//! certificates), loaded once `/readyz` answers, and its RSS (and peak, `VmHWM`) is read from /proc when
+//! it is ready and after the load: the webhook's memory alone, without the generator's.
 //!
 //! Open loop: request `i` is due at `start + i / rate`; its latency is measured from that instant (so a
 //! slow server cannot hide queueing), and the service time from when it was sent. The run is bounded by
 //! `--seconds` plus a 10 s drain. Reports p50/p90/p99/max, the achieved throughput, errors, and the
-//! process's RSS before and after the cache fill (in-process mode only).
+//! process's RSS before and after the cache fill, with jemalloc's allocated and resident heap (in-process
+//! modes), or the webhook binary's RSS (`--webhook-bin`).
 //!
 //! Modes: `nothing` — pods without claims (the fast path: no decision, no snapshot); `bound-claim` —
 //! pods created on a node with an already bound claim (the volume path: a decision over the cached
@@ -46,6 +51,10 @@ use sched_webhook::admission::ClusterView;
 use sched_webhook::cache::{Cache, Writers};
 use sched_webhook::server::{AppState, Listeners, serve};
 
+/// The allocator the webhook binary uses (`sched_webhook::memory`), so the in-process modes measure it.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Debug, Clone)]
 struct Args {
     rate: u64,
@@ -57,6 +66,7 @@ struct Args {
     target: Option<String>,
     ca: Option<String>,
     apiserver: bool,
+    webhook_bin: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -70,6 +80,7 @@ fn parse_args() -> Result<Args, String> {
         target: None,
         ca: None,
         apiserver: false,
+        webhook_bin: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -85,11 +96,15 @@ fn parse_args() -> Result<Args, String> {
             "--target" => args.target = Some(value()?),
             "--ca" => args.ca = Some(value()?),
             "--apiserver" => args.apiserver = true,
+            "--webhook-bin" => args.webhook_bin = Some(value()?),
             other => return Err(format!("unknown flag {other}")),
         }
     }
     if args.apiserver && args.target.is_some() {
         return Err("--apiserver and --target exclude each other".into());
+    }
+    if args.webhook_bin.is_some() && !args.apiserver {
+        return Err("--webhook-bin needs --apiserver".into());
     }
     if !matches!(args.mode.as_str(), "nothing" | "bound-claim") {
         return Err(format!("--mode {}: use nothing or bound-claim", args.mode));
@@ -97,18 +112,132 @@ fn parse_args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// Resident set size of this process, from /proc.
-fn rss_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
+/// A `/proc/<pid>/status` memory field (`VmRSS`, `VmHWM`) in bytes.
+fn status_bytes(pid: &str, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
+                .find(|l| l.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|kb| kb.parse::<u64>().ok())
         })
         .map(|kb| kb * 1024)
         .unwrap_or(0)
+}
+
+/// Resident set size of this process.
+fn rss_bytes() -> u64 {
+    status_bytes("self", "VmRSS")
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+/// The resident and peak resident sizes of a child process, for the report.
+fn child_memory(pid: u32) -> String {
+    let pid = pid.to_string();
+    format!(
+        "RSS {:.1} MiB (peak {:.1} MiB)",
+        mib(status_bytes(&pid, "VmRSS")),
+        mib(status_bytes(&pid, "VmHWM"))
+    )
+}
+
+/// What the allocator says of this process's heap (allocated by the program, resident in the allocator).
+fn heap() -> String {
+    sched_webhook::memory::allocator_stats()
+        .map(|(allocated, resident)| {
+            format!(
+                " | heap allocated {:.1} MiB, resident {:.1} MiB",
+                mib(allocated as u64),
+                mib(resident as u64)
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// A port free on loopback right now (the child binds it a moment later).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port()
+}
+
+/// True once `GET /readyz` on the admin port answers 200.
+async fn ready(admin_port: u16) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", admin_port)).await else {
+        return false;
+    };
+    if stream
+        .write_all(b"GET /readyz HTTP/1.0\r\nhost: 127.0.0.1\r\n\r\n")
+        .await
+        .is_err()
+    {
+        return false;
+    }
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response).await;
+    response.starts_with(b"HTTP/1.0 200") || response.starts_with(b"HTTP/1.1 200")
+}
+
+/// Starts the sched-webhook binary against the control plane, waits until its caches are synced, and
+/// reports its memory: the webhook measured alone, as it runs in a cluster.
+async fn spawn_webhook(
+    bin: &str,
+    cp: &e2e::ControlPlane,
+    dir: &std::path::Path,
+) -> (tokio::process::Child, u16, Vec<u8>) {
+    let generated =
+        sched_webhook::certs::generate(&[], &["127.0.0.1".parse().expect("ip")], 1).expect("certs");
+    let files = sched_webhook::certs::write(dir, &generated).expect("certs written");
+    let (port, admin_port) = (free_port(), free_port());
+    let log = std::fs::File::create(dir.join("webhook.log")).expect("webhook log");
+    let mut child = tokio::process::Command::new(bin)
+        .arg("serve")
+        .arg("--kubeconfig")
+        .arg(cp.kubeconfig_path())
+        .arg("--tls-cert")
+        .arg(&files.cert)
+        .arg("--tls-key")
+        .arg(&files.key)
+        .arg("--listen")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--admin-listen")
+        .arg(format!("127.0.0.1:{admin_port}"))
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| {
+            eprintln!("loadgen: starting {bin}: {e}");
+            std::process::exit(1);
+        });
+    let pid = child.id().expect("pid");
+    let started = Instant::now();
+    while !ready(admin_port).await {
+        if let Ok(Some(status)) = child.try_wait() {
+            eprintln!(
+                "loadgen: {bin} exited ({status}); its log is {}",
+                dir.join("webhook.log").display()
+            );
+            std::process::exit(1);
+        }
+        if started.elapsed() > Duration::from_secs(300) {
+            eprintln!("loadgen: {bin} did not become ready within 300 s");
+            std::process::exit(1);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "webhook: {bin} (pid {pid}) synced in {:.2} s | {}",
+        started.elapsed().as_secs_f64(),
+        child_memory(pid)
+    );
+    (child, port, generated.ca_cert_pem.into_bytes())
 }
 
 fn from_json<T: serde::de::DeserializeOwned>(v: Value) -> T {
@@ -346,6 +475,35 @@ fn show(label: &str, mut samples: Vec<Duration>) {
     );
 }
 
+/// Starts etcd and kube-apiserver and creates the bench objects in them.
+async fn populated_control_plane(args: &Args) -> (e2e::ControlPlane, kube::Client) {
+    let started = Instant::now();
+    let cp = e2e::ControlPlane::start(e2e::Options::new())
+        .await
+        .unwrap_or_else(|e| {
+            eprintln!("loadgen: {e}");
+            std::process::exit(1);
+        });
+    let client = cp.client().expect("client");
+    println!(
+        "apiserver: real kube-apiserver at {} (ready in {:.1} s)",
+        cp.server_url(),
+        started.elapsed().as_secs_f64()
+    );
+    let filling = Instant::now();
+    if let Err(e) = populate(&client, args.nodes, args.pvs, 32).await {
+        eprintln!("loadgen: creating the bench objects: {e}");
+        std::process::exit(1);
+    }
+    println!(
+        "apiserver: {} nodes, {} bound PV/PVC pairs created in {:.1} s",
+        args.nodes,
+        args.pvs,
+        filling.elapsed().as_secs_f64()
+    );
+    (cp, client)
+}
+
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let args = match parse_args() {
@@ -356,11 +514,22 @@ async fn main() {
         }
     };
     let _ = rustls::crypto::ring::default_provider().install_default();
+    sched_webhook::memory::purge_in_background();
 
     let _certs_dir;
     let mut control_plane: Option<e2e::ControlPlane> = None;
-    let (host, port, ca_pem, state) = match &args.target {
-        Some(url) => {
+    let mut webhook: Option<tokio::process::Child> = None;
+    let (host, port, ca_pem, state) = match (&args.target, &args.webhook_bin) {
+        (None, Some(bin)) => {
+            let (cp, _client) = populated_control_plane(&args).await;
+            let dir = tempfile::tempdir().expect("tempdir");
+            let (child, port, ca) = spawn_webhook(bin, &cp, dir.path()).await;
+            _certs_dir = dir;
+            webhook = Some(child);
+            control_plane = Some(cp);
+            ("127.0.0.1".to_string(), port, ca, None)
+        }
+        (Some(url), _) => {
             let rest = url.trim_start_matches("https://");
             let authority = rest.split('/').next().unwrap_or(rest);
             let (host, port) = authority
@@ -369,34 +538,10 @@ async fn main() {
             let ca = std::fs::read(args.ca.as_deref().expect("--ca with --target")).expect("read --ca");
             (host.to_string(), port.parse::<u16>().expect("port"), ca, None)
         }
-        None => {
-            let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        (None, None) => {
             let config = SchedulerConfig::default_config(&in_tree_registry());
             let (cache, client) = if args.apiserver {
-                let started = Instant::now();
-                let cp = e2e::ControlPlane::start(e2e::Options::new())
-                    .await
-                    .unwrap_or_else(|e| {
-                        eprintln!("loadgen: {e}");
-                        std::process::exit(1);
-                    });
-                let client = cp.client().expect("client");
-                println!(
-                    "apiserver: real kube-apiserver at {} (ready in {:.1} s)",
-                    cp.server_url(),
-                    started.elapsed().as_secs_f64()
-                );
-                let filling = Instant::now();
-                if let Err(e) = populate(&client, args.nodes, args.pvs, 32).await {
-                    eprintln!("loadgen: creating the bench objects: {e}");
-                    std::process::exit(1);
-                }
-                println!(
-                    "apiserver: {} nodes, {} bound PV/PVC pairs created in {:.1} s",
-                    args.nodes,
-                    args.pvs,
-                    filling.elapsed().as_secs_f64()
-                );
+                let (cp, client) = populated_control_plane(&args).await;
                 let rss_start = rss_bytes();
                 let (cache, writers) = Cache::new(config);
                 let syncing = Instant::now();
@@ -416,14 +561,15 @@ async fn main() {
                 let rss_synced = rss_bytes();
                 let _ = cache.volume_snapshot();
                 println!(
-                    "cache: synced from the API server in {:.2} s: {} PVs, {} PVCs, {} nodes | RSS before reflectors {:.1} MiB, synced {:.1} MiB, with volume snapshot {:.1} MiB",
+                    "cache: synced from the API server in {:.2} s: {} PVs, {} PVCs, {} nodes | RSS before reflectors {:.1} MiB, synced {:.1} MiB, with volume snapshot {:.1} MiB{}",
                     syncing.elapsed().as_secs_f64(),
                     args.pvs,
                     args.pvs,
                     args.nodes,
                     mib(rss_start),
                     mib(rss_synced),
-                    mib(rss_bytes())
+                    mib(rss_bytes()),
+                    heap()
                 );
                 // Dropped (torn down) when main returns.
                 control_plane = Some(cp);
@@ -437,13 +583,14 @@ async fn main() {
                 let _ = cache.volume_snapshot();
                 let rss_snapshot = rss_bytes();
                 println!(
-                    "cache: {} PVs, {} PVCs, {} nodes | RSS start {:.1} MiB, after fill {:.1} MiB, with volume snapshot {:.1} MiB",
+                    "cache: {} PVs, {} PVCs, {} nodes | RSS start {:.1} MiB, after fill {:.1} MiB, with volume snapshot {:.1} MiB{}",
                     args.pvs,
                     args.pvs,
                     args.nodes,
                     mib(rss_start),
                     mib(rss_filled),
-                    mib(rss_snapshot)
+                    mib(rss_snapshot),
+                    heap()
                 );
                 // Plans are never run in this mode (pods need nothing or their claims are bound).
                 let client =
@@ -592,8 +739,9 @@ async fn main() {
     if let Some(state) = state {
         let (pvs, pvcs, _, _) = state.cache.sizes();
         println!(
-            "server: RSS {:.1} MiB with {pvs} PVs and {pvcs} PVCs cached",
-            rss_bytes() as f64 / (1024.0 * 1024.0)
+            "server: RSS {:.1} MiB with {pvs} PVs and {pvcs} PVCs cached{}",
+            mib(rss_bytes()),
+            heap()
         );
         let text = state.metrics.render(true);
         for line in text.lines().filter(|l| {
@@ -602,6 +750,12 @@ async fn main() {
         }) {
             println!("  {line}");
         }
+    }
+    if let Some(mut child) = webhook.take() {
+        if let Some(pid) = child.id() {
+            println!("webhook: after the load {}", child_memory(pid));
+        }
+        let _ = child.kill().await;
     }
     if let Some(cp) = control_plane.take() {
         println!("apiserver: stopping the control plane");

@@ -14,6 +14,7 @@ pub mod cache;
 pub mod certs;
 pub mod config;
 pub mod error;
+pub mod memory;
 pub mod metrics;
 pub mod run;
 pub mod server;

@@ -5,10 +5,15 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use sched_webhook::config::{Cli, Command};
-use sched_webhook::run;
+use sched_webhook::{memory, run};
+
+/// jemalloc instead of glibc's malloc: see `sched_webhook::memory`.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    memory::purge_in_background();
     tracing_subscriber::fmt()
         .json()
         .with_env_filter(
