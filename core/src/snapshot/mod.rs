@@ -91,29 +91,69 @@ pub enum PodDetail {
     },
 }
 
+/// Where a compact load puts one pod (see [`PodDetail::place`]).
+pub(crate) enum PodPlace {
+    /// Kept whole, in `ClusterObjects::pods`.
+    Whole(Box<Pod>),
+    /// Reduced to its scheduling facts, in `ClusterObjects::placed_pods`.
+    Placed(Arc<PodInfo>),
+    /// A terminal pod on a node: kube-scheduler never sees it.
+    Dropped,
+}
+
 impl PodDetail {
-    /// Moves `pods[from..]` that are on nodes (and not kept) into `placed`, preserving order.
-    pub(crate) fn compact(&self, pods: &mut Vec<Pod>, from: usize, placed: &mut Vec<Arc<PodInfo>>) {
+    /// True when `pod` is kept whole: everything under [`PodDetail::Full`]; pods not on a node and the
+    /// pods named in `keep` under [`PodDetail::CompactPlaced`].
+    pub(crate) fn keeps_whole(&self, pod: &Pod) -> bool {
+        match self {
+            PodDetail::Full => true,
+            PodDetail::CompactPlaced { keep } => {
+                !is_placed(pod)
+                    || (!keep.is_empty()
+                        && keep.contains(&namespaced_key(
+                            pod.metadata.namespace.as_deref().unwrap_or(""),
+                            pod.metadata.name.as_deref().unwrap_or(""),
+                        )))
+            }
+        }
+    }
+
+    /// Where one pod goes: loaders call this on each pod as soon as it is decoded (in parallel), so a
+    /// pod on a node is reduced before the next ones are read.
+    pub(crate) fn place(&self, pod: Pod) -> PodPlace {
+        if self.keeps_whole(&pod) {
+            PodPlace::Whole(Box::new(pod))
+        } else if is_terminal(&pod) {
+            PodPlace::Dropped
+        } else {
+            PodPlace::Placed(Arc::new(PodInfo::placed(pod)))
+        }
+    }
+
+    /// Moves the pods that are on nodes (and not kept) into `placed`, preserving order.
+    pub(crate) fn compact(&self, pods: &mut Vec<Pod>, placed: &mut Vec<Arc<PodInfo>>) {
         use rayon::prelude::*;
-        let PodDetail::CompactPlaced { keep } = self else {
+        if *self == PodDetail::Full {
             return;
-        };
-        let from = from.min(pods.len());
-        let tail = pods.split_off(from);
-        let (to_place, stay): (Vec<Pod>, Vec<Pod>) = tail.into_iter().partition(|p| {
-            is_placed(p)
-                && !keep.contains(&namespaced_key(
-                    p.metadata.namespace.as_deref().unwrap_or(""),
-                    p.metadata.name.as_deref().unwrap_or(""),
-                ))
-        });
-        pods.extend(stay);
-        placed.par_extend(
-            to_place
-                .into_par_iter()
-                .filter(|p| !is_terminal(p))
-                .map(|p| Arc::new(PodInfo::placed(p))),
-        );
+        }
+        let places: Vec<PodPlace> = std::mem::take(pods)
+            .into_par_iter()
+            .map(|p| self.place(p))
+            .collect();
+        PodPlace::push_all(places, pods, placed);
+    }
+}
+
+impl PodPlace {
+    /// Appends each pod where it was placed, keeping the order in which they were read.
+    pub(crate) fn push_all(places: Vec<PodPlace>, pods: &mut Vec<Pod>, placed: &mut Vec<Arc<PodInfo>>) {
+        for place in places {
+            match place {
+                PodPlace::Whole(pod) => pods.push(*pod),
+                PodPlace::Placed(info) => placed.push(info),
+                PodPlace::Dropped => {}
+            }
+        }
     }
 }
 
