@@ -13,6 +13,7 @@
 //! was made, for callers that must leave nothing behind when a later step fails.
 
 use std::collections::BTreeMap;
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
@@ -44,6 +45,9 @@ pub struct ApplyOptions {
     pub reporting_instance: Option<String>,
     /// Retries of a replace after a 409 (each on a fresh read).
     pub conflict_retries: u32,
+    /// No retry starts after this instant (the admission webhook's answer is due before the API
+    /// server's webhook timeout); the first attempt always runs.
+    pub deadline: Option<Instant>,
 }
 
 impl ApplyOptions {
@@ -54,7 +58,24 @@ impl ApplyOptions {
             field_manager: field_manager.into(),
             reporting_instance: None,
             conflict_retries: DEFAULT_CONFLICT_RETRIES,
+            deadline: None,
         }
+    }
+
+    /// True once the deadline (if any) has passed.
+    pub fn out_of_time(&self) -> bool {
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Whether retry number `attempt` (0 is the first attempt) may start.
+    fn may_attempt(&self, attempt: u32, action: &str) -> Result<(), ApplyError> {
+        if attempt > 0 && self.out_of_time() {
+            return Err(ApplyError::OutOfTime {
+                action: action.to_string(),
+                attempts: attempt,
+            });
+        }
+        Ok(())
     }
 
     fn post(&self) -> PostParams {
@@ -121,6 +142,14 @@ pub enum ApplyError {
         action: String,
         /// Why it no longer holds.
         detail: String,
+    },
+    /// The deadline passed before a retry after a 409 could start.
+    #[error("failed to {action}: out of time after {attempts} conflicting attempt(s)")]
+    OutOfTime {
+        /// What was attempted.
+        action: String,
+        /// How many attempts were made.
+        attempts: u32,
     },
     /// Every attempt hit a 409.
     #[error("failed to {action}: still conflicting after {attempts} attempts")]
@@ -631,7 +660,10 @@ async fn bind_pv(
     let stub = claim_stub(claim);
     let attempts = options.conflict_retries + 1;
     let mut last_seen = None;
-    for _ in 0..attempts {
+    for attempt in 0..attempts {
+        options
+            .may_attempt(attempt, &describe)
+            .map_err(|e| (e, last_seen.clone()))?;
         let pv = match api.get_opt(&pv_ref.name).await {
             Ok(Some(pv)) => pv,
             Ok(None) => {
@@ -751,7 +783,10 @@ async fn annotate_pvc(
     let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &pvc_ref.namespace);
     let attempts = options.conflict_retries + 1;
     let mut last_seen = None;
-    for _ in 0..attempts {
+    for attempt in 0..attempts {
+        options
+            .may_attempt(attempt, &describe)
+            .map_err(|e| (e, last_seen.clone()))?;
         let mut pvc = match api.get_opt(&pvc_ref.name).await {
             Ok(Some(pvc)) => pvc,
             Ok(None) => {
@@ -854,7 +889,8 @@ async fn unbind_pv(
     let api: Api<PersistentVolume> = Api::all(client.clone());
     let stub = claim_stub(claim);
     let attempts = options.conflict_retries + 1;
-    for _ in 0..attempts {
+    for attempt in 0..attempts {
+        options.may_attempt(attempt, &describe)?;
         let Some(mut pv) = api
             .get_opt(&pv_ref.name)
             .await
@@ -912,7 +948,8 @@ async fn remove_pvc_annotation(
     );
     let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &pvc_ref.namespace);
     let attempts = options.conflict_retries + 1;
-    for _ in 0..attempts {
+    for attempt in 0..attempts {
+        options.may_attempt(attempt, &describe)?;
         let Some(mut pvc) = api
             .get_opt(&pvc_ref.name)
             .await
@@ -956,6 +993,35 @@ async fn remove_pvc_annotation(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn deadline_stops_retries_but_never_the_first_attempt() {
+        let mut options = ApplyOptions::new("t");
+        assert!(!options.out_of_time());
+        assert!(
+            options.may_attempt(3, "bind").is_ok(),
+            "no deadline: retries are bounded by count"
+        );
+
+        options.deadline = Some(Instant::now() - std::time::Duration::from_millis(1));
+        assert!(options.out_of_time());
+        assert!(
+            options.may_attempt(0, "bind").is_ok(),
+            "the first attempt always runs"
+        );
+        let err = options.may_attempt(2, "bind pv-a").unwrap_err();
+        assert!(
+            !err.is_conflict(),
+            "out of time is final, not a reason to decide again"
+        );
+        assert_eq!(
+            err.to_string(),
+            "failed to bind pv-a: out of time after 2 conflicting attempt(s)"
+        );
+
+        options.deadline = Some(Instant::now() + std::time::Duration::from_secs(60));
+        assert!(options.may_attempt(5, "bind").is_ok());
+    }
 
     #[test]
     fn outcomes_name_and_success() {

@@ -252,7 +252,7 @@ pub fn webhook_configuration(name: &str, target: &Target, ca_pem: &str) -> Mutat
             side_effects: "NoneOnDryRun".to_string(),
             failure_policy: Some("Ignore".to_string()),
             reinvocation_policy: Some("IfNeeded".to_string()),
-            timeout_seconds: Some(10),
+            timeout_seconds: Some(5),
             match_policy: Some("Equivalent".to_string()),
             namespace_selector: Some(LabelSelector {
                 match_expressions: Some(vec![

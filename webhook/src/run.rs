@@ -17,24 +17,42 @@ use crate::error::StartError;
 use crate::server::{self, AppState, Listeners};
 use crate::tls;
 
-/// A client from `--kubeconfig`, else kube's inference ($KUBECONFIG, ~/.kube/config, then in-cluster).
-pub async fn client(kubeconfig: Option<&std::path::Path>) -> Result<Client, StartError> {
-    let mut config = match kubeconfig {
+/// The client configuration from `--kubeconfig`, else kube's inference ($KUBECONFIG, ~/.kube/config,
+/// then in-cluster).
+async fn client_config(kubeconfig: Option<&std::path::Path>) -> Result<kube::Config, StartError> {
+    match kubeconfig {
         Some(path) => {
             let file = Kubeconfig::read_from(path).map_err(|e| StartError::KubeConfig(e.to_string()))?;
             kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
                 .await
-                .map_err(|e| StartError::KubeConfig(e.to_string()))?
+                .map_err(|e| StartError::KubeConfig(e.to_string()))
         }
         None => kube::Config::infer()
             .await
-            .map_err(|e| StartError::KubeConfig(e.to_string()))?,
-    };
-    // A write that hangs must not outlive the API server's webhook timeout.
-    config.read_timeout = Some(std::time::Duration::from_secs(5));
-    config.write_timeout = Some(std::time::Duration::from_secs(5));
+            .map_err(|e| StartError::KubeConfig(e.to_string())),
+    }
+}
+
+/// The client of the watches: no read timeout (a quiet watch is not a hung one; kube's watcher has
+/// its own idle timeout).
+pub async fn client(kubeconfig: Option<&std::path::Path>) -> Result<Client, StartError> {
+    Ok(Client::try_from(client_config(kubeconfig).await?)?)
+}
+
+/// The client of the writes made while the API server waits for the answer: a write that hangs must
+/// not outlive the webhook timeout (`timeoutSeconds: 5`). The read timeout counts from the request's
+/// last write, not from when its pooled connection went idle (kube's default would fail the first
+/// write after a quiet spell).
+pub async fn write_client(kubeconfig: Option<&std::path::Path>) -> Result<Client, StartError> {
+    let mut config = client_config(kubeconfig).await?;
+    config.read_timeout = Some(WRITE_TIMEOUT);
+    config.write_timeout = Some(WRITE_TIMEOUT);
+    config.reset_reader_on_write = true;
     Ok(Client::try_from(config)?)
 }
+
+/// The read and write timeouts of [`write_client`].
+const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn bind(address: std::net::SocketAddr) -> Result<std::net::TcpListener, StartError> {
     std::net::TcpListener::bind(address).map_err(|source| StartError::Io {
@@ -52,10 +70,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
         None => SchedulerConfig::default_config(&registry),
     };
     let tls_config = RustlsConfig::from_config(tls::server_config(&args.tls_cert, &args.tls_key)?);
-    let client = client(args.kubeconfig.as_deref()).await?;
+    let watch_client = client(args.kubeconfig.as_deref()).await?;
     let (cache, writers) = Cache::new(scheduler);
-    let _reflectors = cache.start(&client, writers);
-    let mut state = AppState::new(cache, client);
+    let _reflectors = cache.start(&watch_client, writers);
+    let mut state = AppState::new(cache, write_client(args.kubeconfig.as_deref()).await?);
     state.max_body_bytes = args.max_body_bytes;
     let state = Arc::new(state);
     let _reloader = tls::spawn_reloader(

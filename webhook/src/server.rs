@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -111,11 +111,13 @@ pub fn admin_router(state: Arc<AppState>) -> Router {
 
 async fn mutate(
     State(state): State<Arc<AppState>>,
+    RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let started = Instant::now();
-    let (op, outcome, response) = match handle(&state, &headers, body).await {
+    let deadline = crate::deadline::from_query(query.as_deref(), started);
+    let (op, outcome, response) = match handle(&state, deadline, &headers, body).await {
         Ok((op, response)) => {
             let outcome = if !response.allowed {
                 RequestOutcome::Denied
@@ -150,6 +152,7 @@ fn is_json(headers: &HeaderMap) -> Result<(), RequestError> {
 
 async fn handle(
     state: &Arc<AppState>,
+    deadline: Option<Instant>,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(Operation, AdmissionResponse), RequestError> {
@@ -166,8 +169,8 @@ async fn handle(
     let request = admission::review::decode(&body)?;
     match admission::request_kind(&request) {
         RequestKind::Other => Ok((Operation::Other, AdmissionResponse::allow(&request.uid))),
-        RequestKind::PodCreate => pod_create_request(state, request).await,
-        RequestKind::PodBinding => binding_request(state, request).await,
+        RequestKind::PodCreate => pod_create_request(state, deadline, request).await,
+        RequestKind::PodBinding => binding_request(state, deadline, request).await,
     }
 }
 
@@ -184,6 +187,7 @@ fn raw_object<'a>(request: &'a AdmissionRequest, what: &'static str) -> Result<&
 
 async fn pod_create_request(
     state: &Arc<AppState>,
+    deadline: Option<Instant>,
     request: AdmissionRequest,
 ) -> Result<(Operation, AdmissionResponse), RequestError> {
     let raw = raw_object(&request, "pod")?;
@@ -223,11 +227,12 @@ async fn pod_create_request(
         let pod = pod.clone();
         move |cache: Arc<Cache>| pod_create::decide(&pod, cache.as_ref())
     };
-    Ok(decide_and_run(state, &request, decide).await)
+    Ok(decide_and_run(state, deadline, &request, decide).await)
 }
 
 async fn binding_request(
     state: &Arc<AppState>,
+    deadline: Option<Instant>,
     request: AdmissionRequest,
 ) -> Result<(Operation, AdmissionResponse), RequestError> {
     let raw = raw_object(&request, "binding")?;
@@ -252,7 +257,7 @@ async fn binding_request(
         catch_up(state, p).await;
     }
     let decide = move |cache: Arc<Cache>| binding::decide(pod.as_deref(), &node, cache.as_ref());
-    Ok(decide_and_run(state, &request, decide).await)
+    Ok(decide_and_run(state, deadline, &request, decide).await)
 }
 
 async fn fetch_pod(client: &Client, namespace: &str, name: &str) -> Option<Arc<Pod>> {
@@ -348,6 +353,7 @@ where
 /// unless the request is a dry run.
 async fn decide_and_run<F>(
     state: &Arc<AppState>,
+    deadline: Option<Instant>,
     request: &AdmissionRequest,
     decide: F,
 ) -> (Operation, AdmissionResponse)
@@ -364,7 +370,7 @@ where
     }
     let _guard = state.volume_lock.lock().await;
     let decision = decide_on_cache(state, &decide).await;
-    let result = run_plan(state, decision, || decide_on_cache(state, &decide)).await;
+    let result = run_plan(state, deadline, decision, || decide_on_cache(state, &decide)).await;
     (
         op,
         respond(request, &result.denial, &result.patch, result.warnings),
@@ -399,13 +405,22 @@ pub struct PlanResult {
 /// Runs `decision`'s plan: on a conflict the decision is made again (`redecide`, on the cache that now
 /// holds what the conflict revealed), up to `max_attempts`; on failure everything written for this
 /// request is taken back and the decision's [`OnFailure`] answers. Then the follow-up actions run,
-/// best-effort.
-pub async fn run_plan<R, Fut>(state: &AppState, mut decision: Decision, mut redecide: R) -> PlanResult
+/// best-effort. Past `deadline` (see [`crate::deadline`]) no retry and no follow-up starts: what was
+/// written is taken back and the decision's [`OnFailure`] answers while the API server still listens.
+pub async fn run_plan<R, Fut>(
+    state: &AppState,
+    deadline: Option<Instant>,
+    mut decision: Decision,
+    mut redecide: R,
+) -> PlanResult
 where
     R: FnMut() -> Fut,
     Fut: Future<Output = Decision>,
 {
-    let options = &state.apply_options;
+    let options = &ApplyOptions {
+        deadline,
+        ..state.apply_options.clone()
+    };
     let mut written: Vec<ActionResult> = Vec::new();
     let mut attempt = 1;
     loop {
@@ -419,6 +434,11 @@ where
         }
         if decision.plan.is_empty() {
             break;
+        }
+        // Waiting for the volume lock or deciding again can use up the time: then nothing starts.
+        if options.out_of_time() {
+            let message = format!("out of time after {} attempt(s)", attempt - 1);
+            return fail_plan(state, &written, decision, &message).await;
         }
         let results = apply::execute(&state.client, &decision.plan, options).await;
         for r in &results {
@@ -444,32 +464,14 @@ where
                 attempt += 1;
                 decision = redecide().await;
             }
-            Some((_, message)) => {
-                state.metrics.plan_failed();
-                tracing::warn!(error = %message, "volume pre-binding failed");
-                undo_all(state, &written).await;
-                let mut warnings = decision.warnings;
-                return match decision.on_failure {
-                    OnFailure::Deny => PlanResult {
-                        denial: Some(format!("volume pre-binding failed: {message}")),
-                        patch: Vec::new(),
-                        warnings,
-                    },
-                    OnFailure::AllowUnchanged => {
-                        warnings.push(format!(
-                            "volumes left to the scheduler: pre-binding failed: {message}"
-                        ));
-                        PlanResult {
-                            denial: None,
-                            patch: Vec::new(),
-                            warnings,
-                        }
-                    }
-                };
-            }
+            Some((_, message)) => return fail_plan(state, &written, decision, &message).await,
         }
     }
     for action in &decision.follow_up {
+        if options.out_of_time() {
+            tracing::warn!(action = %action.describe(), "out of time: follow-up skipped");
+            continue;
+        }
         let (outcome, _) = apply::execute_one(&state.client, action, options).await;
         match outcome {
             Outcome::Done => {
@@ -484,6 +486,37 @@ where
         denial: None,
         patch: decision.patch,
         warnings: decision.warnings,
+    }
+}
+
+/// A plan that cannot finish: everything written for the request is taken back, and the decision's
+/// [`OnFailure`] says whether the request is denied or allowed unchanged.
+async fn fail_plan(
+    state: &AppState,
+    written: &[ActionResult],
+    decision: Decision,
+    message: &str,
+) -> PlanResult {
+    state.metrics.plan_failed();
+    tracing::warn!(error = %message, "volume pre-binding failed");
+    undo_all(state, written).await;
+    let mut warnings = decision.warnings;
+    match decision.on_failure {
+        OnFailure::Deny => PlanResult {
+            denial: Some(format!("volume pre-binding failed: {message}")),
+            patch: Vec::new(),
+            warnings,
+        },
+        OnFailure::AllowUnchanged => {
+            warnings.push(format!(
+                "volumes left to the scheduler: pre-binding failed: {message}"
+            ));
+            PlanResult {
+                denial: None,
+                patch: Vec::new(),
+                warnings,
+            }
+        }
     }
 }
 

@@ -21,7 +21,16 @@ use sched_webhook::server::{AppState, admin_router, router};
 const HOST: &str = "kubernetes.io/hostname";
 
 async fn send(app: axum::Router, content_type: Option<&str>, body: impl Into<Body>) -> (StatusCode, Value) {
-    let mut request = Request::post("/mutate");
+    send_to(app, "/mutate", content_type, body).await
+}
+
+async fn send_to(
+    app: axum::Router,
+    uri: &str,
+    content_type: Option<&str>,
+    body: impl Into<Body>,
+) -> (StatusCode, Value) {
+    let mut request = Request::post(uri);
     if let Some(ct) = content_type {
         request = request.header(header::CONTENT_TYPE, ct);
     }
@@ -336,4 +345,41 @@ async fn admin_port_reports_health_readiness_and_metrics() {
         .await
         .expect("infallible");
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn no_write_starts_once_the_api_servers_timeout_is_near() {
+    let state = state_with(volumes());
+    // The API server's `timeout` parameter, already used up: the plan (bind pv-a to c1) does not start,
+    // and the pod is answered as a failed plan (denied, for a spec.nodeName pod) naming the cause. An
+    // attempted write would instead fail on the unreachable client with a connection error.
+    let body = pod_review(pod_json("p", Some("node-a"), Some("c1")), false).to_string();
+    let (status, value) = send_to(
+        router(state.clone()),
+        "/mutate?timeout=1ms",
+        Some("application/json"),
+        body.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(value["response"]["allowed"], false, "{value}");
+    let message = value["response"]["status"]["message"].as_str().expect("message");
+    assert_eq!(
+        message,
+        "volume pre-binding failed: out of time after 0 attempt(s)"
+    );
+
+    // With time to spare the write is attempted (and fails here on the unreachable client).
+    let (_, value) = send_to(
+        router(state),
+        "/mutate?timeout=30s",
+        Some("application/json"),
+        body,
+    )
+    .await;
+    let message = value["response"]["status"]["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("volume pre-binding failed: failed to"),
+        "{message}"
+    );
 }
