@@ -29,6 +29,7 @@ use tokio::task::JoinHandle;
 use sched_core::apply::Observed;
 use sched_core::framework::profile::SchedulerConfig;
 use sched_core::labels::Labels;
+use sched_core::plugins::volume_binding::pv_helpers::is_claim_fully_bound;
 use sched_core::snapshot::Prune;
 use sched_core::{ClusterObjects, Snapshot};
 
@@ -132,11 +133,17 @@ impl Slim for PersistentVolumeClaim {
         // Claim labels are never matched (PV labels are, by the claim's selector).
         self.metadata.labels = None;
         slim_volume_metadata(&mut self.metadata, CLAIM_ANNOTATIONS);
+        let fully_bound = is_claim_fully_bound(self);
         if let Some(spec) = self.spec.as_mut() {
             shrink(&mut spec.access_modes);
             if let Some(resources) = spec.resources.as_mut() {
                 resources.limits = None;
                 keep_storage_only(&mut resources.requests);
+                if fully_bound {
+                    // Sizes are compared only while a claim is matched or provisioned; a fully bound
+                    // one never is again (a later change of it arrives whole from the watch).
+                    resources.requests = None;
+                }
             }
         }
         if let Some(status) = self.status.as_mut() {
@@ -972,7 +979,10 @@ mod tests {
             .and_then(|s| s.resources.as_ref())
             .expect("resources");
         assert!(resources.limits.is_none());
-        assert_eq!(resources.requests.as_ref().map(|r| r.len()), Some(1));
+        assert!(
+            resources.requests.is_none(),
+            "a fully bound claim's size is never read"
+        );
         assert_eq!(
             claim
                 .status
@@ -980,6 +990,22 @@ mod tests {
                 .map(|s| (s.phase.as_deref(), s.capacity.is_none())),
             Some((Some("Bound"), true))
         );
+
+        // Not yet fully bound (no bind-completed): the storage request is what matching compares.
+        let mut pending: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "c2", "namespace": "ns"},
+            "spec": {"volumeName": "pv2",
+                     "resources": {"requests": {"storage": "5Gi", "cpu": "1"}}},
+        }))
+        .expect("claim");
+        pending.slim();
+        let requests = pending
+            .spec
+            .as_ref()
+            .and_then(|s| s.resources.as_ref())
+            .and_then(|r| r.requests.as_ref())
+            .expect("requests");
+        assert_eq!(requests.keys().collect::<Vec<_>>(), ["storage"]);
     }
 
     #[test]
