@@ -135,7 +135,9 @@ fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
                 emit(table::preempt_report(&planned.report).as_bytes())?;
             }
             if matches!(next, Next::Confirm) && !confirm(&table::preempt_question(&planned.report))? {
-                return Err(PreemptError::Aborted.into());
+                // As `kubectl delete --interactive`: declining is an answer, not an error (exit 0).
+                emit(b"preemption is cancelled: nothing was changed\n")?;
+                return Ok(0);
             }
             let outcome = planned.execute(|i, total, result| {
                 eprintln!("{}", table::preempt_progress(i, total, result));

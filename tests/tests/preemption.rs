@@ -1240,6 +1240,61 @@ async fn server_dry_run_changes_nothing() -> Result<()> {
     Ok(())
 }
 
+/// On a terminal, `preempt` asks before executing; any answer but yes cancels, exits 0 (as `kubectl
+/// delete --interactive` does) and changes nothing. The terminal is util-linux's `script` (a pty).
+#[tokio::test]
+async fn declining_the_confirmation_on_a_terminal_changes_nothing() -> Result<()> {
+    let binary = binary().await?;
+    let s = Scenario::begin("pre-decline").await?;
+    let lab = &s.lab;
+    let n1 = lab.n("n1");
+    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
+    lab.create_pods([
+        victim("v1", LOW, "1500m", &n1),
+        pod("p").priority_class(HIGH).cpu("1"),
+    ])
+    .await?;
+    let api = s.pods();
+    let versions = resource_versions(&api).await?;
+    let command = format!(
+        "{} preempt p -n {} --kubeconfig {}",
+        binary.display(),
+        lab.ns,
+        lab.cp.kubeconfig_path().display()
+    );
+    let mut child = tokio::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env_remove("KUBECONFIG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("running util-linux's script (a pseudo-terminal for the confirmation)")?;
+    {
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().context("script's stdin")?;
+        stdin.write_all(b"n\n").await?;
+    }
+    let output = tokio::time::timeout(COMMAND_TIMEOUT, child.wait_with_output())
+        .await
+        .context("preempt on a terminal did not finish")??;
+    let text = String::from_utf8_lossy(&output.stdout);
+    ensure!(output.status.success(), "declining: {}", show(&output));
+    ensure!(text.contains("[y/N]"), "no confirmation asked: {}", show(&output));
+    ensure!(
+        text.contains("preemption is cancelled: nothing was changed"),
+        "declining: {}",
+        show(&output)
+    );
+    let after = resource_versions(&api).await?;
+    ensure!(
+        versions == after,
+        "declining changed pods:\n  before {versions:?}\n  after  {after:?}"
+    );
+    Ok(())
+}
+
 /// The harness's control over kube-scheduler, which every scenario above relies on.
 #[tokio::test]
 async fn kube_scheduler_starts_and_stops_on_demand() -> Result<()> {

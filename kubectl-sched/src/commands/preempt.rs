@@ -48,9 +48,6 @@ pub enum PreemptError {
     /// Execution was refused: no confirmation possible, or no cluster to write to (exit code 2).
     #[error("{0}")]
     Refused(String),
-    /// The user did not confirm.
-    #[error("aborted: nothing was changed")]
-    Aborted,
     /// The plan stopped before its end (the report says what was done).
     #[error(
         "preemption stopped at step {step} of {total}: {reason}; {done} step(s) done, {not_run} not run; run \
@@ -520,7 +517,6 @@ mod tests {
     #[test]
     fn only_refusals_exit_2() {
         assert_eq!(PreemptError::Refused("x".into()).exit_code(), 2);
-        assert_eq!(PreemptError::Aborted.exit_code(), 1);
         assert_eq!(PreemptError::NotACandidate("x".into()).exit_code(), 1);
     }
 }
