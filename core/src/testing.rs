@@ -396,6 +396,11 @@ impl PvBuilder {
     pub fn obj(self) -> k8s_openapi::api::core::v1::PersistentVolume {
         self.0
     }
+
+    /// The PV as the engine's snapshot holds it.
+    pub fn volume(self) -> crate::snapshot::volume::PersistentVolume {
+        self.0.into()
+    }
 }
 
 /// Builds a PersistentVolumeClaim (namespace "default").

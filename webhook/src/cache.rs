@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -23,6 +23,8 @@ use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
+/// The engine's PV: what the store keeps of each (a quarter of the API object's size).
+use sched_core::snapshot::volume::PersistentVolume as VolumeInfo;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
@@ -216,7 +218,7 @@ pub struct Writers {
     pods: Writer<Pod>,
     nodes: Writer<Node>,
     namespaces: Writer<Namespace>,
-    pvs: Writer<PersistentVolume>,
+    pvs: Writer<VolumeInfo>,
     pvcs: Writer<PersistentVolumeClaim>,
     classes: Writer<StorageClass>,
     csi_nodes: Writer<CSINode>,
@@ -227,15 +229,16 @@ pub struct Writers {
 impl Writers {
     /// Replaces a store's contents with `items` (pruned one at a time, so a large synthetic fill never
     /// holds the unpruned objects all at once).
-    fn load_into<K>(writer: &mut Writer<K>, items: impl IntoIterator<Item = K>)
+    fn load_into<W, K>(writer: &mut Writer<K>, items: impl IntoIterator<Item = W>)
     where
-        K: Resource + Clone + Slim,
+        W: Slim,
+        K: Resource + Clone + From<W>,
         K::DynamicType: Eq + Hash + Clone,
     {
         writer.apply_watcher_event(&watcher::Event::Init);
         for mut item in items {
             item.slim();
-            writer.apply_watcher_event(&watcher::Event::InitApply(item));
+            writer.apply_watcher_event(&watcher::Event::InitApply(K::from(item)));
         }
         writer.apply_watcher_event(&watcher::Event::InitDone);
     }
@@ -273,7 +276,7 @@ struct OverlayEntry<K> {
 
 #[derive(Default)]
 struct Overlay {
-    pvs: HashMap<String, OverlayEntry<PersistentVolume>>,
+    pvs: HashMap<String, OverlayEntry<VolumeInfo>>,
     pvcs: HashMap<String, OverlayEntry<PersistentVolumeClaim>>,
     classes: HashMap<String, OverlayEntry<StorageClass>>,
 }
@@ -285,15 +288,15 @@ fn merge_overlay<K>(
     maps: &mut HashMap<String, Arc<K>>,
     now: Instant,
 ) where
-    K: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+    K: Resource,
 {
     overlay.retain(|key, own| {
         let stored = maps.get(key);
         let keep = now.duration_since(own.at) < OVERLAY_TTL
             && !stored.is_some_and(|s| {
                 store_caught_up(
-                    s.metadata().resource_version.as_deref(),
-                    own.object.metadata().resource_version.as_deref(),
+                    s.meta().resource_version.as_deref(),
+                    own.object.meta().resource_version.as_deref(),
                 )
             });
         if keep {
@@ -306,7 +309,7 @@ fn merge_overlay<K>(
 /// The volume objects by key, as the engine's snapshot holds them.
 #[derive(Debug, Default)]
 struct VolumeMaps {
-    pvs: HashMap<String, Arc<PersistentVolume>>,
+    pvs: HashMap<String, Arc<VolumeInfo>>,
     pvcs: HashMap<String, Arc<PersistentVolumeClaim>>,
     classes: HashMap<String, Arc<StorageClass>>,
     csi_nodes: HashMap<String, Arc<CSINode>>,
@@ -319,7 +322,7 @@ pub struct Cache {
     pods: Store<Pod>,
     nodes: Store<Node>,
     namespaces: Store<Namespace>,
-    pvs: Store<PersistentVolume>,
+    pvs: Store<VolumeInfo>,
     pvcs: Store<PersistentVolumeClaim>,
     classes: Store<StorageClass>,
     csi_nodes: Store<CSINode>,
@@ -348,10 +351,9 @@ fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> 
 
 fn by_key<K>(items: Vec<Arc<K>>) -> HashMap<String, Arc<K>>
 where
-    K: Resource<Scope = k8s_openapi::ClusterResourceScope>
-        + k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+    K: Resource<Scope = k8s_openapi::ClusterResourceScope>,
 {
-    items.into_iter().map(|o| (key_of(o.metadata()), o)).collect()
+    items.into_iter().map(|o| (key_of(o.meta()), o)).collect()
 }
 
 /// True when the stored version is at least the overlay's: resourceVersions are opaque, but etcd's are
@@ -461,7 +463,7 @@ impl Cache {
             ),
             spawn_reflector(Api::all(client.clone()), config.clone(), writers.namespaces, None),
             spawn_reflector(
-                Api::all(client.clone()),
+                Api::<PersistentVolume>::all(client.clone()),
                 config.clone(),
                 writers.pvs,
                 Some(generation.clone()),
@@ -574,7 +576,7 @@ impl Cache {
                 overlay.pvs.insert(
                     key_of(&pv.metadata),
                     OverlayEntry {
-                        object: Arc::new(pv),
+                        object: Arc::new(VolumeInfo::from(pv)),
                         at,
                     },
                 );
@@ -758,20 +760,35 @@ impl ClusterView for Cache {
     }
 }
 
-fn spawn_reflector<K>(
-    api: Api<K>,
+/// A watcher event of the API type as an event of the stored type.
+fn stored_event<W, K: From<W>>(event: watcher::Event<W>) -> watcher::Event<K> {
+    match event {
+        watcher::Event::Apply(o) => watcher::Event::Apply(K::from(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(K::from(o)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(K::from(o)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
+}
+
+/// Watches `W`, slims each object and stores it as `K` (the same type, or the engine's compact one).
+fn spawn_reflector<W, K>(
+    api: Api<W>,
     config: watcher::Config,
     writer: Writer<K>,
     generation: Option<Arc<AtomicU64>>,
 ) -> JoinHandle<()>
 where
-    K: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Slim + 'static,
+    W: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Slim + 'static,
+    W::DynamicType: Default,
+    K: Resource + Clone + From<W> + Debug + Send + Sync + 'static,
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
-    let kind = K::kind(&K::DynamicType::default()).to_string();
+    let kind = W::kind(&W::DynamicType::default()).to_string();
     tokio::spawn(async move {
         let stream = watcher(api, config)
-            .modify(|o: &mut K| o.slim())
+            .modify(|o: &mut W| o.slim())
+            .map_ok(stored_event::<W, K>)
             .default_backoff()
             .reflect(writer);
         futures::pin_mut!(stream);
@@ -843,7 +860,7 @@ mod tests {
         // The watch delivers a newer version (here: without claimRef, e.g. released by the controller).
         writers
             .pvs
-            .apply_watcher_event(&watcher::Event::Apply(pv("pv1").resource_version("10").obj()));
+            .apply_watcher_event(&watcher::Event::Apply(pv("pv1").resource_version("10").volume()));
         cache.volume_generation.fetch_add(1, Ordering::Release);
         assert!(claim_ref(&cache).is_none(), "the newer stored PV wins");
 

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
+use crate::snapshot::volume::PersistentVolume;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::api::storage::v1::CSINode;
 
 use crate::framework::cycle_state::{CycleState, StateKey};
@@ -886,7 +887,7 @@ mod tests {
                             ..Default::default()
                         })
                 })
-                .obj()
+                .volume()
         };
         assert_eq!(
             translate_pv_handle(&gce_pv("us-central1-a")).as_deref(),

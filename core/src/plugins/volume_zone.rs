@@ -4,7 +4,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use crate::snapshot::volume::PersistentVolume;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult};

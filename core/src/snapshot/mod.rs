@@ -12,6 +12,7 @@ pub mod loader;
 pub mod node_info;
 pub mod pod_info;
 pub mod requests;
+pub mod volume;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -194,7 +195,7 @@ pub struct Snapshot {
     /// Namespace labels by namespace name.
     pub namespace_labels: HashMap<String, Labels>,
     /// PVs by name.
-    pub persistent_volumes: HashMap<String, Arc<PersistentVolume>>,
+    pub persistent_volumes: HashMap<String, Arc<volume::PersistentVolume>>,
     /// PVCs by `namespace/name`.
     pub persistent_volume_claims: HashMap<String, Arc<PersistentVolumeClaim>>,
     /// StorageClasses by name.
@@ -378,7 +379,13 @@ impl Snapshot {
                     )
                 })
                 .collect(),
-            persistent_volumes: by_name(persistent_volumes),
+            persistent_volumes: persistent_volumes
+                .into_iter()
+                .map(|pv| {
+                    let pv = volume::PersistentVolume::from(pv);
+                    (pv.metadata.name.clone().unwrap_or_default(), Arc::new(pv))
+                })
+                .collect(),
             persistent_volume_claims: persistent_volume_claims
                 .into_iter()
                 .map(|c| {

@@ -7,7 +7,8 @@
 //! alternative are kept as they are, which makes the patch idempotent: a pod patched once gets no patch
 //! the second time.
 
-use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, PersistentVolume, Pod};
+use k8s_openapi::api::core::v1::{NodeSelectorRequirement, NodeSelectorTerm, Pod};
+use sched_core::snapshot::volume::PersistentVolume;
 use serde_json::{Value, json};
 
 use sched_core::labels::{Labels, NodeSelectorMatcher};

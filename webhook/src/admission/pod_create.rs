@@ -59,7 +59,7 @@ pub fn prebind_plan(volumes: &PodVolumes, node: &str) -> Vec<Action> {
         static_bindings: volumes
             .static_bindings
             .iter()
-            .filter(|b| bind_volume_to_claim(&b.pv, &b.pvc).dirty)
+            .filter(|b| bind_volume_to_claim(b.pv.as_ref(), &b.pvc).dirty)
             .cloned()
             .collect(),
         dynamic_provisions: volumes
@@ -171,7 +171,7 @@ fn admission_prebind(pod: &Pod, view: &dyn ClusterView) -> Decision {
         static_bindings: volumes.static_bindings.clone(),
         ..PodVolumes::default()
     };
-    let pvs: Vec<&k8s_openapi::api::core::v1::PersistentVolume> =
+    let pvs: Vec<&sched_core::snapshot::volume::PersistentVolume> =
         volumes.static_bindings.iter().map(|b| &*b.pv).collect();
     let mut d = Decision::allow(op);
     d.plan = prebind_plan(&statics, &node);

@@ -12,7 +12,8 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use crate::snapshot::volume::PersistentVolume;
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
 use crate::framework::cycle_state::StateKey;
 use crate::plugins::volume_binding::pv_helpers::{claim_key, name_of, volume_class};
@@ -218,7 +219,7 @@ mod tests {
             .storage_class("sc")
             .resource_version("3")
             .label("assumed", "yes")
-            .obj();
+            .volume();
         assumed.assume_pv(&snapshot, changed).unwrap();
         let view = VolumeView::with_assumed(&snapshot, Some(&assumed));
         assert!(view.pv("pv-a").unwrap().metadata.labels.is_some());
@@ -244,10 +245,10 @@ mod tests {
         let snapshot = snap();
         let mut assumed = AssumedVolumes::new();
         let err = assumed
-            .assume_pv(&snapshot, pv("pv-a").resource_version("2").obj())
+            .assume_pv(&snapshot, pv("pv-a").resource_version("2").volume())
             .unwrap_err();
         assert_eq!(err, "\"pv-a\" is out of sync (stored: 3, assume: 2)");
-        let err = assumed.assume_pv(&snapshot, pv("missing").obj()).unwrap_err();
+        let err = assumed.assume_pv(&snapshot, pv("missing").volume()).unwrap_err();
         assert_eq!(err, "persistentvolumes \"missing\" not found");
 
         let claim = pvc("c").resource_version("7").selected_node("n1").obj();

@@ -10,7 +10,8 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod, TopologySelectorTerm};
+use crate::snapshot::volume::PersistentVolume;
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, TopologySelectorTerm};
 use k8s_openapi::api::storage::v1::{CSIStorageCapacity, StorageClass};
 
 use crate::action::{Action, ObjectRef};
@@ -605,7 +606,7 @@ pub fn assume_pod_volumes(
     }
     let mut done = Assumption::default();
     for binding in &pod_volumes.static_bindings {
-        let update = bind_volume_to_claim(&binding.pv, &binding.pvc);
+        let update = bind_volume_to_claim(binding.pv.as_ref(), &binding.pvc);
         if !update.dirty {
             continue;
         }

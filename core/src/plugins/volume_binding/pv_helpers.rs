@@ -6,14 +6,15 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{
-    ObjectReference, PersistentVolume, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeSpec, Pod, Volume,
+    ObjectReference, PersistentVolumeClaim, PersistentVolumeClaimSpec, Pod, Volume,
 };
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::labels::{Labels, NodeSelectorMatcher, Selector};
 use crate::resource::quantity_value;
+use crate::snapshot::volume::{PersistentVolume, PersistentVolumeSpec};
 
 /// PVC annotation set by the PV controller once binding has been set up; with `spec.volumeName` it
 /// makes the claim "fully bound".
@@ -251,9 +252,52 @@ pub fn check_access_modes(claim: &PersistentVolumeClaim, volume: &PersistentVolu
         .all(|m| offered.contains(m.as_str()))
 }
 
+/// A PV whose binding to a claim can be checked and written: the engine's [`PersistentVolume`] in
+/// decisions, the API's when a binding is executed on a PV read afresh.
+pub trait BindableVolume: Clone {
+    /// The metadata.
+    fn meta(&self) -> &ObjectMeta;
+    /// The metadata, to change.
+    fn meta_mut(&mut self) -> &mut ObjectMeta;
+    /// `spec.claimRef`.
+    fn claim_ref(&self) -> Option<&ObjectReference>;
+    /// Sets `spec.claimRef`.
+    fn set_claim_ref(&mut self, claim_ref: ObjectReference);
+}
+
+impl BindableVolume for PersistentVolume {
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+    fn claim_ref(&self) -> Option<&ObjectReference> {
+        self.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
+    }
+    fn set_claim_ref(&mut self, claim_ref: ObjectReference) {
+        self.spec.get_or_insert_with(Default::default).claim_ref = Some(claim_ref);
+    }
+}
+
+impl BindableVolume for k8s_openapi::api::core::v1::PersistentVolume {
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+    fn claim_ref(&self) -> Option<&ObjectReference> {
+        self.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
+    }
+    fn set_claim_ref(&mut self, claim_ref: ObjectReference) {
+        self.spec.get_or_insert_with(Default::default).claim_ref = Some(claim_ref);
+    }
+}
+
 /// `IsVolumeBoundToClaim`: the PV's claimRef names the claim (and its UID, when the ref has one).
-pub fn is_volume_bound_to_claim(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> bool {
-    let Some(claim_ref) = volume.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+pub fn is_volume_bound_to_claim<V: BindableVolume>(volume: &V, claim: &PersistentVolumeClaim) -> bool {
+    let Some(claim_ref) = volume.claim_ref() else {
         return false;
     };
     if claim_ref.name.as_deref().unwrap_or("") != name_of(&claim.metadata)
@@ -267,9 +311,9 @@ pub fn is_volume_bound_to_claim(volume: &PersistentVolume, claim: &PersistentVol
 
 /// The result of `GetBindVolumeToClaim`: the PV as the binding writes it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct VolumeBindUpdate {
+pub struct VolumeBindUpdate<V = PersistentVolume> {
     /// The PV with its claimRef (and, unless pre-bound, the bound-by-controller annotation) set.
-    pub volume: PersistentVolume,
+    pub volume: V,
     /// Whether anything changed.
     pub dirty: bool,
     /// Whether `pv.kubernetes.io/bound-by-controller: "yes"` was added (the PV was not pre-bound).
@@ -279,25 +323,24 @@ pub struct VolumeBindUpdate {
 /// `GetBindVolumeToClaim`: sets the PV's claimRef to the claim (kind, apiVersion, namespace, name, uid,
 /// resourceVersion, as `reference.GetReference` does) unless it already names it, and marks the binding
 /// as the controller's unless the user pre-bound the PV.
-pub fn bind_volume_to_claim(volume: &PersistentVolume, claim: &PersistentVolumeClaim) -> VolumeBindUpdate {
+pub fn bind_volume_to_claim<V: BindableVolume>(
+    volume: &V,
+    claim: &PersistentVolumeClaim,
+) -> VolumeBindUpdate<V> {
     let should_set_bound_by_controller = !is_volume_bound_to_claim(volume, claim);
     let mut updated = volume.clone();
     let mut dirty = false;
 
     let claim_ns = claim.metadata.namespace.as_deref().unwrap_or("");
     let claim_uid = claim.metadata.uid.as_deref().unwrap_or("");
-    let ref_matches = volume
-        .spec
-        .as_ref()
-        .and_then(|s| s.claim_ref.as_ref())
-        .is_some_and(|r| {
-            r.name.as_deref().unwrap_or("") == name_of(&claim.metadata)
-                && r.namespace.as_deref().unwrap_or("") == claim_ns
-                && r.uid.as_deref().unwrap_or("") == claim_uid
-        });
+    let ref_matches = volume.claim_ref().is_some_and(|r| {
+        r.name.as_deref().unwrap_or("") == name_of(&claim.metadata)
+            && r.namespace.as_deref().unwrap_or("") == claim_ns
+            && r.uid.as_deref().unwrap_or("") == claim_uid
+    });
     if !ref_matches {
         let non_empty = |s: Option<&String>| s.filter(|s| !s.is_empty()).cloned();
-        updated.spec.get_or_insert_with(Default::default).claim_ref = Some(ObjectReference {
+        updated.set_claim_ref(ObjectReference {
             api_version: Some("v1".to_string()),
             kind: Some("PersistentVolumeClaim".to_string()),
             namespace: non_empty(claim.metadata.namespace.as_ref()),
@@ -310,9 +353,9 @@ pub fn bind_volume_to_claim(volume: &PersistentVolume, claim: &PersistentVolumeC
     }
 
     let mut set_bound_by_controller = false;
-    if should_set_bound_by_controller && annotation(&updated.metadata, ANN_BOUND_BY_CONTROLLER).is_none() {
+    if should_set_bound_by_controller && annotation(updated.meta(), ANN_BOUND_BY_CONTROLLER).is_none() {
         updated
-            .metadata
+            .meta_mut()
             .annotations
             .get_or_insert_with(BTreeMap::new)
             .insert(ANN_BOUND_BY_CONTROLLER.to_string(), "yes".to_string());

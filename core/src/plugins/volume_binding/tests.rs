@@ -1361,10 +1361,10 @@ fn args_are_defaulted_and_validated() {
 #[test]
 fn check_node_affinity_and_binding_mode_helpers() {
     let labels = crate::labels::Labels::from([(ZONE.to_string(), "z1".to_string())]);
-    assert!(check_node_affinity(&pv("x").obj(), &labels).is_ok());
-    assert!(check_node_affinity(&pv("x").node_affinity(ZONE, &["z1", "z2"]).obj(), &labels).is_ok());
+    assert!(check_node_affinity(&pv("x").volume(), &labels).is_ok());
+    assert!(check_node_affinity(&pv("x").node_affinity(ZONE, &["z1", "z2"]).volume(), &labels).is_ok());
     assert_eq!(
-        check_node_affinity(&pv("x").node_affinity(ZONE, &["z2"]).obj(), &labels),
+        check_node_affinity(&pv("x").node_affinity(ZONE, &["z2"]).volume(), &labels),
         Err("no matching NodeSelectorTerms".to_string())
     );
     // Required with no terms matches no node.
@@ -1374,7 +1374,7 @@ fn check_node_affinity_and_binding_mode_helpers() {
                 required: Some(Default::default()),
             });
     });
-    assert!(check_node_affinity(&empty.obj(), &labels).is_err());
+    assert!(check_node_affinity(&empty.volume(), &labels).is_err());
 
     let classes = Snapshot::new(ClusterObjects {
         storage_classes: classes(),
