@@ -265,35 +265,28 @@ pub trait BindableVolume: Clone {
     fn set_claim_ref(&mut self, claim_ref: ObjectReference);
 }
 
-impl BindableVolume for PersistentVolume {
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-    fn claim_ref(&self) -> Option<&ObjectReference> {
-        self.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
-    }
-    fn set_claim_ref(&mut self, claim_ref: ObjectReference) {
-        self.spec.get_or_insert_with(Default::default).claim_ref = Some(claim_ref);
-    }
+/// Both PV types have the same fields under the same names.
+macro_rules! bindable_volume {
+    ($volume:ty) => {
+        impl BindableVolume for $volume {
+            fn meta(&self) -> &ObjectMeta {
+                &self.metadata
+            }
+            fn meta_mut(&mut self) -> &mut ObjectMeta {
+                &mut self.metadata
+            }
+            fn claim_ref(&self) -> Option<&ObjectReference> {
+                self.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
+            }
+            fn set_claim_ref(&mut self, claim_ref: ObjectReference) {
+                self.spec.get_or_insert_with(Default::default).claim_ref = Some(claim_ref);
+            }
+        }
+    };
 }
 
-impl BindableVolume for k8s_openapi::api::core::v1::PersistentVolume {
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-    fn claim_ref(&self) -> Option<&ObjectReference> {
-        self.spec.as_ref().and_then(|s| s.claim_ref.as_ref())
-    }
-    fn set_claim_ref(&mut self, claim_ref: ObjectReference) {
-        self.spec.get_or_insert_with(Default::default).claim_ref = Some(claim_ref);
-    }
-}
+bindable_volume!(PersistentVolume);
+bindable_volume!(k8s_openapi::api::core::v1::PersistentVolume);
 
 /// `IsVolumeBoundToClaim`: the PV's claimRef names the claim (and its UID, when the ref has one).
 pub fn is_volume_bound_to_claim<V: BindableVolume>(volume: &V, claim: &PersistentVolumeClaim) -> bool {
