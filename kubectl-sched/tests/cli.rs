@@ -1108,3 +1108,69 @@ fn preempt_uses_the_profile_of_a_config() {
         "{line}"
     );
 }
+
+/// Corrupted snapshot files (truncated, bytes changed, pieces spliced in, generated from the example
+/// with a fixed seed): every run ends with an answer (exit 0) or one error line (exit 1), never a panic.
+#[test]
+fn corrupted_snapshot_files_end_in_an_answer_or_one_error_line() {
+    const SPLICES: [&[u8]; 10] = [
+        b"",
+        b"\t",
+        b": :",
+        b"- ",
+        b"{",
+        b"\"",
+        b"\n  ",
+        b"99999999999999999999999",
+        b"-1",
+        b"null",
+    ];
+    let original = std::fs::read(example()).expect("example");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |bound: usize| {
+        // xorshift64: reproducible without a dependency.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound as u64) as usize
+    };
+    let (mut answered, mut refused) = (0, 0);
+    for case in 0..60 {
+        let mut bytes = original.clone();
+        match case % 3 {
+            0 => bytes.truncate(next(bytes.len())),
+            1 => {
+                for _ in 0..=next(20) {
+                    let at = next(bytes.len());
+                    bytes[at] = next(256) as u8;
+                }
+            }
+            _ => {
+                for _ in 0..=next(5) {
+                    let from = next(bytes.len());
+                    let to = (from + 1 + next(200)).min(bytes.len());
+                    bytes.splice(from..to, SPLICES[next(SPLICES.len())].iter().copied());
+                }
+            }
+        }
+        let path = dir.path().join(format!("case-{case}.yaml"));
+        std::fs::write(&path, &bytes).expect("writing case");
+        let out = run(&[
+            "explain",
+            "report-builder",
+            "-n",
+            "shop",
+            "--from",
+            path.to_str().expect("utf-8 path"),
+        ]);
+        if out.status.code() == Some(0) {
+            answered += 1;
+        } else {
+            one_line_error(&out);
+            refused += 1;
+        }
+    }
+    assert!(refused > 0, "no case was refused: the corruption does nothing");
+    println!("{answered} answered, {refused} refused with one line");
+}
