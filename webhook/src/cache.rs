@@ -23,8 +23,6 @@ use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
-/// The engine's PV: what the store keeps of each (a quarter of the API object's size).
-use sched_core::snapshot::volume::PersistentVolume as VolumeInfo;
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
@@ -33,6 +31,8 @@ use sched_core::framework::profile::SchedulerConfig;
 use sched_core::labels::Labels;
 use sched_core::plugins::volume_binding::pv_helpers::is_claim_fully_bound;
 use sched_core::snapshot::Prune;
+// The engine's PV, which the PV store keeps (a quarter of the API object's size).
+use sched_core::snapshot::volume::PersistentVolume as VolumeInfo;
 use sched_core::{ClusterObjects, Snapshot};
 
 use crate::admission::ClusterView;

@@ -39,19 +39,22 @@ pub async fn client(kubeconfig: Option<&std::path::Path>) -> Result<Client, Star
     Ok(Client::try_from(client_config(kubeconfig).await?)?)
 }
 
-/// The client of the writes made while the API server waits for the answer: a write that hangs must
-/// not outlive the webhook timeout (`timeoutSeconds: 5`). The read timeout counts from the request's
-/// last write, not from when its pooled connection went idle (kube's default would fail the first
-/// write after a quiet spell).
-pub async fn write_client(kubeconfig: Option<&std::path::Path>) -> Result<Client, StartError> {
+/// The watch client and, from the same configuration, the client of the writes made while the API
+/// server waits for the answer: a write that hangs must not outlive the webhook timeout
+/// (`timeoutSeconds: 5`). The write client's read timeout counts from the request's last write, not from
+/// when its pooled connection went idle (kube's default would fail the first write after a quiet spell).
+async fn watch_and_write_clients(
+    kubeconfig: Option<&std::path::Path>,
+) -> Result<(Client, Client), StartError> {
     let mut config = client_config(kubeconfig).await?;
+    let watch = Client::try_from(config.clone())?;
     config.read_timeout = Some(WRITE_TIMEOUT);
     config.write_timeout = Some(WRITE_TIMEOUT);
     config.reset_reader_on_write = true;
-    Ok(Client::try_from(config)?)
+    Ok((watch, Client::try_from(config)?))
 }
 
-/// The read and write timeouts of [`write_client`].
+/// The read and write timeouts of the write client (see [`watch_and_write_clients`]).
 const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn bind(address: std::net::SocketAddr) -> Result<std::net::TcpListener, StartError> {
@@ -70,10 +73,10 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
         None => SchedulerConfig::default_config(&registry),
     };
     let tls_config = RustlsConfig::from_config(tls::server_config(&args.tls_cert, &args.tls_key)?);
-    let watch_client = client(args.kubeconfig.as_deref()).await?;
+    let (watch_client, write_client) = watch_and_write_clients(args.kubeconfig.as_deref()).await?;
     let (cache, writers) = Cache::new(scheduler);
     let _reflectors = cache.start(&watch_client, writers);
-    let mut state = AppState::new(cache, write_client(args.kubeconfig.as_deref()).await?);
+    let mut state = AppState::new(cache, write_client);
     state.max_body_bytes = args.max_body_bytes;
     let state = Arc::new(state);
     let _reloader = tls::spawn_reloader(

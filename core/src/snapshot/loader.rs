@@ -1310,6 +1310,18 @@ struct RawItem<'a> {
     kind: ObjectKind,
 }
 
+/// Decodes one JSON item (the fields `shape` skips at parser speed) and prunes it.
+fn decode_json_item<T>(item: &RawItem<'_>, shape: Shape) -> Result<T, ()>
+where
+    T: serde::de::DeserializeOwned + Prune,
+{
+    let mut de = serde_json::Deserializer::from_str(item.text);
+    let mut o: T = decode_shaped(&mut de, shape).map_err(drop)?;
+    de.end().map_err(drop)?;
+    o.prune();
+    Ok(o)
+}
+
 fn decode_json_items<T>(items: &[RawItem<'_>], shape: Shape) -> Result<Vec<T>, ()>
 where
     T: serde::de::DeserializeOwned + Prune + Send,
@@ -1317,13 +1329,7 @@ where
     items
         .par_iter()
         .with_min_len(32)
-        .map(|it| {
-            let mut de = serde_json::Deserializer::from_str(it.text);
-            let mut o: T = decode_shaped(&mut de, shape).map_err(drop)?;
-            de.end().map_err(drop)?;
-            o.prune();
-            Ok(o)
-        })
+        .map(|it| decode_json_item(it, shape))
         .collect()
 }
 
@@ -1337,13 +1343,7 @@ fn decode_json_pods(
     let places: Vec<PodPlace> = items
         .par_iter()
         .with_min_len(32)
-        .map(|it| {
-            let mut de = serde_json::Deserializer::from_str(it.text);
-            let mut pod: Pod = decode_shaped(&mut de, shapes::POD).map_err(drop)?;
-            de.end().map_err(drop)?;
-            pod.prune();
-            Ok(detail.place(pod))
-        })
+        .map(|it| decode_json_item::<Pod>(it, shapes::POD).map(|pod| detail.place(pod)))
         .collect::<Result<_, ()>>()?;
     PodPlace::push_all(places, &mut objects.pods, &mut objects.placed_pods);
     Ok(())
