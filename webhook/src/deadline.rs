@@ -19,11 +19,11 @@ pub fn from_query(query: Option<&str>, arrived: Instant) -> Option<Instant> {
         .find_map(|pair| pair.strip_prefix("timeout="))
         .and_then(parse_go_duration)?;
     let reserve = (timeout / RESERVE_FRACTION).max(MIN_RESERVE).min(timeout / 2);
-    Some(arrived + (timeout - reserve))
+    arrived.checked_add(timeout - reserve)
 }
 
 /// Parses a Go `time.Duration` string as `Duration.String()` writes it (`5s`, `1m30s`, `2.5s`,
-/// `500ms`); `None` for anything else, negative durations included.
+/// `500ms`); `None` for anything else, negative and unrepresentably large durations included.
 pub fn parse_go_duration(text: &str) -> Option<Duration> {
     // Longer units first, so that "ms" is not read as minutes.
     const UNITS: [(&str, f64); 7] = [
@@ -50,7 +50,10 @@ pub fn parse_go_duration(text: &str) -> Option<Duration> {
         seconds += value * scale;
         rest = &rest[unit.len()..];
     }
-    (!text.is_empty() && seconds.is_finite()).then(|| Duration::from_secs_f64(seconds))
+    // try_: a duration too large for `Duration` is refused, not a panic in the request's handler.
+    (!text.is_empty())
+        .then(|| Duration::try_from_secs_f64(seconds).ok())
+        .flatten()
 }
 
 #[cfg(test)]
@@ -75,6 +78,7 @@ mod tests {
             ("-5s", None),
             ("5x", None),
             ("5s junk", None),
+            ("99999999999999999999999999h", None),
         ];
         for (text, want) in cases {
             assert_eq!(
@@ -99,6 +103,8 @@ mod tests {
         assert_eq!(at("a=b&timeout=5s&c"), Some(Duration::from_secs(4)));
         assert_eq!(at("a=b"), None);
         assert_eq!(at("timeout=soon"), None);
+        // Representable, but beyond any clock: no deadline rather than a panic.
+        assert_eq!(at("timeout=4000000000000000h"), None);
         assert_eq!(from_query(None, now), None);
     }
 }
