@@ -43,7 +43,8 @@ use sched_core::plugins::volume_binding::pv_helpers::{ANN_SELECTED_NODE, NOT_SUP
 use sched_webhook::admission::{ClusterView, Operation};
 use sched_webhook::cache::Cache;
 use sched_webhook::metrics::RequestOutcome;
-use sched_webhook::server::{AppState, Listeners, serve};
+use sched_webhook::server::AppState;
+use sched_webhook::serving::{Listeners, serve};
 
 /// Where the manifests install the webhook.
 const NAMESPACE: &str = "sched-webhook";

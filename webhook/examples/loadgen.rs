@@ -49,7 +49,8 @@ use sched_core::framework::profile::SchedulerConfig;
 use sched_core::plugins::in_tree_registry;
 use sched_webhook::admission::ClusterView;
 use sched_webhook::cache::{Cache, Writers};
-use sched_webhook::server::{AppState, Listeners, serve};
+use sched_webhook::server::AppState;
+use sched_webhook::serving::{Listeners, serve};
 
 /// The allocator the webhook binary uses (`sched_webhook::memory`), so the in-process modes measure it.
 #[global_allocator]

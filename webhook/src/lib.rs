@@ -19,4 +19,5 @@ pub mod memory;
 pub mod metrics;
 pub mod run;
 pub mod server;
+pub mod serving;
 pub mod tls;

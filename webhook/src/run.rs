@@ -14,7 +14,8 @@ use crate::cache::Cache;
 use crate::certs::{self, Target};
 use crate::config::{CertsArgs, ServeArgs};
 use crate::error::StartError;
-use crate::server::{self, AppState, Listeners};
+use crate::server::AppState;
+use crate::serving::{self, Listeners};
 use crate::tls;
 
 /// The client configuration from `--kubeconfig`, else kube's inference ($KUBECONFIG, ~/.kube/config,
@@ -90,11 +91,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
         admin: bind(args.admin_listen)?,
     };
     tracing::info!(webhook = %args.listen, admin = %args.admin_listen, "serving");
-    server::serve(
+    serving::serve(
         state,
         listeners,
         tls_config,
-        server::termination_signal(),
+        serving::termination_signal(),
         args.shutdown_grace,
     )
     .await

@@ -1,6 +1,6 @@
-//! The HTTP side: `POST /mutate` on the TLS port, `/healthz`, `/readyz` and `/metrics` on the plain
-//! admin port, graceful shutdown, and the execution of decisions' plans (retries on conflicts with
-//! fresh state, undo on failure).
+//! The webhook's request handling: `POST /mutate` and the execution of decisions' plans (retries on
+//! conflicts with fresh state, undo on failure). Listeners, the admin port and shutdown are in
+//! [`crate::serving`].
 //!
 //! A request goes: content type → body (size-limited) → AdmissionReview → kind. Pods without claims and
 //! bindings that need nothing are answered from the raw JSON and the cache's indexes. The rest decide
@@ -9,7 +9,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use axum::Router;
 use axum::body::Bytes;
@@ -17,8 +17,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum_server::tls_rustls::RustlsConfig;
+use axum::routing::post;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::{Api, Client};
@@ -35,6 +34,7 @@ use crate::admission::{
 use crate::cache::Cache;
 use crate::error::RequestError;
 use crate::metrics::{Metrics, RequestOutcome};
+pub use crate::serving::{Listeners, admin_router, serve, termination_signal};
 
 /// Default request body limit: AdmissionReviews of pods are a few KiB; 3 MiB covers the largest
 /// objects etcd accepts (1.5 MiB) twice (object and oldObject).
@@ -80,32 +80,6 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/mutate", post(mutate))
         .layer(DefaultBodyLimit::max(limit))
-        .with_state(state)
-}
-
-/// The admin router: liveness, readiness (caches synced) and metrics.
-pub fn admin_router(state: Arc<AppState>) -> Router {
-    Router::new()
-        .route("/healthz", get(|| async { "ok" }))
-        .route(
-            "/readyz",
-            get(|State(s): State<Arc<AppState>>| async move {
-                if s.cache.is_ready() {
-                    (StatusCode::OK, "ok")
-                } else {
-                    (StatusCode::SERVICE_UNAVAILABLE, "reflector caches not synced")
-                }
-            }),
-        )
-        .route(
-            "/metrics",
-            get(|State(s): State<Arc<AppState>>| async move {
-                (
-                    [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-                    s.metrics.render(s.cache.is_ready()),
-                )
-            }),
-        )
         .with_state(state)
 }
 
@@ -530,63 +504,5 @@ async fn undo_all(state: &AppState, written: &[ActionResult]) {
             Ok(_) => {}
             Err(e) => tracing::warn!(error = %e, "failed to undo"),
         }
-    }
-}
-
-/// Where and how to serve.
-#[derive(Debug)]
-pub struct Listeners {
-    /// The webhook port (TLS).
-    pub webhook: std::net::TcpListener,
-    /// The admin port (plain HTTP).
-    pub admin: std::net::TcpListener,
-}
-
-/// Serves both ports until `shutdown` resolves, then stops accepting and lets in-flight requests finish
-/// (for at most `grace`).
-pub async fn serve(
-    state: Arc<AppState>,
-    listeners: Listeners,
-    tls: RustlsConfig,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-    grace: Duration,
-) -> std::io::Result<()> {
-    let webhook_handle = axum_server::Handle::new();
-    let admin_handle = axum_server::Handle::new();
-    for l in [&listeners.webhook, &listeners.admin] {
-        l.set_nonblocking(true)?;
-    }
-    let webhook = axum_server::from_tcp_rustls(listeners.webhook, tls)?
-        .handle(webhook_handle.clone())
-        .serve(router(state.clone()).into_make_service());
-    let admin = axum_server::from_tcp(listeners.admin)?
-        .handle(admin_handle.clone())
-        .serve(admin_router(state).into_make_service());
-    tokio::spawn(async move {
-        shutdown.await;
-        tracing::info!("shutting down: finishing in-flight requests");
-        webhook_handle.graceful_shutdown(Some(grace));
-        admin_handle.graceful_shutdown(Some(grace));
-    });
-    let (w, a) = tokio::join!(webhook, admin);
-    w.and(a)
-}
-
-/// Resolves on SIGTERM or SIGINT.
-pub async fn termination_signal() {
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, "cannot listen for SIGTERM");
-                std::future::pending::<()>().await;
-            }
-        }
-    };
-    tokio::select! {
-        _ = term => {},
-        _ = tokio::signal::ctrl_c() => {},
     }
 }

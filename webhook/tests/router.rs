@@ -16,7 +16,8 @@ use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
 use sched_core::testing::{node, pv, pvc, storage_class};
 use sched_webhook::admission::Operation;
 use sched_webhook::metrics::RequestOutcome;
-use sched_webhook::server::{AppState, admin_router, router};
+use sched_webhook::server::{AppState, router};
+use sched_webhook::serving::admin_router;
 
 const HOST: &str = "kubernetes.io/hostname";
 

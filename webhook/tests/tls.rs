@@ -19,7 +19,7 @@ use tokio_rustls::TlsConnector;
 
 use common::{pod_json, pod_review, unsynced_state};
 use sched_webhook::certs;
-use sched_webhook::server::{Listeners, serve};
+use sched_webhook::serving::{Listeners, serve};
 use sched_webhook::tls;
 
 fn connector(ca_pem: &str) -> TlsConnector {
