@@ -118,6 +118,45 @@ pub fn generate(dns_names: &[String], ips: &[IpAddr], days: i64) -> Result<Gener
     })
 }
 
+/// Generates a second CA and a client certificate it signed (extended key usage clientAuth, common
+/// name `common_name`), valid for `days`: the API server presents the pair when it calls the
+/// webhook, and the webhook (`--client-ca-file`) trusts that CA only. In the result, `cert_pem` and
+/// `key_pem` are the client's.
+pub fn generate_client(common_name: &str, days: i64) -> Result<Generated, CertError> {
+    let now = time::OffsetDateTime::now_utc();
+    let not_before = now - time::Duration::hours(1);
+    let not_after = now + time::Duration::days(days);
+
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    ca_params.distinguished_name = DistinguishedName::new();
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "sched-webhook client CA");
+    ca_params.not_before = not_before;
+    ca_params.not_after = not_after;
+    let ca_cert = ca_params.self_signed(&ca_key)?;
+
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = DistinguishedName::new();
+    params.distinguished_name.push(DnType::CommonName, common_name);
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.not_before = not_before;
+    params.not_after = not_after;
+    let key = KeyPair::generate()?;
+    let issuer = Issuer::from_params(&ca_params, &ca_key);
+    let cert = params.signed_by(&key, &issuer)?;
+    Ok(Generated {
+        ca_cert_pem: ca_cert.pem(),
+        ca_key_pem: ca_key.serialize_pem(),
+        cert_pem: cert.pem(),
+        key_pem: key.serialize_pem(),
+    })
+}
+
 /// Where [`write`] put the files.
 #[derive(Debug, Clone)]
 pub struct Files {
@@ -161,6 +200,26 @@ pub fn write(dir: &Path, generated: &Generated) -> Result<Files, CertError> {
     write_file(&files.ca_cert, &generated.ca_cert_pem, false)?;
     write_file(&files.ca_key, &generated.ca_key_pem, true)?;
     // Key first: a reloader that sees the new certificate then finds its key.
+    write_file(&files.key, &generated.key_pem, true)?;
+    write_file(&files.cert, &generated.cert_pem, false)?;
+    Ok(files)
+}
+
+/// Writes a [`generate_client`] result as `client-ca.crt`, `client-ca.key`, `client.crt` and
+/// `client.key` into `dir` (created if needed).
+pub fn write_client(dir: &Path, generated: &Generated) -> Result<Files, CertError> {
+    std::fs::create_dir_all(dir).map_err(|source| CertError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let files = Files {
+        ca_cert: dir.join("client-ca.crt"),
+        ca_key: dir.join("client-ca.key"),
+        cert: dir.join("client.crt"),
+        key: dir.join("client.key"),
+    };
+    write_file(&files.ca_cert, &generated.ca_cert_pem, false)?;
+    write_file(&files.ca_key, &generated.ca_key_pem, true)?;
     write_file(&files.key, &generated.key_pem, true)?;
     write_file(&files.cert, &generated.cert_pem, false)?;
     Ok(files)
@@ -325,6 +384,27 @@ mod tests {
         let mode = std::fs::metadata(&files.key).expect("key").permissions().mode();
         assert_eq!(mode & 0o077, 0, "the key is private");
         assert!(matches!(generate(&[], &[], 1), Err(CertError::NoSubject)));
+    }
+
+    #[test]
+    fn generates_a_client_pair_that_the_client_ca_verifier_accepts() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let serving = generate(&[], &["127.0.0.1".parse().expect("ip")], 1).expect("certs");
+        let serving = write(dir.path(), &serving).expect("written");
+        let client = generate_client("kube-apiserver", 1).expect("client certs");
+        let client = write_client(dir.path(), &client).expect("written");
+        assert!(client.cert.ends_with("client.crt") && client.ca_cert.ends_with("client-ca.crt"));
+        let files = crate::tls::TlsFiles::new(&serving.cert, &serving.key).with_client_ca(&client.ca_cert);
+        crate::tls::server_config_for(&files).expect("rustls accepts the client CA");
+        // A file without a certificate is refused with its name.
+        let files = crate::tls::TlsFiles::new(&serving.cert, &serving.key).with_client_ca(&client.key);
+        let error = crate::tls::server_config_for(&files)
+            .expect_err("a key is no CA")
+            .to_string();
+        assert!(
+            error.contains("client CA") && error.contains("client.key"),
+            "{error}"
+        );
     }
 
     #[test]

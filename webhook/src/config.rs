@@ -40,6 +40,11 @@ pub struct ServeArgs {
     /// Serving key (PEM); reloaded when the file changes.
     #[arg(long, env = "SCHED_WEBHOOK_TLS_KEY")]
     pub tls_key: PathBuf,
+    /// CA bundle (PEM) that callers must present a client certificate from (mutual TLS): when set,
+    /// a caller without a certificate this CA signed fails the TLS handshake. Configure the API
+    /// server's AdmissionConfiguration to present one (see the README). Reloaded with the pair.
+    #[arg(long, env = "SCHED_WEBHOOK_CLIENT_CA_FILE")]
+    pub client_ca_file: Option<PathBuf>,
     /// How often the certificate files are checked for changes (e.g. 10s, 500ms).
     #[arg(long, env = "SCHED_WEBHOOK_CERT_RELOAD_INTERVAL", default_value = "10s", value_parser = parse_duration)]
     pub cert_reload_interval: Duration,
@@ -74,6 +79,11 @@ pub struct CertsArgs {
     /// Validity in days.
     #[arg(long, default_value_t = 365)]
     pub days: i64,
+    /// Also write a client CA and a client certificate with this common name (client-ca.crt,
+    /// client-ca.key, client.crt, client.key): the API server presents the pair, the webhook trusts
+    /// the CA with `serve --client-ca-file`.
+    #[arg(long, value_name = "COMMON_NAME")]
+    pub client_cert: Option<String>,
     /// Also create or update this MutatingWebhookConfiguration with the CA as caBundle.
     #[arg(long)]
     pub webhook_config: Option<String>,

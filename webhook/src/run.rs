@@ -73,19 +73,19 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
             .map_err(|e| StartError::SchedulerConfig(e.to_string()))?,
         None => SchedulerConfig::default_config(&registry),
     };
-    let tls_config = RustlsConfig::from_config(tls::server_config(&args.tls_cert, &args.tls_key)?);
+    let tls_files = tls::TlsFiles {
+        cert: args.tls_cert.clone(),
+        key: args.tls_key.clone(),
+        client_ca: args.client_ca_file.clone(),
+    };
+    let tls_config = RustlsConfig::from_config(tls::server_config_for(&tls_files)?);
     let (watch_client, write_client) = watch_and_write_clients(args.kubeconfig.as_deref()).await?;
     let (cache, writers) = Cache::new(scheduler);
     let _reflectors = cache.start(&watch_client, writers);
     let mut state = AppState::new(cache, write_client);
     state.max_body_bytes = args.max_body_bytes;
     let state = Arc::new(state);
-    let _reloader = tls::spawn_reloader(
-        tls_config.clone(),
-        args.tls_cert.clone(),
-        args.tls_key.clone(),
-        args.cert_reload_interval,
-    );
+    let _reloader = tls::spawn_files_reloader(tls_config.clone(), tls_files, args.cert_reload_interval);
     let listeners = Listeners {
         webhook: bind(args.listen)?,
         admin: bind(args.admin_listen)?,
@@ -116,6 +116,17 @@ pub async fn certs(args: CertsArgs) -> anyhow::Result<()> {
         files.cert.display(),
         files.key.display()
     );
+    if let Some(common_name) = &args.client_cert {
+        let client = certs::generate_client(common_name, args.days)?;
+        let files = certs::write_client(&args.out, &client)?;
+        println!(
+            "wrote {}, {}, {}, {}",
+            files.ca_cert.display(),
+            files.ca_key.display(),
+            files.cert.display(),
+            files.key.display()
+        );
+    }
     let Some(name) = args.webhook_config else {
         return Ok(());
     };

@@ -1,6 +1,8 @@
 //! The real TLS port on 127.0.0.1 with rcgen certificates: a verifying HTTPS client gets an answer, a
 //! plaintext request gets none, a replaced certificate is served without a restart, and shutdown
-//! returns once the in-flight request is answered.
+//! returns once the in-flight request is answered. With a client CA: callers without a certificate,
+//! or with one another CA signed, fail the TLS handshake; a replaced client CA is used without a
+//! restart.
 
 mod common;
 
@@ -12,7 +14,7 @@ use axum_server::tls_rustls::RustlsConfig;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -23,26 +25,48 @@ use sched_webhook::serving::{Listeners, serve};
 use sched_webhook::tls;
 
 fn connector(ca_pem: &str) -> TlsConnector {
+    connector_with(ca_pem, None, &rustls::version::TLS12)
+}
+
+/// A client trusting `ca_pem`, presenting `client` (certificate and key PEM) when given.
+fn connector_with(
+    ca_pem: &str,
+    client: Option<(&str, &str)>,
+    version: &'static rustls::SupportedProtocolVersion,
+) -> TlsConnector {
     let mut roots = rustls::RootCertStore::empty();
     roots
         .add(CertificateDer::from_pem_slice(ca_pem.as_bytes()).expect("ca pem"))
         .expect("root");
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS12])
-        .expect("tls 1.2")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
+    let builder = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[version])
+        .expect("tls version")
+        .with_root_certificates(roots);
+    let config = match client {
+        Some((cert, key)) => builder
+            .with_client_auth_cert(
+                vec![CertificateDer::from_pem_slice(cert.as_bytes()).expect("client cert")],
+                PrivateKeyDer::from_pem_slice(key.as_bytes()).expect("client key"),
+            )
+            .expect("client auth"),
+        None => builder.with_no_client_auth(),
+    };
     TlsConnector::from(Arc::new(config))
 }
 
 /// POSTs a pod review over HTTPS/1.1 and returns the status and body.
 async fn post(port: u16, ca_pem: &str) -> Result<(u16, String), String> {
+    post_with(port, connector(ca_pem)).await
+}
+
+/// POSTs a pod review over HTTPS/1.1 with `connector` and returns the status and body.
+async fn post_with(port: u16, connector: TlsConnector) -> Result<(u16, String), String> {
     let tcp = TcpStream::connect(("127.0.0.1", port))
         .await
         .map_err(|e| e.to_string())?;
     let server_name = ServerName::try_from("127.0.0.1").expect("name");
-    let tls = connector(ca_pem)
+    let tls = connector
         .connect(server_name, tcp)
         .await
         .map_err(|e| e.to_string())?;
@@ -145,4 +169,84 @@ async fn serves_tls_only_reloads_certificates_and_shuts_down_gracefully() {
         TcpStream::connect(("127.0.0.1", port)).await.is_err(),
         "port closed after shutdown"
     );
+}
+
+#[tokio::test]
+async fn a_client_ca_requires_client_certificates_and_is_reloaded() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let serving = certs::generate(&[], &["127.0.0.1".parse().expect("ip")], 1).expect("certs");
+    let files = certs::write(dir.path(), &serving).expect("write");
+    let trusted = certs::generate_client("kube-apiserver", 1).expect("client certs");
+    let client_files = certs::write_client(dir.path(), &trusted).expect("write");
+    let stranger = certs::generate_client("kube-apiserver", 1).expect("other client certs");
+
+    let (state, _writers) = unsynced_state();
+    let webhook = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let admin = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = webhook.local_addr().expect("addr").port();
+    let tls_files = tls::TlsFiles::new(&files.cert, &files.key).with_client_ca(&client_files.ca_cert);
+    let tls_config = RustlsConfig::from_config(tls::server_config_for(&tls_files).expect("tls"));
+    let reloader = tls::spawn_files_reloader(tls_config.clone(), tls_files, Duration::from_millis(100));
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server = tokio::spawn(serve(
+        state,
+        Listeners { webhook, admin },
+        tls_config,
+        async {
+            let _ = stopped.await;
+        },
+        Duration::from_secs(5),
+    ));
+    let call = |client: Option<(&str, &str)>, version| {
+        let connector = connector_with(&serving.ca_cert_pem, client, version);
+        tokio::time::timeout(Duration::from_secs(10), post_with(port, connector))
+    };
+    let with = |g: &certs::Generated| (g.cert_pem.clone(), g.key_pem.clone());
+    let (trusted_cert, trusted_key) = with(&trusted);
+    let (stranger_cert, stranger_key) = with(&stranger);
+
+    for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
+        let (status, body) = call(Some((&trusted_cert, &trusted_key)), version)
+            .await
+            .expect("answered in time")
+            .expect("a client certificate of the client CA gets through");
+        assert_eq!(status, 200, "{body}");
+        // No certificate: the handshake fails (TLS 1.3 reports it at the first read), no HTTP at all.
+        let error = call(None, version)
+            .await
+            .expect("refused in time")
+            .expect_err("no client certificate, no answer");
+        assert!(
+            error.to_lowercase().contains("certificate") || error.contains("connection"),
+            "{version:?}: {error}"
+        );
+        call(Some((&stranger_cert, &stranger_key)), version)
+            .await
+            .expect("refused in time")
+            .expect_err("a certificate of another CA is refused");
+    }
+
+    // Rotate the client CA: the stranger's CA replaces the trusted one, without a restart.
+    std::fs::write(&client_files.ca_cert, &stranger.ca_cert_pem).expect("rewrite the client CA");
+    let mut rotated = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if let Ok(Ok((200, _))) = call(Some((&stranger_cert, &stranger_key)), &rustls::version::TLS13).await {
+            rotated = true;
+            break;
+        }
+    }
+    assert!(rotated, "the new client CA was never used");
+    call(Some((&trusted_cert, &trusted_key)), &rustls::version::TLS13)
+        .await
+        .expect("refused in time")
+        .expect_err("the old client CA no longer verifies");
+
+    stop.send(()).expect("server running");
+    tokio::time::timeout(Duration::from_secs(10), server)
+        .await
+        .expect("shut down in time")
+        .expect("task")
+        .expect("served cleanly");
+    reloader.abort();
 }
