@@ -53,6 +53,9 @@ pub const REFLECTOR_THREAD: &str = "sched-reflectors";
 /// for a few more round trips (sync 0.6 s -> 0.8 s on loopback).
 pub const LIST_PAGE_SIZE: u32 = 100;
 
+/// Pod events buffered for the controller's subscription before the pod watch waits for it.
+pub const POD_EVENT_BUFFER: usize = 1024;
+
 /// Non-terminal pods only: the scheduler never sees the others.
 const NON_TERMINAL_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
@@ -227,6 +230,13 @@ pub struct Writers {
 }
 
 impl Writers {
+    /// A subscription to the events the pod reflector applies, for the controller. Call it at most once,
+    /// and keep consuming it: a subscriber that stops reading stalls the pod watch once
+    /// [`POD_EVENT_BUFFER`] events are waiting.
+    pub fn subscribe_pods(&self) -> Option<reflector::ReflectHandle<Pod>> {
+        self.pods.subscribe()
+    }
+
     /// Replaces a store's contents with `items` (pruned one at a time, so a large synthetic fill never
     /// holds the unpruned objects all at once).
     fn load_into<W, K>(writer: &mut Writer<K>, items: impl IntoIterator<Item = W>)
@@ -375,7 +385,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Cache {
     /// Empty stores and their writers.
     pub fn new(config: SchedulerConfig) -> (Arc<Cache>, Writers) {
-        let (pods, pods_w) = reflector::store();
+        // Shared: the controller (crate::controller) subscribes to the pod events this reflector sees
+        // instead of keeping a second watch and a second copy of every pod.
+        let (pods, pods_w) = reflector::store_shared(POD_EVENT_BUFFER);
         let (nodes, nodes_w) = reflector::store();
         let (namespaces, namespaces_w) = reflector::store();
         let (pvs, pvs_w) = reflector::store();
@@ -614,6 +626,11 @@ impl Cache {
     /// Whether a storage class is known (stored, or recorded and not yet delivered by the watch).
     pub fn has_class(&self, name: &str) -> bool {
         self.classes.get(&ObjectRef::new(name)).is_some() || lock(&self.overlay).classes.contains_key(name)
+    }
+
+    /// The pod store (what the controller reconciles from).
+    pub fn pod_store(&self) -> Store<Pod> {
+        self.pods.clone()
     }
 
     /// Pods in the store (for tests and sizing).

@@ -5,7 +5,9 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 /// sched-webhook: volume pre-binding and nomination clearing at admission.
 #[derive(Debug, Parser)]
@@ -62,6 +64,125 @@ pub struct ServeArgs {
     /// in-cluster ServiceAccount).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Namespaces whose pods the controller pre-binds volumes for, as a label selector
+    /// (`key=value`, `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key`, `!key`, comma-separated;
+    /// every namespace has its name as `kubernetes.io/metadata.name`). Keep it the same as the
+    /// MutatingWebhookConfiguration's namespaceSelector.
+    #[arg(
+        long,
+        env = "SCHED_WEBHOOK_NAMESPACE_SELECTOR",
+        default_value = "kubernetes.io/metadata.name!=kube-system,kubectl-sched.dev/webhook!=ignore",
+        value_parser = parse_label_selector
+    )]
+    pub namespace_selector: LabelSelector,
+    /// The coordination.k8s.io Lease that elects the one replica that writes.
+    #[arg(long, env = "SCHED_WEBHOOK_LEASE_NAME", default_value = "sched-webhook")]
+    pub lease_name: String,
+    /// The Lease's namespace (in a Deployment: the pod's own, from the downward API).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "sched-webhook")]
+    pub lease_namespace: String,
+    /// This replica's name in the Lease (in a Deployment: the pod name, from the downward API;
+    /// default: the host name).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// Lease duration: after a leader dies, another replica writes within about this long.
+    #[arg(long, env = "SCHED_WEBHOOK_LEASE_DURATION", default_value = "15s", value_parser = parse_lease_duration)]
+    pub lease_duration: Duration,
+    /// Claims of one pod considered; pods with more are left to the scheduler unread.
+    #[arg(long, env = "SCHED_WEBHOOK_MAX_CLAIMS", default_value_t = crate::server::DEFAULT_MAX_CLAIMS,
+          value_parser = clap::value_parser!(u32).range(1..=100_000).map(|n| n as usize))]
+    pub max_claims: usize,
+    /// Admission decisions made at once; requests beyond are allowed unchanged with a warning.
+    #[arg(long, env = "SCHED_WEBHOOK_MAX_DECISIONS", default_value_t = crate::server::DEFAULT_MAX_DECISIONS,
+          value_parser = clap::value_parser!(u32).range(1..=4096).map(|n| n as usize))]
+    pub max_decisions: usize,
+    /// Request bytes under decision at once (a pod decodes to many times its size); requests beyond
+    /// are allowed unchanged with a warning.
+    #[arg(long, env = "SCHED_WEBHOOK_MAX_DECISION_BYTES", default_value_t = crate::server::DEFAULT_MAX_DECISION_BYTES,
+          value_parser = clap::value_parser!(u32).range(1..).map(|n| n as usize))]
+    pub max_decision_bytes: usize,
+}
+
+/// Parses a lease duration: whole seconds from 2 s to 10 min.
+pub fn parse_lease_duration(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if !(Duration::from_secs(2)..=Duration::from_secs(600)).contains(&duration) {
+        return Err(format!("lease duration {text:?} out of range: use 2s to 10m"));
+    }
+    Ok(Duration::from_secs(duration.as_secs()))
+}
+
+/// Parses a label selector in kubectl's syntax into its API form.
+pub fn parse_label_selector(text: &str) -> Result<LabelSelector, String> {
+    let mut requirements = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        // A requirement ends at the first comma outside parentheses.
+        let mut depth = 0usize;
+        let end = rest
+            .char_indices()
+            .find(|&(_, c)| {
+                match c {
+                    '(' => depth += 1,
+                    ')' => depth = depth.saturating_sub(1),
+                    _ => {}
+                }
+                c == ',' && depth == 0
+            })
+            .map_or(rest.len(), |(i, _)| i);
+        requirements.push(parse_requirement(rest[..end].trim(), text)?);
+        rest = rest[end..].trim_start_matches(',').trim();
+    }
+    let selector = LabelSelector {
+        match_expressions: Some(requirements),
+        match_labels: None,
+    };
+    sched_core::labels::Selector::from_label_selector(Some(&selector))
+        .map_err(|e| format!("invalid selector {text:?}: {e}"))?;
+    Ok(selector)
+}
+
+fn parse_requirement(part: &str, whole: &str) -> Result<LabelSelectorRequirement, String> {
+    let invalid = || {
+        format!(
+            "invalid selector {whole:?} at {part:?}: use key=value, key!=value, key in (a,b), key notin (a,b), key or !key"
+        )
+    };
+    let requirement = |key: &str, operator: &str, values: Vec<String>| {
+        let key = key.trim();
+        if key.is_empty() || key.contains(char::is_whitespace) {
+            return Err(invalid());
+        }
+        Ok(LabelSelectorRequirement {
+            key: key.to_string(),
+            operator: operator.to_string(),
+            values: (!values.is_empty()).then_some(values),
+        })
+    };
+    let set = |list: &str| -> Result<Vec<String>, String> {
+        let inner = list
+            .trim()
+            .strip_prefix('(')
+            .and_then(|l| l.strip_suffix(')'))
+            .ok_or_else(invalid)?;
+        Ok(inner.split(',').map(|v| v.trim().to_string()).collect())
+    };
+    if let Some((key, value)) = part.split_once("!=") {
+        return requirement(key, "NotIn", vec![value.trim().to_string()]);
+    }
+    if let Some((key, value)) = part.split_once("==").or_else(|| part.split_once('=')) {
+        return requirement(key, "In", vec![value.trim().to_string()]);
+    }
+    if let Some((key, list)) = part.split_once(" notin ") {
+        return requirement(key, "NotIn", set(list)?);
+    }
+    if let Some((key, list)) = part.split_once(" in ") {
+        return requirement(key, "In", set(list)?);
+    }
+    if let Some(key) = part.strip_prefix('!') {
+        return requirement(key, "DoesNotExist", Vec::new());
+    }
+    requirement(part, "Exists", Vec::new())
 }
 
 /// `certs`.
@@ -137,6 +258,45 @@ mod tests {
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert!(parse_duration("3h").is_err());
         assert!(parse_duration("x").is_err());
+    }
+
+    #[test]
+    fn label_selectors() {
+        let selector = parse_label_selector("a=b, c!=d,e in (f, g),h notin (i),j,!k").expect("parses");
+        let got: Vec<(String, String, Vec<String>)> = selector
+            .match_expressions
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| (r.key, r.operator, r.values.unwrap_or_default()))
+            .collect();
+        let want = [
+            ("a", "In", vec!["b"]),
+            ("c", "NotIn", vec!["d"]),
+            ("e", "In", vec!["f", "g"]),
+            ("h", "NotIn", vec!["i"]),
+            ("j", "Exists", vec![]),
+            ("k", "DoesNotExist", vec![]),
+        ];
+        assert_eq!(got.len(), want.len());
+        for ((key, op, values), (k, o, v)) in got.iter().zip(want) {
+            assert_eq!((key.as_str(), op.as_str()), (k, o));
+            assert_eq!(values, &v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        }
+        assert_eq!(
+            parse_label_selector("").expect("empty").match_expressions,
+            Some(vec![]),
+            "empty selects everything"
+        );
+        for bad in ["=x", "a in b", "a in (b", "a b", "!"] {
+            assert!(parse_label_selector(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn lease_durations_are_bounded() {
+        assert_eq!(parse_lease_duration("15s"), Ok(Duration::from_secs(15)));
+        assert!(parse_lease_duration("1s").is_err());
+        assert!(parse_lease_duration("1h").is_err());
     }
 
     #[test]

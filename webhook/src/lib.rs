@@ -13,6 +13,7 @@ pub mod admission;
 pub mod cache;
 pub mod certs;
 pub mod config;
+pub mod controller;
 pub mod deadline;
 pub mod error;
 pub mod memory;

@@ -70,6 +70,10 @@ pub struct Metrics {
     nominations_cleared: AtomicU64,
     writes_undone: AtomicU64,
     plan_failures: AtomicU64,
+    pods_skipped: AtomicU64,
+    requests_shed: AtomicU64,
+    catch_up_reads: AtomicU64,
+    leader: std::sync::atomic::AtomicBool,
 }
 
 impl Metrics {
@@ -112,6 +116,51 @@ impl Metrics {
     /// A plan that failed for good.
     pub fn plan_failed(&self) {
         self.plan_failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A stored pod the controller left to the scheduler (more claims than it considers).
+    pub fn pod_skipped(&self) {
+        self.pods_skipped.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A request answered without a decision because every decision slot was taken.
+    pub fn request_shed(&self) {
+        self.requests_shed.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Requests shed so far.
+    pub fn requests_shed(&self) -> u64 {
+        self.requests_shed.load(Ordering::Relaxed)
+    }
+
+    /// A claim or class read from the API server because the watches had not delivered it.
+    pub fn catch_up_read(&self) {
+        self.catch_up_reads.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Catch-up reads so far.
+    pub fn catch_up_reads(&self) -> u64 {
+        self.catch_up_reads.load(Ordering::Relaxed)
+    }
+
+    /// Whether this replica holds the controller's Lease.
+    pub fn set_leader(&self, leader: bool) {
+        self.leader.store(leader, Ordering::Relaxed);
+    }
+
+    /// True while this replica holds the controller's Lease.
+    pub fn is_leader(&self) -> bool {
+        self.leader.load(Ordering::Relaxed)
+    }
+
+    /// Plans that failed so far.
+    pub fn plan_failures(&self) -> u64 {
+        self.plan_failures.load(Ordering::Relaxed)
+    }
+
+    /// Nominations cleared so far.
+    pub fn nominations_cleared(&self) -> u64 {
+        self.nominations_cleared.load(Ordering::Relaxed)
     }
 
     /// Requests so far with this operation and outcome.
@@ -196,6 +245,29 @@ impl Metrics {
             "sched_webhook_plan_failures_total",
             "Plans that could not be carried out.",
             self.plan_failures.load(Ordering::Relaxed),
+        );
+        counter(
+            &mut out,
+            "sched_webhook_pods_skipped_total",
+            "Stored pods left to the scheduler because they use more claims than are considered.",
+            self.pods_skipped.load(Ordering::Relaxed),
+        );
+        counter(
+            &mut out,
+            "sched_webhook_requests_shed_total",
+            "Requests allowed unchanged, with a warning, because every decision slot was taken.",
+            self.requests_shed(),
+        );
+        counter(
+            &mut out,
+            "sched_webhook_catch_up_reads_total",
+            "Claims and classes read from the API server because the watches had not delivered them.",
+            self.catch_up_reads(),
+        );
+        let _ = writeln!(
+            out,
+            "# HELP sched_webhook_leader Whether this replica holds the controller's Lease (only the leader writes).\n# TYPE sched_webhook_leader gauge\nsched_webhook_leader {}",
+            u8::from(self.is_leader())
         );
         let _ = writeln!(
             out,

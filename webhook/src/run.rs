@@ -13,8 +13,10 @@ use sched_core::plugins::in_tree_registry;
 use crate::cache::Cache;
 use crate::certs::{self, Target};
 use crate::config::{CertsArgs, ServeArgs};
+use crate::controller::stored_pod::Scope;
+use crate::controller::{self, ControllerConfig};
 use crate::error::StartError;
-use crate::server::AppState;
+use crate::server::{AppState, Limits};
 use crate::serving::{self, Listeners};
 use crate::tls;
 
@@ -81,28 +83,88 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
     let tls_config = RustlsConfig::from_config(tls::server_config_for(&tls_files)?);
     let (watch_client, write_client) = watch_and_write_clients(args.kubeconfig.as_deref()).await?;
     let (cache, writers) = Cache::new(scheduler);
+    let pod_events = writers.subscribe_pods();
     let _reflectors = cache.start(&watch_client, writers);
-    let mut state = AppState::new(cache, write_client);
+    let limits = Limits {
+        max_decisions: args.max_decisions,
+        max_decision_bytes: args.max_decision_bytes,
+        max_claims: args.max_claims,
+    };
+    let mut state = AppState::with_limits(cache.clone(), write_client.clone(), limits);
     state.max_body_bytes = args.max_body_bytes;
     let state = Arc::new(state);
+    // One signal for both halves: the HTTP side drains, the controller stops and releases its Lease.
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        serving::termination_signal().await;
+        let _ = stop.send(true);
+    });
+    let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = stopped.wait_for(|s| *s).await;
+    };
+    let controller_config = ControllerConfig {
+        lease_name: args.lease_name.clone(),
+        lease_namespace: args.lease_namespace.clone(),
+        identity: args.identity.clone().unwrap_or_else(default_identity),
+        lease_seconds: args.lease_duration.as_secs(),
+        scope: Scope {
+            namespaces: sched_core::labels::Selector::from_label_selector(Some(&args.namespace_selector))
+                .map_err(|e| StartError::SchedulerConfig(format!("--namespace-selector: {e}")))?,
+            max_claims: args.max_claims,
+            binding_window: controller::DEFAULT_BINDING_WINDOW,
+        },
+        plan_budget: controller::DEFAULT_PLAN_BUDGET,
+        concurrency: controller::DEFAULT_CONCURRENCY,
+    };
+    let context = Arc::new(controller::Context::new(
+        cache,
+        write_client,
+        state.metrics.clone(),
+        controller_config,
+    ));
+    let controller_task = match pod_events {
+        Some(events) => {
+            let stop = until_stopped(stopped.clone());
+            Some(tokio::spawn(async move {
+                if let Err(e) = controller::run(context, events, stop).await {
+                    tracing::error!(error = %e, "the controller stopped: volumes are left to the scheduler");
+                }
+            }))
+        }
+        None => None,
+    };
     let _reloader = tls::spawn_files_reloader(tls_config.clone(), tls_files, args.cert_reload_interval);
     let listeners = Listeners {
         webhook: bind(args.listen)?,
         admin: bind(args.admin_listen)?,
     };
     tracing::info!(webhook = %args.listen, admin = %args.admin_listen, "serving");
-    serving::serve(
+    let served = serving::serve(
         state,
         listeners,
         tls_config,
-        serving::termination_signal(),
+        until_stopped(stopped),
         args.shutdown_grace,
     )
     .await
     .map_err(|source| StartError::Io {
         address: args.listen.to_string(),
         source,
-    })
+    });
+    if let Some(task) = controller_task {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), task).await;
+    }
+    served
+}
+
+/// The host name, else a fixed name: a Lease identity (two replicas with the same one would both
+/// believe they lead, so Deployments set POD_NAME).
+fn default_identity() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .ok()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| format!("sched-webhook-{}", std::process::id()))
 }
 
 /// `certs`: writes the files, then (with --webhook-config) applies the configuration.

@@ -1,13 +1,14 @@
-//! The webhook's request handling: `POST /mutate` and the execution of decisions' plans (retries on
-//! conflicts with fresh state, undo on failure). Listeners, the admin port and shutdown are in
-//! [`crate::serving`].
+//! The webhook's request handling: `POST /mutate`. Listeners, the admin port and shutdown are in
+//! [`crate::serving`]; the cluster writes are the controller's ([`crate::controller`]).
 //!
 //! A request goes: content type → body (size-limited) → AdmissionReview → kind. Pods without claims and
-//! bindings that need nothing are answered from the raw JSON and the cache's indexes. The rest decide
-//! on a blocking thread; decisions with writes decide again under the volume lock (one writing decision
-//! at a time per replica, so two requests never pick the same PV) and run the plan.
+//! bindings that need nothing are answered from the raw JSON and the cache's indexes. The rest take a
+//! decision slot (bounded in number and in the bytes being decoded; when none is free the request is
+//! allowed unchanged with a warning, as `failurePolicy: Ignore` intends), read what the watches have
+//! not delivered (concurrent, capped, within the API server's deadline) and decide on a blocking
+//! thread. Admission writes nothing to the cluster: it denies with the scheduler's reason, patches
+//! the pod, and leaves the volume work to the controller once the API server has stored the pod.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -18,18 +19,19 @@ use axum::extract::{DefaultBodyLimit, RawQuery, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::{Api, Client};
-use tokio::sync::Mutex;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use sched_core::apply::{self, ActionResult, ApplyOptions, Observed, Outcome};
+use sched_core::apply::Observed;
 use sched_core::plugins::volume_binding::pv_helpers::{claim_class, claim_volume_name};
 use sched_core::snapshot::Prune;
 
 use crate::admission::{
-    self, AdmissionRequest, AdmissionResponse, ClusterView, Decision, OnFailure, Operation, RequestKind,
-    binding, pod_create,
+    self, ADMITTED_BY_KEY, AdmissionRequest, AdmissionResponse, ClusterView, Decision, Operation,
+    RequestKind, binding, pod_create,
 };
 use crate::cache::Cache;
 use crate::error::RequestError;
@@ -39,38 +41,89 @@ pub use crate::serving::{Listeners, admin_router, serve, termination_signal};
 /// Default request body limit: AdmissionReviews of pods are a few KiB; 3 MiB covers the largest
 /// objects etcd accepts (1.5 MiB) twice (object and oldObject).
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
-/// Attempts of a plan (the first and the retries after conflicts).
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+/// Decisions made at once (each on a blocking thread).
+pub const DEFAULT_MAX_DECISIONS: usize = 8;
+/// Request bytes being decoded and decided on at once. A pod decodes to many times its JSON size
+/// (an AdmissionReview of 2.7 MB took over 400 MB while decided), so this bounds the memory of
+/// decisions: at the default, two of the largest requests at a time.
+pub const DEFAULT_MAX_DECISION_BYTES: usize = 2 * DEFAULT_MAX_BODY_BYTES;
+/// Claims of one pod considered. No node attaches more volumes than this (cloud CSI drivers stop at
+/// 16 to 128); a pod that names more is left to the scheduler without reading any of them.
+pub const DEFAULT_MAX_CLAIMS: usize = 256;
+/// Reads of claims and classes the watches have not delivered, per request.
+pub const MAX_CATCH_UP_READS: usize = 32;
+/// Catch-up reads in flight at once, per request.
+const CATCH_UP_CONCURRENCY: usize = 8;
+
+/// The bounds of admission work.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Decisions at once.
+    pub max_decisions: usize,
+    /// Request bytes under decision at once.
+    pub max_decision_bytes: usize,
+    /// Claims of one pod considered.
+    pub max_claims: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_decisions: DEFAULT_MAX_DECISIONS,
+            max_decision_bytes: DEFAULT_MAX_DECISION_BYTES,
+            max_claims: DEFAULT_MAX_CLAIMS,
+        }
+    }
+}
 
 /// Shared by every request.
 pub struct AppState {
     /// The reflector caches.
     pub cache: Arc<Cache>,
-    /// The client plans are executed with.
+    /// The client of the reads a request makes (objects the watches have not delivered).
     pub client: Client,
     /// Counters.
     pub metrics: Arc<Metrics>,
-    /// How plans are executed.
-    pub apply_options: ApplyOptions,
-    /// Attempts per plan.
-    pub max_attempts: u32,
     /// The request body limit.
     pub max_body_bytes: usize,
-    volume_lock: Mutex<()>,
+    limits: Limits,
+    decision_slots: Arc<Semaphore>,
+    decision_bytes: Arc<Semaphore>,
 }
 
 impl AppState {
     /// A state with default limits.
     pub fn new(cache: Arc<Cache>, client: Client) -> Self {
+        Self::with_limits(cache, client, Limits::default())
+    }
+
+    /// A state with these limits.
+    pub fn with_limits(cache: Arc<Cache>, client: Client, limits: Limits) -> Self {
         AppState {
             cache,
             client,
             metrics: Arc::new(Metrics::default()),
-            apply_options: ApplyOptions::new("sched-webhook"),
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
-            volume_lock: Mutex::new(()),
+            limits,
+            decision_slots: Arc::new(Semaphore::new(limits.max_decisions.max(1))),
+            decision_bytes: Arc::new(Semaphore::new(limits.max_decision_bytes.max(1))),
         }
+    }
+
+    /// The bounds in force.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// A decision slot for a request of `bytes`, or `None` when the replica is saturated (the request is
+    /// then shed).
+    fn decision_slot(&self, bytes: usize) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
+        let slot = self.decision_slots.clone().try_acquire_owned().ok()?;
+        // A request larger than the whole budget takes all of it (it is within the body limit).
+        let weight = bytes.clamp(1, self.limits.max_decision_bytes.max(1));
+        let weight = u32::try_from(weight).unwrap_or(u32::MAX);
+        let bytes = self.decision_bytes.clone().try_acquire_many_owned(weight).ok()?;
+        Some((slot, bytes))
     }
 }
 
@@ -159,19 +212,56 @@ fn raw_object<'a>(request: &'a AdmissionRequest, what: &'static str) -> Result<&
         })
 }
 
+/// Allowed unchanged, with a warning, because every decision slot is taken: the webhook fails open
+/// under load as it does when it is down (`failurePolicy: Ignore`), instead of making the API server
+/// wait and time out.
+fn shed(
+    state: &AppState,
+    request: &AdmissionRequest,
+    operation: Operation,
+) -> (Operation, AdmissionResponse) {
+    state.metrics.request_shed();
+    tracing::warn!(
+        request_uid = %request.uid,
+        user = %request.user(),
+        namespace = %request.namespace,
+        name = %request.name,
+        "saturated: request allowed unchanged"
+    );
+    (
+        operation,
+        AdmissionResponse::allow(&request.uid).with_warnings(vec![
+            "sched-webhook is saturated: the pod's volumes were not checked".into(),
+        ]),
+    )
+}
+
 async fn pod_create_request(
     state: &Arc<AppState>,
     deadline: Option<Instant>,
     request: AdmissionRequest,
 ) -> Result<(Operation, AdmissionResponse), RequestError> {
     let raw = raw_object(&request, "pod")?;
-    let uses_claims = admission::pod_uses_claims(raw).map_err(|e| RequestError::Object {
+    // The cheap look first: most pods name no claim, and a pod naming thousands is not decoded at all.
+    let claims = admission::count_pod_claims(raw).map_err(|e| RequestError::Object {
         what: "pod",
         message: e.to_string(),
     })?;
-    if !uses_claims {
+    if claims == 0 {
         return Ok((Operation::PodCreate, AdmissionResponse::allow(&request.uid)));
     }
+    if claims > state.limits.max_claims {
+        return Ok((
+            Operation::Other,
+            AdmissionResponse::allow(&request.uid).with_warnings(vec![format!(
+                "the pod names {claims} claims, more than the {} sched-webhook considers: its volumes are left to the scheduler",
+                state.limits.max_claims
+            )]),
+        ));
+    }
+    let Some(_slot) = state.decision_slot(raw.len()) else {
+        return Ok(shed(state, &request, Operation::Other));
+    };
     let mut pod: Pod = serde_json::from_str(raw).map_err(|e| RequestError::Object {
         what: "pod",
         message: e.to_string(),
@@ -194,14 +284,19 @@ async fn pod_create_request(
     }
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
     if node_name_set || admission::opted_in(&pod, state.cache.namespace_labels(&namespace).as_ref()) {
-        catch_up(state, &pod).await;
+        catch_up(state, deadline, &pod).await;
     }
     let pod = Arc::new(pod);
-    let decide = {
+    let mut decision = {
         let pod = pod.clone();
-        move |cache: Arc<Cache>| pod_create::decide(&pod, cache.as_ref())
+        decide_on_cache(state, move |cache| pod_create::decide(&pod, cache.as_ref())).await
     };
-    Ok(decide_and_run(state, deadline, &request, decide).await)
+    if decision.denial.is_none() && !decision.plan.is_empty() {
+        decision
+            .patch
+            .push(admission::annotation_patch(&pod, ADMITTED_BY_KEY, &request.uid));
+    }
+    Ok((decision.operation, respond(&request, decision)))
 }
 
 async fn binding_request(
@@ -220,75 +315,143 @@ async fn binding_request(
     let pod = match state.cache.pod(&request.namespace, &request.name) {
         Some(pod) => Some(pod),
         // The scheduler can bind a pod this replica's watch has not delivered yet: read it once.
-        None => fetch_pod(&state.client, &request.namespace, &request.name).await,
+        None => fetch_pod(&state.client, deadline, &request.namespace, &request.name).await,
     };
-    if let Some(p) = &pod
-        && binding::needs_nothing(p, &node, state.cache.as_ref())
-    {
+    let Some(pod) = pod else {
+        return Ok((Operation::PodBinding, AdmissionResponse::allow(&request.uid)));
+    };
+    if binding::needs_no_volume_check(&pod, &node, state.cache.as_ref()) {
         return Ok((Operation::PodBinding, AdmissionResponse::allow(&request.uid)));
     }
-    if let Some(p) = &pod {
-        catch_up(state, p).await;
+    if admission::pod_claims(&pod).len() > state.limits.max_claims {
+        return Ok((Operation::PodBinding, AdmissionResponse::allow(&request.uid)));
     }
-    let decide = move |cache: Arc<Cache>| binding::decide(pod.as_deref(), &node, cache.as_ref());
-    Ok(decide_and_run(state, deadline, &request, decide).await)
+    let Some(_slot) = state.decision_slot(raw.len()) else {
+        return Ok(shed(state, &request, Operation::PodBinding));
+    };
+    catch_up(state, deadline, &pod).await;
+    let decision = decide_on_cache(state, move |cache| {
+        binding::decide(Some(&pod), &node, cache.as_ref())
+    })
+    .await;
+    Ok((decision.operation, respond(&request, decision)))
 }
 
-async fn fetch_pod(client: &Client, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+/// Runs `future` until `deadline` (none: until it ends); `None` when the time ran out.
+async fn within<T>(deadline: Option<Instant>, future: impl std::future::Future<Output = T>) -> Option<T> {
+    match deadline {
+        Some(at) => tokio::time::timeout_at(at.into(), future).await.ok(),
+        None => Some(future.await),
+    }
+}
+
+async fn fetch_pod(
+    client: &Client,
+    deadline: Option<Instant>,
+    namespace: &str,
+    name: &str,
+) -> Option<Arc<Pod>> {
     let api: Api<Pod> = Api::namespaced(client.clone(), namespace);
-    match api.get_opt(name).await {
-        Ok(pod) => pod.map(|mut p| {
+    match within(deadline, api.get_opt(name)).await {
+        Some(Ok(pod)) => pod.map(|mut p| {
             p.prune();
             Arc::new(p)
         }),
-        Err(e) => {
+        Some(Err(e)) => {
             tracing::warn!(namespace, name, error = %e, "failed to read the pod being bound");
+            None
+        }
+        None => {
+            tracing::warn!(namespace, name, "out of time reading the pod being bound");
             None
         }
     }
 }
 
+/// What a catch-up read is for.
+enum CatchUp {
+    Claim(String),
+    Class(String),
+}
+
 /// Reads from the API server the claims `pod` names and the classes of its unbound claims that the
 /// watches have not delivered yet, and records them in the cache. Clients create a class, a claim and a
-/// pod in quick succession; without this the pod's CREATE can outrun the claim's watch event and the
-/// pod would be admitted with nothing pre-bound. Generic ephemeral claims are skipped: their controller
-/// creates them after the pod.
-async fn catch_up(state: &AppState, pod: &Pod) {
+/// pod in quick succession; without this the pod's CREATE can outrun the claim's watch event. Generic
+/// ephemeral claims are skipped: their controller creates them after the pod. The reads go out
+/// concurrently, at most [`MAX_CATCH_UP_READS`] per request, and stop at the request's deadline.
+async fn catch_up(state: &AppState, deadline: Option<Instant>, pod: &Pod) {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+    let mut reads = Vec::new();
+    let mut classes = std::collections::BTreeSet::new();
     for (name, ephemeral) in admission::pod_claims(pod) {
         if ephemeral {
             continue;
         }
-        let claim = match state.cache.pvc(namespace, &name) {
-            Some(claim) => claim,
-            None => {
-                let api: Api<PersistentVolumeClaim> = Api::namespaced(state.client.clone(), namespace);
-                match api.get_opt(&name).await {
-                    Ok(Some(claim)) => {
-                        tracing::info!(namespace, claim = %name, "claim not in the cache yet: read it");
-                        state.cache.record(&Observed::Pvc(Box::new(claim.clone())));
-                        Arc::new(claim)
-                    }
-                    Ok(None) => continue,
-                    Err(e) => {
-                        tracing::warn!(namespace, claim = %name, error = %e, "failed to read the claim");
-                        continue;
-                    }
+        match state.cache.pvc(namespace, &name) {
+            None => reads.push(CatchUp::Claim(name)),
+            Some(claim) => {
+                let class = claim_class(&claim);
+                if !class.is_empty() && claim_volume_name(&claim).is_empty() && !state.cache.has_class(class)
+                {
+                    classes.insert(class.to_string());
                 }
             }
-        };
-        let class = claim_class(&claim);
-        if class.is_empty() || !claim_volume_name(&claim).is_empty() || state.cache.has_class(class) {
-            continue;
         }
-        let api: Api<StorageClass> = Api::all(state.client.clone());
-        match api.get_opt(class).await {
-            Ok(Some(found)) => {
-                tracing::info!(class, "storage class not in the cache yet: read it");
-                state.cache.record_class(found);
+    }
+    reads.extend(classes.into_iter().map(CatchUp::Class));
+    if reads.is_empty() {
+        return;
+    }
+    if reads.len() > MAX_CATCH_UP_READS {
+        tracing::info!(
+            namespace,
+            pod = pod.metadata.name.as_deref().unwrap_or(""),
+            missing = reads.len(),
+            read = MAX_CATCH_UP_READS,
+            "more objects missing from the cache than are read per request"
+        );
+        reads.truncate(MAX_CATCH_UP_READS);
+    }
+    let all = futures::stream::iter(reads)
+        .map(|read| catch_up_one(state, namespace, read))
+        .buffer_unordered(CATCH_UP_CONCURRENCY)
+        .collect::<Vec<()>>();
+    if within(deadline, all).await.is_none() {
+        tracing::warn!(namespace, "out of time reading objects missing from the cache");
+    }
+}
+
+async fn catch_up_one(state: &AppState, namespace: &str, read: CatchUp) {
+    state.metrics.catch_up_read();
+    match read {
+        CatchUp::Claim(name) => {
+            let api: Api<PersistentVolumeClaim> = Api::namespaced(state.client.clone(), namespace);
+            match api.get_opt(&name).await {
+                Ok(Some(claim)) => {
+                    let class = claim_class(&claim).to_string();
+                    let unbound = claim_volume_name(&claim).is_empty();
+                    tracing::info!(namespace, claim = %name, "claim not in the cache yet: read it");
+                    state.cache.record(&Observed::Pvc(Box::new(claim)));
+                    // Its class, when the watch has not delivered it either (one more read, not capped
+                    // separately: at most one per claim read).
+                    if unbound && !class.is_empty() && !state.cache.has_class(&class) {
+                        Box::pin(catch_up_one(state, namespace, CatchUp::Class(class))).await;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(namespace, claim = %name, error = %e, "failed to read the claim"),
             }
-            Ok(None) => {}
-            Err(e) => tracing::warn!(class, error = %e, "failed to read the storage class"),
+        }
+        CatchUp::Class(class) => {
+            let api: Api<StorageClass> = Api::all(state.client.clone());
+            match api.get_opt(&class).await {
+                Ok(Some(found)) => {
+                    tracing::info!(class, "storage class not in the cache yet: read it");
+                    state.cache.record_class(found);
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(class, error = %e, "failed to read the storage class"),
+            }
         }
     }
 }
@@ -303,12 +466,11 @@ fn not_ready(request: &AdmissionRequest, operation: Operation) -> (Operation, Ad
     )
 }
 
-async fn decide_on_cache<F>(state: &Arc<AppState>, decide: &F) -> Decision
+async fn decide_on_cache<F>(state: &Arc<AppState>, decide: F) -> Decision
 where
-    F: Fn(Arc<Cache>) -> Decision + Clone + Send + Sync + 'static,
+    F: FnOnce(Arc<Cache>) -> Decision + Send + 'static,
 {
     let cache = state.cache.clone();
-    let decide = decide.clone();
     match tokio::task::spawn_blocking(move || decide(cache)).await {
         Ok(decision) => decision,
         // A panic in a decision is a bug; answer fail-open rather than take the connection down.
@@ -322,187 +484,42 @@ where
     }
 }
 
-/// Decides, and when the decision has writes, decides again under the volume lock (one replica never
-/// hands out the same PV twice; decisions that write nothing never wait for it) and runs the plan —
-/// unless the request is a dry run.
-async fn decide_and_run<F>(
-    state: &Arc<AppState>,
-    deadline: Option<Instant>,
-    request: &AdmissionRequest,
-    decide: F,
-) -> (Operation, AdmissionResponse)
-where
-    F: Fn(Arc<Cache>) -> Decision + Clone + Send + Sync + 'static,
-{
-    let decision = decide_on_cache(state, &decide).await;
-    let op = decision.operation;
-    if request.is_dry_run() || decision.denial.is_some() || decision.is_passive() {
-        return (
-            op,
-            respond(request, &decision.denial, &decision.patch, decision.warnings),
+/// The answer to `decision`. Denials and decisions with work for the controller are logged with the
+/// request uid and the user the API server names; a pod with such work also carries the request uid
+/// ([`ADMITTED_BY_KEY`]), which the controller's write log names.
+fn respond(request: &AdmissionRequest, decision: Decision) -> AdmissionResponse {
+    let Decision {
+        operation,
+        denial,
+        patch,
+        plan,
+        warnings,
+        ..
+    } = decision;
+    if let Some(message) = denial {
+        tracing::info!(
+            request_uid = %request.uid,
+            user = %request.user(),
+            operation = operation.as_str(),
+            namespace = %request.namespace,
+            name = %request.name,
+            reason = %message,
+            "denied"
+        );
+        return AdmissionResponse::deny(&request.uid, &message).with_warnings(warnings);
+    }
+    if !plan.is_empty() {
+        tracing::info!(
+            request_uid = %request.uid,
+            user = %request.user(),
+            operation = operation.as_str(),
+            namespace = %request.namespace,
+            name = %request.name,
+            writes = plan.len(),
+            "admitted: the controller pre-binds once the object is stored"
         );
     }
-    let _guard = state.volume_lock.lock().await;
-    let decision = decide_on_cache(state, &decide).await;
-    let result = run_plan(state, deadline, decision, || decide_on_cache(state, &decide)).await;
-    (
-        op,
-        respond(request, &result.denial, &result.patch, result.warnings),
-    )
-}
-
-fn respond(
-    request: &AdmissionRequest,
-    denial: &Option<String>,
-    patch: &[serde_json::Value],
-    warnings: Vec<String>,
-) -> AdmissionResponse {
-    match denial {
-        Some(message) => AdmissionResponse::deny(&request.uid, message).with_warnings(warnings),
-        None => AdmissionResponse::allow(&request.uid)
-            .with_patch(patch)
-            .with_warnings(warnings),
-    }
-}
-
-/// What a plan's execution leaves to answer.
-#[derive(Debug)]
-pub struct PlanResult {
-    /// Deny with this message.
-    pub denial: Option<String>,
-    /// The patch to return.
-    pub patch: Vec<serde_json::Value>,
-    /// Warnings.
-    pub warnings: Vec<String>,
-}
-
-/// Runs `decision`'s plan: on a conflict the decision is made again (`redecide`, on the cache that now
-/// holds what the conflict revealed), up to `max_attempts`; on failure everything written for this
-/// request is taken back and the decision's [`OnFailure`] answers. Then the follow-up actions run,
-/// best-effort. Past `deadline` (see [`crate::deadline`]) no retry and no follow-up starts: what was
-/// written is taken back and the decision's [`OnFailure`] answers while the API server still listens.
-pub async fn run_plan<R, Fut>(
-    state: &AppState,
-    deadline: Option<Instant>,
-    mut decision: Decision,
-    mut redecide: R,
-) -> PlanResult
-where
-    R: FnMut() -> Fut,
-    Fut: Future<Output = Decision>,
-{
-    let options = &ApplyOptions {
-        deadline,
-        ..state.apply_options.clone()
-    };
-    let mut written: Vec<ActionResult> = Vec::new();
-    let mut attempt = 1;
-    loop {
-        if let Some(message) = decision.denial.clone() {
-            undo_all(state, &written).await;
-            return PlanResult {
-                denial: Some(message),
-                patch: Vec::new(),
-                warnings: decision.warnings,
-            };
-        }
-        if decision.plan.is_empty() {
-            break;
-        }
-        // Waiting for the volume lock or deciding again can use up the time: then nothing starts.
-        if options.out_of_time() {
-            let message = format!("out of time after {} attempt(s)", attempt - 1);
-            return fail_plan(state, &written, decision, &message).await;
-        }
-        let results = apply::execute(&state.client, &decision.plan, options).await;
-        for r in &results {
-            if let Some(observed) = &r.observed {
-                state.cache.record(observed);
-            }
-            if matches!(r.outcome, Outcome::Done) {
-                state.metrics.binding_done();
-                tracing::info!(action = %r.action.describe(), "written");
-            }
-        }
-        let failure = results.iter().find_map(|r| match &r.outcome {
-            Outcome::Failed(e) => Some((e.is_conflict(), e.to_string())),
-            Outcome::PdbBlocked { message } => Some((false, message.clone())),
-            _ => None,
-        });
-        written.extend(results.into_iter().filter(|r| matches!(r.outcome, Outcome::Done)));
-        match failure {
-            None => break,
-            Some((true, message)) if attempt < state.max_attempts => {
-                tracing::info!(attempt, error = %message, "conflict: deciding again on fresh state");
-                state.metrics.conflict_retried();
-                attempt += 1;
-                decision = redecide().await;
-            }
-            Some((_, message)) => return fail_plan(state, &written, decision, &message).await,
-        }
-    }
-    for action in &decision.follow_up {
-        if options.out_of_time() {
-            tracing::warn!(action = %action.describe(), "out of time: follow-up skipped");
-            continue;
-        }
-        let (outcome, _) = apply::execute_one(&state.client, action, options).await;
-        match outcome {
-            Outcome::Done => {
-                state.metrics.nomination_cleared();
-                tracing::info!(action = %action.describe(), "written");
-            }
-            Outcome::Failed(e) => tracing::warn!(error = %e, "follow-up failed"),
-            _ => {}
-        }
-    }
-    PlanResult {
-        denial: None,
-        patch: decision.patch,
-        warnings: decision.warnings,
-    }
-}
-
-/// A plan that cannot finish: everything written for the request is taken back, and the decision's
-/// [`OnFailure`] says whether the request is denied or allowed unchanged.
-async fn fail_plan(
-    state: &AppState,
-    written: &[ActionResult],
-    decision: Decision,
-    message: &str,
-) -> PlanResult {
-    state.metrics.plan_failed();
-    tracing::warn!(error = %message, "volume pre-binding failed");
-    undo_all(state, written).await;
-    let mut warnings = decision.warnings;
-    match decision.on_failure {
-        OnFailure::Deny => PlanResult {
-            denial: Some(format!("volume pre-binding failed: {message}")),
-            patch: Vec::new(),
-            warnings,
-        },
-        OnFailure::AllowUnchanged => {
-            warnings.push(format!(
-                "volumes left to the scheduler: pre-binding failed: {message}"
-            ));
-            PlanResult {
-                denial: None,
-                patch: Vec::new(),
-                warnings,
-            }
-        }
-    }
-}
-
-async fn undo_all(state: &AppState, written: &[ActionResult]) {
-    for result in written.iter().rev() {
-        match apply::undo(&state.client, result, &state.apply_options).await {
-            Ok(Outcome::Done) => {
-                state.metrics.write_undone();
-                tracing::info!(action = %result.action.describe(), "undone");
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "failed to undo"),
-        }
-    }
+    AdmissionResponse::allow(&request.uid)
+        .with_patch(&patch)
+        .with_warnings(warnings)
 }

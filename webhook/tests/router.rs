@@ -16,7 +16,14 @@ use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
 use sched_core::testing::{node, pv, pvc, storage_class};
 use sched_webhook::admission::Operation;
 use sched_webhook::metrics::RequestOutcome;
-use sched_webhook::server::{AppState, router};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sched_core::framework::profile::SchedulerConfig;
+use sched_core::plugins::in_tree_registry;
+use sched_webhook::admission::ADMITTED_BY_KEY;
+use sched_webhook::cache::Cache;
+use sched_webhook::server::{AppState, Limits, MAX_CATCH_UP_READS, router};
 use sched_webhook::serving::admin_router;
 
 const HOST: &str = "kubernetes.io/hostname";
@@ -281,31 +288,123 @@ async fn definite_conflicts_are_denied_with_the_scheduler_reason() {
 }
 
 #[tokio::test]
-async fn dry_run_decides_without_writing() {
+async fn admission_never_writes_and_stamps_pods_with_work_for_the_controller() {
     let state = state_with(volumes());
-    // A write is needed (bind pv-a to c1). The client cannot reach any server, so a write attempt would
-    // fail and deny the pod; dry-run must answer from the decision alone.
+    // A write is needed once the pod is stored (bind pv-a to c1). The client cannot reach any server:
+    // an attempted write would fail and show in the answer. Admission answers from the decision alone.
+    for dry_run in [true, false] {
+        let (status, value) = post_json(
+            router(state.clone()),
+            &pod_review(pod_json("p", Some("node-a"), Some("c1")), dry_run),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(value["response"]["allowed"], true, "{value}");
+        assert!(value["response"].get("warnings").is_none(), "{value}");
+        let patch = value["response"]["patch"].as_str().map(|p| {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(p)
+                .expect("base64");
+            serde_json::from_slice::<Value>(&bytes).expect("json")
+        });
+        // The request's uid on the pod, for the controller's write log.
+        assert_eq!(
+            patch,
+            Some(json!([{"op": "add", "path": "/metadata/annotations",
+                         "value": {ADMITTED_BY_KEY: "uid-1"}}])),
+            "dry run {dry_run}: {value}"
+        );
+    }
+    assert_eq!(state.metrics.bindings(), 0);
+}
+
+#[tokio::test]
+async fn saturated_replicas_allow_with_a_warning_instead_of_waiting() {
+    let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
+    cache.fill(&mut writers, volumes());
+    let limits = Limits {
+        max_decisions: 1,
+        max_decision_bytes: 1,
+        max_claims: 2,
+    };
+    let state = Arc::new(AppState::with_limits(cache, dead_client(), limits));
+    // Hold the only decision slot with a request that waits on a catch-up read (claim c9 is not cached)
+    // against a server that accepts and never answers.
     let (status, value) = post_json(
         router(state.clone()),
-        &pod_review(pod_json("p", Some("node-a"), Some("c1")), true),
+        &pod_review(pod_json("p", Some("node-a"), Some("c1")), false),
     )
     .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(value["response"]["allowed"], true, "{value}");
-    assert!(value["response"].get("warnings").is_none(), "{value}");
-    assert_eq!(state.metrics.bindings(), 0);
+    assert_eq!(
+        (status, &value["response"]["allowed"]),
+        (StatusCode::OK, &json!(true))
+    );
+    assert_eq!(state.metrics.requests_shed(), 0, "a free slot is used");
 
-    // Not dry-run: the write is attempted, fails, and the pod is denied with the cause (fail closed
-    // only for a pod that would otherwise wait forever).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
+    let url = format!("http://{}", silent.local_addr().expect("addr"));
+    let hanging = kube::Client::try_from(kube::Config::new(url.parse().expect("uri"))).expect("client");
+    let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
+    cache.fill(&mut writers, volumes());
+    let state = Arc::new(AppState::with_limits(cache, hanging, limits));
+    let held = tokio::spawn(send_to(
+        router(state.clone()),
+        "/mutate?timeout=2s",
+        Some("application/json"),
+        pod_review(pod_json("held", Some("node-a"), Some("c9")), false).to_string(),
+    ));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let started = Instant::now();
     let (status, value) = post_json(
         router(state.clone()),
         &pod_review(pod_json("p", Some("node-a"), Some("c1")), false),
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(value["response"]["allowed"], false, "{value}");
-    let message = value["response"]["status"]["message"].as_str().expect("message");
-    assert!(message.starts_with("volume pre-binding failed"), "{message}");
+    assert_eq!(value["response"]["allowed"], true, "{value}");
+    let warning = value["response"]["warnings"][0].as_str().expect("warning");
+    assert!(warning.contains("saturated"), "{warning}");
+    assert!(started.elapsed() < Duration::from_millis(500), "shed at once");
+    assert_eq!(state.metrics.requests_shed(), 1);
+    // The held request's catch-up read stops at its deadline (1.5 s of the 2 s), and it is answered.
+    let (status, value) = tokio::time::timeout(Duration::from_secs(5), held)
+        .await
+        .expect("answered within the API server's timeout")
+        .expect("task");
+    assert_eq!(
+        (status, &value["response"]["allowed"]),
+        (StatusCode::OK, &json!(true)),
+        "{value}"
+    );
+    drop(silent);
+}
+
+#[tokio::test]
+async fn pods_with_more_claims_than_considered_are_not_decoded_or_read() {
+    let state = state_with(volumes());
+    let limit = state.limits().max_claims;
+    let volumes: Vec<Value> = (0..limit + 1)
+        .map(|i| json!({"name": format!("v{i}"), "persistentVolumeClaim": {"claimName": format!("missing-{i}")}}))
+        .collect();
+    let mut pod = pod_json("p", Some("node-a"), None);
+    pod["spec"]["volumes"] = json!(volumes);
+    let (status, value) = post_json(router(state.clone()), &pod_review(pod, false)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(value["response"]["allowed"], true, "{value}");
+    let warning = value["response"]["warnings"][0].as_str().expect("warning");
+    assert!(warning.contains(&format!("{} claims", limit + 1)), "{warning}");
+    assert_eq!(state.metrics.catch_up_reads(), 0, "no claim read");
+
+    // Under the cap, missing claims are read, but never more than MAX_CATCH_UP_READS per request.
+    let volumes: Vec<Value> = (0..limit)
+        .map(|i| json!({"name": format!("v{i}"), "persistentVolumeClaim": {"claimName": format!("missing-{i}")}}))
+        .collect();
+    let mut pod = pod_json("q", Some("node-a"), None);
+    pod["spec"]["volumes"] = json!(volumes);
+    let (_, value) = post_json(router(state.clone()), &pod_review(pod, false)).await;
+    assert_eq!(value["response"]["allowed"], true, "{value}");
+    assert_eq!(state.metrics.catch_up_reads(), MAX_CATCH_UP_READS as u64);
 }
 
 #[tokio::test]
@@ -346,41 +445,4 @@ async fn admin_port_reports_health_readiness_and_metrics() {
         .await
         .expect("infallible");
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
-}
-
-#[tokio::test]
-async fn no_write_starts_once_the_api_servers_timeout_is_near() {
-    let state = state_with(volumes());
-    // The API server's `timeout` parameter, already used up: the plan (bind pv-a to c1) does not start,
-    // and the pod is answered as a failed plan (denied, for a spec.nodeName pod) naming the cause. An
-    // attempted write would instead fail on the unreachable client with a connection error.
-    let body = pod_review(pod_json("p", Some("node-a"), Some("c1")), false).to_string();
-    let (status, value) = send_to(
-        router(state.clone()),
-        "/mutate?timeout=1ms",
-        Some("application/json"),
-        body.clone(),
-    )
-    .await;
-    assert_eq!(status, StatusCode::OK);
-    assert_eq!(value["response"]["allowed"], false, "{value}");
-    let message = value["response"]["status"]["message"].as_str().expect("message");
-    assert_eq!(
-        message,
-        "volume pre-binding failed: out of time after 0 attempt(s)"
-    );
-
-    // With time to spare the write is attempted (and fails here on the unreachable client).
-    let (_, value) = send_to(
-        router(state),
-        "/mutate?timeout=30s",
-        Some("application/json"),
-        body,
-    )
-    .await;
-    let message = value["response"]["status"]["message"].as_str().expect("message");
-    assert!(
-        message.starts_with("volume pre-binding failed: failed to"),
-        "{message}"
-    );
 }

@@ -3,9 +3,13 @@
 //! 1. Volume binding's PreBind for the target node when the pod's claims are not all bound — what a
 //!    scheduler without the VolumeBinding plugin skipped. A node that cannot serve the claims denies
 //!    the binding with the scheduler's reason; the scheduler retries, as after a failed PreBind.
-//! 2. Nominations: the pod's own `nominatedNodeName` is cleared, and so is that of every lower-priority
-//!    pod nominated to the node that no longer fits there once this pod runs on it (the engine's
-//!    PreFilter/Filter with this pod added to the node).
+//! 2. Nominations, once the binding is stored (the controller, `crate::controller::stored_pod`): the
+//!    pod's own `nominatedNodeName` is cleared, and so is that of every lower-priority pod nominated to
+//!    the node that no longer fits there with this pod on it ([`stale_nominations`]: the engine's
+//!    PreFilter/Filter with the pod on the node).
+//!
+//! The decision's plan is what the controller writes once the API server has stored the binding;
+//! admission itself writes nothing.
 
 use std::sync::Arc;
 
@@ -19,11 +23,14 @@ use sched_core::{Code, PodInfo};
 use super::pod_create::{conflict_message, prebind_plan};
 use super::{ClusterView, Decision, OnFailure, Operation, claims_all_bound, framework_for, pod_claims};
 
-fn pod_ref(pod: &Pod) -> ObjectRef {
+/// The pod as the object of a write: its UID and the resourceVersion the decision read are
+/// preconditions, so a pod that changed since is re-examined rather than overwritten.
+pub fn pod_ref(pod: &Pod) -> ObjectRef {
     ObjectRef {
         namespace: pod.metadata.namespace.clone().unwrap_or_default(),
         name: pod.metadata.name.clone().unwrap_or_default(),
         uid: pod.metadata.uid.clone().filter(|u| !u.is_empty()),
+        resource_version: pod.metadata.resource_version.clone().filter(|v| !v.is_empty()),
     }
 }
 
@@ -31,19 +38,11 @@ fn priority(pod: &Pod) -> i32 {
     pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
 }
 
-fn nominated_node(pod: &Pod) -> &str {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.nominated_node_name.as_deref())
-        .unwrap_or("")
-}
-
-/// True when a binding of `pod` needs nothing: claims all bound, no nomination of its own, no pod
-/// nominated to the node. Reads the view's indexes only (no snapshot).
-pub fn needs_nothing(pod: &Pod, node: &str, view: &dyn ClusterView) -> bool {
+/// True when a binding of `pod` to `node` has no volume to check: no claims, or all bound. Reads the
+/// view's indexes only (no snapshot).
+pub fn needs_no_volume_check(pod: &Pod, _node: &str, view: &dyn ClusterView) -> bool {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
-    let volumes_done = pod_claims(pod).is_empty() || claims_all_bound(pod, |c| view.pvc(namespace, c));
-    volumes_done && nominated_node(pod).is_empty() && view.nominated_pods(node).is_empty()
+    pod_claims(pod).is_empty() || claims_all_bound(pod, |c| view.pvc(namespace, c))
 }
 
 /// Decides a binding of `pod` (as the view has it; `None` when unknown) to `node`.
@@ -97,18 +96,12 @@ pub fn decide(pod: Option<&Pod>, node: &str, view: &dyn ClusterView) -> Decision
         }
     }
 
-    if !nominated_node(pod).is_empty() {
-        d.follow_up.push(Action::SetNominatedNodeName {
-            pod: pod_ref(pod),
-            node: String::new(),
-        });
-    }
-    d.follow_up.extend(stale_nominations(pod, node, view));
     d
 }
 
-/// Lower-priority pods nominated to `node` that do not fit there with `pod` bound to it.
-fn stale_nominations(pod: &Pod, node: &str, view: &dyn ClusterView) -> Vec<Action> {
+/// Lower-priority pods nominated to `node` that do not fit there with `pod` bound to it (`pod` may
+/// already be on the node in the view: it is counted once).
+pub fn stale_nominations(pod: &Pod, node: &str, view: &dyn ClusterView) -> Vec<Action> {
     let pod_priority = priority(pod);
     let same = |other: &Pod| {
         other.metadata.namespace == pod.metadata.namespace && other.metadata.name == pod.metadata.name
@@ -129,7 +122,12 @@ fn stale_nominations(pod: &Pod, node: &str, view: &dyn ClusterView) -> Vec<Actio
     bound.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
     let bound = Arc::new(PodInfo::new(bound));
     let mut with_pod = (**node_info).clone();
-    with_pod.add_pod(bound.clone());
+    let already_there = with_pod.pods.iter().any(|p| {
+        p.pod.metadata.namespace == pod.metadata.namespace && p.pod.metadata.name == pod.metadata.name
+    });
+    if !already_there {
+        with_pod.add_pod(bound.clone());
+    }
 
     let mut clear = Vec::new();
     for nominated in lower {

@@ -221,6 +221,7 @@ fn node_name_pod_with_a_dynamic_claim_selects_the_node() {
                 namespace: NS.into(),
                 name: "d1".into(),
                 uid: Some("uid-d1".into()),
+                resource_version: None,
             },
             key: ANN_SELECTED_NODE.into(),
             value: "node-c".into(),
@@ -401,7 +402,7 @@ fn binding_of_a_pod_with_bound_claims_needs_nothing() {
     let p = user_pod("p").pvc("ready").obj();
     objects.pods.push(p.clone());
     let view = StaticView::new(objects);
-    assert!(binding::needs_nothing(&p, "node-a", &view));
+    assert!(binding::needs_no_volume_check(&p, "node-a", &view));
     let d = binding::decide(Some(&p), "node-a", &view);
     assert!(d.is_passive());
     assert_eq!(d.denial, None);
@@ -411,7 +412,7 @@ fn binding_of_a_pod_with_bound_claims_needs_nothing() {
 fn binding_prebinds_for_the_target_node() {
     let view = StaticView::new(cluster());
     let p = user_pod("p").pvc("c1").obj();
-    assert!(!binding::needs_nothing(&p, "node-b", &view));
+    assert!(!binding::needs_no_volume_check(&p, "node-b", &view));
     let d = binding::decide(Some(&p), "node-b", &view);
     assert_eq!(d.denial, None);
     assert_eq!(d.on_failure, OnFailure::Deny);
@@ -427,7 +428,7 @@ fn binding_to_a_node_that_cannot_reach_the_pv_is_denied() {
     let d = binding::decide(Some(&user_pod("p").pvc("c1").obj()), "node-c", &view);
     let message = d.denial.expect("denied");
     assert!(message.contains(ERR_REASON_BIND_CONFLICT), "{message}");
-    assert!(d.plan.is_empty() && d.follow_up.is_empty());
+    assert!(d.plan.is_empty());
 }
 
 #[test]
@@ -451,7 +452,7 @@ fn cleared(actions: &[Action]) -> Vec<String> {
 }
 
 #[test]
-fn binding_clears_own_and_stale_lower_priority_nominations() {
+fn stale_lower_priority_nominations_are_found_for_the_bound_node() {
     let mut objects = cluster();
     let binding_pod = user_pod("high").cpu("3").priority(100).nominated("node-a").obj();
     objects.pods = vec![
@@ -482,16 +483,30 @@ fn binding_clears_own_and_stale_lower_priority_nominations() {
             .obj(),
     ];
     let view = StaticView::new(objects);
-    assert!(!binding::needs_nothing(&binding_pod, "node-a", &view));
+    // No claims: nothing for admission to check; the nominations are the controller's, once stored.
+    assert!(binding::needs_no_volume_check(&binding_pod, "node-a", &view));
     let d = binding::decide(Some(&binding_pod), "node-a", &view);
     assert_eq!(d.denial, None);
-    assert!(d.plan.is_empty());
-    assert_eq!(
-        cleared(&d.follow_up),
-        vec!["high".to_string(), "low-big".to_string()]
-    );
-    let Action::SetNominatedNodeName { pod, .. } = &d.follow_up[0] else {
-        panic!("own nomination first");
+    assert!(d.is_passive(), "admission writes nothing: {d:?}");
+    let stale = binding::stale_nominations(&binding_pod, "node-a", &view);
+    assert_eq!(cleared(&stale), vec!["low-big".to_string()]);
+    let Action::SetNominatedNodeName { pod, .. } = &stale[0] else {
+        panic!("a clearing");
     };
-    assert_eq!(pod.uid.as_deref(), Some("ns-high"));
+    assert_eq!(pod.uid.as_deref(), Some("ns-low-big"));
+
+    // Counted once when the view already has the pod on the node (the controller's case).
+    let mut bound = binding_pod.clone();
+    bound.spec.as_mut().expect("spec").node_name = Some("node-a".into());
+    let mut objects = cluster();
+    objects.pods = vec![
+        bound.clone(),
+        user_pod("low-small")
+            .cpu("500m")
+            .priority(10)
+            .nominated("node-a")
+            .obj(),
+    ];
+    let view = StaticView::new(objects);
+    assert!(binding::stale_nominations(&bound, "node-a", &view).is_empty());
 }

@@ -1,6 +1,7 @@
 //! Admission decisions: pure functions from a request and a [`ClusterView`] to a [`Decision`] — the
-//! response (allow, deny, patch, warnings) and the writes it depends on, as an action plan. Nothing here
-//! does I/O; the server executes plans through `sched_core::apply` and re-decides on conflicts.
+//! response (allow, deny, patch, warnings) and the writes the object will need, as an action plan.
+//! Nothing here does I/O. Admission answers with the response only; the controller
+//! (`crate::controller`) makes the same decisions for the stored object and carries out their plans.
 //!
 //! | request | module |
 //! |---|---|
@@ -33,6 +34,10 @@ pub use view::{ClusterView, StaticView};
 pub const OPT_IN_KEY: &str = "kubectl-sched.dev/prebind";
 /// The value that opts in.
 pub const OPT_IN_VALUE: &str = "admission";
+/// Pod annotation set at admission on pods the controller has volume work for: the uid of the
+/// admission request, which the controller's write log names (and the webhook's admission log
+/// names with the user the API server gave).
+pub const ADMITTED_BY_KEY: &str = "kubectl-sched.dev/admission-request";
 
 /// Which behaviour a request got (the `operation` label of the metrics).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -93,11 +98,11 @@ pub struct Decision {
     pub denial: Option<String>,
     /// JSONPatch operations (empty: no patch).
     pub patch: Vec<serde_json::Value>,
-    /// Writes that must succeed before the answer holds (PreBind).
+    /// The writes the object needs once it is stored (PreBind): carried out by the controller
+    /// (`crate::controller`), never at admission.
     pub plan: Vec<Action>,
-    /// Best-effort writes once the plan succeeded (nomination clearing).
-    pub follow_up: Vec<Action>,
-    /// What to answer if the plan fails.
+    /// What the plan's failure would mean: [`OnFailure::Deny`] when the object cannot work without
+    /// it (a pod on a node), [`OnFailure::AllowUnchanged`] when the scheduler can still do it.
     pub on_failure: OnFailure,
     /// Warnings for the client.
     pub warnings: Vec<String>,
@@ -111,7 +116,6 @@ impl Decision {
             denial: None,
             patch: Vec::new(),
             plan: Vec::new(),
-            follow_up: Vec::new(),
             on_failure: OnFailure::AllowUnchanged,
             warnings: Vec::new(),
         }
@@ -133,7 +137,7 @@ impl Decision {
 
     /// True when there is nothing to write.
     pub fn is_passive(&self) -> bool {
-        self.plan.is_empty() && self.follow_up.is_empty()
+        self.plan.is_empty()
     }
 }
 
@@ -183,14 +187,32 @@ struct ProbeVolume {
     ephemeral: Option<serde::de::IgnoredAny>,
 }
 
-/// Whether a raw pod uses any claim (PVC or generic ephemeral volume), reading nothing else. `Err` when
-/// the JSON is not an object shaped like a pod.
-pub fn pod_uses_claims(raw: &str) -> Result<bool, serde_json::Error> {
+/// How many of a raw pod's volumes use a claim (PVC or generic ephemeral volume), reading nothing
+/// else: the rest of the pod is skipped, not decoded. `Err` when the JSON is not an object shaped like
+/// a pod.
+pub fn count_pod_claims(raw: &str) -> Result<usize, serde_json::Error> {
     let probe: VolumeProbe = serde_json::from_str(raw)?;
-    Ok(probe.spec.and_then(|s| s.volumes).is_some_and(|v| {
+    Ok(probe.spec.and_then(|s| s.volumes).map_or(0, |v| {
         v.iter()
-            .any(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+            .filter(|v| v.persistent_volume_claim.is_some() || v.ephemeral.is_some())
+            .count()
     }))
+}
+
+/// Whether a raw pod uses any claim (see [`count_pod_claims`]).
+pub fn pod_uses_claims(raw: &str) -> Result<bool, serde_json::Error> {
+    count_pod_claims(raw).map(|n| n > 0)
+}
+
+/// A JSONPatch operation that sets annotation `key` on `pod` (creating the map when it has none).
+pub fn annotation_patch(pod: &Pod, key: &str, value: &str) -> serde_json::Value {
+    if pod.metadata.annotations.is_some() {
+        // RFC 6901: '~' and '/' in a key are escaped.
+        let escaped = key.replace('~', "~0").replace('/', "~1");
+        serde_json::json!({"op": "add", "path": format!("/metadata/annotations/{escaped}"), "value": value})
+    } else {
+        serde_json::json!({"op": "add", "path": "/metadata/annotations", "value": {key: value}})
+    }
 }
 
 /// The `Binding` object of a pods/binding request: the target node.

@@ -94,7 +94,7 @@ pub fn decide(pod: &Pod, view: &dyn ClusterView) -> Decision {
 }
 
 /// A pod created on a node: PreBind for that node, deny on a definite conflict.
-fn for_node(pod: &Pod, node: &str, view: &dyn ClusterView) -> Decision {
+pub fn for_node(pod: &Pod, node: &str, view: &dyn ClusterView) -> Decision {
     let op = Operation::PodCreateNodeName;
     let snapshot = view.volume_snapshot();
     let Some(node_info) = snapshot.node(node) else {
@@ -125,7 +125,7 @@ fn for_node(pod: &Pod, node: &str, view: &dyn ClusterView) -> Decision {
 
 /// An opted-in pod: pre-bind its WaitForFirstConsumer claims to the static PVs of the engine's best node
 /// and narrow its node affinity to where those PVs are reachable.
-fn admission_prebind(pod: &Pod, view: &dyn ClusterView) -> Decision {
+pub fn admission_prebind(pod: &Pod, view: &dyn ClusterView) -> Decision {
     let op = Operation::PodCreatePrebind;
     let snapshot = Arc::new(view.full_snapshot());
     let fwk = match framework_for(view.scheduler_config(), pod, snapshot.clone()) {

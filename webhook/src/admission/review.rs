@@ -106,9 +106,25 @@ pub struct AdmissionRequest {
     /// Set for dry-run requests: no side effects allowed.
     #[serde(default)]
     pub dry_run: Option<bool>,
+    /// Who made the request, as the API server authenticated them (for the log).
+    #[serde(default)]
+    pub user_info: UserInfo,
+}
+
+/// The requesting user's name (the other fields of `userInfo` are not read).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct UserInfo {
+    /// The user name, e.g. `system:serviceaccount:kube-system:kube-scheduler`.
+    #[serde(default)]
+    pub username: String,
 }
 
 impl AdmissionRequest {
+    /// The requesting user's name ("" when the review names none).
+    pub fn user(&self) -> &str {
+        &self.user_info.username
+    }
+
     /// True for a dry-run request.
     pub fn is_dry_run(&self) -> bool {
         self.dry_run == Some(true)
