@@ -3,8 +3,9 @@
 
 use serde::Serialize;
 
-/// A reference to a namespaced object, with the UID it must still have when the action runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// A reference to a namespaced object, with the UID (and, for pods, the resourceVersion) it must still
+/// have when the action runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ObjectRef {
     /// Namespace ("" for cluster-scoped objects).
     pub namespace: String,
@@ -13,9 +14,48 @@ pub struct ObjectRef {
     /// UID, when known: a precondition so that a recreated object of the same name is not touched.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub uid: Option<String>,
+    /// The resourceVersion the decision was made on, when known: a precondition of every write to the
+    /// object (pods: DELETE and Eviction preconditions, status patches carrying it), so that an object
+    /// changed since the decision is reported as a conflict instead of being written over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resource_version: Option<String>,
 }
 
 impl ObjectRef {
+    /// A reference by namespace and name only (no preconditions).
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        ObjectRef {
+            namespace: namespace.into(),
+            name: name.into(),
+            uid: None,
+            resource_version: None,
+        }
+    }
+
+    /// The reference to an object with this metadata: namespace, name, and its UID and resourceVersion
+    /// (empty strings count as unknown) as preconditions.
+    pub fn from_meta(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Self {
+        let known = |v: &Option<String>| v.clone().filter(|v| !v.is_empty());
+        ObjectRef {
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+            uid: known(&meta.uid),
+            resource_version: known(&meta.resource_version),
+        }
+    }
+
+    /// The same reference with `uid` as its UID precondition.
+    pub fn with_uid(mut self, uid: impl Into<String>) -> Self {
+        self.uid = Some(uid.into()).filter(|u: &String| !u.is_empty());
+        self
+    }
+
+    /// The same reference with `resource_version` as its resourceVersion precondition.
+    pub fn with_resource_version(mut self, resource_version: impl Into<String>) -> Self {
+        self.resource_version = Some(resource_version.into()).filter(|v: &String| !v.is_empty());
+        self
+    }
+
     /// `namespace/name` (or `name` when cluster-scoped).
     pub fn key(&self) -> String {
         if self.namespace.is_empty() {
@@ -165,11 +205,7 @@ mod tests {
     use super::*;
 
     fn pod_ref() -> ObjectRef {
-        ObjectRef {
-            namespace: "ns".into(),
-            name: "p".into(),
-            uid: None,
-        }
+        ObjectRef::new("ns", "p")
     }
 
     #[test]
@@ -199,5 +235,35 @@ mod tests {
         assert_eq!(event["kind"], "Event");
         assert_eq!(event["type"], "Normal");
         assert!(event.get("type_").is_none());
+    }
+
+    #[test]
+    fn preconditions_are_serialized_only_when_known() {
+        let bare = serde_json::to_value(ObjectRef::new("ns", "p")).expect("json");
+        assert_eq!(bare, serde_json::json!({"namespace": "ns", "name": "p"}));
+        let meta = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            namespace: Some("ns".into()),
+            name: Some("p".into()),
+            uid: Some("u1".into()),
+            resource_version: Some("42".into()),
+            ..Default::default()
+        };
+        let full = ObjectRef::from_meta(&meta);
+        assert_eq!(
+            full,
+            ObjectRef::new("ns", "p")
+                .with_uid("u1")
+                .with_resource_version("42")
+        );
+        assert_eq!(
+            serde_json::to_value(&full).expect("json"),
+            serde_json::json!({"namespace": "ns", "name": "p", "uid": "u1", "resource_version": "42"})
+        );
+        let empty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            uid: Some(String::new()),
+            resource_version: Some(String::new()),
+            ..meta
+        };
+        assert_eq!(ObjectRef::from_meta(&empty), ObjectRef::new("ns", "p"));
     }
 }

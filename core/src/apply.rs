@@ -7,12 +7,22 @@
 //! annotated with the same value, counts as done, so a retried or duplicated plan (a webhook reinvoked,
 //! two replicas) converges instead of failing.
 //!
+//! A pod reference that carries a resourceVersion makes it a precondition of every write to that pod:
+//! DELETE and the Eviction's `deleteOptions` send it (with the UID) as `preconditions`, status patches
+//! and bindings carry it in `metadata.resourceVersion`, so the API server answers 409 when the pod
+//! changed since the decision. That is never retried on fresh state here: it fails the action with
+//! [`ApplyError::Conflict`] ("changed since the plan"), for the caller to decide again. A pod that is
+//! gone, or was replaced by another of the same name (another UID), is [`Outcome::Gone`]: the planned
+//! object no longer exists and the new one is not touched. Within one [`execute`], a pod the plan wrote
+//! (a status patch) is expected at the resourceVersion that write returned by the plan's later actions on
+//! it (a victim's condition, then its DELETE), not at the one the decision saw.
+//!
 //! [`execute`] runs the actions in order and stops at the first failure (events excepted: they are
 //! best-effort) or at an eviction a PodDisruptionBudget blocks; the results say what happened to each
 //! action, so callers can report a partial run. [`undo`] takes back a binding or annotation a result says
 //! was made, for callers that must leave nothing behind when a later step fails.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Binding, ObjectReference, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -25,7 +35,7 @@ use kube::api::{DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Api, Client};
 use serde::Serialize;
 
-use crate::action::{Action, EventSpec, ObjectRef};
+use crate::action::{Action, EventSpec, ObjectRef, PodConditionPatch};
 use crate::plugins::volume_binding::pv_helpers::{
     ANN_BOUND_BY_CONTROLLER, VOLUME_AVAILABLE, bind_volume_to_claim, claim_volume_name,
     is_volume_bound_to_claim,
@@ -296,6 +306,7 @@ pub async fn execute_with_progress(
 ) -> Vec<ActionResult> {
     let mut results = Vec::with_capacity(plan.len());
     let mut stopped = false;
+    let mut written = WrittenVersions::default();
     for action in plan {
         if stopped {
             let result = ActionResult {
@@ -307,7 +318,11 @@ pub async fn execute_with_progress(
             results.push(result);
             continue;
         }
-        let (outcome, observed) = execute_one(client, action, options).await;
+        let action = &written.current(action);
+        let (outcome, observed, new_version) = execute_action(client, action, options).await;
+        if let (Some(pod), Some(new_version)) = (action.pod_written(), new_version) {
+            written.record(pod, new_version);
+        }
         let stops = match &outcome {
             Outcome::PdbBlocked { .. } => true,
             Outcome::Failed(_) => !matches!(action, Action::Event(_)),
@@ -325,46 +340,109 @@ pub async fn execute_with_progress(
     results
 }
 
+/// The resourceVersions of pods written earlier in one plan: `(namespace, name)` → (version the write
+/// was conditioned on → version it left). A later action on the same pod conditioned on the older
+/// version is conditioned on the newer one instead: the plan's own write is not a change by someone else.
+#[derive(Debug, Default)]
+struct WrittenVersions(HashMap<(String, String), HashMap<String, String>>);
+
+impl WrittenVersions {
+    fn record(&mut self, pod: &ObjectRef, new_version: String) {
+        if let Some(old) = &pod.resource_version {
+            self.0
+                .entry((pod.namespace.clone(), pod.name.clone()))
+                .or_default()
+                .insert(old.clone(), new_version);
+        }
+    }
+
+    /// `action` with its pod's resourceVersion brought forward past the plan's own writes.
+    fn current(&self, action: &Action) -> Action {
+        let mut action = action.clone();
+        if let Some(pod) = action.pod_written_mut()
+            && let Some(versions) = self.0.get(&(pod.namespace.clone(), pod.name.clone()))
+            && let Some(mut version) = pod.resource_version.clone()
+        {
+            // Each write moves the version forward once; the bound stops a cycle in a bad map.
+            for _ in 0..=versions.len() {
+                match versions.get(&version) {
+                    Some(next) if *next != version => version = next.clone(),
+                    _ => break,
+                }
+            }
+            pod.resource_version = Some(version);
+        }
+        action
+    }
+}
+
+impl Action {
+    /// The pod this action writes to (events excepted: they are objects of their own).
+    fn pod_written(&self) -> Option<&ObjectRef> {
+        match self {
+            Action::DeletePod { pod }
+            | Action::EvictPod { pod }
+            | Action::SetPodCondition { pod, .. }
+            | Action::SetNominatedNodeName { pod, .. }
+            | Action::BindPod { pod, .. } => Some(pod),
+            _ => None,
+        }
+    }
+
+    fn pod_written_mut(&mut self) -> Option<&mut ObjectRef> {
+        match self {
+            Action::DeletePod { pod }
+            | Action::EvictPod { pod }
+            | Action::SetPodCondition { pod, .. }
+            | Action::SetNominatedNodeName { pod, .. }
+            | Action::BindPod { pod, .. } => Some(pod),
+            _ => None,
+        }
+    }
+}
+
 /// Executes one action.
 pub async fn execute_one(
     client: &Client,
     action: &Action,
     options: &ApplyOptions,
 ) -> (Outcome, Option<Observed>) {
+    let (outcome, observed, _) = execute_action(client, action, options).await;
+    (outcome, observed)
+}
+
+/// [`execute_one`], also returning the resourceVersion a pod write left the pod at (status patches).
+async fn execute_action(
+    client: &Client,
+    action: &Action,
+    options: &ApplyOptions,
+) -> (Outcome, Option<Observed>, Option<String>) {
     let done = if options.dry_run_server {
         Outcome::DryRun
     } else {
         Outcome::Done
     };
+    let mut new_version = None;
     let result = match action {
         Action::DeletePod { pod } => delete_pod(client, pod, options).await,
         Action::EvictPod { pod } => evict_pod(client, pod, options).await,
         Action::SetPodCondition { pod, condition } => {
-            let body = serde_json::json!({
-                "metadata": uid_precondition(pod),
-                "status": {"conditions": [{
-                    "type": condition.type_,
-                    "status": condition.status,
-                    "reason": condition.reason,
-                    "message": condition.message,
-                    "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string(),
-                }]},
-            });
-            // Conditions are a list merged by `type`: a strategic merge patch adds or replaces one
-            // condition and keeps the others (a JSON merge patch would replace the whole list).
-            patch_pod_status(client, pod, &Patch::Strategic(body), action, options).await
+            let patch = condition_patch(pod, condition);
+            patch_pod_status(client, pod, &patch, action, options)
+                .await
+                .map(|(step, version)| {
+                    new_version = version;
+                    step
+                })
         }
         Action::SetNominatedNodeName { pod, node } => {
-            let value = if node.is_empty() {
-                serde_json::Value::Null
-            } else {
-                serde_json::Value::String(node.clone())
-            };
-            let body = serde_json::json!({
-                "metadata": uid_precondition(pod),
-                "status": {"nominatedNodeName": value},
-            });
-            patch_pod_status(client, pod, &Patch::Merge(body), action, options).await
+            let patch = nomination_patch(pod, node);
+            patch_pod_status(client, pod, &patch, action, options)
+                .await
+                .map(|(step, version)| {
+                    new_version = version;
+                    step
+                })
         }
         Action::BindPv {
             pv,
@@ -372,8 +450,10 @@ pub async fn execute_one(
             resource_version,
         } => {
             return match bind_pv(client, pv, claim, resource_version.as_deref(), options).await {
-                Ok((changed, observed)) => (if changed { done } else { Outcome::AlreadyDone }, observed),
-                Err((e, observed)) => (Outcome::Failed(e), observed),
+                Ok((changed, observed)) => {
+                    (if changed { done } else { Outcome::AlreadyDone }, observed, None)
+                }
+                Err((e, observed)) => (Outcome::Failed(e), observed, None),
             };
         }
         Action::AnnotatePvc {
@@ -383,8 +463,10 @@ pub async fn execute_one(
             resource_version,
         } => {
             return match annotate_pvc(client, pvc, key, value, resource_version.as_deref(), options).await {
-                Ok((changed, observed)) => (if changed { done } else { Outcome::AlreadyDone }, observed),
-                Err((e, observed)) => (Outcome::Failed(e), observed),
+                Ok((changed, observed)) => {
+                    (if changed { done } else { Outcome::AlreadyDone }, observed, None)
+                }
+                Err((e, observed)) => (Outcome::Failed(e), observed, None),
             };
         }
         Action::BindPod { pod, node } => bind_pod(client, pod, node, options).await,
@@ -397,7 +479,7 @@ pub async fn execute_one(
         Ok(Step::PdbBlocked(message)) => Outcome::PdbBlocked { message },
         Err(e) => Outcome::Failed(e),
     };
-    (outcome, None)
+    (outcome, None, new_version)
 }
 
 /// Takes back a write a result says was made: a PV's claimRef (and the bound-by-controller annotation)
@@ -446,76 +528,206 @@ fn pods(client: &Client, pod: &ObjectRef) -> Api<Pod> {
     Api::namespaced(client.clone(), &pod.namespace)
 }
 
-/// `metadata.uid` in a patch body: the API server refuses to change a UID, so a patch that names the
-/// planned UID fails on a recreated pod instead of touching it.
-fn uid_precondition(pod: &ObjectRef) -> serde_json::Value {
-    match &pod.uid {
-        Some(uid) => serde_json::json!({ "uid": uid }),
-        None => serde_json::json!({}),
+/// The preconditions of a write to `pod` in object metadata: `uid` (the API server refuses to change a
+/// UID, so a write naming the planned one fails on a recreated pod) and `resourceVersion` (a write
+/// carrying it fails with 409 when the pod changed since).
+fn metadata_preconditions(pod: &ObjectRef) -> serde_json::Value {
+    let mut meta = serde_json::Map::new();
+    if let Some(uid) = &pod.uid {
+        meta.insert("uid".into(), uid.clone().into());
     }
+    if let Some(version) = &pod.resource_version {
+        meta.insert("resourceVersion".into(), version.clone().into());
+    }
+    serde_json::Value::Object(meta)
 }
 
-async fn delete_pod(client: &Client, pod: &ObjectRef, options: &ApplyOptions) -> Result<Step, ApplyError> {
-    let params = DeleteParams {
+/// DELETE's preconditions: the UID and the resourceVersion the plan was made on.
+fn delete_preconditions(pod: &ObjectRef) -> Option<MetaPreconditions> {
+    (pod.uid.is_some() || pod.resource_version.is_some()).then(|| MetaPreconditions {
+        uid: pod.uid.clone(),
+        resource_version: pod.resource_version.clone(),
+    })
+}
+
+/// The query parameters of a pod's DELETE.
+fn delete_params(pod: &ObjectRef, options: &ApplyOptions) -> DeleteParams {
+    DeleteParams {
         dry_run: options.dry_run_server,
-        preconditions: pod.uid.clone().map(|uid| Preconditions {
-            uid: Some(uid),
-            resource_version: None,
+        preconditions: delete_preconditions(pod).map(|p| Preconditions {
+            uid: p.uid,
+            resource_version: p.resource_version,
         }),
         ..DeleteParams::default()
-    };
-    match pods(client, pod).delete(&pod.name, &params).await {
-        Ok(_) => Ok(Step::Done),
-        Err(e) => match api_code(&e) {
-            // 409 on a delete with a UID precondition: the pod was replaced, the planned victim is gone.
-            Some(404) | Some(409) => Ok(Step::Gone),
-            _ => Err(api_err(&Action::DeletePod { pod: pod.clone() }, e)),
-        },
     }
 }
 
-async fn evict_pod(client: &Client, pod: &ObjectRef, options: &ApplyOptions) -> Result<Step, ApplyError> {
-    let eviction = Eviction {
+/// The Eviction for a pod, its `deleteOptions` carrying the preconditions.
+fn eviction_for(pod: &ObjectRef) -> Eviction {
+    Eviction {
         metadata: ObjectMeta {
             name: Some(pod.name.clone()),
             namespace: Some(pod.namespace.clone()),
             ..ObjectMeta::default()
         },
-        delete_options: pod.uid.clone().map(|uid| DeleteOptions {
-            preconditions: Some(MetaPreconditions {
-                uid: Some(uid),
-                resource_version: None,
-            }),
+        delete_options: delete_preconditions(pod).map(|preconditions| DeleteOptions {
+            preconditions: Some(preconditions),
             ..DeleteOptions::default()
         }),
+    }
+}
+
+/// SetPodCondition's status patch.
+fn condition_patch(pod: &ObjectRef, condition: &PodConditionPatch) -> Patch<serde_json::Value> {
+    let body = serde_json::json!({
+        "metadata": metadata_preconditions(pod),
+        "status": {"conditions": [{
+            "type": condition.type_,
+            "status": condition.status,
+            "reason": condition.reason,
+            "message": condition.message,
+            "lastTransitionTime": k8s_openapi::jiff::Timestamp::now().to_string(),
+        }]},
+    });
+    // Conditions are a list merged by `type`: a strategic merge patch adds or replaces one condition
+    // and keeps the others (a JSON merge patch would replace the whole list).
+    Patch::Strategic(body)
+}
+
+/// SetNominatedNodeName's status patch ("" clears the nomination).
+fn nomination_patch(pod: &ObjectRef, node: &str) -> Patch<serde_json::Value> {
+    let value = if node.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::Value::String(node.to_string())
     };
+    Patch::Merge(serde_json::json!({
+        "metadata": metadata_preconditions(pod),
+        "status": {"nominatedNodeName": value},
+    }))
+}
+
+/// The Binding of a pod to a node, conditioned on the pod's UID and resourceVersion.
+fn binding_for(pod: &ObjectRef, node: &str) -> Binding {
+    Binding {
+        metadata: ObjectMeta {
+            name: Some(pod.name.clone()),
+            namespace: Some(pod.namespace.clone()),
+            uid: pod.uid.clone(),
+            resource_version: pod.resource_version.clone(),
+            ..ObjectMeta::default()
+        },
+        target: ObjectReference {
+            kind: Some("Node".to_string()),
+            name: Some(node.to_string()),
+            ..ObjectReference::default()
+        },
+    }
+}
+
+/// A pod write refused by the API server (409, or 422 for a patch naming another UID): what became of the
+/// pod the plan names, read again. Gone (or replaced by a pod of another UID): nothing left to do. At
+/// another resourceVersion than the plan's: it changed since the plan, a conflict to report (never
+/// retried here). Otherwise the server's own answer.
+async fn refused_pod_write(
+    client: &Client,
+    pod: &ObjectRef,
+    action: &Action,
+    e: kube::Error,
+) -> Result<Step, ApplyError> {
+    let code = api_code(&e);
+    if code == Some(404) {
+        return Ok(Step::Gone);
+    }
+    let guarded = pod.uid.is_some() || pod.resource_version.is_some();
+    if !guarded || !matches!(code, Some(409) | Some(422)) {
+        return Err(api_err(action, e));
+    }
+    let current = pods(client, pod)
+        .get_opt(&pod.name)
+        .await
+        .map_err(|read| api_err(action, read))?;
+    Err(
+        match changed_since_plan(pod, current.as_ref().map(|p| &p.metadata)) {
+            PodChange::Gone => return Ok(Step::Gone),
+            PodChange::Changed(detail) => ApplyError::Conflict {
+                action: action.describe(),
+                detail,
+            },
+            PodChange::Same if code == Some(409) => ApplyError::Conflict {
+                action: action.describe(),
+                detail: brief(&e),
+            },
+            PodChange::Same => api_err(action, e),
+        },
+    )
+}
+
+/// What became of a planned pod, from its current metadata (None: not found).
+#[derive(Debug, PartialEq, Eq)]
+enum PodChange {
+    /// Deleted, or replaced by another pod of the same name.
+    Gone,
+    /// Still there at another resourceVersion than the plan's (the detail says so).
+    Changed(String),
+    /// As the plan saw it, as far as the preconditions tell.
+    Same,
+}
+
+fn changed_since_plan(pod: &ObjectRef, current: Option<&ObjectMeta>) -> PodChange {
+    let Some(meta) = current else {
+        return PodChange::Gone;
+    };
+    if let Some(uid) = &pod.uid
+        && meta.uid.as_deref() != Some(uid.as_str())
+    {
+        return PodChange::Gone;
+    }
+    match (&pod.resource_version, &meta.resource_version) {
+        (Some(planned), Some(now)) if planned != now => PodChange::Changed(format!(
+            "pod {} changed since the plan was made (resourceVersion {planned}, now {now})",
+            pod.key()
+        )),
+        _ => PodChange::Same,
+    }
+}
+
+async fn delete_pod(client: &Client, pod: &ObjectRef, options: &ApplyOptions) -> Result<Step, ApplyError> {
+    let params = delete_params(pod, options);
+    match pods(client, pod).delete(&pod.name, &params).await {
+        Ok(_) => Ok(Step::Done),
+        Err(e) => refused_pod_write(client, pod, &Action::DeletePod { pod: pod.clone() }, e).await,
+    }
+}
+
+async fn evict_pod(client: &Client, pod: &ObjectRef, options: &ApplyOptions) -> Result<Step, ApplyError> {
+    let eviction = eviction_for(pod);
     let result: Result<serde_json::Value, _> = pods(client, pod)
         .create_subresource("eviction", &pod.name, &options.post(), &eviction)
         .await;
     match result {
         Ok(_) => Ok(Step::Done),
         Err(kube::Error::Api(status)) if status.code == 429 => Ok(Step::PdbBlocked(status.message.clone())),
-        Err(e) => match api_code(&e) {
-            Some(404) | Some(409) => Ok(Step::Gone),
-            _ => Err(api_err(&Action::EvictPod { pod: pod.clone() }, e)),
-        },
+        Err(e) => refused_pod_write(client, pod, &Action::EvictPod { pod: pod.clone() }, e).await,
     }
 }
 
+/// Patches the pod's status; on success also returns the resourceVersion the pod is at now.
 async fn patch_pod_status(
     client: &Client,
     pod: &ObjectRef,
     patch: &Patch<serde_json::Value>,
     action: &Action,
     options: &ApplyOptions,
-) -> Result<Step, ApplyError> {
+) -> Result<(Step, Option<String>), ApplyError> {
     match pods(client, pod)
         .patch_status(&pod.name, &options.patch(), patch)
         .await
     {
-        Ok(_) => Ok(Step::Done),
-        Err(e) if api_code(&e) == Some(404) => Ok(Step::Gone),
-        Err(e) => Err(api_err(action, e)),
+        Ok(written) => Ok((Step::Done, written.metadata.resource_version)),
+        Err(e) => refused_pod_write(client, pod, action, e)
+            .await
+            .map(|step| (step, None)),
     }
 }
 
@@ -529,19 +741,7 @@ async fn bind_pod(
         pod: pod.clone(),
         node: node.to_string(),
     };
-    let binding = Binding {
-        metadata: ObjectMeta {
-            name: Some(pod.name.clone()),
-            namespace: Some(pod.namespace.clone()),
-            uid: pod.uid.clone(),
-            ..ObjectMeta::default()
-        },
-        target: ObjectReference {
-            kind: Some("Node".to_string()),
-            name: Some(node.to_string()),
-            ..ObjectReference::default()
-        },
-    };
+    let binding = binding_for(pod, node);
     let api = pods(client, pod);
     let result: Result<serde_json::Value, _> = api
         .create_subresource("binding", &pod.name, &options.post(), &binding)
@@ -557,13 +757,20 @@ async fn bind_pod(
                 .and_then(|s| s.node_name.clone())
                 .unwrap_or_default();
             if bound_to == node {
-                Ok(Step::AlreadyDone)
-            } else {
-                Err(ApplyError::Conflict {
-                    action: action.describe(),
-                    detail: format!("pod {} is bound to node {bound_to:?}", pod.key()),
-                })
+                return Ok(Step::AlreadyDone);
             }
+            let detail = match changed_since_plan(pod, current.as_ref().map(|p| &p.metadata)) {
+                _ if !bound_to.is_empty() => format!("pod {} is bound to node {bound_to}", pod.key()),
+                PodChange::Gone if current.is_some() => {
+                    format!("pod {} was replaced by another pod of the same name", pod.key())
+                }
+                PodChange::Changed(detail) => detail,
+                _ => brief(&e),
+            };
+            Err(ApplyError::Conflict {
+                action: action.describe(),
+                detail,
+            })
         }
         Err(e) if api_code(&e) == Some(404) => Err(ApplyError::NotFound {
             action: action.describe(),
@@ -1038,16 +1245,8 @@ mod tests {
     fn results_serialize_with_outcome_and_message() {
         let result = ActionResult {
             action: Action::BindPv {
-                pv: ObjectRef {
-                    namespace: String::new(),
-                    name: "pv1".into(),
-                    uid: None,
-                },
-                claim: ObjectRef {
-                    namespace: "ns".into(),
-                    name: "c".into(),
-                    uid: None,
-                },
+                pv: ObjectRef::new("", "pv1"),
+                claim: ObjectRef::new("ns", "c"),
                 resource_version: None,
             },
             outcome: Outcome::Failed(ApplyError::Conflict {
@@ -1068,16 +1267,180 @@ mod tests {
 
     #[test]
     fn claim_ref_key_and_stub() {
-        let stub = claim_stub(&ObjectRef {
-            namespace: "ns".into(),
-            name: "c".into(),
-            uid: Some("u1".into()),
-        });
+        let stub = claim_stub(&ObjectRef::new("ns", "c").with_uid("u1"));
         let pv = PersistentVolume::default();
         let update = bind_volume_to_claim(&pv, &stub);
         assert!(update.dirty && update.set_bound_by_controller);
         assert_eq!(claim_ref_key(&update.volume).as_deref(), Some("ns/c"));
         // A second binding of the written PV to the same claim changes nothing: the plan is idempotent.
         assert!(!bind_volume_to_claim(&update.volume, &stub).dirty);
+    }
+
+    fn planned_pod() -> ObjectRef {
+        ObjectRef::new("ns", "v")
+            .with_uid("u1")
+            .with_resource_version("41")
+    }
+
+    fn body(patch: &Patch<serde_json::Value>) -> serde_json::Value {
+        match patch {
+            Patch::Strategic(v) | Patch::Merge(v) => v.clone(),
+            other => panic!("not a strategic or merge patch: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn delete_and_eviction_carry_uid_and_resource_version_preconditions() {
+        let options = ApplyOptions::new("t");
+        let params = delete_params(&planned_pod(), &options);
+        let preconditions = params.preconditions.expect("preconditions");
+        assert_eq!(preconditions.uid.as_deref(), Some("u1"));
+        assert_eq!(preconditions.resource_version.as_deref(), Some("41"));
+        assert!(!params.dry_run);
+
+        let eviction = serde_json::to_value(eviction_for(&planned_pod())).expect("json");
+        assert_eq!(
+            eviction["metadata"],
+            serde_json::json!({"name": "v", "namespace": "ns"})
+        );
+        assert_eq!(
+            eviction["deleteOptions"]["preconditions"],
+            serde_json::json!({"uid": "u1", "resourceVersion": "41"})
+        );
+
+        // Without preconditions in the reference (a hand-made plan), none are sent.
+        let bare = ObjectRef::new("ns", "v");
+        assert!(delete_params(&bare, &options).preconditions.is_none());
+        assert!(eviction_for(&bare).delete_options.is_none());
+        let uid_only = ObjectRef::new("ns", "v").with_uid("u1");
+        let preconditions = delete_params(&uid_only, &options).preconditions.expect("uid");
+        assert_eq!(
+            (preconditions.uid.as_deref(), preconditions.resource_version),
+            (Some("u1"), None)
+        );
+    }
+
+    #[test]
+    fn status_patches_and_bindings_carry_the_resource_version() {
+        let condition = PodConditionPatch {
+            type_: "DisruptionTarget".into(),
+            status: "True".into(),
+            reason: "PreemptionByScheduler".into(),
+            message: "m".into(),
+        };
+        let patch = condition_patch(&planned_pod(), &condition);
+        assert!(matches!(patch, Patch::Strategic(_)));
+        let value = body(&patch);
+        assert_eq!(
+            value["metadata"],
+            serde_json::json!({"uid": "u1", "resourceVersion": "41"})
+        );
+        assert_eq!(value["status"]["conditions"][0]["type"], "DisruptionTarget");
+
+        let patch = nomination_patch(&planned_pod(), "n1");
+        assert!(matches!(patch, Patch::Merge(_)));
+        assert_eq!(
+            body(&patch),
+            serde_json::json!({
+                "metadata": {"uid": "u1", "resourceVersion": "41"},
+                "status": {"nominatedNodeName": "n1"},
+            })
+        );
+        // Clearing writes null; a reference without preconditions patches unconditionally.
+        assert_eq!(
+            body(&nomination_patch(&ObjectRef::new("ns", "w"), "")),
+            serde_json::json!({"metadata": {}, "status": {"nominatedNodeName": null}})
+        );
+
+        let binding = serde_json::to_value(binding_for(&planned_pod(), "n1")).expect("json");
+        assert_eq!(binding["metadata"]["uid"], "u1");
+        assert_eq!(binding["metadata"]["resourceVersion"], "41");
+        assert_eq!(binding["target"]["name"], "n1");
+    }
+
+    #[test]
+    fn a_refused_write_is_classified_by_what_became_of_the_pod() {
+        let meta = |uid: &str, version: &str| ObjectMeta {
+            uid: Some(uid.into()),
+            resource_version: Some(version.into()),
+            ..ObjectMeta::default()
+        };
+        let planned = planned_pod();
+        assert_eq!(changed_since_plan(&planned, None), PodChange::Gone);
+        assert_eq!(
+            changed_since_plan(&planned, Some(&meta("u2", "41"))),
+            PodChange::Gone,
+            "a pod of another UID is not the planned one"
+        );
+        assert_eq!(
+            changed_since_plan(&planned, Some(&meta("u1", "57"))),
+            PodChange::Changed(
+                "pod ns/v changed since the plan was made (resourceVersion 41, now 57)".into()
+            )
+        );
+        assert_eq!(
+            changed_since_plan(&planned, Some(&meta("u1", "41"))),
+            PodChange::Same
+        );
+        assert_eq!(
+            changed_since_plan(&ObjectRef::new("ns", "v"), Some(&meta("u1", "57"))),
+            PodChange::Same,
+            "without preconditions nothing is known to have changed"
+        );
+        let conflict = ApplyError::Conflict {
+            action: "delete pod ns/v".into(),
+            detail: "pod ns/v changed since the plan was made (resourceVersion 41, now 57)".into(),
+        };
+        assert!(conflict.is_conflict());
+    }
+
+    #[test]
+    fn later_actions_expect_the_version_the_plans_own_write_left() {
+        let condition = Action::SetPodCondition {
+            pod: planned_pod(),
+            condition: PodConditionPatch {
+                type_: "DisruptionTarget".into(),
+                status: "True".into(),
+                reason: "PreemptionByScheduler".into(),
+                message: "m".into(),
+            },
+        };
+        let delete = Action::DeletePod { pod: planned_pod() };
+        let other = Action::DeletePod {
+            pod: ObjectRef::new("ns", "w").with_resource_version("41"),
+        };
+        let mut written = WrittenVersions::default();
+        assert_eq!(written.current(&delete), delete, "nothing written yet");
+        written.record(condition.pod_written().expect("a pod"), "42".into());
+        let Action::DeletePod { pod } = written.current(&delete) else {
+            panic!("still a delete")
+        };
+        assert_eq!(pod.resource_version.as_deref(), Some("42"));
+        assert_eq!(pod.uid.as_deref(), Some("u1"));
+        assert_eq!(written.current(&other), other, "another pod is unaffected");
+        // Two writes in a row (nomination, then condition): the version moves forward twice.
+        written.record(
+            &ObjectRef::new("ns", "v").with_resource_version("42"),
+            "43".into(),
+        );
+        let Action::DeletePod { pod } = written.current(&delete) else {
+            panic!("still a delete")
+        };
+        assert_eq!(pod.resource_version.as_deref(), Some("43"));
+        // A stale reference of the plan (another version than the one written over) stays stale.
+        let stale = Action::DeletePod {
+            pod: ObjectRef::new("ns", "v").with_resource_version("40"),
+        };
+        assert_eq!(written.current(&stale), stale);
+        // Events are not pod writes.
+        let event = Action::Event(EventSpec {
+            regarding: planned_pod(),
+            related: None,
+            type_: "Normal".into(),
+            reason: "Preempted".into(),
+            action: "Preempting".into(),
+            note: "n".into(),
+        });
+        assert_eq!(written.current(&event), event);
     }
 }

@@ -104,6 +104,11 @@ impl PodBuilder {
         self.spec().priority = Some(p);
         self
     }
+    /// metadata.resourceVersion.
+    pub fn resource_version(mut self, rv: &str) -> Self {
+        self.0.metadata.resource_version = Some(rv.into());
+        self
+    }
     /// A label.
     pub fn label(mut self, k: &str, v: &str) -> Self {
         self.0

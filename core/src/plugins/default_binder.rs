@@ -29,14 +29,10 @@ impl Plugin for DefaultBinder {
 
 impl BindPlugin for DefaultBinder {
     fn bind(&self, _state: &CycleState, pod: &PodInfo, node_name: &str) -> (Vec<Action>, Status) {
-        // The Binding carries the pod's UID, so a pod recreated under the same name is not bound.
-        let uid = pod.uid();
+        // The Binding carries the pod's UID and resourceVersion, so a pod recreated under the same name,
+        // or changed since the decision, is not bound.
         let action = Action::BindPod {
-            pod: ObjectRef {
-                namespace: pod.namespace().to_string(),
-                name: pod.name().to_string(),
-                uid: (!uid.is_empty()).then(|| uid.to_string()),
-            },
+            pod: ObjectRef::from_meta(&pod.pod.metadata),
             node: node_name.to_string(),
         };
         (vec![action], Status::success())
@@ -55,11 +51,17 @@ mod tests {
 
     #[test]
     fn bind_is_one_binding_action() {
-        for (name, p, want_uid) in [
-            ("with uid", pod("web").namespace("prod"), Some("prod-web")),
+        for (name, p, want_uid, want_rv) in [
+            (
+                "with uid",
+                pod("web").namespace("prod").resource_version("7"),
+                Some("prod-web"),
+                Some("7"),
+            ),
             (
                 "without uid",
                 pod("web").namespace("prod").with(|p| p.metadata.uid = None),
+                None,
                 None,
             ),
         ] {
@@ -72,6 +74,7 @@ mod tests {
                         namespace: "prod".into(),
                         name: "web".into(),
                         uid: want_uid.map(String::from),
+                        resource_version: want_rv.map(String::from),
                     },
                     node: "n1".into(),
                 }],

@@ -73,13 +73,10 @@ pub fn truncate_note(message: &str) -> String {
     format!("{} ...", &message[..end])
 }
 
-/// A reference to a pod with its UID as precondition.
+/// A reference to a pod with its UID and the resourceVersion the plan was made on as preconditions:
+/// a pod recreated or changed since is not written over.
 pub fn pod_ref(pod: &PodInfo) -> ObjectRef {
-    ObjectRef {
-        namespace: pod.namespace().to_string(),
-        name: pod.name().to_string(),
-        uid: (!pod.uid().is_empty()).then(|| pod.uid().to_string()),
-    }
+    ObjectRef::from_meta(&pod.pod.metadata)
 }
 
 /// Pods nominated to `node` with a lower priority than the preemptor (`getLowerPriorityNominatedPods`).
@@ -181,9 +178,16 @@ mod tests {
                 pod("elsewhere").priority(1).nominated("n2").obj(),
             ],
         );
-        let preemptor = pod("p").priority(100).scheduler_name("my-scheduler").info();
+        let preemptor = pod("p")
+            .priority(100)
+            .scheduler_name("my-scheduler")
+            .resource_version("7")
+            .info();
         let victims = vec![
-            Victim::new(Arc::new(pod("v1").priority(5).node("n1").info()), 0),
+            Victim::new(
+                Arc::new(pod("v1").priority(5).node("n1").resource_version("11").info()),
+                0,
+            ),
             Victim::new(Arc::new(pod("gone").priority(4).node("n1").preempted().info()), 0),
             Victim::new(
                 Arc::new(pod("v2").namespace("other").priority(3).node("n1").info()),
@@ -216,6 +220,19 @@ mod tests {
             "my-scheduler: preempting to accommodate a higher priority pod"
         );
         assert_eq!(pod.uid.as_deref(), Some("default-v1"));
+        // Every write to a pod is conditioned on the resourceVersion the plan was made on.
+        assert_eq!(pod.resource_version.as_deref(), Some("11"));
+        let Action::DeletePod { pod } = &actions[2] else {
+            panic!()
+        };
+        assert_eq!(pod.resource_version.as_deref(), Some("11"));
+        let Action::SetNominatedNodeName { pod, .. } = &actions[8] else {
+            panic!()
+        };
+        assert_eq!(
+            (pod.uid.as_deref(), pod.resource_version.as_deref()),
+            (Some("default-p"), Some("7"))
+        );
         let Action::Event(e) = &actions[3] else { panic!() };
         assert_eq!(e.action, "Preempting");
         assert_eq!(e.related.as_ref().map(|r| r.name.as_str()), Some("p"));

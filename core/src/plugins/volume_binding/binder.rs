@@ -646,11 +646,12 @@ pub fn revert_assumed_pod_volumes(assumed: &mut AssumedVolumes, assumption: &Ass
     }
 }
 
+/// A PV's or claim's reference: its UID as precondition. The resourceVersion the decision was made on
+/// is the action's own `resource_version` (the PV's for BindPv), not the reference's.
 fn object_ref(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> ObjectRef {
     ObjectRef {
-        namespace: meta.namespace.clone().unwrap_or_default(),
-        name: meta.name.clone().unwrap_or_default(),
-        uid: meta.uid.clone().filter(|u| !u.is_empty()),
+        resource_version: None,
+        ..ObjectRef::from_meta(meta)
     }
 }
 

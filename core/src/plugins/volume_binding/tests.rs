@@ -1094,11 +1094,7 @@ fn prescore_skips_without_storage_capacity_scoring() {
 }
 
 fn obj_ref(namespace: &str, name: &str, uid: &str) -> ObjectRef {
-    ObjectRef {
-        namespace: namespace.into(),
-        name: name.into(),
-        uid: Some(uid.into()),
-    }
+    ObjectRef::new(namespace, name).with_uid(uid)
 }
 
 /// Runs PreFilter, Filter on `node`, Reserve and PreBind.
@@ -1137,11 +1133,7 @@ fn prebind_plans_pv_binding_and_provisioning() {
         actions,
         vec![
             Action::BindPv {
-                pv: ObjectRef {
-                    namespace: String::new(),
-                    name: "pv-a".into(),
-                    uid: Some("uid-pv-a".into()),
-                },
+                pv: obj_ref("", "pv-a", "uid-pv-a"),
                 claim: obj_ref("default", "pvc-static", "uid-pvc-static"),
                 resource_version: Some("10".into()),
             },
