@@ -11,7 +11,13 @@
 //! provisioned for that node; (b) opted-in pods are pre-bound at admission and kube-scheduler follows
 //! the affinity patch; (c) with VolumeBinding disabled in kube-scheduler, volumes are bound at
 //! pods/binding; (d) a binding to a node that cannot reach the PV is denied with the reason;
-//! (e) dryRun=All changes nothing; (f) two replicas, 50 concurrent pods, 50 PVs.
+//! (e) dryRun=All changes nothing; (f) two replicas, 200 concurrent pods, 100 PVs: each PV claimed
+//! once, by the Lease holder; (g)-(i) what the API server never stored leaves nothing behind: a
+//! forged review sent straight to the port, a forged binding of a real pending pod, a pod rejected
+//! by validation after the webhook.
+//!
+//! Admission writes nothing; each replica also runs the controller that writes for stored pods, and
+//! only the replica holding the Lease does.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -33,12 +39,15 @@ use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
 use sched_core::framework::profile::SchedulerConfig;
+use sched_core::labels::Selector;
 use sched_core::plugins::in_tree_registry;
 use sched_core::plugins::volume_binding::ERR_REASON_BIND_CONFLICT;
 use sched_core::plugins::volume_binding::pv_helpers::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
 use sched_webhook::admission::{OPT_IN_KEY, OPT_IN_VALUE, Operation};
 use sched_webhook::cache::Cache;
 use sched_webhook::certs::{self, Target};
+use sched_webhook::controller::stored_pod::Scope;
+use sched_webhook::controller::{self, ControllerConfig};
 use sched_webhook::metrics::RequestOutcome;
 use sched_webhook::server::{AppState, Listeners, serve};
 
@@ -52,19 +61,54 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// The webhook replicas serving one control plane.
 struct Webhook {
     replicas: Vec<Arc<AppState>>,
-    stops: Vec<tokio::sync::oneshot::Sender<()>>,
+    stops: Vec<tokio::sync::watch::Sender<bool>>,
+    ports: Vec<u16>,
+    ca_cert_pem: String,
     _certs: tempfile::TempDir,
 }
 
 impl Drop for Webhook {
     fn drop(&mut self) {
         for stop in self.stops.drain(..) {
-            let _ = stop.send(());
+            let _ = stop.send(true);
         }
     }
 }
 
+/// The controller of replica `i`: Lease `lease` in `default`, a short lease so a test does not wait
+/// long for the first leader, and the test namespaces only.
+fn controller_config(lease: &str, i: usize) -> ControllerConfig {
+    ControllerConfig {
+        lease_name: lease.to_string(),
+        lease_namespace: "default".into(),
+        identity: format!("replica-{i}"),
+        lease_seconds: 4,
+        scope: Scope {
+            namespaces: Selector::from_map(&[(WEBHOOK_LABEL.to_string(), "on".to_string())].into()),
+            max_claims: sched_webhook::server::DEFAULT_MAX_CLAIMS,
+            binding_window: controller::DEFAULT_BINDING_WINDOW,
+        },
+        plan_budget: controller::DEFAULT_PLAN_BUDGET,
+        concurrency: controller::DEFAULT_CONCURRENCY,
+    }
+}
+
 impl Webhook {
+    /// PV writes made by all replicas so far.
+    fn bindings(&self) -> u64 {
+        self.replicas.iter().map(|r| r.metrics.bindings()).sum()
+    }
+
+    /// Waits until one replica leads, and returns its index.
+    async fn leader(&self) -> Result<usize> {
+        eventually(
+            "a replica to hold the controller's Lease",
+            SETUP_TIMEOUT,
+            || async { Ok(self.replicas.iter().position(|r| r.metrics.is_leader())) },
+        )
+        .await
+    }
+
     /// Waits until every replica's cache holds these PVs as Available (the PV controller marks new
     /// PVs Available after creation; volume binding, like kube-scheduler's, only matches those).
     async fn wait_available(&self, pvs: &[String]) -> Result<()> {
@@ -125,6 +169,7 @@ async fn start_webhook(cp: &ControlPlane, count: usize, configuration_name: &str
     }
     let tls = sched_webhook::tls::server_config(&files.cert, &files.key)?;
     let config = cp.config().clone();
+    let lease = configuration_name.to_string();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::Builder::new()
         .name("sched-webhook".into())
@@ -136,19 +181,34 @@ async fn start_webhook(cp: &ControlPlane, count: usize, configuration_name: &str
                 .expect("webhook runtime");
             runtime.block_on(async move {
                 let mut servers = Vec::new();
-                for listeners in listeners {
+                for (i, listeners) in listeners.into_iter().enumerate() {
                     let client = Client::try_from(config.clone()).expect("webhook client");
                     let (cache, writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
+                    let pod_events = writers.subscribe_pods().expect("shared pod store");
                     let _reflectors = cache.start(&client, writers);
-                    let state = Arc::new(AppState::new(cache, client));
-                    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+                    let state = Arc::new(AppState::new(cache.clone(), client.clone()));
+                    let (stop, stopped) = tokio::sync::watch::channel(false);
+                    let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
+                        let _ = stopped.wait_for(|s| *s).await;
+                    };
+                    let context = Arc::new(controller::Context::new(
+                        cache,
+                        client,
+                        state.metrics.clone(),
+                        controller_config(&lease, i),
+                    ));
+                    let controller_stop = until_stopped(stopped.clone());
+                    servers.push(tokio::spawn(async move {
+                        if let Err(e) = controller::run(context, pod_events, controller_stop).await {
+                            eprintln!("controller of replica {i} failed: {e}");
+                        }
+                        Ok(())
+                    }));
                     servers.push(tokio::spawn(serve(
                         state.clone(),
                         listeners,
                         RustlsConfig::from_config(tls.clone()),
-                        async {
-                            let _ = stopped.await;
-                        },
+                        until_stopped(stopped),
                         Duration::from_secs(5),
                     )));
                     let _ = tx.send((state, stop));
@@ -166,6 +226,8 @@ async fn start_webhook(cp: &ControlPlane, count: usize, configuration_name: &str
     let webhook = Webhook {
         replicas,
         stops,
+        ports: ports.clone(),
+        ca_cert_pem: generated.ca_cert_pem.clone(),
         _certs: dir,
     };
     eventually("the webhook caches to sync", SETUP_TIMEOUT, || async {
@@ -459,19 +521,20 @@ async fn a_node_name_pods_get_their_claims_bound_or_provisioned_for_that_node() 
     let mut pod = pod_with_claim("p2", "d1");
     pod["spec"]["nodeName"] = json!(f.node_name(0));
     f.pods().create(&PostParams::default(), &from_json(pod)?).await?;
-    // The webhook's write is done before the API server stores the pod.
-    let claim = f.claims().get("d1").await?;
-    let selected = claim
-        .metadata
-        .annotations
-        .unwrap_or_default()
-        .get(ANN_SELECTED_NODE)
-        .cloned();
-    ensure!(
-        selected.as_deref() == Some(f.node_name(0).as_str()),
-        "selected-node: {selected:?}"
-    );
-    ensure!(webhook.replicas[0].metrics.bindings() >= 2);
+    // The controller annotates the claim once the API server has stored the pod.
+    let claims = f.claims();
+    let selected = eventually("the claim to name the pod's node", BIND_TIMEOUT, || async {
+        let claim = claims.get("d1").await?;
+        Ok(claim
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(ANN_SELECTED_NODE)
+            .cloned())
+    })
+    .await?;
+    ensure!(selected == f.node_name(0), "selected-node: {selected:?}");
+    ensure!(webhook.bindings() >= 2);
     println!(
         "(a) {}/c1 bound to {volume}; {}/d1 selected-node {:?}",
         f.ns, f.ns, selected
@@ -507,11 +570,13 @@ async fn b_opted_in_pods_are_prebound_and_placed_on_the_pvs_node() -> Result<()>
         terms.to_string().contains(&f.node_name(2)),
         "affinity does not name the PV's node: {terms}"
     );
-    // Pre-bound at admission, before any scheduling.
-    ensure!(
-        f.claim_ref(&format!("{}-pv2", f.ns)).await?.as_deref() == Some(format!("{}/c1", f.ns).as_str()),
-        "PV not pre-bound at admission"
-    );
+    // Pre-bound once stored (by the controller, or by kube-scheduler's own VolumeBinding if it was
+    // quicker: the patched affinity leaves it the same PV).
+    let pv2 = format!("{}-pv2", f.ns);
+    eventually("the PV to be claimed", BIND_TIMEOUT, || async {
+        Ok((f.claim_ref(&pv2).await?.as_deref() == Some(format!("{}/c1", f.ns).as_str())).then_some(()))
+    })
+    .await?;
     let pods = f.pods();
     let node = eventually("kube-scheduler to bind the pod", BIND_TIMEOUT, || async {
         Ok(pods.get("p").await?.spec.and_then(|s| s.node_name))
@@ -522,7 +587,7 @@ async fn b_opted_in_pods_are_prebound_and_placed_on_the_pvs_node() -> Result<()>
     let volume = f.bound_volume("c1").await?;
     ensure!(volume == format!("{}-pv2", f.ns));
     println!(
-        "(b) {}/p pre-bound to {volume} at admission, kube-scheduler placed it on {node}",
+        "(b) {}/p pre-bound to {volume} once stored, kube-scheduler placed it on {node}",
         f.ns
     );
     Ok(())
@@ -692,18 +757,21 @@ async fn e_dry_run_creates_change_nothing() -> Result<()> {
 }
 
 #[tokio::test]
-async fn f_two_replicas_fifty_concurrent_pods_fifty_pvs() -> Result<()> {
+async fn f_two_replicas_two_hundred_concurrent_pods_one_hundred_pvs() -> Result<()> {
     const NODES: usize = 5;
-    const PODS: usize = 50;
+    const PODS: usize = 200;
+    const PVS: usize = 100;
     let (cp, webhook) = shared().await?;
     let f = Fixture::new(cp, "wh-f", &[]).await?;
     f.nodes(NODES).await?;
+    for i in 0..PVS {
+        f.local_pv(&format!("{}-pv{i:03}", f.ns), i % NODES).await?;
+    }
     for i in 0..PODS {
-        f.local_pv(&format!("{}-pv{i:02}", f.ns), i % NODES).await?;
-        f.claim(&format!("c{i:02}"), &f.class).await?;
+        f.claim(&format!("c{i:03}"), &f.class).await?;
     }
     // Let both replicas' caches see the volumes, Available.
-    let names: Vec<String> = (0..PODS).map(|i| format!("{}-pv{i:02}", f.ns)).collect();
+    let names: Vec<String> = (0..PVS).map(|i| format!("{}-pv{i:03}", f.ns)).collect();
     webhook.wait_available(&names).await?;
     eventually("the replicas to cache the claims", SETUP_TIMEOUT, || async {
         Ok(webhook
@@ -711,23 +779,20 @@ async fn f_two_replicas_fifty_concurrent_pods_fifty_pvs() -> Result<()> {
             .iter()
             .all(|r| {
                 use sched_webhook::admission::ClusterView;
-                r.cache.pvc(&f.ns, &format!("c{:02}", PODS - 1)).is_some()
+                r.cache.pvc(&f.ns, &format!("c{:03}", PODS - 1)).is_some()
             })
             .then_some(()))
     })
     .await?;
-    let before: Vec<(u64, u64)> = webhook
-        .replicas
-        .iter()
-        .map(|r| (r.metrics.bindings(), r.metrics.conflicts_retried()))
-        .collect();
+    let leader = webhook.leader().await?;
+    let before: Vec<u64> = webhook.replicas.iter().map(|r| r.metrics.bindings()).collect();
 
-    // 50 pods at once, 10 per node, alternating replicas: every node's 10 PVs are contended.
+    // 200 pods at once, 40 per node for 20 PVs per node, alternating replicas.
     let pods = f.pods();
     let started = Instant::now();
     let creates = (0..PODS).map(|i| {
         let pods = pods.clone();
-        let mut pod = pod_with_claim(&format!("p{i:02}"), &format!("c{i:02}"));
+        let mut pod = pod_with_claim(&format!("p{i:03}"), &format!("c{i:03}"));
         pod["spec"]["nodeName"] = json!(f.node_name(i % NODES));
         pod["metadata"]["labels"] = json!({REPLICA_LABEL: replica_name(i % 2)});
         async move {
@@ -739,32 +804,34 @@ async fn f_two_replicas_fifty_concurrent_pods_fifty_pvs() -> Result<()> {
     });
     let results = futures::future::join_all(creates).await;
     let admitted = started.elapsed();
+    // A pod is denied only once its node's PVs are all taken (a definite conflict, the scheduler's
+    // reason); nothing else may fail.
     let denied: Vec<String> = results
         .iter()
         .filter_map(|r| r.as_ref().err().map(|e| e.to_string()))
         .collect();
-    ensure!(
-        denied.is_empty(),
-        "{} pods wrongly denied: {denied:?}",
-        denied.len()
-    );
-
-    let claims = f.claims();
-    eventually("all 50 claims to be bound", BIND_TIMEOUT, || async {
-        let list = claims.list(&ListParams::default()).await?;
-        let bound = list
-            .items
-            .iter()
-            .filter(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound"))
-            .count();
-        Ok((bound == PODS).then_some(()))
-    })
-    .await?;
+    for message in &denied {
+        ensure!(
+            message.contains(ERR_REASON_BIND_CONFLICT),
+            "wrongly denied: {message}"
+        );
+    }
 
     let pvs: Api<PersistentVolume> = Api::all(f.client.clone());
-    let list = pvs
-        .list(&ListParams::default().labels(&format!("{TEST_LABEL}={}", f.ns)))
-        .await?;
+    let selector = format!("{TEST_LABEL}={}", f.ns);
+    eventually("all 100 PVs to be claimed", BIND_TIMEOUT, || async {
+        let list = pvs.list(&ListParams::default().labels(&selector)).await?;
+        let claimed = list
+            .items
+            .iter()
+            .filter(|pv| pv.spec.as_ref().is_some_and(|s| s.claim_ref.is_some()))
+            .count();
+        Ok((claimed == PVS).then_some(()))
+    })
+    .await?;
+    // Let any late (wrong) write land before looking.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let list = pvs.list(&ListParams::default().labels(&selector)).await?;
     let mut claimed = BTreeSet::new();
     for pv in &list.items {
         let name = pv.metadata.name.clone().unwrap_or_default();
@@ -785,26 +852,208 @@ async fn f_two_replicas_fifty_concurrent_pods_fifty_pvs() -> Result<()> {
             pv_index % NODES
         );
     }
-    ensure!(claimed.len() == PODS, "{} of {PODS} PVs claimed", claimed.len());
-    let after: Vec<(u64, u64)> = webhook
+    ensure!(claimed.len() == PVS, "{} of {PVS} PVs claimed", claimed.len());
+    // Every claim is bound to at most one PV, and only the Lease holder wrote.
+    let claims = f.claims().list(&ListParams::default()).await?;
+    let bound = claims
+        .items
+        .iter()
+        .filter(|c| c.spec.as_ref().and_then(|s| s.volume_name.as_deref()).is_some())
+        .count();
+    ensure!(bound <= PVS, "{bound} claims name a volume");
+    let writes: Vec<u64> = webhook
         .replicas
         .iter()
-        .map(|r| (r.metrics.bindings(), r.metrics.conflicts_retried()))
+        .zip(&before)
+        .map(|(r, b)| r.metrics.bindings() - b)
         .collect();
-    let writes: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a.0 - b.0).collect();
-    let conflicts: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a.1 - b.1).collect();
-    ensure!(
-        writes.iter().all(|w| *w > 0),
-        "both replicas must have bound PVs: {writes:?}"
+    for (i, w) in writes.iter().enumerate() {
+        ensure!(
+            (i == leader) == (*w > 0),
+            "only the leader (replica {leader}) writes: {writes:?}"
+        );
+    }
+    println!(
+        "(f) {PODS} pods admitted in {:.2} s by 2 replicas ({} denied: no PV left on their node); {PVS} PVs claimed once each, all written by replica {leader} ({writes:?})",
+        admitted.as_secs_f64(),
+        denied.len()
     );
-    // Other tests share the replicas, so their writes may be counted too: at least one per claim.
+    Ok(())
+}
+
+/// Sends `review` straight to replica `replica`'s port over TLS (trusting the webhook's CA), as anyone
+/// who reaches the port could, and returns the AdmissionReview it answers.
+async fn forge(webhook: &Webhook, replica: usize, review: &Value) -> Result<Value> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut roots = rustls::RootCertStore::empty();
+    let ca = rustls::pki_types::pem::PemObject::from_pem_slice(webhook.ca_cert_pem.as_bytes())
+        .context("webhook CA")?;
+    roots.add(ca)?;
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let connector = tokio_rustls::TlsConnector::from(Arc::new(config));
+    let tcp = tokio::net::TcpStream::connect(("127.0.0.1", webhook.ports[replica])).await?;
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1")?.to_owned();
+    let mut tls = connector.connect(name, tcp).await?;
+    let body = review.to_string();
+    let request = format!(
+        "POST /mutate?timeout=5s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    tls.write_all(request.as_bytes()).await?;
+    let mut response = Vec::new();
+    tokio::time::timeout(SETUP_TIMEOUT, tls.read_to_end(&mut response)).await??;
+    let text = String::from_utf8_lossy(&response);
+    let (head, body) = text.split_once("\r\n\r\n").context("no HTTP body")?;
+    ensure!(head.starts_with("HTTP/1.1 200"), "answer: {head}");
+    Ok(serde_json::from_str(body)?)
+}
+
+fn forged_review(uid: &str, namespace: &str, sub_resource: &str, name: &str, object: Value) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": if sub_resource.is_empty() { "Pod" } else { "Binding" }},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "subResource": sub_resource,
+            "name": name, "namespace": namespace, "operation": "CREATE",
+            "userInfo": {"username": "mallory"},
+            "object": object,
+        }
+    })
+}
+
+/// Long enough for the controller to have acted on anything stored (it acts within milliseconds).
+const GRACE: Duration = Duration::from_secs(4);
+
+#[tokio::test]
+async fn g_a_forged_review_for_a_pod_never_stored_claims_nothing() -> Result<()> {
+    let (cp, webhook) = shared().await?;
+    let f = Fixture::new(cp, "wh-g", &[]).await?;
+    f.nodes(1).await?;
+    let pv = format!("{}-pv0", f.ns);
+    f.local_pv(&pv, 0).await?;
+    f.claim("c1", &f.class).await?;
+    webhook.wait_available(std::slice::from_ref(&pv)).await?;
+    webhook.leader().await?;
+    let mut pod = pod_with_claim("never-stored", "c1");
+    pod["metadata"]["namespace"] = json!(f.ns);
+    pod["spec"]["nodeName"] = json!(f.node_name(0));
+    let answer = forge(
+        webhook,
+        0,
+        &forged_review("forged-g", &f.ns, "", "never-stored", pod),
+    )
+    .await?;
+    ensure!(answer["response"]["allowed"] == json!(true), "{answer}");
+    tokio::time::sleep(GRACE).await;
     ensure!(
-        writes.iter().sum::<u64>() >= PODS as u64,
-        "one write per claim: {writes:?}"
+        f.claim_ref(&pv).await?.is_none(),
+        "a pod that never existed claimed {pv}"
+    );
+    let claim = f.claims().get("c1").await?;
+    ensure!(claim.spec.and_then(|s| s.volume_name).is_none(), "claim bound");
+    println!(
+        "(g) forged review for {}/never-stored answered, nothing written",
+        f.ns
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn h_a_forged_binding_of_a_pending_pod_claims_nothing_and_keeps_its_nomination() -> Result<()> {
+    let (cp, webhook) = shared().await?;
+    let f = Fixture::new(cp, "wh-h", &[]).await?;
+    f.nodes(2).await?;
+    let pv = format!("{}-pv0", f.ns);
+    f.local_pv(&pv, 0).await?;
+    f.claim("c1", &f.class).await?;
+    webhook.wait_available(std::slice::from_ref(&pv)).await?;
+    webhook.leader().await?;
+    let mut pod = pod_with_claim("p", "c1");
+    // No scheduler picks this pod up: it stays pending.
+    pod["spec"]["schedulerName"] = json!("e2e-nobody");
+    f.pods().create(&PostParams::default(), &from_json(pod)?).await?;
+    f.pods()
+        .patch_status(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"nominatedNodeName": f.node_name(1)}})),
+        )
+        .await?;
+    let binding = json!({"apiVersion": "v1", "kind": "Binding",
+                         "metadata": {"name": "p", "namespace": f.ns},
+                         "target": {"kind": "Node", "name": f.node_name(0)}});
+    let answer = forge(
+        webhook,
+        0,
+        &forged_review("forged-h", &f.ns, "binding", "p", binding),
+    )
+    .await?;
+    ensure!(answer["response"]["allowed"] == json!(true), "{answer}");
+    tokio::time::sleep(GRACE).await;
+    ensure!(f.claim_ref(&pv).await?.is_none(), "a forged binding claimed {pv}");
+    let stored = f.pods().get("p").await?;
+    ensure!(stored.spec.and_then(|s| s.node_name).is_none(), "pod bound");
+    let nominated = stored.status.and_then(|s| s.nominated_node_name);
+    ensure!(
+        nominated.as_deref() == Some(f.node_name(1).as_str()),
+        "nomination changed: {nominated:?}"
     );
     println!(
-        "(f) {PODS} pods admitted in {:.2} s by 2 replicas (PV writes {writes:?}, conflicts retried {conflicts:?}); every PV claimed once",
-        admitted.as_secs_f64()
+        "(h) forged binding of {}/p answered, PV free, nomination kept",
+        f.ns
+    );
+    Ok(())
+}
+
+#[tokio::test]
+async fn i_a_pod_rejected_by_validation_after_the_webhook_claims_nothing() -> Result<()> {
+    let (cp, webhook) = shared().await?;
+    let f = Fixture::new(cp, "wh-i", &[]).await?;
+    f.nodes(1).await?;
+    let pv = format!("{}-pv0", f.ns);
+    f.local_pv(&pv, 0).await?;
+    f.claim("c1", &f.class).await?;
+    webhook.wait_available(std::slice::from_ref(&pv)).await?;
+    webhook.leader().await?;
+    let called = || {
+        webhook
+            .replicas
+            .iter()
+            .map(|r| {
+                r.metrics
+                    .requests(Operation::PodCreateNodeName, RequestOutcome::Patched)
+                    + r.metrics
+                        .requests(Operation::PodCreateNodeName, RequestOutcome::Allowed)
+            })
+            .sum::<u64>()
+    };
+    let before = called();
+    let mut pod = pod_with_claim("invalid", "c1");
+    pod["spec"]["nodeName"] = json!(f.node_name(0));
+    // Mutating admission runs before validation: this name passes the webhook and fails validation.
+    pod["spec"]["containers"][0]["name"] = json!("Not_A_DNS_Label");
+    let err = match f.pods().create(&PostParams::default(), &from_json(pod)?).await {
+        Ok(_) => bail!("the invalid pod was stored"),
+        Err(kube::Error::Api(status)) => status,
+        Err(e) => bail!("unexpected error: {e}"),
+    };
+    ensure!(
+        err.code == 422,
+        "expected 422 Invalid, got {}: {}",
+        err.code,
+        err.message
+    );
+    ensure!(called() > before, "the webhook was not called before validation");
+    tokio::time::sleep(GRACE).await;
+    ensure!(f.claim_ref(&pv).await?.is_none(), "a rejected pod claimed {pv}");
+    println!(
+        "(i) {}/invalid rejected after the webhook ({}): PV free",
+        f.ns, err.code
     );
     Ok(())
 }

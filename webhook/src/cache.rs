@@ -466,49 +466,62 @@ impl Cache {
             .page_size(LIST_PAGE_SIZE);
         let pods_config = config.clone().fields(NON_TERMINAL_PODS);
         let mut tasks = vec![
-            spawn_reflector(Api::all(client.clone()), pods_config, writers.pods, None),
+            spawn_reflector(Api::all(client.clone()), pods_config, writers.pods, None, true),
             spawn_reflector(
                 Api::all(client.clone()),
                 config.clone(),
                 writers.nodes,
                 Some(self.node_generation.clone()),
+                false,
             ),
-            spawn_reflector(Api::all(client.clone()), config.clone(), writers.namespaces, None),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.namespaces,
+                None,
+                false,
+            ),
             spawn_reflector(
                 Api::<PersistentVolume>::all(client.clone()),
                 config.clone(),
                 writers.pvs,
                 Some(generation.clone()),
+                false,
             ),
             spawn_reflector(
                 Api::all(client.clone()),
                 config.clone(),
                 writers.pvcs,
                 Some(generation.clone()),
+                false,
             ),
             spawn_reflector(
                 Api::all(client.clone()),
                 config.clone(),
                 writers.classes,
                 Some(generation.clone()),
+                false,
             ),
             spawn_reflector(
                 Api::all(client.clone()),
                 config.clone(),
                 writers.csi_nodes,
                 Some(generation.clone()),
+                false,
             ),
             spawn_reflector(
                 Api::all(client.clone()),
                 config.clone(),
                 writers.csi_drivers,
                 Some(generation.clone()),
+                false,
             ),
             spawn_reflector(
                 Api::all(client.clone()),
                 config,
                 writers.capacities,
                 Some(generation.clone()),
+                false,
             ),
         ];
         tasks.push(self.spawn_readiness());
@@ -794,6 +807,7 @@ fn spawn_reflector<W, K>(
     config: watcher::Config,
     writer: Writer<K>,
     generation: Option<Arc<AtomicU64>>,
+    shared: bool,
 ) -> JoinHandle<()>
 where
     W: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Slim + 'static,
@@ -803,11 +817,17 @@ where
 {
     let kind = W::kind(&W::DynamicType::default()).to_string();
     tokio::spawn(async move {
-        let stream = watcher(api, config)
+        let events = watcher(api, config)
             .modify(|o: &mut W| o.slim())
             .map_ok(stored_event::<W, K>)
-            .default_backoff()
-            .reflect(writer);
+            .default_backoff();
+        // A shared store (the pods') must be fed with reflect_shared, which also hands each event to
+        // the store's subscribers (the controller); reflect alone would leave them waiting.
+        let stream = if shared {
+            events.reflect_shared(writer).boxed()
+        } else {
+            events.reflect(writer).boxed()
+        };
         futures::pin_mut!(stream);
         while let Some(event) = stream.next().await {
             match event {
