@@ -56,6 +56,24 @@ pub struct ServeArgs {
     /// How long in-flight requests may take to finish after SIGTERM.
     #[arg(long, env = "SCHED_WEBHOOK_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+    /// Open connections on the webhook port; one more is closed as soon as it is accepted.
+    #[arg(long, env = "SCHED_WEBHOOK_MAX_CONNECTIONS", default_value_t = crate::serving::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u32).range(1..=65_536).map(|n| n as usize))]
+    pub max_connections: usize,
+    /// Time for a caller's TLS handshake.
+    #[arg(long, env = "SCHED_WEBHOOK_TLS_HANDSHAKE_TIMEOUT", default_value = "5s", value_parser = parse_timeout)]
+    pub tls_handshake_timeout: Duration,
+    /// Time for a request's headers (HTTP/1.1: also how long a keep-alive connection may wait for
+    /// its next request; HTTP/2: for a new connection's first request).
+    #[arg(long, env = "SCHED_WEBHOOK_HEADER_READ_TIMEOUT", default_value = "5s", value_parser = parse_timeout)]
+    pub header_read_timeout: Duration,
+    /// Time for a request's body once its headers are in; a late body is answered 400 and the
+    /// connection closed.
+    #[arg(long, env = "SCHED_WEBHOOK_BODY_READ_TIMEOUT", default_value = "5s", value_parser = parse_timeout)]
+    pub body_read_timeout: Duration,
+    /// Time a connection may stay without a request in flight (HTTP/2 gets a GOAWAY).
+    #[arg(long, env = "SCHED_WEBHOOK_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_timeout)]
+    pub idle_timeout: Duration,
     /// KubeSchedulerConfiguration the engine evaluates opted-in pods and nominations with (default:
     /// kube-scheduler's defaults).
     #[arg(long, env = "SCHED_WEBHOOK_SCHEDULER_CONFIG")]
@@ -219,6 +237,21 @@ pub struct CertsArgs {
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
 }
+
+/// Parses a timeout: a duration ([`parse_duration`]) above zero and at most an hour.
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration.is_zero() {
+        return Err(format!("timeout {text:?} must be more than 0"));
+    }
+    if duration > MAX_DURATION {
+        return Err(format!("timeout {text:?} is longer than the maximum, 1h"));
+    }
+    Ok(duration)
+}
+
+/// The longest duration any flag accepts.
+pub const MAX_DURATION: Duration = crate::serving::MAX_TIMEOUT;
 
 /// Parses `250ms`, `10s`, `2m` or a plain number of seconds.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {

@@ -139,18 +139,22 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
         admin: bind(args.admin_listen)?,
     };
     tracing::info!(webhook = %args.listen, admin = %args.admin_listen, "serving");
-    let served = serving::serve(
-        state,
-        listeners,
-        tls_config,
-        until_stopped(stopped),
-        args.shutdown_grace,
-    )
-    .await
-    .map_err(|source| StartError::Io {
-        address: args.listen.to_string(),
-        source,
-    });
+    let options = serving::ServeOptions {
+        grace: args.shutdown_grace,
+        limits: serving::ConnectionLimits {
+            max_connections: args.max_connections,
+            tls_handshake_timeout: args.tls_handshake_timeout,
+            header_read_timeout: args.header_read_timeout,
+            body_read_timeout: args.body_read_timeout,
+            idle_timeout: args.idle_timeout,
+        },
+    };
+    let served = serving::serve_with(state, listeners, tls_config, until_stopped(stopped), options)
+        .await
+        .map_err(|source| StartError::Io {
+            address: args.listen.to_string(),
+            source,
+        });
     if let Some(task) = controller_task {
         let _ = tokio::time::timeout(std::time::Duration::from_secs(5), task).await;
     }
