@@ -47,14 +47,16 @@ pub struct ServeArgs {
     /// server's AdmissionConfiguration to present one (see the README). Reloaded with the pair.
     #[arg(long, env = "SCHED_WEBHOOK_CLIENT_CA_FILE")]
     pub client_ca_file: Option<PathBuf>,
-    /// How often the certificate files are checked for changes (e.g. 10s, 500ms).
-    #[arg(long, env = "SCHED_WEBHOOK_CERT_RELOAD_INTERVAL", default_value = "10s", value_parser = parse_duration)]
-    pub cert_reload_interval: Duration,
+    /// How often the certificate files are checked for changes (e.g. 10s, 500ms; at most 1h), or
+    /// `never` to serve the files read at start until the process ends.
+    #[arg(long, env = "SCHED_WEBHOOK_CERT_RELOAD_INTERVAL", default_value = "10s", value_parser = parse_reload_interval)]
+    pub cert_reload_interval: ReloadInterval,
     /// Largest request body accepted, in bytes.
     #[arg(long, env = "SCHED_WEBHOOK_MAX_BODY_BYTES", default_value_t = crate::server::DEFAULT_MAX_BODY_BYTES)]
     pub max_body_bytes: usize,
-    /// How long in-flight requests may take to finish after SIGTERM.
-    #[arg(long, env = "SCHED_WEBHOOK_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_duration)]
+    /// How long in-flight requests may take to finish after SIGTERM (0 to 1h; keep it below the
+    /// pod's terminationGracePeriodSeconds minus the preStop sleep).
+    #[arg(long, env = "SCHED_WEBHOOK_SHUTDOWN_GRACE", default_value = "20s", value_parser = parse_grace)]
     pub shutdown_grace: Duration,
     /// Open connections on the webhook port; one more is closed as soon as it is accepted.
     #[arg(long, env = "SCHED_WEBHOOK_MAX_CONNECTIONS", default_value_t = crate::serving::DEFAULT_MAX_CONNECTIONS,
@@ -238,6 +240,46 @@ pub struct CertsArgs {
     pub kubeconfig: Option<PathBuf>,
 }
 
+/// `--cert-reload-interval`: how often, or never.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReloadInterval {
+    /// Check the files this often.
+    Every(Duration),
+    /// Never reload (`never`).
+    Never,
+}
+
+/// Parses `never` or an interval above zero and at most an hour. Zero is refused rather than taken
+/// to mean "never": a typo must not silently stop certificate rotation.
+pub fn parse_reload_interval(text: &str) -> Result<ReloadInterval, String> {
+    if text.trim().eq_ignore_ascii_case("never") {
+        return Ok(ReloadInterval::Never);
+    }
+    let duration = parse_duration(text)?;
+    if duration.is_zero() {
+        return Err(format!(
+            "reload interval {text:?} must be more than 0 (use `never` to turn reloading off)"
+        ));
+    }
+    if duration > MAX_DURATION {
+        return Err(format!(
+            "reload interval {text:?} is longer than the maximum, 1h (use `never` to turn reloading off)"
+        ));
+    }
+    Ok(ReloadInterval::Every(duration))
+}
+
+/// Parses a shutdown grace period: 0 (drop what is in flight) to an hour.
+pub fn parse_grace(text: &str) -> Result<Duration, String> {
+    let duration = parse_duration(text)?;
+    if duration > MAX_DURATION {
+        return Err(format!(
+            "shutdown grace {text:?} is longer than the maximum, 1h (the kubelet kills the pod after terminationGracePeriodSeconds anyway)"
+        ));
+    }
+    Ok(duration)
+}
+
 /// Parses a timeout: a duration ([`parse_duration`]) above zero and at most an hour.
 pub fn parse_timeout(text: &str) -> Result<Duration, String> {
     let duration = parse_duration(text)?;
@@ -276,7 +318,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if !secs.is_finite() || secs < 0.0 {
         return Err(format!("invalid duration {text:?}"));
     }
-    Ok(Duration::from_secs_f64(secs))
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("duration {text:?} is too large"))
 }
 
 #[cfg(test)]
@@ -330,6 +372,95 @@ mod tests {
         assert_eq!(parse_lease_duration("15s"), Ok(Duration::from_secs(15)));
         assert!(parse_lease_duration("1s").is_err());
         assert!(parse_lease_duration("1h").is_err());
+    }
+
+    #[test]
+    fn durations_never_panic_and_are_bounded() {
+        // Beyond what a Duration holds (these used to panic in Duration::from_secs_f64).
+        for huge in ["1e30", "100000000000000000000s", "400000000000000000m", "1e400"] {
+            let error = parse_duration(huge).expect_err(huge);
+            assert!(!error.contains('\n'), "one line: {error}");
+        }
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("NaNs").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(
+            parse_duration("1e12s").is_err(),
+            "exponents are not a duration syntax"
+        );
+
+        // --shutdown-grace: 0 to 1h.
+        assert_eq!(parse_grace("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_grace("20s"), Ok(Duration::from_secs(20)));
+        assert_eq!(parse_grace("60m"), Ok(Duration::from_secs(3600)));
+        for bad in ["1000000000000s", "61m", "100000000000000000000s"] {
+            let error = parse_grace(bad).expect_err(bad);
+            assert!(
+                error.contains("shutdown grace") || error.contains("too large"),
+                "{error}"
+            );
+        }
+
+        // --cert-reload-interval: `never`, or above 0 and at most 1h.
+        assert_eq!(parse_reload_interval("never"), Ok(ReloadInterval::Never));
+        assert_eq!(parse_reload_interval("Never"), Ok(ReloadInterval::Never));
+        assert_eq!(
+            parse_reload_interval("500ms"),
+            Ok(ReloadInterval::Every(Duration::from_millis(500)))
+        );
+        for zero in ["0", "0s", "0ms"] {
+            let error = parse_reload_interval(zero).expect_err(zero);
+            assert!(
+                error.contains("never"),
+                "the error names the way to turn it off: {error}"
+            );
+        }
+        assert!(parse_reload_interval("2h").is_err());
+        assert!(parse_reload_interval("2m").is_ok());
+
+        // Timeouts: above 0, at most 1h.
+        assert_eq!(parse_timeout("5s"), Ok(Duration::from_secs(5)));
+        assert!(parse_timeout("0").is_err());
+        assert!(parse_timeout("61m").is_err());
+    }
+
+    #[test]
+    fn serve_flags_are_validated_by_the_command_line() {
+        let serve = |extra: &[&str]| {
+            let mut argv = vec!["sched-webhook", "serve", "--tls-cert", "c", "--tls-key", "k"];
+            argv.extend_from_slice(extra);
+            Cli::try_parse_from(argv).map(|cli| match cli.command {
+                Command::Serve(args) => args,
+                Command::Certs(_) => panic!("serve expected"),
+            })
+        };
+        let args = serve(&[]).expect("defaults");
+        assert_eq!(
+            args.cert_reload_interval,
+            ReloadInterval::Every(Duration::from_secs(10))
+        );
+        assert_eq!(args.shutdown_grace, Duration::from_secs(20));
+        assert_eq!(args.max_connections, crate::serving::DEFAULT_MAX_CONNECTIONS);
+        assert_eq!(
+            args.header_read_timeout + args.body_read_timeout,
+            Duration::from_secs(10)
+        );
+        assert_eq!(args.client_ca_file, None);
+        let args = serve(&["--cert-reload-interval", "never", "--client-ca-file", "ca.crt"]).expect("never");
+        assert_eq!(args.cert_reload_interval, ReloadInterval::Never);
+        assert_eq!(args.client_ca_file, Some(PathBuf::from("ca.crt")));
+        for bad in [
+            &["--cert-reload-interval", "0"][..],
+            &["--shutdown-grace", "1000000000000s"],
+            &["--shutdown-grace", "100000000000000000000s"],
+            &["--max-connections", "0"],
+            &["--header-read-timeout", "0"],
+            &["--idle-timeout", "2h"],
+        ] {
+            let error = serve(bad).expect_err("refused").to_string();
+            let first = error.lines().next().unwrap_or_default();
+            assert!(first.starts_with("error: invalid value"), "{bad:?}: {error}");
+        }
     }
 
     #[test]

@@ -12,7 +12,7 @@ use sched_core::plugins::in_tree_registry;
 
 use crate::cache::Cache;
 use crate::certs::{self, Target};
-use crate::config::{CertsArgs, ServeArgs};
+use crate::config::{CertsArgs, ReloadInterval, ServeArgs};
 use crate::controller::stored_pod::Scope;
 use crate::controller::{self, ControllerConfig};
 use crate::error::StartError;
@@ -133,7 +133,15 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
         }
         None => None,
     };
-    let _reloader = tls::spawn_files_reloader(tls_config.clone(), tls_files, args.cert_reload_interval);
+    let _reloader = match args.cert_reload_interval {
+        ReloadInterval::Every(interval) => {
+            Some(tls::spawn_files_reloader(tls_config.clone(), tls_files, interval))
+        }
+        ReloadInterval::Never => {
+            tracing::info!("--cert-reload-interval never: the certificate files are read once");
+            None
+        }
+    };
     let listeners = Listeners {
         webhook: bind(args.listen)?,
         admin: bind(args.admin_listen)?,
