@@ -38,12 +38,15 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use sched_core::framework::profile::SchedulerConfig;
+use sched_core::labels::Selector;
 use sched_core::plugins::in_tree_registry;
 use sched_core::plugins::volume_binding::pv_helpers::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
 use sched_webhook::admission::{ClusterView, Operation};
-use sched_webhook::cache::Cache;
+use sched_webhook::controller::stored_pod::Scope;
+use sched_webhook::controller::{self, ControllerConfig};
 use sched_webhook::metrics::RequestOutcome;
-use sched_webhook::server::AppState;
+use sched_webhook::run::Replica;
+use sched_webhook::server::{AppState, DEFAULT_MAX_CLAIMS, Limits};
 use sched_webhook::serving::{Listeners, serve};
 
 /// Where the manifests install the webhook.
@@ -336,14 +339,23 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
     Ok(())
 }
 
-/// One `kubectl auth can-i` as the webhook's ServiceAccount.
+/// One `kubectl auth can-i` as the webhook's ServiceAccount, in every namespace.
 async fn can_i(cp: &ControlPlane, verb: &str, resource: &str) -> Result<bool> {
+    can_i_in(cp, None, verb, resource).await
+}
+
+/// One `kubectl auth can-i` as the webhook's ServiceAccount, in `namespace` (None: all of them).
+async fn can_i_in(cp: &ControlPlane, namespace: Option<&str>, verb: &str, resource: &str) -> Result<bool> {
     let who = format!("--as=system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}");
     let (resource, subresource) = match resource.split_once('/') {
         Some((r, s)) => (r, Some(format!("--subresource={s}"))),
         None => (resource, None),
     };
-    let mut args = vec!["auth", "can-i", verb, resource, who.as_str(), "-A"];
+    let mut args = vec!["auth", "can-i", verb, resource, who.as_str()];
+    match namespace {
+        Some(ns) => args.extend(["-n", ns]),
+        None => args.push("-A"),
+    }
     if let Some(s) = &subresource {
         args.push(s);
     }
@@ -389,6 +401,13 @@ const NEEDED: &[(&str, &str)] = &[
     ("watch", "csistoragecapacities.storage.k8s.io"),
 ];
 
+/// The controller's Lease, in the webhook's own namespace only (a Role, not the ClusterRole).
+const NEEDED_IN_NAMESPACE: &[(&str, &str)] = &[
+    ("get", "leases.coordination.k8s.io"),
+    ("create", "leases.coordination.k8s.io"),
+    ("patch", "leases.coordination.k8s.io"),
+];
+
 /// What it must not be able to do.
 const NOT_NEEDED: &[(&str, &str)] = &[
     ("get", "secrets"),
@@ -425,6 +444,7 @@ const NOT_NEEDED: &[(&str, &str)] = &[
     ("escalate", "clusterroles.rbac.authorization.k8s.io"),
     ("impersonate", "users"),
     ("get", "leases.coordination.k8s.io"),
+    ("delete", "leases.coordination.k8s.io"),
 ];
 
 /// A kubeconfig for the same API server holding only a bearer token.
@@ -479,9 +499,36 @@ impl RunningWebhook {
                             return;
                         }
                     };
-                    let (cache, writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
-                    let _reflectors = cache.start(&client, writers);
-                    let state = Arc::new(AppState::new(cache, client));
+                    // The controller as the Deployment runs it: its Lease in the webhook's namespace
+                    // (the Role of deploy/), every namespace but kube-system and the opted-out.
+                    let controller_config = ControllerConfig {
+                        lease_name: "sched-webhook".into(),
+                        lease_namespace: NAMESPACE.into(),
+                        identity: "deploy-test".into(),
+                        lease_seconds: 4,
+                        scope: Scope {
+                            namespaces: Selector::from_label_selector(Some(
+                                &sched_webhook::config::parse_label_selector(
+                                    "kubernetes.io/metadata.name!=kube-system,kubectl-sched.dev/webhook!=ignore",
+                                )
+                                .map_err(anyhow::Error::msg)
+                                .expect("the default selector parses"),
+                            ))
+                            .expect("valid selector"),
+                            max_claims: DEFAULT_MAX_CLAIMS,
+                            binding_window: controller::DEFAULT_BINDING_WINDOW,
+                        },
+                        plan_budget: controller::DEFAULT_PLAN_BUDGET,
+                        concurrency: controller::DEFAULT_CONCURRENCY,
+                    };
+                    let replica = Replica::start(
+                        &client,
+                        client.clone(),
+                        SchedulerConfig::default_config(&in_tree_registry()),
+                        Limits::default(),
+                        controller_config,
+                    );
+                    let state = replica.state.clone();
                     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
                     let _ = tx.send(Ok((state.clone(), stop)));
                     let served = serve(
@@ -494,6 +541,7 @@ impl RunningWebhook {
                         Duration::from_secs(2),
                     )
                     .await;
+                    replica.stop().await;
                     if let Err(e) = served {
                         eprintln!("sched-webhook stopped: {e}");
                     }
@@ -649,9 +697,20 @@ async fn manifests_apply_and_the_webhook_works_with_its_service_accounts_token_o
             "the ServiceAccount can {verb} {resource}, which the webhook does not need"
         );
     }
+    for (verb, resource) in NEEDED_IN_NAMESPACE {
+        ensure!(
+            can_i_in(&cp, Some(NAMESPACE), verb, resource).await?,
+            "the ServiceAccount cannot {verb} {resource} in {NAMESPACE}, which the controller needs"
+        );
+        ensure!(
+            !can_i_in(&cp, Some("default"), verb, resource).await?,
+            "the ServiceAccount can {verb} {resource} outside its namespace"
+        );
+    }
     println!(
-        "kubectl auth can-i: {} needed verbs yes, {} others no",
+        "kubectl auth can-i: {} needed verbs yes (and {} in {NAMESPACE} only), {} others no",
         NEEDED.len(),
+        NEEDED_IN_NAMESPACE.len(),
         NOT_NEEDED.len()
     );
 
@@ -849,20 +908,34 @@ async fn manifests_apply_and_the_webhook_works_with_its_service_accounts_token_o
         "a pod with an ephemeral volume was not sent to the webhook"
     );
 
-    // pods CREATE on a node: the webhook binds the static claim's PV with the token (PV update).
+    // pods CREATE on a node: once stored, the controller binds the static claim's PV with the token
+    // (PV update), holding its Lease in the webhook's namespace (the Role).
     let mut on_node = pod("on-node", "100m", &["static"]);
     on_node["spec"]["nodeName"] = json!(node(0));
     pods.create(&PostParams::default(), &from_json(on_node)?).await?;
-    let claim_ref = pvs.get(&pv_name).await?.spec.and_then(|s| s.claim_ref).map(|r| {
-        format!(
-            "{}/{}",
-            r.namespace.unwrap_or_default(),
-            r.name.unwrap_or_default()
-        )
-    });
+    let claim_ref = eventually("the static claim's PV to be claimed", WAIT, || async {
+        Ok(pvs.get(&pv_name).await?.spec.and_then(|s| s.claim_ref).map(|r| {
+            format!(
+                "{}/{}",
+                r.namespace.unwrap_or_default(),
+                r.name.unwrap_or_default()
+            )
+        }))
+    })
+    .await?;
     ensure!(
-        claim_ref.as_deref() == Some(format!("{ns}/static").as_str()),
+        claim_ref == format!("{ns}/static"),
         "PV claimRef after pods CREATE: {claim_ref:?}"
+    );
+    let leases: Api<k8s_openapi::api::coordination::v1::Lease> = Api::namespaced(admin.clone(), NAMESPACE);
+    let holder = leases
+        .get("sched-webhook")
+        .await?
+        .spec
+        .and_then(|s| s.holder_identity);
+    ensure!(
+        holder.as_deref() == Some("deploy-test"),
+        "Lease holder: {holder:?}"
     );
 
     // pods/binding: PreBind of the dynamic claim for the target node (PVC update), and the stale
@@ -912,19 +985,22 @@ async fn manifests_apply_and_the_webhook_works_with_its_service_accounts_token_o
             > bindings_before,
         "the binding was sent to the webhook"
     );
-    let selected = claims
-        .get("dynamic")
-        .await?
-        .metadata
-        .annotations
-        .unwrap_or_default()
-        .get(ANN_SELECTED_NODE)
-        .cloned();
+    let selected = eventually("the dynamic claim to name the node", WAIT, || async {
+        Ok(claims
+            .get("dynamic")
+            .await?
+            .metadata
+            .annotations
+            .unwrap_or_default()
+            .get(ANN_SELECTED_NODE)
+            .cloned())
+    })
+    .await?;
     ensure!(
-        selected.as_deref() == Some(node(1).as_str()),
+        selected == node(1),
         "selected-node of the dynamic claim after the binding: {selected:?}"
     );
-    // Nomination clearing is a follow-up of the answer: give it a moment.
+    // Nomination clearing follows the stored binding (the controller): give it a moment.
     eventually(
         "the stale nomination to be cleared",
         Duration::from_secs(10),

@@ -44,12 +44,12 @@ use sched_core::plugins::in_tree_registry;
 use sched_core::plugins::volume_binding::ERR_REASON_BIND_CONFLICT;
 use sched_core::plugins::volume_binding::pv_helpers::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
 use sched_webhook::admission::{OPT_IN_KEY, OPT_IN_VALUE, Operation};
-use sched_webhook::cache::Cache;
 use sched_webhook::certs::{self, Target};
 use sched_webhook::controller::stored_pod::Scope;
 use sched_webhook::controller::{self, ControllerConfig};
 use sched_webhook::metrics::RequestOutcome;
-use sched_webhook::server::{AppState, Listeners, serve};
+use sched_webhook::run::Replica;
+use sched_webhook::server::{AppState, Limits, Listeners, serve};
 
 const WEBHOOK_LABEL: &str = "e2e.kubectl-sched.dev/webhook";
 const REPLICA_LABEL: &str = "e2e.kubectl-sched.dev/replica";
@@ -183,34 +183,28 @@ async fn start_webhook(cp: &ControlPlane, count: usize, configuration_name: &str
                 let mut servers = Vec::new();
                 for (i, listeners) in listeners.into_iter().enumerate() {
                     let client = Client::try_from(config.clone()).expect("webhook client");
-                    let (cache, writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
-                    let pod_events = writers.subscribe_pods().expect("shared pod store");
-                    let _reflectors = cache.start(&client, writers);
-                    let state = Arc::new(AppState::new(cache.clone(), client.clone()));
-                    let (stop, stopped) = tokio::sync::watch::channel(false);
-                    let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
-                        let _ = stopped.wait_for(|s| *s).await;
-                    };
-                    let context = Arc::new(controller::Context::new(
-                        cache,
-                        client,
-                        state.metrics.clone(),
+                    let replica = Replica::start(
+                        &client,
+                        client.clone(),
+                        SchedulerConfig::default_config(&in_tree_registry()),
+                        Limits::default(),
                         controller_config(&lease, i),
-                    ));
-                    let controller_stop = until_stopped(stopped.clone());
+                    );
+                    let (state, stop, stopped) =
+                        (replica.state.clone(), replica.stop_handle(), replica.stopped());
+                    let tls = tls.clone();
                     servers.push(tokio::spawn(async move {
-                        if let Err(e) = controller::run(context, pod_events, controller_stop).await {
-                            eprintln!("controller of replica {i} failed: {e}");
-                        }
-                        Ok(())
+                        let served = serve(
+                            replica.state.clone(),
+                            listeners,
+                            RustlsConfig::from_config(tls),
+                            stopped,
+                            Duration::from_secs(5),
+                        )
+                        .await;
+                        replica.stop().await;
+                        served
                     }));
-                    servers.push(tokio::spawn(serve(
-                        state.clone(),
-                        listeners,
-                        RustlsConfig::from_config(tls.clone()),
-                        until_stopped(stopped),
-                        Duration::from_secs(5),
-                    )));
                     let _ = tx.send((state, stop));
                 }
                 futures::future::join_all(servers).await;

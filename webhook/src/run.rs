@@ -82,25 +82,11 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
     };
     let tls_config = RustlsConfig::from_config(tls::server_config_for(&tls_files)?);
     let (watch_client, write_client) = watch_and_write_clients(args.kubeconfig.as_deref()).await?;
-    let (cache, writers) = Cache::new(scheduler);
-    let pod_events = writers.subscribe_pods();
-    let _reflectors = cache.start(&watch_client, writers);
     let limits = Limits {
         max_decisions: args.max_decisions,
         max_decision_bytes: args.max_decision_bytes,
         max_claims: args.max_claims,
-    };
-    let mut state = AppState::with_limits(cache.clone(), write_client.clone(), limits);
-    state.max_body_bytes = args.max_body_bytes;
-    let state = Arc::new(state);
-    // One signal for both halves: the HTTP side drains, the controller stops and releases its Lease.
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    tokio::spawn(async move {
-        serving::termination_signal().await;
-        let _ = stop.send(true);
-    });
-    let until_stopped = |mut stopped: tokio::sync::watch::Receiver<bool>| async move {
-        let _ = stopped.wait_for(|s| *s).await;
+        max_body_bytes: args.max_body_bytes,
     };
     let controller_config = ControllerConfig {
         lease_name: args.lease_name.clone(),
@@ -116,23 +102,14 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
         plan_budget: controller::DEFAULT_PLAN_BUDGET,
         concurrency: controller::DEFAULT_CONCURRENCY,
     };
-    let context = Arc::new(controller::Context::new(
-        cache,
-        write_client,
-        state.metrics.clone(),
-        controller_config,
-    ));
-    let controller_task = match pod_events {
-        Some(events) => {
-            let stop = until_stopped(stopped.clone());
-            Some(tokio::spawn(async move {
-                if let Err(e) = controller::run(context, events, stop).await {
-                    tracing::error!(error = %e, "the controller stopped: volumes are left to the scheduler");
-                }
-            }))
-        }
-        None => None,
-    };
+    let replica = Replica::start(&watch_client, write_client, scheduler, limits, controller_config);
+    let state = replica.state.clone();
+    let stopped = replica.stopped();
+    let stop = replica.stop.clone();
+    tokio::spawn(async move {
+        serving::termination_signal().await;
+        let _ = stop.send(true);
+    });
     let _reloader = match args.cert_reload_interval {
         ReloadInterval::Every(interval) => {
             Some(tls::spawn_files_reloader(tls_config.clone(), tls_files, interval))
@@ -157,16 +134,89 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
             idle_timeout: args.idle_timeout,
         },
     };
-    let served = serving::serve_with(state, listeners, tls_config, until_stopped(stopped), options)
+    let served = serving::serve_with(state, listeners, tls_config, stopped, options)
         .await
         .map_err(|source| StartError::Io {
             address: args.listen.to_string(),
             source,
         });
-    if let Some(task) = controller_task {
-        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), task).await;
-    }
+    replica.stop().await;
     served
+}
+
+/// One replica's moving parts: the caches (started), the request state, and the controller (running
+/// on the caller's runtime until [`Replica::stop`]). `sched-webhook serve` and the e2e tests start
+/// replicas this way.
+pub struct Replica {
+    /// What requests share (serve it with [`serving::serve`]).
+    pub state: Arc<AppState>,
+    stop: tokio::sync::watch::Sender<bool>,
+    controller: tokio::task::JoinHandle<()>,
+    _reflectors: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Replica {
+    /// Starts the caches on `watch_client` and the controller writing with `write_client`.
+    pub fn start(
+        watch_client: &Client,
+        write_client: Client,
+        scheduler: SchedulerConfig,
+        limits: Limits,
+        controller_config: ControllerConfig,
+    ) -> Self {
+        let (cache, writers) = Cache::new(scheduler);
+        let pod_events = writers.subscribe_pods();
+        let reflectors = cache.start(watch_client, writers);
+        let state = Arc::new(AppState::with_limits(cache.clone(), write_client.clone(), limits));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let context = Arc::new(controller::Context::new(
+            cache,
+            write_client,
+            state.metrics.clone(),
+            controller_config,
+        ));
+        let controller = tokio::spawn(async move {
+            let Some(events) = pod_events else {
+                tracing::error!(
+                    "the pod store is not shared: no controller, volumes are left to the scheduler"
+                );
+                return;
+            };
+            if let Err(e) = controller::run(context, events, until_true(stopped)).await {
+                tracing::error!(error = %e, "the controller stopped: volumes are left to the scheduler");
+            }
+        });
+        Replica {
+            state,
+            stop,
+            controller,
+            _reflectors: reflectors,
+        }
+    }
+
+    /// A future that resolves once [`Replica::stop`] is called (for [`serving::serve`]'s shutdown).
+    pub fn stopped(&self) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
+        until_true(self.stop.subscribe())
+    }
+
+    /// A handle that stops the replica when sent `true` (from another thread or runtime).
+    pub fn stop_handle(&self) -> tokio::sync::watch::Sender<bool> {
+        self.stop.clone()
+    }
+
+    /// Stops the controller (it releases its Lease) and waits a little for it.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), self.controller).await;
+    }
+}
+
+fn until_true(
+    mut flag: tokio::sync::watch::Receiver<bool>,
+) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
+    async move {
+        let _ = flag.wait_for(|s| *s).await;
+    }
 }
 
 /// The host name, else a fixed name: a Lease identity (two replicas with the same one would both

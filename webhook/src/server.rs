@@ -64,6 +64,8 @@ pub struct Limits {
     pub max_decision_bytes: usize,
     /// Claims of one pod considered.
     pub max_claims: usize,
+    /// The request body limit.
+    pub max_body_bytes: usize,
 }
 
 impl Default for Limits {
@@ -72,6 +74,7 @@ impl Default for Limits {
             max_decisions: DEFAULT_MAX_DECISIONS,
             max_decision_bytes: DEFAULT_MAX_DECISION_BYTES,
             max_claims: DEFAULT_MAX_CLAIMS,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         }
     }
 }
@@ -103,7 +106,7 @@ impl AppState {
             cache,
             client,
             metrics: Arc::new(Metrics::default()),
-            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_body_bytes: limits.max_body_bytes,
             limits,
             decision_slots: Arc::new(Semaphore::new(limits.max_decisions.max(1))),
             decision_bytes: Arc::new(Semaphore::new(limits.max_decision_bytes.max(1))),

@@ -327,6 +327,7 @@ async fn saturated_replicas_allow_with_a_warning_instead_of_waiting() {
         max_decisions: 1,
         max_decision_bytes: 1,
         max_claims: 2,
+        ..Limits::default()
     };
     let state = Arc::new(AppState::with_limits(cache, dead_client(), limits));
     // Hold the only decision slot with a request that waits on a catch-up read (claim c9 is not cached)
