@@ -211,12 +211,8 @@ impl Replica {
     }
 }
 
-fn until_true(
-    mut flag: tokio::sync::watch::Receiver<bool>,
-) -> impl std::future::Future<Output = ()> + Send + Sync + 'static {
-    async move {
-        let _ = flag.wait_for(|s| *s).await;
-    }
+async fn until_true(mut flag: tokio::sync::watch::Receiver<bool>) {
+    let _ = flag.wait_for(|s| *s).await;
 }
 
 /// The host name, else a fixed name: a Lease identity (two replicas with the same one would both
