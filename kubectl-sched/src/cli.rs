@@ -191,8 +191,9 @@ pub enum PreemptFormat {
 /// `preempt`'s arguments.
 #[derive(Debug, Clone, Args)]
 #[command(
-    after_help = "Exit codes: 0 done (planned, executed, or nothing to do); 1 error, or a run that \
-stopped half-way (the report says what was done; run the command again to finish); 2 usage, including \
+    after_help = "Exit codes: 0 done (planned, executed, or nothing to do); 1 error, a run that \
+stopped half-way (the report says what was done; run the command again to finish), or a cluster that \
+changed after the confirmation so that the plan shown no longer holds (nothing was written); 2 usage, including \
 execution refused (no --yes without a terminal, or no cluster with --from/-f); 3 preemption cannot make \
 the pod fit (not eligible, or no candidate node)."
 )]
@@ -223,7 +224,8 @@ pub struct PreemptArgs {
     /// delete: as kube-scheduler does; evict: through the Eviction API, which enforces PDBs.
     #[arg(long, value_enum, value_name = "MODE", default_value_t = RemovalMode::Delete)]
     pub mode: RemovalMode,
-    /// Execute without asking for confirmation (required when stdin is not a terminal).
+    /// Execute without asking for confirmation (required when stdin is not a terminal): the plan just made
+    /// is executed at once, every write conditioned on the objects' UID and resourceVersion.
     #[arg(short = 'y', long)]
     pub yes: bool,
     /// Output format.

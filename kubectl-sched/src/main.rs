@@ -121,6 +121,25 @@ fn confirm(question: &str) -> anyhow::Result<bool> {
     Ok(matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes"))
 }
 
+/// Test hook, in debug builds only (the e2e tests run those): with
+/// `KUBECTL_SCHED_TEST_PAUSE_BEFORE_WRITES` set, a confirmed preemption stops after the cluster was read
+/// again and before the first write, until a line is read from stdin, so that a test can change the
+/// cluster in between (the window a write's preconditions guard).
+#[cfg(debug_assertions)]
+fn test_hook_pause_before_writes() -> anyhow::Result<()> {
+    if std::env::var_os("KUBECTL_SCHED_TEST_PAUSE_BEFORE_WRITES").is_none() {
+        return Ok(());
+    }
+    eprint!("[test hook] paused before the first write; press Enter to go on: ");
+    std::io::stderr().flush().context("writing to stderr")?;
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading stdin")?;
+    Ok(())
+}
+
 fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
     let mut planned = commands::preempt::plan(&cli.global, args, std::io::stdin().is_terminal())?;
     report_messages(cli.global.verbosity, &planned.warnings, &planned.notes);
@@ -134,10 +153,30 @@ fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
             if table {
                 emit(table::preempt_report(&planned.report).as_bytes())?;
             }
-            if matches!(next, Next::Confirm) && !confirm(&table::preempt_question(&planned.report))? {
-                // As `kubectl delete --interactive`: declining is an answer, not an error (exit 0).
-                emit(b"preemption is cancelled: nothing was changed\n")?;
-                return Ok(0);
+            if matches!(next, Next::Confirm) {
+                if !confirm(&table::preempt_question(&planned.report))? {
+                    // As `kubectl delete --interactive`: declining is an answer, not an error (exit 0).
+                    emit(b"preemption is cancelled: nothing was changed\n")?;
+                    return Ok(0);
+                }
+                // Time has passed since the plan was read: it is executed only if the cluster, read
+                // again, still yields it.
+                if let Err(e) = planned.recheck(args) {
+                    if matches!(e, PreemptError::Changed { replanned: true, .. }) {
+                        let text = if table {
+                            format!(
+                                "\nThe cluster changed since the plan was shown. Now:\n\n{}",
+                                table::preempt_report(&planned.report)
+                            )
+                        } else {
+                            render_preempt(&planned.report, args.output)?
+                        };
+                        emit(text.as_bytes())?;
+                    }
+                    return Err(e.into());
+                }
+                #[cfg(debug_assertions)]
+                test_hook_pause_before_writes()?;
             }
             let outcome = planned.execute(|i, total, result| {
                 eprintln!("{}", table::preempt_progress(i, total, result));

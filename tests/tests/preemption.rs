@@ -15,6 +15,12 @@
 //! then kube-scheduler, started afterwards, binds the preemptor where it was nominated;
 //! `--mode=evict` stops at a PodDisruptionBudget that blocks; `--dry-run=server` changes nothing.
 //!
+//! Stale plans: on a pseudo-terminal, the cluster changes while the confirmation is on the screen
+//! (nothing is written when the victims or the preemptor are no longer the ones shown), or, held by
+//! the debug-build hook `KUBECTL_SCHED_TEST_PAUSE_BEFORE_WRITES`, between the second read and the
+//! first write (the resourceVersion preconditions refuse it); sched-core's writer is also checked
+//! against stale and recreated pods directly.
+//!
 //! The scenarios share one control plane (without kube-controller-manager) and run one at a time.
 
 mod common;
@@ -31,7 +37,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
@@ -1291,6 +1297,493 @@ async fn declining_the_confirmation_on_a_terminal_changes_nothing() -> Result<()
     ensure!(
         versions == after,
         "declining changed pods:\n  before {versions:?}\n  after  {after:?}"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// A confirmed plan is not executed stale
+
+/// `preempt` on a terminal (util-linux's `script` gives it a pseudo-terminal): the test reads what it
+/// prints and answers when it chooses, so the cluster can change while the plan is on the screen.
+struct Terminal {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    stdout: tokio::process::ChildStdout,
+    /// Everything printed so far (stdout and stderr share the terminal).
+    seen: String,
+}
+
+impl Terminal {
+    async fn preempt(lab: &Lab, binary: &Path, pod: &str, extra: &str, env: &[(&str, &str)]) -> Result<Self> {
+        let command = format!(
+            "{} preempt {pod} -n {} --kubeconfig {} {extra}",
+            binary.display(),
+            lab.ns,
+            lab.cp.kubeconfig_path().display()
+        );
+        let mut child = tokio::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .env_remove("KUBECONFIG")
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .context("running util-linux's script (a pseudo-terminal for the confirmation)")?;
+        Ok(Terminal {
+            stdin: child.stdin.take(),
+            stdout: child.stdout.take().context("script's stdout")?,
+            child,
+            seen: String::new(),
+        })
+    }
+
+    /// Reads until `text` has been printed.
+    async fn wait_for(&mut self, text: &str) -> Result<()> {
+        use tokio::io::AsyncReadExt;
+        let deadline = Instant::now() + COMMAND_TIMEOUT;
+        let mut buf = [0u8; 4096];
+        while !self.seen.contains(text) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let n = tokio::time::timeout(left, self.stdout.read(&mut buf))
+                .await
+                .with_context(|| {
+                    format!(
+                        "preempt did not print {text:?} in time; it printed: {}",
+                        self.seen
+                    )
+                })??;
+            if n == 0 {
+                bail!(
+                    "preempt ended without printing {text:?}; it printed: {}",
+                    self.seen
+                );
+            }
+            self.seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+        Ok(())
+    }
+
+    async fn type_line(&mut self, line: &str) -> Result<()> {
+        use tokio::io::AsyncWriteExt;
+        let stdin = self.stdin.as_mut().context("stdin already closed")?;
+        stdin.write_all(format!("{line}\n").as_bytes()).await?;
+        stdin.flush().await?;
+        Ok(())
+    }
+
+    /// Waits for the end: the exit code and everything printed.
+    async fn finish(mut self) -> Result<(Option<i32>, String)> {
+        use tokio::io::AsyncReadExt;
+        let mut rest = Vec::new();
+        tokio::time::timeout(COMMAND_TIMEOUT, self.stdout.read_to_end(&mut rest))
+            .await
+            .with_context(|| format!("preempt did not finish; it printed: {}", self.seen))??;
+        self.seen.push_str(&String::from_utf8_lossy(&rest));
+        drop(self.stdin.take());
+        let status = tokio::time::timeout(COMMAND_TIMEOUT, self.child.wait())
+            .await
+            .context("script did not exit")??;
+        Ok((status.code(), self.seen))
+    }
+}
+
+/// The scenario the stale-plan tests share: victim `v1` on n1, a lower-priority pod `waiting`
+/// nominated to n1 (the plan's first step clears its nomination: the first write the old code made),
+/// the pending preemptor `p`, and on n2 a pod preemption may not touch.
+async fn stale_plan_scenario(id: &str) -> Result<Scenario> {
+    let s = Scenario::begin(id).await?;
+    let lab = &s.lab;
+    let (n1, n2) = (lab.n("n1"), lab.n("n2"));
+    lab.create_nodes([lab.node("n1", "2", "4Gi"), lab.node("n2", "2", "4Gi")])
+        .await?;
+    lab.create_pods([
+        victim("v1", LOW, "1500m", &n1),
+        victim("keep", HIGH, "1500m", &n2),
+        pod("waiting").priority_class(LOWEST_NEVER).cpu("3"),
+        pod("p").priority_class(HIGH).cpu("1"),
+    ])
+    .await?;
+    s.nominate("waiting", &n1).await?;
+    Ok(s)
+}
+
+/// Events of the namespace.
+async fn event_count(lab: &Lab) -> Result<usize> {
+    let events: Api<Event> = Api::namespaced(lab.client.clone(), &lab.ns);
+    Ok(events.list(&ListParams::default()).await?.items.len())
+}
+
+/// The cluster changed while the plan was on the screen: the answer `y` writes nothing, the new plan
+/// is printed with what changed, and the command fails (exit 1).
+async fn expect_nothing_written(
+    s: &Scenario,
+    terminal: Terminal,
+    changed: &str,
+    what: &str,
+) -> Result<String> {
+    let api = s.pods();
+    let versions = resource_versions(&api).await?;
+    let events = event_count(&s.lab).await?;
+    let mut terminal = terminal;
+    terminal.type_line("y").await?;
+    let (code, text) = terminal.finish().await?;
+    eprintln!("[preemption] {what}: exit {code:?}\n{text}");
+    ensure!(code == Some(1), "{what}: exit {code:?}, not 1:\n{text}");
+    ensure!(
+        text.contains("the cluster changed since the plan was shown") && text.contains(changed),
+        "{what}: no message saying {changed:?}:\n{text}"
+    );
+    ensure!(
+        text.contains("nothing was changed, run again"),
+        "{what}: the message does not say nothing was changed:\n{text}"
+    );
+    let after = resource_versions(&api).await?;
+    ensure!(
+        versions == after,
+        "{what}: pods were written after the answer:\n  before {versions:?}\n  after  {after:?}"
+    );
+    ensure!(
+        event_count(&s.lab).await? == events,
+        "{what}: events were recorded after the answer"
+    );
+    Ok(text)
+}
+
+/// A victim deleted and created again under its name (a new UID) while the plan is shown is not the
+/// pod the user agreed to remove: nothing is written, not even the first step (clearing a
+/// nomination), and the new pod is left alone.
+#[tokio::test]
+async fn a_victim_recreated_while_the_plan_is_shown_is_not_touched() -> Result<()> {
+    let binary = binary().await?;
+    let s = stale_plan_scenario("pre-recreated").await?;
+    let lab = &s.lab;
+    let api = s.pods();
+    let old_uid = api.get("v1").await?.metadata.uid.unwrap_or_default();
+    let mut terminal = Terminal::preempt(lab, binary, "p", "", &[]).await?;
+    terminal.wait_for("[y/N]").await?;
+    ensure!(
+        terminal.seen.contains("delete pod") && terminal.seen.contains("/v1"),
+        "the plan shown does not delete v1: {}",
+        terminal.seen
+    );
+    api.delete("v1", &DeleteParams::default().grace_period(0)).await?;
+    e2e::fixtures::wait_for("v1 to be gone", COMMAND_TIMEOUT, || async {
+        Ok(api.get_opt("v1").await?.is_none().then_some(()))
+    })
+    .await?;
+    lab.create_pods([victim("v1", LOW, "1500m", &lab.n("n1"))])
+        .await?;
+    let new_uid = api.get("v1").await?.metadata.uid.unwrap_or_default();
+    ensure!(new_uid != old_uid, "v1 was not recreated with a new UID");
+
+    expect_nothing_written(
+        &s,
+        terminal,
+        &format!(
+            "victim {}/v1 was replaced by another pod of the same name (uid {old_uid}, now {new_uid})",
+            lab.ns
+        ),
+        "victim recreated",
+    )
+    .await?;
+    let v1 = api.get("v1").await?;
+    ensure!(
+        v1.metadata.deletion_timestamp.is_none(),
+        "the recreated v1 is being deleted"
+    );
+    Ok(())
+}
+
+/// The preemptor bound (here by a direct pods/binding) while the plan is shown: there is nothing to
+/// preempt for any more, and nothing is written.
+#[tokio::test]
+async fn a_preemptor_bound_while_the_plan_is_shown_stops_the_preemption() -> Result<()> {
+    let binary = binary().await?;
+    let s = stale_plan_scenario("pre-bound").await?;
+    let lab = &s.lab;
+    let api = s.pods();
+    let n2 = lab.n("n2");
+    let mut terminal = Terminal::preempt(lab, binary, "p", "", &[]).await?;
+    terminal.wait_for("[y/N]").await?;
+    let binding = json!({
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p", "namespace": lab.ns},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": n2},
+    });
+    let _: Value = api
+        .create_subresource("binding", "p", &PostParams::default(), &binding)
+        .await
+        .context("binding p to n2")?;
+
+    expect_nothing_written(
+        &s,
+        terminal,
+        &format!("pod {}/p is now bound to node {n2}", lab.ns),
+        "preemptor bound",
+    )
+    .await?;
+    let v1 = api.get("v1").await?;
+    ensure!(v1.metadata.deletion_timestamp.is_none(), "v1 is being deleted");
+    Ok(())
+}
+
+/// A victim that merely changed while the plan is shown (a label) is still the pod the user agreed
+/// to remove: the plan is made again on the cluster as it is now and executed, every write
+/// conditioned on the versions just read.
+#[tokio::test]
+async fn a_victim_changed_while_the_plan_is_shown_is_still_preempted() -> Result<()> {
+    let binary = binary().await?;
+    let s = stale_plan_scenario("pre-relabelled").await?;
+    let lab = &s.lab;
+    let api = s.pods();
+    let mut terminal = Terminal::preempt(lab, binary, "p", "", &[]).await?;
+    terminal.wait_for("[y/N]").await?;
+    api.patch(
+        "v1",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+    )
+    .await?;
+    terminal.type_line("y").await?;
+    let (code, text) = terminal.finish().await?;
+    ensure!(code == Some(0), "exit {code:?}:\n{text}");
+    let v1 = api.get_opt("v1").await?;
+    ensure!(
+        v1.is_none_or(|v| v.metadata.deletion_timestamp.is_some()),
+        "v1 was not deleted:\n{text}"
+    );
+    let p = api.get("p").await?;
+    ensure!(
+        p.status.and_then(|s| s.nominated_node_name).as_deref() == Some(lab.n("n1").as_str()),
+        "p is not nominated to n1:\n{text}"
+    );
+    Ok(())
+}
+
+/// A victim that changes after the cluster was read again, before the write reaches it (the
+/// window the preconditions guard; a debug-build hook holds the command there): the write is refused
+/// with 409, the run stops there and says what was done and what was not; the victim is untouched
+/// and the preemptor not nominated. Delete mode (the first write to the victim is its
+/// DisruptionTarget condition) and evict mode (the Eviction's deleteOptions preconditions).
+#[tokio::test]
+async fn a_victim_changed_before_its_write_stops_the_run() -> Result<()> {
+    let binary = binary().await?;
+    for (mode, step) in [
+        ("delete", "set condition DisruptionTarget"),
+        ("evict", "evict pod"),
+    ] {
+        let s = stale_plan_scenario(&format!("pre-rv-{mode}")).await?;
+        let lab = &s.lab;
+        let api = s.pods();
+        let mut terminal = Terminal::preempt(
+            lab,
+            binary,
+            "p",
+            &format!("--mode={mode}"),
+            &[("KUBECTL_SCHED_TEST_PAUSE_BEFORE_WRITES", "1")],
+        )
+        .await?;
+        terminal.wait_for("[y/N]").await?;
+        terminal.type_line("y").await?;
+        terminal
+            .wait_for("[test hook] paused before the first write")
+            .await
+            .context("the binary has no pause hook (built without debug assertions?)")?;
+        let planned = api.get("v1").await?.metadata.resource_version.unwrap_or_default();
+        let touched = api
+            .patch(
+                "v1",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+            )
+            .await?
+            .metadata
+            .resource_version
+            .unwrap_or_default();
+        terminal.type_line("").await?;
+        let (code, text) = terminal.finish().await?;
+        eprintln!("[preemption] --mode={mode}, victim changed before its write: exit {code:?}\n{text}");
+        ensure!(code == Some(1), "--mode={mode}: exit {code:?}:\n{text}");
+        let changed = format!(
+            "conflict: pod {}/v1 changed since the plan was made (resourceVersion {planned}, now {touched})",
+            lab.ns
+        );
+        ensure!(
+            text.contains(&changed) && text.contains(step),
+            "--mode={mode}: the failure does not say {step} met {changed:?}:\n{text}"
+        );
+        ensure!(
+            text.contains("preemption stopped at step 2 of") && text.contains("1 step(s) done"),
+            "--mode={mode}: the report does not say the run stopped at step 2 after 1 step:\n{text}"
+        );
+        let v1 = api.get("v1").await?;
+        ensure!(
+            v1.metadata.deletion_timestamp.is_none(),
+            "--mode={mode}: v1 is being deleted"
+        );
+        ensure!(
+            !v1.status
+                .and_then(|s| s.conditions)
+                .unwrap_or_default()
+                .iter()
+                .any(|c| c.type_ == "DisruptionTarget"),
+            "--mode={mode}: v1 got a DisruptionTarget condition"
+        );
+        let p = api.get("p").await?;
+        ensure!(
+            p.status
+                .and_then(|s| s.nominated_node_name)
+                .unwrap_or_default()
+                .is_empty(),
+            "--mode={mode}: p was nominated"
+        );
+    }
+    Ok(())
+}
+
+/// sched-core's writer against the real API server: each kind of pod write refuses a pod whose
+/// resourceVersion is not the planned one (409: a conflict naming both versions, the pod unchanged),
+/// succeeds on the planned one, and leaves a pod recreated under the planned name alone.
+#[tokio::test]
+async fn pod_writes_are_conditioned_on_the_planned_version() -> Result<()> {
+    use sched_core::action::{Action, ObjectRef, PodConditionPatch};
+    use sched_core::apply::{ApplyOptions, Outcome as Applied, execute_one};
+
+    let s = Scenario::begin("pre-apply").await?;
+    let lab = &s.lab;
+    let n1 = lab.n("n1");
+    lab.create_nodes([lab.node("n1", "4", "4Gi")]).await?;
+    lab.create_pods([
+        victim("a", LOW, "100m", &n1),
+        pod("pending").priority_class(LOW).cpu("100m"),
+    ])
+    .await?;
+    let api = s.pods();
+    let options = ApplyOptions::new("e2e");
+    let reference = |pod: &Pod| ObjectRef::from_meta(&pod.metadata);
+    let touch = |name: &'static str| {
+        let api = api.clone();
+        async move {
+            api.patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"touched": "yes"}}})),
+            )
+            .await
+            .map(|p| p.metadata.resource_version.unwrap_or_default())
+        }
+    };
+    let condition = PodConditionPatch {
+        type_: "DisruptionTarget".into(),
+        status: "True".into(),
+        reason: "PreemptionByScheduler".into(),
+        message: "e2e".into(),
+    };
+
+    let planned_a = reference(&api.get("a").await?);
+    let planned_pending = reference(&api.get("pending").await?);
+    let now_a = touch("a").await?;
+    let now_pending = touch("pending").await?;
+    let stale = [
+        Action::SetPodCondition {
+            pod: planned_a.clone(),
+            condition: condition.clone(),
+        },
+        Action::SetNominatedNodeName {
+            pod: planned_pending.clone(),
+            node: n1.clone(),
+        },
+        Action::BindPod {
+            pod: planned_pending.clone(),
+            node: n1.clone(),
+        },
+        Action::EvictPod {
+            pod: planned_a.clone(),
+        },
+        Action::DeletePod {
+            pod: planned_a.clone(),
+        },
+    ];
+    for action in &stale {
+        let (outcome, _) = execute_one(&lab.client, action, &options).await;
+        let (name, planned, now) = match action {
+            Action::SetPodCondition { .. } | Action::EvictPod { .. } | Action::DeletePod { .. } => {
+                ("a", &planned_a, &now_a)
+            }
+            _ => ("pending", &planned_pending, &now_pending),
+        };
+        let want = format!(
+            "changed since the plan was made (resourceVersion {}, now {now})",
+            planned.resource_version.as_deref().unwrap_or_default()
+        );
+        match &outcome {
+            Applied::Failed(e) if e.is_conflict() && e.to_string().contains(&want) => {}
+            other => bail!("{}: {other:?}, not a conflict saying {want:?}", action.describe()),
+        }
+        let current = api.get(name).await?;
+        ensure!(
+            current.metadata.resource_version.as_deref() == Some(now.as_str()),
+            "{}: the pod was written despite the failed precondition",
+            action.describe()
+        );
+    }
+
+    // On the version just read, the same writes go through (condition, then the delete conditioned
+    // on the version the condition left: one plan, chained by `execute`).
+    let fresh_a = reference(&api.get("a").await?);
+    let results = sched_core::apply::execute(
+        &lab.client,
+        &[
+            Action::SetPodCondition {
+                pod: fresh_a.clone(),
+                condition: condition.clone(),
+            },
+            Action::DeletePod { pod: fresh_a },
+        ],
+        &options,
+    )
+    .await;
+    ensure!(
+        results.iter().all(|r| matches!(r.outcome, Applied::Done)),
+        "writes on the current version: {results:?}"
+    );
+
+    // A pod recreated under the planned name (a new UID) is not the planned pod: gone, untouched.
+    let planned_pending = reference(&api.get("pending").await?);
+    api.delete("pending", &DeleteParams::default().grace_period(0))
+        .await?;
+    e2e::fixtures::wait_for("pending to be gone", COMMAND_TIMEOUT, || async {
+        Ok(api.get_opt("pending").await?.is_none().then_some(()))
+    })
+    .await?;
+    lab.create_pods([pod("pending").priority_class(LOW).cpu("100m")])
+        .await?;
+    let recreated = api.get("pending").await?;
+    for action in [
+        Action::DeletePod {
+            pod: planned_pending.clone(),
+        },
+        Action::SetNominatedNodeName {
+            pod: planned_pending.clone(),
+            node: n1.clone(),
+        },
+    ] {
+        let (outcome, _) = execute_one(&lab.client, &action, &options).await;
+        ensure!(
+            matches!(outcome, Applied::Gone),
+            "{} on a recreated pod: {outcome:?}",
+            action.describe()
+        );
+    }
+    let after = api.get("pending").await?;
+    ensure!(
+        after.metadata.resource_version == recreated.metadata.resource_version
+            && after.metadata.deletion_timestamp.is_none(),
+        "the recreated pod was written"
     );
     Ok(())
 }

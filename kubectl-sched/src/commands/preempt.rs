@@ -2,6 +2,12 @@
 //! node, decides what may be executed (dry run, confirmation, `--yes`, a cluster to write to), and runs
 //! the plan through `sched_core::apply`.
 //!
+//! A plan shown before the confirmation is never executed as it was shown: after the answer, the
+//! cluster is read again and the plan made again ([`Planned::recheck`]); only when the preemptor is still
+//! the same pending pod and the fresh plan removes the same pods (same UIDs) from the same node is the
+//! fresh plan executed, every write conditioned on the UID and resourceVersion just read. Otherwise
+//! nothing is written and the command fails with what changed.
+//!
 //! Executing is idempotent by construction: a run re-reads the cluster and plans again, the plan skips
 //! victims that are already terminating, and every write treats a missing object as done. So a run that
 //! stopped half-way is finished by running the command again.
@@ -15,7 +21,7 @@ use sched_core::preemption::evaluator::NOT_ELIGIBLE_TERMINATING_POD;
 use sched_core::preemption::{DryRunOptions, PreemptionResult, VictimRemoval, dry_run};
 use sched_core::schedule::schedule_cycle;
 use sched_core::snapshot::is_terminal;
-use sched_core::{PodInfo, Snapshot};
+use sched_core::{ClusterObjects, PodInfo, Snapshot};
 use serde::Serialize;
 
 use super::explain::{Engine, ExplainError, pod_name, read_pod_file, take_pod};
@@ -48,6 +54,19 @@ pub enum PreemptError {
     /// Execution was refused: no confirmation possible, or no cluster to write to (exit code 2).
     #[error("{0}")]
     Refused(String),
+    /// After the confirmation, the cluster no longer matches the plan that was confirmed: nothing was
+    /// written.
+    #[error("the cluster changed since the plan was shown: {reason}; nothing was changed, run again")]
+    Changed {
+        /// What changed.
+        reason: String,
+        /// True when the report now holds the fresh plan (to be shown), false when there is none (the
+        /// preemptor is gone).
+        replanned: bool,
+    },
+    /// Reading the cluster again after the confirmation failed: nothing was written.
+    #[error("reading the cluster again after the confirmation: {0}; nothing was changed")]
+    Reread(Box<PreemptError>),
     /// The plan stopped before its end (the report says what was done).
     #[error(
         "preemption stopped at step {step} of {total}: {reason}; {done} step(s) done, {not_run} not run; run \
@@ -183,6 +202,46 @@ pub struct Planned {
     /// Shown with `-v 1`.
     pub notes: Vec<String>,
     cluster: Option<Cluster>,
+    /// What planning again needs: the engine, the namespace, the preemptor as it was.
+    replan: Replan,
+}
+
+/// The preemptor as a plan saw it: what must still hold when the plan is executed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Preemptor {
+    /// `namespace/name`.
+    key: String,
+    /// metadata.uid.
+    uid: String,
+    /// spec.nodeName (the evaluation clears it to fill the report).
+    bound_to: Option<String>,
+    /// metadata.deletionTimestamp is set.
+    terminating: bool,
+}
+
+struct Replan {
+    engine: Engine,
+    namespace: String,
+    preemptor: Preemptor,
+}
+
+impl std::fmt::Debug for Replan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Replan")
+            .field("namespace", &self.namespace)
+            .field("preemptor", &self.preemptor)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One evaluation of the preemptor against one read of the cluster.
+struct Evaluation {
+    preemption: PreemptionResult,
+    situation: Situation,
+    fits_on: Vec<String>,
+    bound_to: Option<String>,
+    detail: String,
+    preemptor: Preemptor,
 }
 
 fn effective_dry_run(args: &PreemptArgs) -> Result<DryRun, PreemptError> {
@@ -230,16 +289,80 @@ pub fn plan(
     let detail = evaluation_detail(global, target);
     let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail)?;
     let Loaded {
-        mut objects,
+        objects,
         origin,
         default_namespace,
         warnings,
         notes,
     } = loaded;
     let namespace = global.namespace.clone().unwrap_or(default_namespace);
+    let evaluation = evaluate(&engine, args, objects, &namespace, &origin)?;
+
+    let dry_run_view = match dry_run_mode {
+        DryRun::None => DryRunView::None,
+        DryRun::Client => DryRunView::Client,
+        DryRun::Server => DryRunView::Server,
+    };
+    let executable = evaluation.situation == Situation::Planned && !evaluation.preemption.actions.is_empty();
+    let next = match dry_run_mode {
+        _ if !executable => Next::PrintOnly,
+        DryRun::Client => Next::PrintOnly,
+        DryRun::Server => Next::Execute,
+        DryRun::None if args.yes => Next::Execute,
+        DryRun::None => Next::Confirm,
+    };
+    let mode = removal(args);
+    let Evaluation {
+        preemption,
+        situation,
+        fits_on,
+        bound_to,
+        detail,
+        preemptor,
+    } = evaluation;
+    Ok(Planned {
+        report: PreemptReport {
+            preemption,
+            situation,
+            mode,
+            dry_run: dry_run_view,
+            fits_on,
+            bound_to,
+            detail,
+            results: None,
+            complete: None,
+        },
+        next,
+        warnings,
+        notes,
+        cluster,
+        replan: Replan {
+            engine,
+            namespace,
+            preemptor,
+        },
+    })
+}
+
+fn removal(args: &PreemptArgs) -> VictimRemoval {
+    match args.mode {
+        RemovalMode::Delete => VictimRemoval::Delete,
+        RemovalMode::Evict => VictimRemoval::Evict,
+    }
+}
+
+/// Resolves the preemptor in `objects` (or `-f`), runs its scheduling cycle and, when it does not fit,
+/// DefaultPreemption's dry run.
+fn evaluate(
+    engine: &Engine,
+    args: &PreemptArgs,
+    mut objects: ClusterObjects,
+    namespace: &str,
+    origin: &str,
+) -> Result<Evaluation, PreemptError> {
     let mut pod = match (&args.filename, &args.pod) {
         (Some(path), _) => {
-            let pod = read_pod_file(path, &namespace, &objects)?;
+            let pod = read_pod_file(path, namespace, &objects)?;
             let ns = pod.metadata.namespace.clone().unwrap_or_default();
             let name = pod.metadata.name.clone().unwrap_or_default();
             take_pod(&mut objects, &ns, &name);
@@ -247,10 +370,10 @@ pub fn plan(
         }
         (None, Some(arg)) => {
             let name = pod_name(arg);
-            let pod = take_pod(&mut objects, &namespace, name).ok_or_else(|| ExplainError::PodNotFound {
-                namespace: namespace.clone(),
+            let pod = take_pod(&mut objects, namespace, name).ok_or_else(|| ExplainError::PodNotFound {
+                namespace: namespace.to_string(),
                 name: name.to_string(),
-                origin: origin.clone(),
+                origin: origin.to_string(),
             })?;
             if is_terminal(&pod) {
                 return Err(ExplainError::TerminalPod {
@@ -275,6 +398,16 @@ pub fn plan(
         .as_ref()
         .and_then(|s| s.node_name.clone())
         .filter(|n| !n.is_empty());
+    let preemptor = Preemptor {
+        key: format!(
+            "{}/{}",
+            pod.metadata.namespace.as_deref().unwrap_or(""),
+            pod.metadata.name.as_deref().unwrap_or("")
+        ),
+        uid: pod.metadata.uid.clone().unwrap_or_default(),
+        bound_to: bound_to.clone(),
+        terminating: pod.metadata.deletion_timestamp.is_some(),
+    };
     if bound_to.is_some()
         && let Some(spec) = pod.spec.as_mut()
     {
@@ -288,10 +421,6 @@ pub fn plan(
     let profile = engine.profile_for(&info, args.profile.as_deref())?;
     let fwk = engine.framework(profile, snapshot.clone())?;
     let cycle = schedule_cycle(&fwk, &info, engine.options(false));
-    let mode = match args.mode {
-        RemovalMode::Delete => VictimRemoval::Delete,
-        RemovalMode::Evict => VictimRemoval::Evict,
-    };
     let e = &cycle.explanation;
     let runs_default_preemption = fwk
         .profile
@@ -326,7 +455,7 @@ pub fn plan(
         (Outcome::Unschedulable, None) => {
             let options = DryRunOptions {
                 force_node: args.node.clone(),
-                mode,
+                mode: removal(args),
                 pre_filter_message: e.pre_filter_message.clone(),
                 now: None,
             };
@@ -348,37 +477,142 @@ pub fn plan(
             (r, situation, Vec::new(), detail)
         }
     };
-
-    let dry_run_view = match dry_run_mode {
-        DryRun::None => DryRunView::None,
-        DryRun::Client => DryRunView::Client,
-        DryRun::Server => DryRunView::Server,
-    };
-    let executable = situation == Situation::Planned && !preemption.actions.is_empty();
-    let next = match dry_run_mode {
-        _ if !executable => Next::PrintOnly,
-        DryRun::Client => Next::PrintOnly,
-        DryRun::Server => Next::Execute,
-        DryRun::None if args.yes => Next::Execute,
-        DryRun::None => Next::Confirm,
-    };
-    Ok(Planned {
-        report: PreemptReport {
-            preemption,
-            situation,
-            mode,
-            dry_run: dry_run_view,
-            fits_on,
-            bound_to,
-            detail,
-            results: None,
-            complete: None,
-        },
-        next,
-        warnings,
-        notes,
-        cluster,
+    Ok(Evaluation {
+        preemption,
+        situation,
+        fits_on,
+        bound_to,
+        detail,
+        preemptor,
     })
+}
+
+/// Why a fresh evaluation does not carry out the plan that was confirmed, or None when it does: the
+/// preemptor must be the same pod (UID), still pending (unbound, not being deleted), and the fresh plan
+/// must remove the same pods (UIDs) from the same node and write the same steps (the texts of events
+/// and conditions may differ: they describe the cluster as read now).
+fn what_changed(before: &PreemptReport, preemptor_before: &Preemptor, after: &Evaluation) -> Option<String> {
+    let pod = &preemptor_before.key;
+    let now = &after.preemptor;
+    if now.uid != preemptor_before.uid {
+        return Some(format!(
+            "pod {pod} was deleted and created again (uid {}, now {})",
+            preemptor_before.uid, now.uid
+        ));
+    }
+    if let Some(node) = &now.bound_to {
+        return Some(format!("pod {pod} is now bound to node {node}"));
+    }
+    if now.terminating {
+        return Some(format!("pod {pod} is being deleted"));
+    }
+    let p = &after.preemption;
+    match after.situation {
+        Situation::Planned => {}
+        Situation::Fits => {
+            return Some(format!(
+                "pod {pod} now fits without preemption (on {})",
+                after.fits_on.join(", ")
+            ));
+        }
+        Situation::Gated => return Some(format!("pod {pod} is now gated: {}", after.detail)),
+        Situation::Bound => return Some(format!("pod {pod} is now {}", after.detail)),
+        Situation::NotEligible => {
+            return Some(format!(
+                "pod {pod} may no longer preempt: {}",
+                p.message.trim_start_matches("preemption: ")
+            ));
+        }
+        Situation::NoCandidates => {
+            return Some("no node where removing lower-priority pods makes the pod fit any more".into());
+        }
+        Situation::InProgress => {
+            return Some(format!(
+                "a preemption for pod {pod} is already under way on node {}",
+                after.detail
+            ));
+        }
+    }
+    let old = &before.preemption;
+    if p.node != old.node {
+        return Some(format!(
+            "preemption now chooses node {} instead of {}",
+            p.node.as_deref().unwrap_or("-"),
+            old.node.as_deref().unwrap_or("-")
+        ));
+    }
+    let mut changes = Vec::new();
+    for v in &old.victims {
+        match p
+            .victims
+            .iter()
+            .find(|n| n.namespace == v.namespace && n.name == v.name)
+        {
+            None => changes.push(format!("{}/{} is no longer a victim", v.namespace, v.name)),
+            Some(n) if n.uid != v.uid => changes.push(format!(
+                "victim {}/{} was replaced by another pod of the same name (uid {}, now {})",
+                v.namespace, v.name, v.uid, n.uid
+            )),
+            Some(n) if n.terminating && !v.terminating => {
+                changes.push(format!(
+                    "victim {}/{} is already being deleted",
+                    v.namespace, v.name
+                ));
+            }
+            Some(n) if !n.terminating && v.terminating => changes.push(format!(
+                "victim {}/{} is no longer being deleted",
+                v.namespace, v.name
+            )),
+            Some(_) => {}
+        }
+    }
+    for n in &p.victims {
+        if !old
+            .victims
+            .iter()
+            .any(|v| v.namespace == n.namespace && v.name == n.name)
+        {
+            changes.push(format!("{}/{} is a new victim", n.namespace, n.name));
+        }
+    }
+    if changes.is_empty() {
+        let steps_before: Vec<String> = old.actions.iter().filter_map(step_identity).collect();
+        let steps_after: Vec<String> = p.actions.iter().filter_map(step_identity).collect();
+        if steps_before != steps_after {
+            for step in steps_before.iter().filter(|s| !steps_after.contains(s)) {
+                changes.push(format!("no longer planned: {step}"));
+            }
+            for step in steps_after.iter().filter(|s| !steps_before.contains(s)) {
+                changes.push(format!("newly planned: {step}"));
+            }
+            if changes.is_empty() {
+                changes.push("the plan's steps are in another order".into());
+            }
+        }
+    }
+    (!changes.is_empty()).then(|| changes.join("; "))
+}
+
+/// What a step writes, for comparing two plans: the write and the pod's UID; not the resourceVersion
+/// (the fresh one is meant to differ), not the text of conditions, and no events.
+fn step_identity(action: &Action) -> Option<String> {
+    let uid = |pod: &sched_core::action::ObjectRef| pod.uid.clone().unwrap_or_default();
+    match action {
+        Action::Event(_) => None,
+        Action::SetPodCondition { pod, condition } => Some(format!(
+            "set condition {}={} ({}) on pod {} (uid {})",
+            condition.type_,
+            condition.status,
+            condition.reason,
+            pod.key(),
+            uid(pod)
+        )),
+        Action::DeletePod { pod }
+        | Action::EvictPod { pod }
+        | Action::SetNominatedNodeName { pod, .. }
+        | Action::BindPod { pod, .. } => Some(format!("{} (uid {})", action.describe(), uid(pod))),
+        other => Some(other.describe()),
+    }
 }
 
 /// The dry-run part of a report for a pod that needs no preemption (it fits, is bound, or is gated).
@@ -411,6 +645,67 @@ fn nothing_to_preempt(
 }
 
 impl Planned {
+    /// After the confirmation: reads the cluster again and plans again. When the preemptor is still the
+    /// same pending pod and the fresh plan removes the same pods from the same node ([`what_changed`]),
+    /// the report takes the fresh plan (its writes conditioned on the resourceVersions just read) and
+    /// [`Planned::execute`] may run it. Otherwise fails with [`PreemptError::Changed`], the report holding
+    /// the fresh evaluation when there is one; nothing is written either way.
+    pub fn recheck(&mut self, args: &PreemptArgs) -> Result<(), PreemptError> {
+        let Some(cluster) = &self.cluster else {
+            return Err(PreemptError::Refused(
+                "there is no cluster to execute on (the cluster was read from a file)".into(),
+            ));
+        };
+        let reread = |e: PreemptError| PreemptError::Reread(Box::new(e));
+        let (objects, _warnings) = cluster.load(None).map_err(|e| reread(e.into()))?;
+        let pod = self.replan.preemptor.key.clone();
+        let fresh = match evaluate(
+            &self.replan.engine,
+            args,
+            objects,
+            &self.replan.namespace,
+            &cluster.server,
+        ) {
+            Ok(fresh) => fresh,
+            Err(PreemptError::Resolve(e)) => {
+                let reason = match *e {
+                    ExplainError::PodNotFound { .. } => format!("pod {pod} no longer exists"),
+                    ExplainError::TerminalPod { phase, .. } => {
+                        format!("pod {pod} has finished (phase {phase})")
+                    }
+                    other => return Err(reread(other.into())),
+                };
+                return Err(PreemptError::Changed {
+                    reason,
+                    replanned: false,
+                });
+            }
+            Err(e) => return Err(reread(e)),
+        };
+        let changed = what_changed(&self.report, &self.replan.preemptor, &fresh);
+        let Evaluation {
+            preemption,
+            situation,
+            fits_on,
+            bound_to,
+            detail,
+            preemptor,
+        } = fresh;
+        self.report.preemption = preemption;
+        self.report.situation = situation;
+        self.report.fits_on = fits_on;
+        self.report.bound_to = bound_to;
+        self.report.detail = detail;
+        self.replan.preemptor = preemptor;
+        match changed {
+            Some(reason) => Err(PreemptError::Changed {
+                reason,
+                replanned: true,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Executes the plan (with dryRun=All for `--dry-run=server`), reporting each action to `progress`
     /// (index, plan length, result). Fails with [`PreemptError::Incomplete`] when the run stopped early;
     /// the report carries the results either way.
@@ -467,6 +762,7 @@ impl Planned {
 #[cfg(test)]
 mod tests {
     use clap::Parser;
+    use k8s_openapi::api::core::v1::Pod;
 
     use super::*;
     use crate::cli::{Cli, Command};
@@ -512,6 +808,187 @@ mod tests {
                 (got, want) => panic!("{line:?}: got {got:?}, want {want:?}"),
             }
         }
+    }
+
+    fn node(name: &str) -> k8s_openapi::api::core::v1::Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "uid": format!("uid-{name}")},
+            "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"}},
+        }))
+        .expect("node")
+    }
+
+    fn pod(name: &str, uid: &str, rv: &str, priority: i32, cpu: &str, node: Option<&str>) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default", "uid": uid, "resourceVersion": rv},
+            "spec": {
+                "priority": priority,
+                "nodeName": node,
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+            },
+            "status": {"phase": if node.is_some() { "Running" } else { "Pending" }},
+        }))
+        .expect("pod")
+    }
+
+    /// n1 (2 CPUs) holds victim v1 (1.5 CPU); the pending preemptor p needs 1 CPU; n2 is full of a
+    /// pod of higher priority.
+    fn cluster(edit: impl FnOnce(&mut ClusterObjects)) -> ClusterObjects {
+        let mut objects = ClusterObjects {
+            nodes: vec![node("n1"), node("n2")],
+            pods: vec![
+                pod("v1", "uid-v1", "10", 10, "1500m", Some("n1")),
+                pod("keep", "uid-keep", "11", 5000, "2", Some("n2")),
+                pod("p", "uid-p", "12", 1000, "1", None),
+            ],
+            ..ClusterObjects::default()
+        };
+        edit(&mut objects);
+        objects
+    }
+
+    fn find<'a>(objects: &'a mut ClusterObjects, name: &str) -> &'a mut Pod {
+        objects
+            .pods
+            .iter_mut()
+            .find(|p| p.metadata.name.as_deref() == Some(name))
+            .expect("the pod")
+    }
+
+    /// Plans on the first cluster, then says what a second read changes.
+    fn recheck(edit: impl FnOnce(&mut ClusterObjects)) -> (PreemptReport, Evaluation, Option<String>) {
+        let engine = Engine::new(None).expect("default engine");
+        let a = args(&["p"]);
+        let first = evaluate(&engine, &a, cluster(|_| {}), "default", "test").expect("first");
+        assert_eq!(first.situation, Situation::Planned);
+        let preemptor = first.preemptor.clone();
+        let report = PreemptReport {
+            preemption: first.preemption,
+            situation: first.situation,
+            mode: VictimRemoval::Delete,
+            dry_run: DryRunView::None,
+            fits_on: first.fits_on,
+            bound_to: first.bound_to,
+            detail: first.detail,
+            results: None,
+            complete: None,
+        };
+        let second = evaluate(&engine, &a, cluster(edit), "default", "test").expect("second");
+        let changed = what_changed(&report, &preemptor, &second);
+        (report, second, changed)
+    }
+
+    #[test]
+    fn an_unchanged_cluster_yields_the_same_plan_with_fresh_resource_versions() {
+        let (report, fresh, changed) = recheck(|_| {});
+        assert_eq!(changed, None);
+        assert_eq!(report.preemption.actions, fresh.preemption.actions);
+
+        // The victim changed (a label, a status update): still the same victim, so the fresh plan goes
+        // ahead, conditioned on the version read now.
+        let (report, fresh, changed) = recheck(|o| {
+            find(o, "v1").metadata.resource_version = Some("20".into());
+        });
+        assert_eq!(changed, None);
+        let delete_rv = |actions: &[Action]| {
+            actions.iter().find_map(|a| match a {
+                Action::DeletePod { pod } => pod.resource_version.clone(),
+                _ => None,
+            })
+        };
+        assert_eq!(delete_rv(&report.preemption.actions).as_deref(), Some("10"));
+        assert_eq!(delete_rv(&fresh.preemption.actions).as_deref(), Some("20"));
+    }
+
+    #[test]
+    fn a_victim_recreated_under_its_name_is_a_change() {
+        let (_, _, changed) = recheck(|o| {
+            let v1 = find(o, "v1");
+            v1.metadata.uid = Some("uid-v1-new".into());
+            v1.metadata.resource_version = Some("30".into());
+        });
+        assert_eq!(
+            changed.as_deref(),
+            Some(
+                "victim default/v1 was replaced by another pod of the same name (uid uid-v1, now uid-v1-new)"
+            )
+        );
+    }
+
+    #[test]
+    fn a_preemptor_bound_recreated_or_deleted_is_a_change() {
+        let (_, fresh, changed) = recheck(|o| {
+            find(o, "p").spec.as_mut().expect("spec").node_name = Some("n2".into());
+        });
+        assert_eq!(fresh.situation, Situation::Bound);
+        assert_eq!(changed.as_deref(), Some("pod default/p is now bound to node n2"));
+
+        let (_, _, changed) = recheck(|o| find(o, "p").metadata.uid = Some("uid-p2".into()));
+        assert_eq!(
+            changed.as_deref(),
+            Some("pod default/p was deleted and created again (uid uid-p, now uid-p2)")
+        );
+
+        let (_, _, changed) = recheck(|o| {
+            find(o, "p").metadata.deletion_timestamp = Some(
+                k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now()),
+            );
+        });
+        assert_eq!(changed.as_deref(), Some("pod default/p is being deleted"));
+    }
+
+    #[test]
+    fn another_node_victim_or_step_is_a_change() {
+        // The victim is gone: the pod fits.
+        let (_, _, changed) = recheck(|o| o.pods.retain(|p| p.metadata.name.as_deref() != Some("v1")));
+        assert_eq!(
+            changed.as_deref(),
+            Some("pod default/p now fits without preemption (on n1)")
+        );
+        // A second, cheaper victim on n2 instead: another node.
+        let (_, _, changed) = recheck(|o| {
+            o.pods.retain(|p| p.metadata.name.as_deref() != Some("keep"));
+            o.pods
+                .push(pod("cheap", "uid-cheap", "40", 1, "1500m", Some("n2")));
+        });
+        assert_eq!(
+            changed.as_deref(),
+            Some("preemption now chooses node n2 instead of n1")
+        );
+        // A lower-priority pod nominated to n1 meanwhile: its nomination would be cleared, a step
+        // nobody confirmed.
+        let (_, _, changed) = recheck(|o| {
+            let mut waiting = pod("waiting", "uid-w", "50", 1, "100m", None);
+            waiting
+                .status
+                .get_or_insert_with(Default::default)
+                .nominated_node_name = Some("n1".into());
+            o.pods.push(waiting);
+        });
+        assert_eq!(
+            changed.as_deref(),
+            Some("newly planned: clear nominatedNodeName of pod default/waiting (uid uid-w)")
+        );
+    }
+
+    #[test]
+    fn changed_and_reread_errors_say_nothing_was_changed() {
+        let e = PreemptError::Changed {
+            reason: "pod default/p is now bound to node n2".into(),
+            replanned: true,
+        };
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(
+            e.to_string(),
+            "the cluster changed since the plan was shown: pod default/p is now bound to node n2; nothing \
+             was changed, run again"
+        );
+        let e = PreemptError::Reread(Box::new(PreemptError::CycleFailed {
+            pod: "default/p".into(),
+            message: "boom".into(),
+        }));
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().ends_with("; nothing was changed"), "{e}");
     }
 
     #[test]
