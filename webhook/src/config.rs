@@ -76,6 +76,15 @@ pub struct ServeArgs {
     /// Time a connection may stay without a request in flight (HTTP/2 gets a GOAWAY).
     #[arg(long, env = "SCHED_WEBHOOK_IDLE_TIMEOUT", default_value = "60s", value_parser = parse_timeout)]
     pub idle_timeout: Duration,
+    /// /readyz fails while a watch of the caches has kept failing for longer than this (the cache no
+    /// longer follows the cluster); it recovers at the watch's next event, or 100 s after its last
+    /// error.
+    #[arg(long, env = "SCHED_WEBHOOK_WATCH_FAILURE_THRESHOLD", default_value = "30s", value_parser = parse_timeout)]
+    pub watch_failure_threshold: Duration,
+    /// /healthz fails once the main runtime's heartbeat (a task ticking every second) is older than
+    /// this: every worker is blocked, and the kubelet should restart the container.
+    #[arg(long, env = "SCHED_WEBHOOK_HEARTBEAT_TIMEOUT", default_value = "30s", value_parser = parse_timeout)]
+    pub heartbeat_timeout: Duration,
     /// KubeSchedulerConfiguration the engine evaluates opted-in pods and nominations with (default:
     /// kube-scheduler's defaults).
     #[arg(long, env = "SCHED_WEBHOOK_SCHEDULER_CONFIG")]
@@ -116,8 +125,9 @@ pub struct ServeArgs {
     #[arg(long, env = "SCHED_WEBHOOK_MAX_DECISIONS", default_value_t = crate::server::DEFAULT_MAX_DECISIONS,
           value_parser = clap::value_parser!(u32).range(1..=4096).map(|n| n as usize))]
     pub max_decisions: usize,
-    /// Request bytes under decision at once (a pod decodes to many times its size); requests beyond
-    /// are allowed unchanged with a warning.
+    /// Memory, estimated from their shape, that the pods under decision may take once decoded (a pod
+    /// of many small volumes decodes to a hundred times its JSON); a pod over it alone is not checked,
+    /// requests beyond it are allowed unchanged with a warning.
     #[arg(long, env = "SCHED_WEBHOOK_MAX_DECISION_BYTES", default_value_t = crate::server::DEFAULT_MAX_DECISION_BYTES,
           value_parser = clap::value_parser!(u32).range(1..).map(|n| n as usize))]
     pub max_decision_bytes: usize,
@@ -446,6 +456,11 @@ mod tests {
             Duration::from_secs(10)
         );
         assert_eq!(args.client_ca_file, None);
+        assert_eq!(
+            args.watch_failure_threshold,
+            crate::health::DEFAULT_WATCH_FAILURE_THRESHOLD
+        );
+        assert_eq!(args.heartbeat_timeout, crate::health::DEFAULT_HEARTBEAT_TIMEOUT);
         let args = serve(&["--cert-reload-interval", "never", "--client-ca-file", "ca.crt"]).expect("never");
         assert_eq!(args.cert_reload_interval, ReloadInterval::Never);
         assert_eq!(args.client_ca_file, Some(PathBuf::from("ca.crt")));
@@ -456,6 +471,8 @@ mod tests {
             &["--max-connections", "0"],
             &["--header-read-timeout", "0"],
             &["--idle-timeout", "2h"],
+            &["--watch-failure-threshold", "0"],
+            &["--heartbeat-timeout", "x"],
         ] {
             let error = serve(bad).expect_err("refused").to_string();
             let first = error.lines().next().unwrap_or_default();

@@ -43,10 +43,12 @@ pub use crate::serving::{Listeners, admin_router, serve, termination_signal};
 pub const DEFAULT_MAX_BODY_BYTES: usize = 3 * 1024 * 1024;
 /// Decisions made at once (each on a blocking thread).
 pub const DEFAULT_MAX_DECISIONS: usize = 8;
-/// Request bytes being decoded and decided on at once. A pod decodes to many times its JSON size
-/// (an AdmissionReview of 2.7 MB took over 400 MB while decided), so this bounds the memory of
-/// decisions: at the default, two of the largest requests at a time.
-pub const DEFAULT_MAX_DECISION_BYTES: usize = 2 * DEFAULT_MAX_BODY_BYTES;
+/// Memory the pods under decision may take once decoded, estimated from their shape
+/// ([`admission::PodShape::decoded_bytes`]): a pod of many small volumes decodes to a hundred times its
+/// JSON (an AdmissionReview of 2.7 MB took over 400 MB), so this, not the body size, bounds the memory
+/// of decisions. A pod estimated over it is not decoded at all; one that would take the total over it
+/// is shed.
+pub const DEFAULT_MAX_DECISION_BYTES: usize = 128 * 1024 * 1024;
 /// Claims of one pod considered. No node attaches more volumes than this (cloud CSI drivers stop at
 /// 16 to 128); a pod that names more is left to the scheduler without reading any of them.
 pub const DEFAULT_MAX_CLAIMS: usize = 256;
@@ -60,7 +62,7 @@ const CATCH_UP_CONCURRENCY: usize = 8;
 pub struct Limits {
     /// Decisions at once.
     pub max_decisions: usize,
-    /// Request bytes under decision at once.
+    /// Estimated decoded bytes of the pods under decision at once.
     pub max_decision_bytes: usize,
     /// Claims of one pod considered.
     pub max_claims: usize,
@@ -118,8 +120,8 @@ impl AppState {
         self.limits
     }
 
-    /// A decision slot for a request of `bytes`, or `None` when the replica is saturated (the request is
-    /// then shed).
+    /// A decision slot for a request weighing `bytes` (its estimated decoded size), or `None` when the
+    /// replica is saturated (the request is then shed).
     fn decision_slot(&self, bytes: usize) -> Option<(OwnedSemaphorePermit, OwnedSemaphorePermit)> {
         let slot = self.decision_slots.clone().try_acquire_owned().ok()?;
         // A request larger than the whole budget takes all of it (it is within the body limit).
@@ -246,10 +248,11 @@ async fn pod_create_request(
 ) -> Result<(Operation, AdmissionResponse), RequestError> {
     let raw = raw_object(&request, "pod")?;
     // The cheap look first: most pods name no claim, and a pod naming thousands is not decoded at all.
-    let claims = admission::count_pod_claims(raw).map_err(|e| RequestError::Object {
+    let shape = admission::pod_shape(raw).map_err(|e| RequestError::Object {
         what: "pod",
         message: e.to_string(),
     })?;
+    let claims = shape.claims;
     if claims == 0 {
         return Ok((Operation::PodCreate, AdmissionResponse::allow(&request.uid)));
     }
@@ -262,7 +265,17 @@ async fn pod_create_request(
             )]),
         ));
     }
-    let Some(_slot) = state.decision_slot(raw.len()) else {
+    let weight = shape.decoded_bytes(raw.len());
+    if weight > state.limits.max_decision_bytes {
+        return Ok((
+            Operation::Other,
+            AdmissionResponse::allow(&request.uid).with_warnings(vec![format!(
+                "the pod is too large for sched-webhook to check ({} volumes, {} containers): its volumes are left to the scheduler",
+                shape.volumes, shape.containers
+            )]),
+        ));
+    }
+    let Some(_slot) = state.decision_slot(weight) else {
         return Ok(shed(state, &request, Operation::Other));
     };
     let mut pod: Pod = serde_json::from_str(raw).map_err(|e| RequestError::Object {

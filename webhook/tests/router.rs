@@ -325,7 +325,7 @@ async fn saturated_replicas_allow_with_a_warning_instead_of_waiting() {
     cache.fill(&mut writers, volumes());
     let limits = Limits {
         max_decisions: 1,
-        max_decision_bytes: 1,
+        max_decision_bytes: 64 * 1024,
         max_claims: 2,
         ..Limits::default()
     };
@@ -342,6 +342,19 @@ async fn saturated_replicas_allow_with_a_warning_instead_of_waiting() {
         (StatusCode::OK, &json!(true))
     );
     assert_eq!(state.metrics.requests_shed(), 0, "a free slot is used");
+    // A pod whose decoded size alone is over the budget (20 volumes of 3.3 KB, twice) is not decoded.
+    let mut many = pod_json("many", Some("node-a"), Some("c1"));
+    many["spec"]["volumes"]
+        .as_array_mut()
+        .expect("volumes")
+        .extend((0..20).map(|i| json!({"name": format!("e{i}"), "emptyDir": {}})));
+    let (_, value) = post_json(router(state.clone()), &pod_review(many, false)).await;
+    assert_eq!(value["response"]["allowed"], true, "{value}");
+    let warning = value["response"]["warnings"][0].as_str().expect("warning");
+    assert!(
+        warning.contains("too large") && warning.contains("21 volumes"),
+        "{warning}"
+    );
 
     let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("listener");
     let url = format!("http://{}", silent.local_addr().expect("addr"));
