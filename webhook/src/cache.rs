@@ -465,14 +465,23 @@ impl Cache {
             .any_semantic()
             .page_size(LIST_PAGE_SIZE);
         let pods_config = config.clone().fields(NON_TERMINAL_PODS);
+        let health = crate::health::WatchHealth::of(self);
         let mut tasks = vec![
-            spawn_reflector(Api::all(client.clone()), pods_config, writers.pods, None, true),
+            spawn_reflector(
+                Api::all(client.clone()),
+                pods_config,
+                writers.pods,
+                None,
+                true,
+                health.clone(),
+            ),
             spawn_reflector(
                 Api::all(client.clone()),
                 config.clone(),
                 writers.nodes,
                 Some(self.node_generation.clone()),
                 false,
+                health.clone(),
             ),
             spawn_reflector(
                 Api::all(client.clone()),
@@ -480,6 +489,7 @@ impl Cache {
                 writers.namespaces,
                 None,
                 false,
+                health.clone(),
             ),
             spawn_reflector(
                 Api::<PersistentVolume>::all(client.clone()),
@@ -487,6 +497,7 @@ impl Cache {
                 writers.pvs,
                 Some(generation.clone()),
                 false,
+                health.clone(),
             ),
             spawn_reflector(
                 Api::all(client.clone()),
@@ -494,6 +505,7 @@ impl Cache {
                 writers.pvcs,
                 Some(generation.clone()),
                 false,
+                health.clone(),
             ),
             spawn_reflector(
                 Api::all(client.clone()),
@@ -501,6 +513,7 @@ impl Cache {
                 writers.classes,
                 Some(generation.clone()),
                 false,
+                health.clone(),
             ),
             spawn_reflector(
                 Api::all(client.clone()),
@@ -508,6 +521,7 @@ impl Cache {
                 writers.csi_nodes,
                 Some(generation.clone()),
                 false,
+                health.clone(),
             ),
             spawn_reflector(
                 Api::all(client.clone()),
@@ -515,6 +529,7 @@ impl Cache {
                 writers.csi_drivers,
                 Some(generation.clone()),
                 false,
+                health.clone(),
             ),
             spawn_reflector(
                 Api::all(client.clone()),
@@ -522,6 +537,7 @@ impl Cache {
                 writers.capacities,
                 Some(generation.clone()),
                 false,
+                health.clone(),
             ),
         ];
         tasks.push(self.spawn_readiness());
@@ -808,6 +824,7 @@ fn spawn_reflector<W, K>(
     writer: Writer<K>,
     generation: Option<Arc<AtomicU64>>,
     shared: bool,
+    health: Arc<crate::health::WatchHealth>,
 ) -> JoinHandle<()>
 where
     W: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Slim + 'static,
@@ -835,8 +852,12 @@ where
                     if let Some(g) = &generation {
                         g.fetch_add(1, Ordering::Release);
                     }
+                    health.ok(&kind);
                 }
-                Err(e) => tracing::warn!(kind = %kind, error = %e, "watch failed; retrying with backoff"),
+                Err(e) => {
+                    tracing::warn!(kind = %kind, error = %e, "watch failed; retrying with backoff");
+                    health.error(&kind, &e.to_string());
+                }
             }
         }
     })

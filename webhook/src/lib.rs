@@ -16,6 +16,7 @@ pub mod config;
 pub mod controller;
 pub mod deadline;
 pub mod error;
+pub mod health;
 pub mod memory;
 pub mod metrics;
 pub mod run;

@@ -133,6 +133,8 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
             body_read_timeout: args.body_read_timeout,
             idle_timeout: args.idle_timeout,
         },
+        watch_failure_threshold: args.watch_failure_threshold,
+        heartbeat_timeout: args.heartbeat_timeout,
     };
     let served = serving::serve_with(state, listeners, tls_config, stopped, options)
         .await

@@ -36,6 +36,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::{Instant, Sleep};
 use tower::ServiceExt;
 
+use crate::health::{self, Health, Heartbeat};
 use crate::server::{AppState, router};
 
 /// Default cap of open connections on the webhook port.
@@ -101,7 +102,7 @@ impl ConnectionLimits {
     }
 }
 
-/// How to serve: the shutdown grace period and the connection limits.
+/// How to serve: the shutdown grace period, the connection limits and the health thresholds.
 #[derive(Clone, Debug)]
 pub struct ServeOptions {
     /// After the shutdown signal, how long requests in flight may take to finish (at most
@@ -109,6 +110,10 @@ pub struct ServeOptions {
     pub grace: Duration,
     /// Connection limits.
     pub limits: ConnectionLimits,
+    /// `/readyz` fails while a watch has been failing for longer than this.
+    pub watch_failure_threshold: Duration,
+    /// `/healthz` fails once the main runtime's heartbeat is older than this.
+    pub heartbeat_timeout: Duration,
 }
 
 impl Default for ServeOptions {
@@ -116,6 +121,8 @@ impl Default for ServeOptions {
         ServeOptions {
             grace: Duration::from_secs(20),
             limits: ConnectionLimits::default(),
+            watch_failure_threshold: health::DEFAULT_WATCH_FAILURE_THRESHOLD,
+            heartbeat_timeout: health::DEFAULT_HEARTBEAT_TIMEOUT,
         }
     }
 }
@@ -204,21 +211,37 @@ impl ConnectionStats {
     }
 }
 
-/// The admin router: liveness, readiness (caches synced) and metrics.
+/// The admin router: liveness, readiness (caches synced, no watch failing for longer than the
+/// default threshold) and metrics.
 pub fn admin_router(state: Arc<AppState>) -> Router {
-    admin_router_with(state, None)
+    let health = Health::of(&state.cache);
+    admin_router_with(state, health, None)
 }
 
-fn admin_router_with(state: Arc<AppState>, connections: Option<Arc<ConnectionStats>>) -> Router {
+/// The admin router answering from `health`: `/healthz` fails when the heartbeat is stale, `/readyz`
+/// when the caches have not synced or a watch is failing; both say why.
+pub fn admin_router_with(
+    state: Arc<AppState>,
+    health: Health,
+    connections: Option<Arc<ConnectionStats>>,
+) -> Router {
+    let (live, ready, metrics) = (health.clone(), health.clone(), health);
     Router::new()
-        .route("/healthz", get(|| async { "ok" }))
+        .route(
+            "/healthz",
+            get(move || async move {
+                match live.live() {
+                    Ok(()) => (StatusCode::OK, "ok".to_string()),
+                    Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+                }
+            }),
+        )
         .route(
             "/readyz",
-            get(|State(s): State<Arc<AppState>>| async move {
-                if s.cache.is_ready() {
-                    (StatusCode::OK, "ok")
-                } else {
-                    (StatusCode::SERVICE_UNAVAILABLE, "reflector caches not synced")
+            get(move |State(s): State<Arc<AppState>>| async move {
+                match ready.ready(s.cache.is_ready()) {
+                    Ok(()) => (StatusCode::OK, "ok".to_string()),
+                    Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
                 }
             }),
         )
@@ -226,6 +249,7 @@ fn admin_router_with(state: Arc<AppState>, connections: Option<Arc<ConnectionSta
             "/metrics",
             get(move |State(s): State<Arc<AppState>>| async move {
                 let mut text = s.metrics.render(s.cache.is_ready());
+                metrics.render(&mut text);
                 if let Some(connections) = &connections {
                     connections.render(&mut text);
                 }
@@ -273,6 +297,10 @@ enum Phase {
 /// Serves both ports until `shutdown` resolves, then stops accepting and lets in-flight requests
 /// finish (for at most `options.grace`); connections are bounded by `options.limits`. The TLS
 /// configuration is read from `tls` at every handshake, so a reload applies to new connections.
+///
+/// The webhook port runs on the caller's runtime, where a heartbeat task ticks too; the admin port
+/// runs on a thread and runtime of its own, so that `/healthz` can still answer (503) when the
+/// caller's runtime is wedged.
 pub async fn serve_with(
     state: Arc<AppState>,
     listeners: Listeners,
@@ -286,20 +314,30 @@ pub async fn serve_with(
         l.set_nonblocking(true)?;
     }
     let webhook_listener = TcpListener::from_std(listeners.webhook)?;
-    let admin_listener = TcpListener::from_std(listeners.admin)?;
     let (phase, phase_rx) = watch::channel(Phase::Serving);
     let webhook_slots = Arc::new(Semaphore::new(limits.max_connections));
-    let admin_slots = Arc::new(Semaphore::new(ADMIN_MAX_CONNECTIONS));
     let stats = Arc::new(ConnectionStats::new(
         webhook_slots.clone(),
         limits.max_connections,
     ));
-    let admin_stats = Arc::new(ConnectionStats::new(admin_slots.clone(), ADMIN_MAX_CONNECTIONS));
-    let app = router(state.clone());
-    let admin_app = admin_router_with(state, Some(stats.clone()));
-
+    let heartbeat = Heartbeat::new();
+    heartbeat.beat();
+    let beating = AbortOnDrop(heartbeat.spawn());
+    let health = Health {
+        heartbeat: Some(heartbeat),
+        heartbeat_timeout: options.heartbeat_timeout,
+        watch_failure_threshold: options.watch_failure_threshold,
+        ..Health::of(&state.cache)
+    };
+    let admin_running = spawn_admin(
+        listeners.admin,
+        admin_router_with(state.clone(), health, Some(stats.clone())),
+        limits.clone(),
+        phase_rx.clone(),
+    )?;
+    let app = router(state);
     let webhook_loop = accept_loop(webhook_listener, webhook_slots.clone(), stats.clone(), {
-        let (limits, phase) = (limits.clone(), phase_rx.clone());
+        let (limits, phase) = (limits.clone(), phase_rx);
         move |tcp, permit| {
             let connection = Connection {
                 app: app.clone(),
@@ -311,36 +349,91 @@ pub async fn serve_with(
             connection.serve_tls(tcp, tls.clone())
         }
     });
-    let admin_loop = accept_loop(admin_listener, admin_slots.clone(), admin_stats.clone(), {
-        let (limits, phase) = (limits.clone(), phase_rx.clone());
-        move |tcp, permit| {
-            let connection = Connection {
-                app: admin_app.clone(),
-                limits: limits.clone(),
-                phase: phase.clone(),
-                stats: admin_stats.clone(),
-                _permit: permit,
-            };
-            connection.serve_plain(tcp)
-        }
-    });
     tokio::select! {
-        _ = async { tokio::join!(webhook_loop, admin_loop) } => {}
+        _ = webhook_loop => {}
         _ = shutdown => {}
     }
-    // The listeners are dropped with the loops: new connections are refused from here on.
+    // The listener is dropped with the loop: new connections are refused from here on.
     tracing::info!("shutting down: finishing in-flight requests");
     let _ = phase.send(Phase::Draining);
     let all_closed = || async {
         let _webhook = webhook_slots.acquire_many(limits.max_connections as u32).await;
-        let _admin = admin_slots.acquire_many(ADMIN_MAX_CONNECTIONS as u32).await;
+        let _admin = admin_running.acquire().await;
     };
     if tokio::time::timeout(grace, all_closed()).await.is_err() {
         tracing::warn!(grace = ?grace, "grace period over: dropping the connections still open");
         let _ = phase.send(Phase::Aborting);
         let _ = tokio::time::timeout(ABORT_WAIT, all_closed()).await;
     }
+    drop(beating);
     Ok(())
+}
+
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Serves the admin port on a thread with a runtime of its own until the phase leaves `Serving` and
+/// its connections have ended (or the phase is `Aborting`). The returned semaphore's one permit is
+/// held by that thread until then.
+fn spawn_admin(
+    listener: std::net::TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    phase: watch::Receiver<Phase>,
+) -> std::io::Result<Arc<Semaphore>> {
+    let running = Arc::new(Semaphore::new(1));
+    let done = running
+        .clone()
+        .try_acquire_owned()
+        .map_err(std::io::Error::other)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    std::thread::Builder::new()
+        .name("sched-webhook-admin".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let listener = match TcpListener::from_std(listener) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot serve the admin port");
+                        return;
+                    }
+                };
+                let slots = Arc::new(Semaphore::new(ADMIN_MAX_CONNECTIONS));
+                let stats = Arc::new(ConnectionStats::new(slots.clone(), ADMIN_MAX_CONNECTIONS));
+                let serve = accept_loop(listener, slots.clone(), stats.clone(), {
+                    let phase = phase.clone();
+                    move |tcp, permit| {
+                        let connection = Connection {
+                            app: app.clone(),
+                            limits: limits.clone(),
+                            phase: phase.clone(),
+                            stats: stats.clone(),
+                            _permit: permit,
+                        };
+                        connection.serve_plain(tcp)
+                    }
+                });
+                let mut phase = phase;
+                tokio::select! {
+                    _ = serve => {}
+                    _ = phase.wait_for(|p| *p != Phase::Serving) => {}
+                }
+                tokio::select! {
+                    _ = slots.acquire_many(ADMIN_MAX_CONNECTIONS as u32) => {}
+                    _ = phase.wait_for(|p| *p == Phase::Aborting) => {}
+                }
+            });
+            drop(done);
+        })?;
+    Ok(running)
 }
 
 /// Accepts connections until the phase leaves `Serving`; each gets a slot of `slots` or is closed.

@@ -49,6 +49,7 @@ impl Server {
         let options = ServeOptions {
             grace: Duration::from_secs(2),
             limits,
+            ..ServeOptions::default()
         };
         let task = tokio::spawn(serve_with(
             state,
