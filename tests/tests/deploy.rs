@@ -17,6 +17,11 @@
 //!    --as=system:serviceaccount:...` answers yes for every verb the webhook uses and no for a set it
 //!    does not, and the token is refused those for real.
 //! 3. The krew manifest names one archive per platform, as deploy/RELEASING.md builds them.
+//!
+//! Every variant carries the NetworkPolicy: it selects the Deployment's pods, names ports the pod
+//! template has, opens the admin port to the `monitoring` namespace only, and the README's patch that
+//! narrows the webhook port to the control plane's CIDR passes the dry run too; after the real apply
+//! the API server holds it.
 
 use std::future::Future;
 use std::net::TcpListener;
@@ -192,6 +197,7 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
         // deploy/ itself: the cert-manager overlay, the default installation.
         ("deploy", deploy.clone()),
         ("self-signed", copy.join("overlays/self-signed")),
+        ("control-plane-cidr", control_plane_cidr_overlay(&copy)?),
     ];
     let mut rendered = Vec::new();
     for (name, dir) in &variants {
@@ -297,6 +303,18 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
     let left = kubectl(&cp, &["get", "deployment", "-n", NAMESPACE, "sched-webhook"]).await?;
     ensure!(!left.ok, "the dry run created the Deployment");
 
+    // Every variant restricts who may connect to the pods.
+    for (name, docs, _) in &rendered {
+        check_network_policy(docs).with_context(|| format!("the NetworkPolicy of {name}"))?;
+    }
+    let (_, narrowed, _) = &rendered[4];
+    let policy = find(narrowed, "NetworkPolicy", "sched-webhook")?;
+    ensure!(
+        policy["spec"]["ingress"][0]["from"] == json!([{"ipBlock": {"cidr": CONTROL_PLANE_CIDR}}]),
+        "the README's patch narrows the webhook port to the control plane: {}",
+        policy["spec"]["ingress"]
+    );
+
     // What each variant adds to the webhook configuration.
     let (_, cert_manager_docs, _) = &rendered[1];
     ensure!(
@@ -335,6 +353,99 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
         deployment["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"]
             == secret["metadata"]["name"],
         "the Deployment mounts the generated Secret"
+    );
+    Ok(())
+}
+
+/// The control plane's CIDR in the README's NetworkPolicy patch.
+const CONTROL_PLANE_CIDR: &str = "192.0.2.0/28";
+
+/// An overlay over the base with the README's patch that admits the webhook port from the control
+/// plane's nodes only ("Who can call the webhook").
+fn control_plane_cidr_overlay(copy: &Path) -> Result<PathBuf> {
+    let dir = copy.join("overlays/control-plane-cidr");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(
+        dir.join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - ../../base
+patches:
+  - target:
+      kind: NetworkPolicy
+      name: sched-webhook
+    patch: |-
+      - op: add
+        path: /spec/ingress/0/from
+        value:
+          - ipBlock:
+              cidr: {CONTROL_PLANE_CIDR}
+"
+        ),
+    )?;
+    Ok(dir)
+}
+
+/// The NetworkPolicy selects exactly the Deployment's pods, its ports are ports of the pod template,
+/// the admin port is open to the monitoring namespace only, and it governs ingress only.
+fn check_network_policy(docs: &[Value]) -> Result<()> {
+    let policy = find(docs, "NetworkPolicy", "sched-webhook")?;
+    let deployment = find(docs, "Deployment", "sched-webhook")?;
+    ensure!(
+        policy["metadata"]["namespace"] == NAMESPACE,
+        "{}",
+        policy["metadata"]
+    );
+    let selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector =
+        from_json(policy["spec"]["podSelector"].clone())?;
+    let selector = Selector::from_label_selector(Some(&selector))?;
+    ensure!(
+        !selector.is_everything(),
+        "the policy selects the webhook's pods, not every pod"
+    );
+    let labels: std::collections::BTreeMap<String, String> =
+        from_json(deployment["spec"]["template"]["metadata"]["labels"].clone())?;
+    ensure!(
+        selector.matches(&labels),
+        "the policy selects the pod template {labels:?}"
+    );
+    let deployment_selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector =
+        from_json(deployment["spec"]["selector"].clone())?;
+    ensure!(
+        Some(&policy["spec"]["podSelector"]["matchLabels"])
+            == serde_json::to_value(&deployment_selector)?.get("matchLabels"),
+        "the policy selects what the Deployment selects"
+    );
+    ensure!(policy["spec"]["policyTypes"] == json!(["Ingress"]));
+    let container_ports: Vec<&str> = deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+        .as_array()
+        .context("container ports")?
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    let rules = policy["spec"]["ingress"].as_array().context("ingress rules")?;
+    ensure!(
+        rules.len() == 2,
+        "a rule for the webhook port and one for the admin port"
+    );
+    for (rule, port) in rules.iter().zip(["webhook", "admin"]) {
+        ensure!(
+            rule["ports"] == json!([{"port": port, "protocol": "TCP"}]),
+            "{}",
+            rule["ports"]
+        );
+        ensure!(
+            container_ports.contains(&port),
+            "{port} is a port of the pod template"
+        );
+    }
+    ensure!(
+        rules[1]["from"]
+            == json!([{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]),
+        "the admin port is open to the monitoring namespace only: {}",
+        rules[1]["from"]
     );
     Ok(())
 }
@@ -683,6 +794,16 @@ async fn manifests_apply_and_the_webhook_works_with_its_service_accounts_token_o
         docs.len()
     );
     println!("server-side apply accepted all {applied} objects of the self-signed overlay");
+    let policies: Api<k8s_openapi::api::networking::v1::NetworkPolicy> =
+        Api::namespaced(admin.clone(), NAMESPACE);
+    let stored = serde_json::to_value(policies.get("sched-webhook").await?)?;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(admin.clone(), NAMESPACE);
+    let stored_deployment = serde_json::to_value(deployments.get("sched-webhook").await?)?;
+    check_network_policy(&[
+        json!({"kind": "NetworkPolicy", "metadata": stored["metadata"], "spec": stored["spec"]}),
+        json!({"kind": "Deployment", "metadata": stored_deployment["metadata"], "spec": stored_deployment["spec"]}),
+    ])
+    .context("the NetworkPolicy the API server stored")?;
 
     // RBAC, asked of the API server as the ServiceAccount.
     for (verb, resource) in NEEDED {
