@@ -38,6 +38,17 @@ pub struct Options {
     scheduler: Option<Option<String>>,
     controllers: Option<Vec<String>>,
     startup_timeout: Duration,
+    webhook_client_certs: Vec<WebhookClientCert>,
+}
+
+/// A client certificate kube-apiserver presents when it calls an admission webhook.
+#[derive(Clone, Debug)]
+struct WebhookClientCert {
+    /// The kubeconfig user name the API server matches the webhook against: the `host:port` of a
+    /// URL webhook, a Service's `name.namespace.svc[:port]`, `*.domain`, or `*` for every webhook.
+    target: String,
+    cert: PathBuf,
+    key: PathBuf,
 }
 
 impl Default for Options {
@@ -46,6 +57,7 @@ impl Default for Options {
             scheduler: None,
             controllers: None,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
+            webhook_client_certs: Vec::new(),
         }
     }
 }
@@ -76,6 +88,69 @@ impl Options {
         self.startup_timeout = timeout;
         self
     }
+
+    /// Has kube-apiserver present this client certificate (PEM files) when it calls the admission
+    /// webhooks `target` names: `127.0.0.1:PORT` for a webhook registered by that URL (an
+    /// AdmissionConfiguration whose webhook plugins read a kubeconfig with one user per target).
+    /// Repeatable; webhooks no entry names are called without a certificate.
+    pub fn with_webhook_client_cert(mut self, target: &str, cert: &Path, key: &Path) -> Self {
+        self.webhook_client_certs.push(WebhookClientCert {
+            target: target.to_owned(),
+            cert: cert.to_owned(),
+            key: key.to_owned(),
+        });
+        self
+    }
+}
+
+/// The AdmissionConfiguration (`--admission-control-config-file`) whose MutatingAdmissionWebhook
+/// and ValidatingAdmissionWebhook plugins read `kubeconfig` for the credentials to present to
+/// webhooks (kubernetes.io/docs: "Authenticate apiservers").
+fn admission_config_yaml(kubeconfig: &Path) -> String {
+    let plugin = |name: &str| {
+        serde_json::json!({
+            "name": name,
+            "configuration": {
+                "apiVersion": "apiserver.config.k8s.io/v1",
+                "kind": "WebhookAdmissionConfiguration",
+                "kubeConfigFile": kubeconfig,
+            },
+        })
+    };
+    let config = serde_json::json!({
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "AdmissionConfiguration",
+        "plugins": [plugin("MutatingAdmissionWebhook"), plugin("ValidatingAdmissionWebhook")],
+    });
+    serde_yaml::to_string(&config).unwrap_or_default()
+}
+
+/// The kubeconfig of [`admission_config_yaml`]: one user per webhook target, named after it.
+fn webhook_kubeconfig_yaml(certs: &[WebhookClientCert]) -> String {
+    let users: Vec<serde_json::Value> = certs
+        .iter()
+        .map(|c| {
+            serde_json::json!({
+                "name": c.target,
+                "user": {"client-certificate": c.cert, "client-key": c.key},
+            })
+        })
+        .collect();
+    let kubeconfig = serde_json::json!({"apiVersion": "v1", "kind": "Config", "users": users});
+    serde_yaml::to_string(&kubeconfig).unwrap_or_default()
+}
+
+/// Writes the admission configuration and its kubeconfig into `dir`; the configuration's path.
+fn write_admission_config(dir: &Path, certs: &[WebhookClientCert]) -> Result<PathBuf, Error> {
+    let kubeconfig = dir.join("admission-webhooks.kubeconfig");
+    let config = dir.join("admission-config.yaml");
+    for (path, text) in [
+        (&kubeconfig, webhook_kubeconfig_yaml(certs)),
+        (&config, admission_config_yaml(&kubeconfig)),
+    ] {
+        std::fs::write(path, text).map_err(Error::io(format!("writing {}", path.display())))?;
+    }
+    Ok(config)
 }
 
 /// A running process of the control plane, for checks on what it exposes.
@@ -208,10 +283,18 @@ impl ControlPlane {
         if let Some(watchdog) = processes.watchdog.as_mut() {
             watchdog.guard_group(group)?;
         }
+        let mut apiserver_flags = apiserver_args(&dir, &pki, apiserver_port, etcd_client);
+        if !options.webhook_client_certs.is_empty() {
+            let config = write_admission_config(&dir, &options.webhook_client_certs)?;
+            apiserver_flags.extend(flags([(
+                "admission-control-config-file",
+                config.display().to_string(),
+            )]));
+        }
         processes.components.push(Component::spawn(
             "kube-apiserver",
             &binaries.path("kube-apiserver"),
-            &apiserver_args(&dir, &pki, apiserver_port, etcd_client),
+            &apiserver_flags,
             dir.join("kube-apiserver.log"),
             Some(group),
         )?);
@@ -775,6 +858,33 @@ mod tests {
         assert!(yaml.contains("default-scheduler"), "profiles kept: {yaml}");
         assert!(scheduler_config_yaml(Some("- a list"), kubeconfig).is_err());
         assert!(scheduler_config_yaml(Some("leaderElection: 3"), kubeconfig).is_err());
+    }
+
+    #[test]
+    fn admission_config_presents_client_certificates_per_webhook() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let certs = [WebhookClientCert {
+            target: "127.0.0.1:8443".into(),
+            cert: dir.path().join("client.crt"),
+            key: dir.path().join("client.key"),
+        }];
+        let path = write_admission_config(dir.path(), &certs).expect("written");
+        let config: serde_json::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(&path).expect("read")).expect("yaml");
+        assert_eq!(config["kind"], "AdmissionConfiguration");
+        let plugin = &config["plugins"][0];
+        assert_eq!(plugin["name"], "MutatingAdmissionWebhook");
+        assert_eq!(plugin["configuration"]["kind"], "WebhookAdmissionConfiguration");
+        let kubeconfig_path = plugin["configuration"]["kubeConfigFile"].as_str().expect("path");
+        let kubeconfig: serde_json::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(kubeconfig_path).expect("read")).expect("yaml");
+        assert_eq!(kubeconfig["users"][0]["name"], "127.0.0.1:8443");
+        assert!(
+            kubeconfig["users"][0]["user"]["client-certificate"]
+                .as_str()
+                .expect("cert")
+                .ends_with("client.crt")
+        );
     }
 
     #[test]
