@@ -8,13 +8,15 @@
 //! first. Only namespaces labelled `e2e.kubectl-sched.dev/webhook: on` are sent to the webhook.
 //!
 //! Scenarios: (a) pods created with spec.nodeName get their WaitForFirstConsumer claims bound or
-//! provisioned for that node; (b) opted-in pods are pre-bound at admission and kube-scheduler follows
+//! provisioned for that node; (b) opted-in pods are pre-bound once stored and kube-scheduler follows
 //! the affinity patch; (c) with VolumeBinding disabled in kube-scheduler, volumes are bound at
 //! pods/binding; (d) a binding to a node that cannot reach the PV is denied with the reason;
 //! (e) dryRun=All changes nothing; (f) two replicas, 200 concurrent pods, 100 PVs: each PV claimed
 //! once, by the Lease holder; (g)-(i) what the API server never stored leaves nothing behind: a
 //! forged review sent straight to the port, a forged binding of a real pending pod, a pod rejected
-//! by validation after the webhook.
+//! by validation after the webhook; (j) writes through a slow API server (a proxy adding 25 ms per
+//! chunk): a pod with 1,200 claims is skipped and counted, one with 100 gets every claim bound over
+//! several cut-short plans.
 //!
 //! Admission writes nothing; each replica also runs the controller that writes for stored pods, and
 //! only the replica holding the Lease does.
@@ -1049,5 +1051,140 @@ async fn i_a_pod_rejected_by_validation_after_the_webhook_claims_nothing() -> Re
         "(i) {}/invalid rejected after the webhook ({}): PV free",
         f.ns, err.code
     );
+    Ok(())
+}
+
+#[tokio::test]
+async fn j_a_slow_api_server_leaves_nothing_half_done() -> Result<()> {
+    const CLAIMS: usize = 100;
+    let cp = ControlPlane::shared().await?;
+    // Not labelled for the shared replicas: only this test's replica serves the namespace.
+    let ns = cp.new_namespace("wh-j").await?;
+    let client = cp.client()?;
+    let f = Fixture {
+        client: client.clone(),
+        ns: ns.clone(),
+        class: format!("{ns}-local"),
+    };
+    let classes: Api<StorageClass> = Api::all(client.clone());
+    classes
+        .create(
+            &PostParams::default(),
+            &from_json(
+                json!({"metadata": {"name": f.class}, "provisioner": NOT_SUPPORTED_PROVISIONER,
+                              "volumeBindingMode": "WaitForFirstConsumer"}),
+            )?,
+        )
+        .await?;
+    f.nodes(1).await?;
+    for batch in (0..CLAIMS).collect::<Vec<_>>().chunks(50) {
+        futures::future::try_join_all(batch.iter().map(|i| {
+            let f = &f;
+            async move {
+                f.local_pv(&format!("{}-pv{i:03}", f.ns), 0).await?;
+                f.claim(&format!("c{i:03}"), &f.class).await
+            }
+        }))
+        .await?;
+    }
+
+    // The replica's writes go through a proxy that holds every chunk a client sends 25 ms (100 claims
+    // take about 20 s), with 2 s per plan: each plan is cut short and finished by a later reconcile.
+    let upstream: std::net::SocketAddr = cp
+        .server_url()
+        .trim_start_matches("https://")
+        .parse()
+        .context("the API server's address")?;
+    let proxy = e2e::latency::LatencyProxy::start(upstream, Duration::from_millis(25)).await?;
+    let mut slow = cp.config().clone();
+    slow.cluster_url = proxy.url().parse()?;
+    let mut config = controller_config(&format!("sched-webhook-e2e-j-{ns}"), 0);
+    config.scope.namespaces =
+        Selector::from_map(&[("kubernetes.io/metadata.name".to_string(), ns.clone())].into());
+    config.plan_budget = Duration::from_secs(2);
+    let replica = Replica::start(
+        &client,
+        Client::try_from(slow)?,
+        SchedulerConfig::default_config(&in_tree_registry()),
+        Limits::default(),
+        config,
+    );
+    let metrics = replica.state.metrics.clone();
+    eventually("the replica to sync and lead", SETUP_TIMEOUT, || async {
+        Ok((replica.state.cache.is_ready() && metrics.is_leader()).then_some(()))
+    })
+    .await?;
+
+    // More claims than are considered: left to the scheduler, counted, nothing read or written.
+    let mut huge = pod_with_claim("huge", "c000");
+    huge["spec"]["nodeName"] = json!(f.node_name(0));
+    huge["spec"]["volumes"] = json!(
+        (0..1_200)
+            .map(|i| json!({"name": format!("v{i}"), "persistentVolumeClaim": {"claimName": format!("c{i:04}")}}))
+            .collect::<Vec<_>>()
+    );
+    f.pods().create(&PostParams::default(), &from_json(huge)?).await?;
+    eventually("the 1,200-claim pod to be skipped", SETUP_TIMEOUT, || async {
+        let text = metrics.render(true);
+        Ok(text.contains("sched_webhook_pods_skipped_total 1").then_some(()))
+    })
+    .await?;
+    ensure!(metrics.bindings() == 0, "writes for a pod that was skipped");
+    f.pods().delete("huge", &Default::default()).await?;
+
+    let mut pod = pod_with_claim("slow", "c000");
+    pod["spec"]["nodeName"] = json!(f.node_name(0));
+    pod["spec"]["volumes"] = json!(
+        (0..CLAIMS)
+            .map(|i| json!({"name": format!("v{i}"), "persistentVolumeClaim": {"claimName": format!("c{i:03}")}}))
+            .collect::<Vec<_>>()
+    );
+    let started = Instant::now();
+    f.pods().create(&PostParams::default(), &from_json(pod)?).await?;
+    let pvs: Api<PersistentVolume> = Api::all(client.clone());
+    let selector = format!("{TEST_LABEL}={ns}");
+    eventually(
+        "every claim of the slow pod to get its PV",
+        BIND_TIMEOUT,
+        || async {
+            let list = pvs.list(&ListParams::default().labels(&selector)).await?;
+            let claimed = list
+                .items
+                .iter()
+                .filter(|pv| pv.spec.as_ref().is_some_and(|s| s.claim_ref.is_some()))
+                .count();
+            Ok((claimed == CLAIMS).then_some(()))
+        },
+    )
+    .await?;
+    let took = started.elapsed();
+    let list = pvs.list(&ListParams::default().labels(&selector)).await?;
+    let claims: BTreeSet<String> = list
+        .items
+        .iter()
+        .filter_map(|pv| pv.spec.as_ref()?.claim_ref.as_ref()?.name.clone())
+        .collect();
+    ensure!(
+        claims.len() == CLAIMS,
+        "{} distinct claims hold the {CLAIMS} PVs",
+        claims.len()
+    );
+    ensure!(
+        metrics.bindings() == CLAIMS as u64,
+        "{} writes counted for {CLAIMS} claims",
+        metrics.bindings()
+    );
+    ensure!(
+        metrics.plan_failures() >= 1,
+        "the 2 s plan budget never ran out: the test proves nothing"
+    );
+    println!(
+        "(j) 25 ms per request: {CLAIMS} claims bound in {:.1} s over {} cut-short plans, {} writes counted; the 1,200-claim pod skipped, nothing written for it",
+        took.as_secs_f64(),
+        metrics.plan_failures(),
+        metrics.bindings()
+    );
+    replica.stop().await;
+    drop(proxy);
     Ok(())
 }
