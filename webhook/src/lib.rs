@@ -1,13 +1,21 @@
-//! sched-webhook: a mutating admission webhook that does kube-scheduler's volume PreBind work at pod
-//! admission and at `pods/binding`, and clears stale nominations.
+//! sched-webhook: a mutating admission webhook that does kube-scheduler's volume PreBind work for pods
+//! created on a node, bound through `pods/binding`, or opted in, and clears stale nominations.
 //!
 //! ```text
-//!  kube-apiserver ──TLS──► server (/mutate) ──► admission::{pod_create, binding}  (pure: view → Decision)
-//!                                │                         ▲
-//!                                │                         └── cache (reflectors + own writes)
-//!                                └──► run_plan ──► sched_core::apply (kube::Client; retries, undo)
+//!  kube-apiserver ──TLS──► serving (connection limits) ──► server (/mutate: bounded, sheds under load)
+//!                                                            │
+//!                                                            ▼
+//!                          admission::{pod_create, binding}  (pure: view → Decision; answer only)
+//!                                 ▲                  ▲
+//!  cache (reflectors + own writes)┘                  │ the same decisions, for stored pods
+//!        │ pod events                                │
+//!        └──────────────► controller (Lease holder) ─┴──► sched_core::apply (UID/resourceVersion
+//!                                                          preconditions)
 //!  admin port (plain HTTP, loopback by default): /healthz /readyz /metrics
 //! ```
+//!
+//! Admission writes nothing to the cluster; see [`controller`] for why the writes wait until the API
+//! server has stored the pod.
 
 pub mod admission;
 pub mod cache;

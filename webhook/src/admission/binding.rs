@@ -21,7 +21,7 @@ use sched_core::plugins::volume_binding::find_pod_volumes;
 use sched_core::{Code, PodInfo};
 
 use super::pod_create::{conflict_message, prebind_plan};
-use super::{ClusterView, Decision, OnFailure, Operation, claims_all_bound, framework_for, pod_claims};
+use super::{ClusterView, Decision, Operation, claims_all_bound, framework_for, pod_claims};
 
 /// The pod as the object of a write: its UID and the resourceVersion the decision read are
 /// preconditions, so a pod that changed since is re-examined rather than overwritten.
@@ -55,7 +55,6 @@ pub fn decide(pod: Option<&Pod>, node: &str, view: &dyn ClusterView) -> Decision
         return Decision::allow(op);
     }
     let mut d = Decision::allow(op);
-    d.on_failure = OnFailure::Deny;
 
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
     if !pod_claims(pod).is_empty() && !claims_all_bound(pod, |c| view.pvc(namespace, c)) {
@@ -76,7 +75,7 @@ pub fn decide(pod: Option<&Pod>, node: &str, view: &dyn ClusterView) -> Decision
             // The claim is missing, lost, being deleted or waits for the PV controller: kube-scheduler
             // would not have bound the pod either.
             Err(status) => {
-                let mut denied = Decision::deny(
+                let denied = Decision::deny(
                     op,
                     format!(
                         "pod {namespace}/{} cannot be bound to node {node:?}: {}",
@@ -84,12 +83,10 @@ pub fn decide(pod: Option<&Pod>, node: &str, view: &dyn ClusterView) -> Decision
                         status.message()
                     ),
                 );
-                denied.on_failure = OnFailure::Deny;
                 return denied;
             }
             Ok(volumes) if !volumes.fits() => {
-                let mut denied = Decision::deny(op, conflict_message(pod, node, &volumes));
-                denied.on_failure = OnFailure::Deny;
+                let denied = Decision::deny(op, conflict_message(pod, node, &volumes));
                 return denied;
             }
             Ok(volumes) => d.plan = prebind_plan(&volumes, node),

@@ -186,7 +186,6 @@ fn node_name_pod_binds_the_smallest_local_pv_of_its_node_and_is_idempotent() {
     assert_eq!(d.operation, Operation::PodCreateNodeName);
     assert_eq!(d.denial, None);
     assert!(d.patch.is_empty());
-    assert_eq!(d.on_failure, OnFailure::Deny);
     assert_eq!(
         bind_targets(&d.plan),
         vec![("pv-a2".to_string(), "c1".to_string())]
@@ -293,7 +292,6 @@ fn opted_in_pod_is_prebound_and_restricted_to_the_pv_node() {
     let d = pod_create::decide(&p, &view);
     assert_eq!(d.operation, Operation::PodCreatePrebind);
     assert_eq!(d.denial, None);
-    assert_eq!(d.on_failure, OnFailure::AllowUnchanged);
     let mut targets = bind_targets(&d.plan);
     targets.sort();
     assert_eq!(
@@ -415,7 +413,6 @@ fn binding_prebinds_for_the_target_node() {
     assert!(!binding::needs_no_volume_check(&p, "node-b", &view));
     let d = binding::decide(Some(&p), "node-b", &view);
     assert_eq!(d.denial, None);
-    assert_eq!(d.on_failure, OnFailure::Deny);
     assert_eq!(
         bind_targets(&d.plan),
         vec![("pv-b".to_string(), "c1".to_string())]

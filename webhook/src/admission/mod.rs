@@ -80,15 +80,6 @@ impl Operation {
     }
 }
 
-/// What to answer when the plan cannot be carried out (after retries).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OnFailure {
-    /// Deny: the pod (or binding) would be stuck otherwise, and the scheduler retries a denied binding.
-    Deny,
-    /// Admit unchanged: the scheduler will bind the volumes itself.
-    AllowUnchanged,
-}
-
 /// The answer to one request, before its plan runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
@@ -101,9 +92,6 @@ pub struct Decision {
     /// The writes the object needs once it is stored (PreBind): carried out by the controller
     /// (`crate::controller`), never at admission.
     pub plan: Vec<Action>,
-    /// What the plan's failure would mean: [`OnFailure::Deny`] when the object cannot work without
-    /// it (a pod on a node), [`OnFailure::AllowUnchanged`] when the scheduler can still do it.
-    pub on_failure: OnFailure,
     /// Warnings for the client.
     pub warnings: Vec<String>,
 }
@@ -116,7 +104,6 @@ impl Decision {
             denial: None,
             patch: Vec::new(),
             plan: Vec::new(),
-            on_failure: OnFailure::AllowUnchanged,
             warnings: Vec::new(),
         }
     }

@@ -21,7 +21,7 @@ use sched_core::schedule::{ScheduleOptions, schedule};
 use sched_core::{Code, PodInfo};
 
 use super::affinity::{affinity_patch, pv_restriction};
-use super::{ClusterView, Decision, OnFailure, Operation, framework_for, opted_in, pod_claims};
+use super::{ClusterView, Decision, Operation, framework_for, opted_in, pod_claims};
 
 /// `namespace/name` of a pod (name may be empty at CREATE with generateName).
 pub fn pod_key(pod: &Pod) -> String {
@@ -109,15 +109,10 @@ pub fn for_node(pod: &Pod, node: &str, view: &dyn ClusterView) -> Decision {
             op,
             format!("the pod's volumes were not pre-bound: {}", status.message()),
         ),
-        Ok(volumes) if !volumes.fits() => {
-            let mut d = Decision::deny(op, conflict_message(pod, node, &volumes));
-            d.on_failure = OnFailure::Deny;
-            d
-        }
+        Ok(volumes) if !volumes.fits() => Decision::deny(op, conflict_message(pod, node, &volumes)),
         Ok(volumes) => {
             let mut d = Decision::allow(op);
             d.plan = prebind_plan(&volumes, node);
-            d.on_failure = OnFailure::Deny;
             d
         }
     }
@@ -178,6 +173,5 @@ pub fn admission_prebind(pod: &Pod, view: &dyn ClusterView) -> Decision {
     if let Some(restriction) = pv_restriction(&pvs, &node, node_info.labels()) {
         d.patch = affinity_patch(pod, &restriction);
     }
-    d.on_failure = OnFailure::AllowUnchanged;
     d
 }
