@@ -347,6 +347,8 @@ pub struct Cache {
     volume_snapshot: Mutex<Option<CachedSnapshot>>,
     overlay: Mutex<Overlay>,
     config: SchedulerConfig,
+    /// What the reflectors report about their watches (read by `/readyz`).
+    watch_health: Arc<crate::health::WatchHealth>,
 }
 
 /// A snapshot built for (volume generation, node generation).
@@ -412,6 +414,7 @@ impl Cache {
             volume_snapshot: Mutex::new(None),
             overlay: Mutex::new(Overlay::default()),
             config,
+            watch_health: Arc::default(),
         });
         let writers = Writers {
             pods: pods_w,
@@ -465,7 +468,7 @@ impl Cache {
             .any_semantic()
             .page_size(LIST_PAGE_SIZE);
         let pods_config = config.clone().fields(NON_TERMINAL_PODS);
-        let health = crate::health::WatchHealth::of(self);
+        let health = self.watch_health();
         let mut tasks = vec![
             spawn_reflector(
                 Api::all(client.clone()),
@@ -655,6 +658,11 @@ impl Cache {
     /// Whether a storage class is known (stored, or recorded and not yet delivered by the watch).
     pub fn has_class(&self, name: &str) -> bool {
         self.classes.get(&ObjectRef::new(name)).is_some() || lock(&self.overlay).classes.contains_key(name)
+    }
+
+    /// The state of this cache's watches, which its reflectors keep.
+    pub fn watch_health(&self) -> Arc<crate::health::WatchHealth> {
+        self.watch_health.clone()
     }
 
     /// The pod store (what the controller reconciles from).

@@ -19,7 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::cache::Cache;
@@ -74,24 +74,10 @@ pub struct WatchHealth {
     any_erring: AtomicBool,
 }
 
-/// The health of every cache started in this process, by cache.
-static REGISTRY: Mutex<Vec<(Weak<Cache>, Arc<WatchHealth>)>> = Mutex::new(Vec::new());
-
 impl WatchHealth {
-    /// The watch health of `cache` (created on first use): its reflectors report into it and the
-    /// admin port reads it. Kept beside the cache rather than in it, keyed by the cache's address.
-    pub fn of(cache: &Arc<Cache>) -> Arc<WatchHealth> {
-        let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-        registry.retain(|(c, _)| c.strong_count() > 0);
-        if let Some((_, health)) = registry
-            .iter()
-            .find(|(c, _)| std::ptr::eq(c.as_ptr(), Arc::as_ptr(cache)))
-        {
-            return health.clone();
-        }
-        let health = Arc::new(WatchHealth::default());
-        registry.push((Arc::downgrade(cache), health.clone()));
-        health
+    /// The watch health of `cache`: its reflectors report into it and the admin port reads it.
+    pub fn of(cache: &Cache) -> Arc<WatchHealth> {
+        cache.watch_health()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, KindState>> {
@@ -220,7 +206,7 @@ pub struct Health {
 
 impl Health {
     /// The health of `cache` with the default thresholds and no heartbeat.
-    pub fn of(cache: &Arc<Cache>) -> Health {
+    pub fn of(cache: &Cache) -> Health {
         Health {
             watches: WatchHealth::of(cache),
             watch_failure_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
