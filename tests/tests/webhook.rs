@@ -877,6 +877,22 @@ async fn f_two_replicas_two_hundred_concurrent_pods_one_hundred_pvs() -> Result<
     Ok(())
 }
 
+impl Fixture {
+    /// `nodes` nodes, a free local PV on the first, an unbound claim `c1` that could use it, every
+    /// replica's cache holding them and a controller leading: what a forged request would go for.
+    async fn one_free_pv(webhook: &Webhook, prefix: &str, nodes: usize) -> Result<(Fixture, String)> {
+        let cp = ControlPlane::shared().await?;
+        let f = Fixture::new(cp, prefix, &[]).await?;
+        f.nodes(nodes).await?;
+        let pv = format!("{}-pv0", f.ns);
+        f.local_pv(&pv, 0).await?;
+        f.claim("c1", &f.class).await?;
+        webhook.wait_available(std::slice::from_ref(&pv)).await?;
+        webhook.leader().await?;
+        Ok((f, pv))
+    }
+}
+
 /// Sends `review` straight to replica `replica`'s port over TLS (trusting the webhook's CA), as anyone
 /// who reaches the port could, and returns the AdmissionReview it answers.
 async fn forge(webhook: &Webhook, replica: usize, review: &Value) -> Result<Value> {
@@ -927,14 +943,8 @@ const GRACE: Duration = Duration::from_secs(4);
 
 #[tokio::test]
 async fn g_a_forged_review_for_a_pod_never_stored_claims_nothing() -> Result<()> {
-    let (cp, webhook) = shared().await?;
-    let f = Fixture::new(cp, "wh-g", &[]).await?;
-    f.nodes(1).await?;
-    let pv = format!("{}-pv0", f.ns);
-    f.local_pv(&pv, 0).await?;
-    f.claim("c1", &f.class).await?;
-    webhook.wait_available(std::slice::from_ref(&pv)).await?;
-    webhook.leader().await?;
+    let (_, webhook) = shared().await?;
+    let (f, pv) = Fixture::one_free_pv(webhook, "wh-g", 1).await?;
     let mut pod = pod_with_claim("never-stored", "c1");
     pod["metadata"]["namespace"] = json!(f.ns);
     pod["spec"]["nodeName"] = json!(f.node_name(0));
@@ -961,14 +971,8 @@ async fn g_a_forged_review_for_a_pod_never_stored_claims_nothing() -> Result<()>
 
 #[tokio::test]
 async fn h_a_forged_binding_of_a_pending_pod_claims_nothing_and_keeps_its_nomination() -> Result<()> {
-    let (cp, webhook) = shared().await?;
-    let f = Fixture::new(cp, "wh-h", &[]).await?;
-    f.nodes(2).await?;
-    let pv = format!("{}-pv0", f.ns);
-    f.local_pv(&pv, 0).await?;
-    f.claim("c1", &f.class).await?;
-    webhook.wait_available(std::slice::from_ref(&pv)).await?;
-    webhook.leader().await?;
+    let (_, webhook) = shared().await?;
+    let (f, pv) = Fixture::one_free_pv(webhook, "wh-h", 2).await?;
     let mut pod = pod_with_claim("p", "c1");
     // No scheduler picks this pod up: it stays pending.
     pod["spec"]["schedulerName"] = json!("e2e-nobody");
@@ -1008,14 +1012,8 @@ async fn h_a_forged_binding_of_a_pending_pod_claims_nothing_and_keeps_its_nomina
 
 #[tokio::test]
 async fn i_a_pod_rejected_by_validation_after_the_webhook_claims_nothing() -> Result<()> {
-    let (cp, webhook) = shared().await?;
-    let f = Fixture::new(cp, "wh-i", &[]).await?;
-    f.nodes(1).await?;
-    let pv = format!("{}-pv0", f.ns);
-    f.local_pv(&pv, 0).await?;
-    f.claim("c1", &f.class).await?;
-    webhook.wait_available(std::slice::from_ref(&pv)).await?;
-    webhook.leader().await?;
+    let (_, webhook) = shared().await?;
+    let (f, pv) = Fixture::one_free_pv(webhook, "wh-i", 1).await?;
     let called = || {
         webhook
             .replicas
