@@ -1,10 +1,11 @@
 //! The admin port's health, in process and on loopback only:
 //!
-//! - readiness follows the watches: the caches sync from a fake API server on 127.0.0.1 (empty lists,
-//!   watches held open), `/readyz` says ok; the fake server goes away and every watch fails, so
-//!   `/readyz` turns 503 naming the failing kinds once the failures outlast the threshold; the fake
-//!   server comes back (its watches answer 410 Gone, so the reflectors list again) and `/readyz` is
-//!   ok again;
+//! - readiness follows the watches: the caches sync from the real kube-apiserver of the e2e harness
+//!   through a loopback TCP proxy ([`e2e::latency::LatencyProxy`], no delay), `/readyz` says ok;
+//!   the proxy cuts the link (every connection closed, connects refused), so every watch fails and
+//!   `/readyz` turns 503 naming the failing kinds once the failures outlast the threshold; the
+//!   proxy restores the link on the same port, an object of each kind changes, every watch resumes
+//!   and delivers that change, and `/readyz` is ok again;
 //! - liveness follows the main runtime: while every worker of the runtime serving the webhook is
 //!   blocked, the admin port (its own thread) answers `/healthz` 503, and ok once it runs again.
 
@@ -15,12 +16,13 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::extract::{Query, Request};
-use axum::response::Response;
 use axum_server::tls_rustls::RustlsConfig;
-use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
 
+use e2e::latency::LatencyProxy;
 use sched_core::framework::profile::SchedulerConfig;
 use sched_core::plugins::in_tree_registry;
 use sched_webhook::cache::Cache;
@@ -65,53 +67,109 @@ async fn until(port: u16, path: &str, limit: Duration, want: impl Fn(u16, &str) 
     }
 }
 
-/// A fake API server on `listener` until `stop` fires: every LIST is an empty list; every watch is
-/// held open with nothing (`expire`: one 410 Gone event first, which makes kube's watcher list again).
-fn fake_api_server(listener: std::net::TcpListener, expire: bool) -> tokio::sync::oneshot::Sender<()> {
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime");
-        // Dropping the runtime at the end closes every connection it holds.
-        runtime.block_on(async move {
-            listener.set_nonblocking(true).expect("nonblocking");
-            let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
-            let app = axum::Router::new().fallback(
-                move |Query(query): Query<std::collections::HashMap<String, String>>, request: Request| async move {
-                    let path = request.uri().path().to_string();
-                    if query.get("watch").is_some_and(|w| w == "true" || w == "1") {
-                        let first = if expire {
-                            "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":\"too old resource version\",\"reason\":\"Expired\",\"code\":410}}\n"
-                        } else {
-                            ""
-                        };
-                        let events = futures::stream::once(async move { Ok::<_, std::io::Error>(first.to_string()) })
-                            .chain(futures::stream::pending());
-                        return Response::builder()
-                            .header("content-type", "application/json")
-                            .body(Body::from_stream(events))
-                            .expect("response");
-                    }
-                    let kind = path.rsplit('/').next().unwrap_or("");
-                    let api_version = if path.starts_with("/api/") { "v1" } else { "storage.k8s.io/v1" };
-                    let body = format!(
-                        "{{\"apiVersion\":\"{api_version}\",\"kind\":\"{kind}List\",\"metadata\":{{\"resourceVersion\":\"1\"}},\"items\":[]}}"
-                    );
-                    Response::builder()
-                        .header("content-type", "application/json")
-                        .body(Body::from(body))
-                        .expect("response")
+/// Every kind the cache watches, as `/readyz` names them (`PersistentVolume ` with its space, so as
+/// not to match `PersistentVolumeClaim`).
+const KINDS: [&str; 9] = [
+    "Pod",
+    "Node",
+    "Namespace",
+    "PersistentVolume ",
+    "PersistentVolumeClaim",
+    "StorageClass",
+    "CSINode",
+    "CSIDriver",
+    "CSIStorageCapacity",
+];
+
+/// One object of each kind the cache watches, so every watch has something to deliver when it
+/// changes: `namespace` (already created) and one more of every other kind, created in it or named
+/// after it.
+async fn one_of_each_kind(client: &kube::Client, namespace: &str) -> Vec<(Api<DynamicObject>, String)> {
+    fn resource<K: kube::Resource<DynamicType = ()>>() -> ApiResource {
+        ApiResource::erase::<K>(&())
+    }
+    let node = format!("{namespace}-node");
+    let class = format!("{namespace}-class");
+    let driver = format!("{namespace}.example.com");
+    let cluster = |resource: &ApiResource| Api::<DynamicObject>::all_with(client.clone(), resource);
+    let namespaced =
+        |resource: &ApiResource| Api::<DynamicObject>::namespaced_with(client.clone(), namespace, resource);
+    let created: Vec<(Api<DynamicObject>, Value)> = vec![
+        (
+            cluster(&resource::<Node>()),
+            json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}}),
+        ),
+        (
+            cluster(&resource::<StorageClass>()),
+            json!({
+                "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": class},
+                "provisioner": driver, "volumeBindingMode": "WaitForFirstConsumer",
+            }),
+        ),
+        (
+            cluster(&resource::<CSIDriver>()),
+            json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": driver}, "spec": {}}),
+        ),
+        (
+            cluster(&resource::<CSINode>()),
+            json!({
+                "apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node},
+                "spec": {"drivers": [{"name": driver, "nodeID": node}]},
+            }),
+        ),
+        (
+            cluster(&resource::<PersistentVolume>()),
+            json!({
+                "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": format!("{namespace}-pv")},
+                "spec": {
+                    "capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": class, "hostPath": {"path": "/tmp/health"},
                 },
-            );
-            tokio::select! {
-                _ = axum::serve(listener, app) => {}
-                _ = stopped => {}
-            }
-        });
-    });
-    stop
+            }),
+        ),
+        (
+            namespaced(&resource::<PersistentVolumeClaim>()),
+            json!({
+                "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "claim"},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"], "storageClassName": class,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }),
+        ),
+        (
+            namespaced(&resource::<CSIStorageCapacity>()),
+            json!({
+                "apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity", "metadata": {"name": "capacity"},
+                "storageClassName": class, "capacity": "1Gi",
+            }),
+        ),
+        (
+            // Pending (no node, no scheduler here): the pods' watch selects non-terminal pods.
+            namespaced(&resource::<Pod>()),
+            json!({
+                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod"},
+                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]},
+            }),
+        ),
+    ];
+    let mut objects = vec![(cluster(&resource::<Namespace>()), namespace.to_string())];
+    for (api, object) in created {
+        let object: DynamicObject = serde_json::from_value(object).expect("object");
+        let created = api.create(&PostParams::default(), &object).await.expect("create");
+        objects.push((api, created.metadata.name.expect("name")));
+    }
+    objects
+}
+
+/// Changes a label of each object (a MODIFIED event for every watch).
+async fn touch(objects: &[(Api<DynamicObject>, String)], value: &str) {
+    let patch = Patch::Merge(json!({"metadata": {"labels": {"health-test": value}}}));
+    for (api, name) in objects {
+        api.patch(name, &PatchParams::default(), &patch)
+            .await
+            .expect("patch");
+    }
 }
 
 struct Webhook {
@@ -161,15 +219,28 @@ impl Webhook {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn readiness_turns_off_while_the_watches_fail_and_back_on_when_they_recover() {
+async fn readiness_turns_off_while_the_api_server_is_cut_off_and_back_on_when_the_link_is_restored() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let api = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let address = api.local_addr().expect("addr");
-    let stop_api = fake_api_server(api, false);
-    let client = kube::Client::try_from(kube::Config::new(
-        format!("http://{address}").parse().expect("uri"),
-    ))
-    .expect("client");
+    let cp = e2e::ControlPlane::start(e2e::Options::new())
+        .await
+        .expect("control plane");
+    // The test's own writes go straight to the API server; only the webhook's go through the proxy.
+    let admin = cp.client().expect("client");
+    let namespace = cp.new_namespace("health").await.expect("namespace");
+    let objects = one_of_each_kind(&admin, &namespace).await;
+
+    let upstream = cp
+        .server_url()
+        .trim_start_matches("https://")
+        .parse()
+        .expect("the API server's address");
+    let mut proxy = LatencyProxy::start(upstream, Duration::ZERO)
+        .await
+        .expect("proxy");
+    // The API server's certificate names 127.0.0.1: the proxy's URL verifies as well.
+    let mut config = cp.config().clone();
+    config.cluster_url = proxy.url().parse().expect("uri");
+    let client = kube::Client::try_from(config).expect("client");
     let (cache, writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
     let _reflectors = cache.start(&client, writers);
     let state = Arc::new(AppState::new(cache, client));
@@ -184,32 +255,23 @@ async fn readiness_turns_off_while_the_watches_fail_and_back_on_when_they_recove
     .await;
     let port = webhook.admin_port;
 
-    let (status, body) = until(port, "/readyz", Duration::from_secs(30), |s, _| s == 200).await;
+    let (status, body) = until(port, "/readyz", Duration::from_secs(60), |s, _| s == 200).await;
     assert_eq!(
         (status, body.as_str()),
         (200, "ok"),
-        "synced from the fake API server"
+        "synced from the API server through the proxy"
     );
 
-    // The API server goes away: every watch ends, and every restart is refused.
-    let _ = stop_api.send(());
-    let gone = Instant::now();
+    // The link is cut: every watch's connection closes, and every restart is refused.
+    tokio::time::timeout(Duration::from_secs(10), proxy.cut())
+        .await
+        .expect("the link is cut in time");
+    let cut = Instant::now();
     let (status, body) = until(port, "/readyz", Duration::from_secs(60), |s, _| s == 503).await;
     assert_eq!(status, 503, "{body}");
     assert!(body.starts_with("watches failing:"), "{body}");
-    let unready_after = gone.elapsed();
+    let unready_after = cut.elapsed();
     // Each watch retries on its own backoff: soon every kind is named.
-    const KINDS: [&str; 9] = [
-        "Pod",
-        "Node",
-        "Namespace",
-        "PersistentVolume ",
-        "PersistentVolumeClaim",
-        "StorageClass",
-        "CSINode",
-        "CSIDriver",
-        "CSIStorageCapacity",
-    ];
     let (status, body) = until(port, "/readyz", Duration::from_secs(60), |_, body| {
         KINDS.iter().all(|kind| body.contains(kind))
     })
@@ -226,18 +288,23 @@ async fn readiness_turns_off_while_the_watches_fail_and_back_on_when_they_recove
     );
     assert!(!metrics.contains("sched_webhook_watches_failing 0"), "{metrics}");
 
-    // It comes back on the same address; its watches answer 410, so every reflector lists again and
-    // reports an event.
-    let api = std::net::TcpListener::bind(address).expect("rebind the API server's port");
-    let stop_api = fake_api_server(api, true);
+    // The link comes back on the same port. kube's watcher resumes a watch from its last
+    // resourceVersion without a word, so each kind changes once: every watch delivers that change
+    // when its backoff lets it reconnect, which clears the kind.
+    proxy
+        .restore()
+        .await
+        .expect("the proxy listens on its port again");
     let back = Instant::now();
+    tokio::time::timeout(Duration::from_secs(30), touch(&objects, "restored"))
+        .await
+        .expect("touched in time");
     let (status, body) = until(port, "/readyz", Duration::from_secs(90), |s, _| s == 200).await;
     assert_eq!(status, 200, "ready again: {body}");
     eprintln!(
-        "unready {unready_after:?} after the API server went away (threshold {threshold:?}); ready {:?} after it came back",
+        "unready {unready_after:?} after the link was cut (threshold {threshold:?}); ready {:?} after it was restored",
         back.elapsed()
     );
-    let _ = stop_api.send(());
     webhook.stop().await;
 }
 
