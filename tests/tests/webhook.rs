@@ -15,7 +15,7 @@
 //! once, by the Lease holder; (g)-(i) what the API server never stored leaves nothing behind: a
 //! forged review sent straight to the port, a forged binding of a real pending pod, a pod rejected
 //! by validation after the webhook; (j) writes through a slow API server (a proxy adding 25 ms per
-//! chunk): a pod with 1,200 claims is skipped and counted, one with 100 gets every claim bound over
+//! chunk): a pod with 1,200 claims is skipped and counted, one with 60 gets every claim bound over
 //! several cut-short plans.
 //!
 //! Admission writes nothing; each replica also runs the controller that writes for stored pods, and
@@ -1054,7 +1054,7 @@ async fn i_a_pod_rejected_by_validation_after_the_webhook_claims_nothing() -> Re
 
 #[tokio::test]
 async fn j_a_slow_api_server_leaves_nothing_half_done() -> Result<()> {
-    const CLAIMS: usize = 100;
+    const CLAIMS: usize = 60;
     let cp = ControlPlane::shared().await?;
     // Not labelled for the shared replicas: only this test's replica serves the namespace.
     let ns = cp.new_namespace("wh-j").await?;
@@ -1086,8 +1086,8 @@ async fn j_a_slow_api_server_leaves_nothing_half_done() -> Result<()> {
         .await?;
     }
 
-    // The replica's writes go through a proxy that holds every chunk a client sends 25 ms (100 claims
-    // take about 20 s), with 2 s per plan: each plan is cut short and finished by a later reconcile.
+    // The replica's writes go through a proxy that holds every chunk a client sends 25 ms (60 claims
+    // take about 12 s), with 2 s per plan: each plan is cut short and finished by a later reconcile.
     let upstream: std::net::SocketAddr = cp
         .server_url()
         .trim_start_matches("https://")
