@@ -210,8 +210,10 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Requeue, Cont
                     PlanEnd::Failed(_) => requeue = Requeue::requeue(RETRY_LATER),
                 }
             }
-            // Claims the PV controller has still to bind, or that wait for one that does not exist yet.
-            if !decision.warnings.is_empty() {
+            // A bound pod whose claims wait for something (a claim not created yet, the PV controller):
+            // look again. An unbound opted-in pod is looked at again when it changes (kube-scheduler
+            // binds it), not on a timer: each look schedules it over the whole cluster.
+            if !decision.warnings.is_empty() && !node.is_empty() {
                 requeue = Requeue::requeue(RETRY_LATER);
             }
         }
