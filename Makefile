@@ -1,8 +1,8 @@
 # Developer and CI entry points. `make test` is the project's test command (.ci/run runs it).
 #
 #   make controlplane  build the real etcd/kube-* binaries the e2e tests run (needs Go, once)
-#   make test          controlplane + fmt check + clippy + every unit and e2e test
-#   make lint          fmt check + clippy only
+#   make test          controlplane + lint + every unit and e2e test
+#   make lint          fmt check + clippy + the pure engine built without its features
 #   make unit / e2e    the Rust tests without / with only the real control plane
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -17,20 +17,23 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy unit e2e controlplane check-cargo
+.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo
 
-test: controlplane check-cargo
-	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
+test: controlplane check-cargo lint
 	$(CARGO) test --workspace
 
-lint: fmt-check clippy
+lint: fmt-check clippy pure-engine
 
 fmt-check: check-cargo
 	$(CARGO) fmt --all -- --check
 
 clippy: check-cargo
 	$(CARGO) clippy --workspace --all-targets --all-features -- -D warnings
+
+# sched-core without features must build: no kube client, no async runtime in the pure engine (a
+# feature leak into it fails here, not in a user's build).
+pure-engine: check-cargo
+	$(CARGO) check -p sched-core --no-default-features
 
 unit: check-cargo
 	$(CARGO) test --workspace --exclude e2e

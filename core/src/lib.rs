@@ -8,6 +8,8 @@
 //! Nothing here does I/O (except the `kube` feature's loaders and `apply`): decisions are data, and every
 //! side effect is an [`action::Action`].
 
+#![warn(missing_docs)]
+
 pub mod action;
 #[cfg(feature = "kube")]
 pub mod apply;
