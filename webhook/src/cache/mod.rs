@@ -1,0 +1,254 @@
+//! The webhook's view of the cluster: kube-runtime reflectors for the kinds volume binding and the
+//! engine's filters read, each object pruned before it is stored, plus an overlay of the webhook's own
+//! writes that the watches have not delivered yet (so the next decision does not hand out a PV this
+//! replica just bound).
+//!
+//! Snapshots are built per decision from the stores: the volume maps (PVs, PVCs, classes, CSI objects)
+//! are rebuilt only when one of those kinds changed, and a volume decision adds only the node it is
+//! about. The engine's full snapshot (every node and pod) is built only for opted-in pods and for
+//! bindings that have nominations to check. Requests that need nothing never touch the cache.
+//!
+//! By job: `slim` prunes each object before it is stored, `overlay` keeps the webhook's own writes
+//! until the watches deliver them, `reflectors` runs the watches on their own thread and reports
+//! readiness, and `view` builds the snapshots decisions read (`impl ClusterView for Cache`). This
+//! module holds the stores ([`Cache`]) and what feeds them ([`Writers`]).
+
+mod overlay;
+mod reflectors;
+mod slim;
+mod view;
+
+use std::hash::Hash;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::watcher;
+
+use sched_core::framework::profile::SchedulerConfig;
+// The engine's PV, which the PV store keeps (a quarter of the API object's size).
+use sched_core::snapshot::volume::PersistentVolume as VolumeInfo;
+use sched_core::{ClusterObjects, Snapshot};
+
+pub use overlay::OVERLAY_TTL;
+use overlay::Overlay;
+pub use reflectors::{LIST_PAGE_SIZE, POD_EVENT_BUFFER, REFLECTOR_THREAD};
+pub use slim::Slim;
+
+/// The writers that feed the stores (from the reflectors, or directly in tests and benchmarks).
+pub struct Writers {
+    pods: Writer<Pod>,
+    nodes: Writer<Node>,
+    namespaces: Writer<Namespace>,
+    pvs: Writer<VolumeInfo>,
+    pvcs: Writer<PersistentVolumeClaim>,
+    classes: Writer<StorageClass>,
+    csi_nodes: Writer<CSINode>,
+    csi_drivers: Writer<CSIDriver>,
+    capacities: Writer<CSIStorageCapacity>,
+}
+
+impl Writers {
+    /// A subscription to the events the pod reflector applies, for the controller. Call it at most once,
+    /// and keep consuming it: a subscriber that stops reading stalls the pod watch once
+    /// [`POD_EVENT_BUFFER`] events are waiting.
+    pub fn subscribe_pods(&self) -> Option<reflector::ReflectHandle<Pod>> {
+        self.pods.subscribe()
+    }
+
+    /// Replaces a store's contents with `items` (pruned one at a time, so a large synthetic fill never
+    /// holds the unpruned objects all at once).
+    fn load_into<W, K>(writer: &mut Writer<K>, items: impl IntoIterator<Item = W>)
+    where
+        W: Slim,
+        K: Resource + Clone + From<W>,
+        K::DynamicType: Eq + Hash + Clone,
+    {
+        writer.apply_watcher_event(&watcher::Event::Init);
+        for mut item in items {
+            item.slim();
+            writer.apply_watcher_event(&watcher::Event::InitApply(K::from(item)));
+        }
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+    }
+
+    /// Loads nodes (then call [`Cache::mark_filled`]).
+    pub fn load_nodes(&mut self, items: impl IntoIterator<Item = Node>) {
+        Self::load_into(&mut self.nodes, items);
+    }
+
+    /// Loads PersistentVolumes.
+    pub fn load_pvs(&mut self, items: impl IntoIterator<Item = PersistentVolume>) {
+        Self::load_into(&mut self.pvs, items);
+    }
+
+    /// Loads PersistentVolumeClaims.
+    pub fn load_pvcs(&mut self, items: impl IntoIterator<Item = PersistentVolumeClaim>) {
+        Self::load_into(&mut self.pvcs, items);
+    }
+
+    /// Loads StorageClasses.
+    pub fn load_classes(&mut self, items: impl IntoIterator<Item = StorageClass>) {
+        Self::load_into(&mut self.classes, items);
+    }
+
+    /// Loads pods.
+    pub fn load_pods(&mut self, items: impl IntoIterator<Item = Pod>) {
+        Self::load_into(&mut self.pods, items);
+    }
+}
+
+/// The reflector caches.
+pub struct Cache {
+    pods: Store<Pod>,
+    nodes: Store<Node>,
+    namespaces: Store<Namespace>,
+    pvs: Store<VolumeInfo>,
+    pvcs: Store<PersistentVolumeClaim>,
+    classes: Store<StorageClass>,
+    csi_nodes: Store<CSINode>,
+    csi_drivers: Store<CSIDriver>,
+    capacities: Store<CSIStorageCapacity>,
+    ready: AtomicBool,
+    /// Bumped on every event of a volume kind and every overlay change.
+    volume_generation: Arc<AtomicU64>,
+    /// Bumped on every node event.
+    node_generation: Arc<AtomicU64>,
+    /// The volume snapshot, by (volume generation, node generation).
+    volume_snapshot: Mutex<Option<CachedSnapshot>>,
+    overlay: Mutex<Overlay>,
+    config: SchedulerConfig,
+    /// What the reflectors report about their watches (read by `/readyz`).
+    watch_health: Arc<crate::health::WatchHealth>,
+}
+
+/// A snapshot built for (volume generation, node generation).
+type CachedSnapshot = ((u64, u64), Arc<Snapshot>);
+
+fn key_of(meta: &ObjectMeta) -> String {
+    match meta.namespace.as_deref() {
+        Some(ns) if !ns.is_empty() => format!("{ns}/{}", meta.name.as_deref().unwrap_or("")),
+        _ => meta.name.clone().unwrap_or_default(),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Cache {
+    /// Empty stores and their writers.
+    pub fn new(config: SchedulerConfig) -> (Arc<Cache>, Writers) {
+        // Shared: the controller (crate::controller) subscribes to the pod events this reflector sees
+        // instead of keeping a second watch and a second copy of every pod.
+        let (pods, pods_w) = reflector::store_shared(POD_EVENT_BUFFER);
+        let (nodes, nodes_w) = reflector::store();
+        let (namespaces, namespaces_w) = reflector::store();
+        let (pvs, pvs_w) = reflector::store();
+        let (pvcs, pvcs_w) = reflector::store();
+        let (classes, classes_w) = reflector::store();
+        let (csi_nodes, csi_nodes_w) = reflector::store();
+        let (csi_drivers, csi_drivers_w) = reflector::store();
+        let (capacities, capacities_w) = reflector::store();
+        let cache = Arc::new(Cache {
+            pods,
+            nodes,
+            namespaces,
+            pvs,
+            pvcs,
+            classes,
+            csi_nodes,
+            csi_drivers,
+            capacities,
+            ready: AtomicBool::new(false),
+            volume_generation: Arc::new(AtomicU64::new(0)),
+            node_generation: Arc::new(AtomicU64::new(0)),
+            volume_snapshot: Mutex::new(None),
+            overlay: Mutex::new(Overlay::default()),
+            config,
+            watch_health: Arc::default(),
+        });
+        let writers = Writers {
+            pods: pods_w,
+            nodes: nodes_w,
+            namespaces: namespaces_w,
+            pvs: pvs_w,
+            pvcs: pvcs_w,
+            classes: classes_w,
+            csi_nodes: csi_nodes_w,
+            csi_drivers: csi_drivers_w,
+            capacities: capacities_w,
+        };
+        (cache, writers)
+    }
+
+    /// Fills the stores with fixed objects (tests, benchmarks) and marks the cache ready.
+    pub fn fill(self: &Arc<Self>, writers: &mut Writers, objects: ClusterObjects) {
+        Writers::load_into(&mut writers.pods, objects.pods);
+        Writers::load_into(&mut writers.nodes, objects.nodes);
+        Writers::load_into(&mut writers.namespaces, objects.namespaces);
+        Writers::load_into(&mut writers.pvs, objects.persistent_volumes);
+        Writers::load_into(&mut writers.pvcs, objects.persistent_volume_claims);
+        Writers::load_into(&mut writers.classes, objects.storage_classes);
+        Writers::load_into(&mut writers.csi_nodes, objects.csi_nodes);
+        Writers::load_into(&mut writers.csi_drivers, objects.csi_drivers);
+        Writers::load_into(&mut writers.capacities, objects.csi_storage_capacities);
+        self.mark_filled();
+    }
+
+    /// Marks a cache filled through [`Writers`]' `load_*` methods as ready.
+    pub fn mark_filled(&self) {
+        self.volume_generation.fetch_add(1, Ordering::Release);
+        self.node_generation.fetch_add(1, Ordering::Release);
+        self.ready.store(true, Ordering::Release);
+    }
+
+    /// True once every reflector has listed its kind.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Number of (PVs, PVCs, pods, nodes) cached.
+    pub fn sizes(&self) -> (usize, usize, usize, usize) {
+        (self.pvs.len(), self.pvcs.len(), self.pods.len(), self.nodes.len())
+    }
+
+    /// The state of this cache's watches, which its reflectors keep.
+    pub fn watch_health(&self) -> Arc<crate::health::WatchHealth> {
+        self.watch_health.clone()
+    }
+
+    /// The pod store (what the controller reconciles from).
+    pub fn pod_store(&self) -> Store<Pod> {
+        self.pods.clone()
+    }
+
+    /// Pods in the store (for tests and sizing).
+    pub fn pod_count(&self) -> usize {
+        self.pods.len()
+    }
+}
+
+#[cfg(test)]
+/// A ready cache with two nodes, a PV and a claim (for the submodules' tests).
+fn filled() -> (Arc<Cache>, Writers) {
+    use sched_core::plugins::in_tree_registry;
+    use sched_core::testing::{node, pv, pvc};
+
+    let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
+    cache.fill(
+        &mut writers,
+        ClusterObjects {
+            nodes: vec![node("n1").obj(), node("n2").obj()],
+            persistent_volumes: vec![pv("pv1").resource_version("5").obj()],
+            persistent_volume_claims: vec![pvc("c1").namespace("ns").resource_version("5").obj()],
+            ..ClusterObjects::default()
+        },
+    );
+    (cache, writers)
+}

@@ -1,0 +1,243 @@
+//! The reflectors that feed the stores: one watch per kind, every object slimmed before it is stored,
+//! all on a thread of their own, and the task that marks the cache ready once every kind has listed.
+
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::PersistentVolume;
+use kube::runtime::reflector::store::Writer;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tokio::task::JoinHandle;
+
+use super::{Cache, Slim, Writers};
+use crate::admission::ClusterView;
+
+/// The thread the reflectors run on. One thread decodes every LIST page and watch event, so the cached
+/// objects all come from one jemalloc arena (one per thread, round robin): spread over the worker
+/// threads, each arena keeps its own partly used pages of the decoded-then-pruned objects, which cost
+/// about 7 MiB more resident memory with 10,000 PVs and claims. Decoding off the workers also keeps a
+/// relist's burst from delaying admission requests.
+pub const REFLECTOR_THREAD: &str = "sched-reflectors";
+
+/// Objects per LIST page. Each page is decoded in full (managedFields included) before its objects are
+/// pruned, so the page size bounds that transient memory and the holes it leaves between the kept
+/// objects: with 10,000 PVs and claims, 100 instead of client-go's 500 took 8 MiB off the synced RSS
+/// for a few more round trips (sync 0.6 s -> 0.8 s on loopback).
+pub const LIST_PAGE_SIZE: u32 = 100;
+
+/// Pod events buffered for the controller's subscription before the pod watch waits for it.
+pub const POD_EVENT_BUFFER: usize = 1024;
+
+/// Non-terminal pods only: the scheduler never sees the others.
+const NON_TERMINAL_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
+
+impl Cache {
+    /// Starts one reflector per kind, and a task that marks the cache ready once all have listed, on a
+    /// thread of their own (see [`REFLECTOR_THREAD`]). They run as long as the returned task, which
+    /// lives on the caller's runtime: aborting it, or shutting that runtime down, stops them.
+    pub fn start(self: &Arc<Self>, client: &Client, writers: Writers) -> Vec<JoinHandle<()>> {
+        let (alive, dropped) = tokio::sync::oneshot::channel::<()>();
+        let (cache, client) = (self.clone(), client.clone());
+        let thread = std::thread::Builder::new()
+            .name(REFLECTOR_THREAD.into())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot start the reflectors' runtime");
+                        return;
+                    }
+                };
+                runtime.block_on(async move {
+                    let _reflectors = cache.spawn_reflectors(&client, writers);
+                    // Err once the caller's task is gone; the runtime's drop then stops the reflectors.
+                    let _ = dropped.await;
+                });
+            });
+        if let Err(e) = thread {
+            tracing::error!(error = %e, "cannot start the reflector thread");
+        }
+        vec![tokio::spawn(async move {
+            let _alive = alive;
+            std::future::pending::<()>().await
+        })]
+    }
+
+    /// Spawns the reflectors and the readiness task on the current runtime.
+    fn spawn_reflectors(self: &Arc<Self>, client: &Client, writers: Writers) -> Vec<JoinHandle<()>> {
+        let generation = &self.volume_generation;
+        let config = watcher::Config::default()
+            .any_semantic()
+            .page_size(LIST_PAGE_SIZE);
+        let pods_config = config.clone().fields(NON_TERMINAL_PODS);
+        let health = self.watch_health();
+        let mut tasks = vec![
+            spawn_reflector(
+                Api::all(client.clone()),
+                pods_config,
+                writers.pods,
+                None,
+                true,
+                health.clone(),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.nodes,
+                Some(self.node_generation.clone()),
+                false,
+                health.clone(),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.namespaces,
+                None,
+                false,
+                health.clone(),
+            ),
+            spawn_reflector(
+                Api::<PersistentVolume>::all(client.clone()),
+                config.clone(),
+                writers.pvs,
+                Some(generation.clone()),
+                false,
+                health.clone(),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.pvcs,
+                Some(generation.clone()),
+                false,
+                health.clone(),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.classes,
+                Some(generation.clone()),
+                false,
+                health.clone(),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.csi_nodes,
+                Some(generation.clone()),
+                false,
+                health.clone(),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config.clone(),
+                writers.csi_drivers,
+                Some(generation.clone()),
+                false,
+                health.clone(),
+            ),
+            spawn_reflector(
+                Api::all(client.clone()),
+                config,
+                writers.capacities,
+                Some(generation.clone()),
+                false,
+                health.clone(),
+            ),
+        ];
+        tasks.push(self.spawn_readiness());
+        tasks
+    }
+
+    fn spawn_readiness(self: &Arc<Self>) -> JoinHandle<()> {
+        let cache = self.clone();
+        tokio::spawn(async move {
+            let synced = futures::future::join_all([
+                Box::pin(cache.pods.wait_until_ready())
+                    as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>>,
+                Box::pin(cache.nodes.wait_until_ready()),
+                Box::pin(cache.namespaces.wait_until_ready()),
+                Box::pin(cache.pvs.wait_until_ready()),
+                Box::pin(cache.pvcs.wait_until_ready()),
+                Box::pin(cache.classes.wait_until_ready()),
+                Box::pin(cache.csi_nodes.wait_until_ready()),
+                Box::pin(cache.csi_drivers.wait_until_ready()),
+                Box::pin(cache.capacities.wait_until_ready()),
+            ])
+            .await;
+            if synced.iter().all(Result::is_ok) {
+                // Built before the first request needs it, on this thread rather than a worker's.
+                let _ = cache.volume_snapshot();
+                cache.ready.store(true, Ordering::Release);
+                let heap = crate::memory::allocator_stats();
+                tracing::info!(
+                    heap_allocated_bytes = heap.map(|h| h.0),
+                    heap_resident_bytes = heap.map(|h| h.1),
+                    "reflector caches synced"
+                );
+            }
+        })
+    }
+}
+
+/// A watcher event of the API type as an event of the stored type.
+fn stored_event<W, K: From<W>>(event: watcher::Event<W>) -> watcher::Event<K> {
+    match event {
+        watcher::Event::Apply(o) => watcher::Event::Apply(K::from(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(K::from(o)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(K::from(o)),
+        watcher::Event::InitDone => watcher::Event::InitDone,
+    }
+}
+
+/// Watches `W`, slims each object and stores it as `K` (the same type, or the engine's compact one).
+fn spawn_reflector<W, K>(
+    api: Api<W>,
+    config: watcher::Config,
+    writer: Writer<K>,
+    generation: Option<Arc<AtomicU64>>,
+    shared: bool,
+    health: Arc<crate::health::WatchHealth>,
+) -> JoinHandle<()>
+where
+    W: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Slim + 'static,
+    W::DynamicType: Default,
+    K: Resource + Clone + From<W> + Debug + Send + Sync + 'static,
+    K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+{
+    let kind = W::kind(&W::DynamicType::default()).to_string();
+    tokio::spawn(async move {
+        let events = watcher(api, config)
+            .modify(|o: &mut W| o.slim())
+            .map_ok(stored_event::<W, K>)
+            .default_backoff();
+        // A shared store (the pods') must be fed with reflect_shared, which also hands each event to
+        // the store's subscribers (the controller); reflect alone would leave them waiting.
+        let stream = if shared {
+            events.reflect_shared(writer).boxed()
+        } else {
+            events.reflect(writer).boxed()
+        };
+        futures::pin_mut!(stream);
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(_) => {
+                    if let Some(g) = &generation {
+                        g.fetch_add(1, Ordering::Release);
+                    }
+                    health.ok(&kind);
+                }
+                Err(e) => {
+                    tracing::warn!(kind = %kind, error = %e, "watch failed; retrying with backoff");
+                    health.error(&kind, &e.to_string());
+                }
+            }
+        }
+    })
+}
