@@ -7,8 +7,6 @@
 
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{
     NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin,
@@ -22,78 +20,12 @@ use crate::snapshot::PodInfo;
 /// The plugin's registry name.
 pub const NAME: &str = names::DEFAULT_PREEMPTION;
 
-/// Prefix DefaultPreemption puts before every non-empty PostFilter message.
-pub const MESSAGE_PREFIX: &str = "preemption: ";
+// The args and the message prefix belong to the preemption it runs; kept reachable from here too.
+pub use crate::preemption::args::DefaultPreemptionArgs;
+pub use crate::preemption::{MESSAGE_PREFIX, with_prefix};
+
 /// PreEnqueue status upstream while the pod's asynchronous preemption is in flight (never returned here).
 pub const ERR_REASON_WAITING_FOR_PREEMPTION: &str = "waiting for the preemption for this pod to be finished";
-
-/// `DefaultPreemptionArgs` (kubescheduler.config.k8s.io/v1).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct DefaultPreemptionArgs {
-    /// Minimum share of the potential nodes, in percent, kube-scheduler dry-runs before it may stop.
-    pub min_candidate_nodes_percentage: i32,
-    /// Minimum number of candidates kube-scheduler looks for before it may stop.
-    pub min_candidate_nodes_absolute: i32,
-}
-
-impl Default for DefaultPreemptionArgs {
-    fn default() -> Self {
-        DefaultPreemptionArgs {
-            min_candidate_nodes_percentage: 10,
-            min_candidate_nodes_absolute: 100,
-        }
-    }
-}
-
-impl DefaultPreemptionArgs {
-    /// `ValidateDefaultPreemptionArgs`, with the field-error texts and aggregation of apimachinery.
-    pub fn validate(&self) -> Result<(), String> {
-        let pct = self.min_candidate_nodes_percentage;
-        let abs = self.min_candidate_nodes_absolute;
-        let mut errs = Vec::new();
-        if !(0..=100).contains(&pct) {
-            errs.push(format!(
-                "minCandidateNodesPercentage: Invalid value: {pct}: not in valid range [0, 100]"
-            ));
-        }
-        if abs < 0 {
-            errs.push(format!(
-                "minCandidateNodesAbsolute: Invalid value: {abs}: not in valid range [0, inf)"
-            ));
-        }
-        if pct == 0 && abs == 0 {
-            errs.push(
-                "minCandidateNodesPercentage: Invalid value: 0: cannot be zero at the same time as minCandidateNodesAbsolute"
-                    .to_string(),
-            );
-            errs.push(
-                "minCandidateNodesAbsolute: Invalid value: 0: cannot be zero at the same time as minCandidateNodesPercentage"
-                    .to_string(),
-            );
-        }
-        match errs.len() {
-            0 => Ok(()),
-            1 => Err(errs.remove(0)),
-            _ => Err(format!("[{}]", errs.join(", "))),
-        }
-    }
-
-    /// `calculateNumCandidates`: max(nodes × percentage / 100, absolute), at most the number of nodes.
-    pub fn calculate_num_candidates(&self, num_nodes: usize) -> usize {
-        let n = num_nodes as i64;
-        let by_share = n * i64::from(self.min_candidate_nodes_percentage) / 100;
-        by_share
-            .max(i64::from(self.min_candidate_nodes_absolute))
-            .min(n)
-            .max(0) as usize
-    }
-
-    /// The args of a profile (defaults when it sets none or they do not decode).
-    pub fn from_profile(profile: &crate::framework::runtime::ResolvedProfile) -> Self {
-        decode_args::<Self>(NAME, profile.plugin_args.get(NAME)).unwrap_or_default()
-    }
-}
 
 /// The DefaultPreemption plugin.
 #[derive(Debug, Default)]
@@ -124,15 +56,6 @@ impl PreEnqueuePlugin for DefaultPreemption {
     fn pre_enqueue(&self, _pod: &PodInfo) -> Status {
         Status::success()
     }
-}
-
-/// Adds DefaultPreemption's prefix to a non-empty message, keeping the code.
-pub fn with_prefix(status: Status) -> Status {
-    let message = status.message();
-    if message.is_empty() {
-        return status;
-    }
-    Status::new(status.code(), format!("{MESSAGE_PREFIX}{message}"))
 }
 
 impl PostFilterPlugin for DefaultPreemption {

@@ -14,7 +14,7 @@ use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{NodeToStatus, NominatingMode, PostFilterResult};
 use crate::framework::runtime::Framework;
 use crate::framework::status::{Code, Status};
-use crate::plugins::default_preemption::DefaultPreemptionArgs;
+use crate::preemption::args::DefaultPreemptionArgs;
 use crate::preemption::candidate::{Candidate, Victim, importance_order, pick_one_node_for_preemption, rank};
 use crate::preemption::pdb::{self, PdbIndex};
 use crate::schedule::fit_error_message;

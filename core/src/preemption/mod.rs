@@ -10,6 +10,7 @@
 //! [`dry_run`] is the pure entry point the CLI and `explain` use; the DefaultPreemption PostFilter plugin
 //! runs the same evaluator.
 
+pub mod args;
 pub mod candidate;
 pub mod evaluator;
 pub mod pdb;
@@ -27,13 +28,24 @@ use crate::action::Action;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::NodeToStatus;
 use crate::framework::runtime::Framework;
-use crate::framework::status::Code;
-use crate::plugins::default_preemption::{DefaultPreemptionArgs, with_prefix};
+use crate::framework::status::{Code, Status};
 use crate::plugins::names;
+use crate::preemption::args::DefaultPreemptionArgs;
 use crate::preemption::candidate::{Candidate, Victim};
 pub use crate::preemption::plan::VictimRemoval;
 use crate::schedule::{NO_NODES_AVAILABLE_MSG, fit_error_message};
 use crate::snapshot::PodInfo;
+
+/// Prefix DefaultPreemption puts before every non-empty PostFilter message.
+pub const MESSAGE_PREFIX: &str = "preemption: ";
+/// Adds DefaultPreemption's prefix to a non-empty message, keeping the code.
+pub fn with_prefix(status: Status) -> Status {
+    let message = status.message();
+    if message.is_empty() {
+        return status;
+    }
+    Status::new(status.code(), format!("{MESSAGE_PREFIX}{message}"))
+}
 
 /// Options of a dry run.
 #[derive(Debug, Clone, Default)]
