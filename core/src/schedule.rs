@@ -133,28 +133,7 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
         .profile
         .percentage_of_nodes_to_score
         .unwrap_or(options.global_percentage_of_nodes_to_score);
-    let mut explanation = Explanation {
-        pod: pod.key(),
-        profile: fwk.profile_name.clone(),
-        nodes_total: all_nodes.len(),
-        outcome: Outcome::Scheduled,
-        message: String::new(),
-        pre_filter_message: None,
-        selected: Vec::new(),
-        selected_score: None,
-        feasible: Vec::new(),
-        nodes: Vec::new(),
-        post_filter: None,
-        preemption: None,
-        sampling: Sampling {
-            percentage_of_nodes_to_score: percentage,
-            nodes_considered: all_nodes.len(),
-            nodes_to_find: num_feasible_nodes_to_find(percentage, all_nodes.len()),
-            answer_depends_on_sampling: false,
-        },
-        nominated_node_fast_path: None,
-        tie: false,
-    };
+    let mut explanation = new_explanation(fwk, pod, all_nodes.len(), percentage);
     let mut state = CycleState::new();
     let mut node_statuses = NodeToStatus::default();
 
@@ -167,81 +146,24 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
         return finish(explanation, gated, state, node_statuses);
     }
 
-    let (pre_result, pre_status, plugins_with_nodes) = fwk.run_pre_filter_plugins(&mut state, pod);
-    let mut pre_filter_msg = String::new();
-    let mut feasible: Vec<Arc<NodeInfo>> = Vec::new();
-    if !pre_status.is_success() {
-        if !pre_status.is_rejected() {
+    let fit = find_nodes_that_fit(
+        fwk,
+        &mut state,
+        pod,
+        all_nodes,
+        percentage,
+        options.trace_filters,
+        &mut explanation,
+        &mut node_statuses,
+    );
+    let (feasible, pre_filter_msg) = match fit {
+        Ok(found) => found,
+        Err(message) => {
             explanation.outcome = Outcome::Error;
-            explanation.message = pre_status.message();
+            explanation.message = message;
             return finish(explanation, gated, state, node_statuses);
         }
-        pre_filter_msg = pre_status.message();
-        explanation.pre_filter_message = Some(pre_filter_msg.clone());
-        explanation.nodes = all_nodes
-            .iter()
-            .map(|n| NodeExplanation::from_status(n.name(), pre_status.clone(), Vec::new()))
-            .collect();
-        node_statuses.absent = pre_status;
-    } else {
-        let candidates: Vec<Arc<NodeInfo>> = match pre_result.as_ref().and_then(|r| r.node_names.as_ref()) {
-            None => all_nodes.to_vec(),
-            Some(allowed) => {
-                let plugins: Vec<&str> = plugins_with_nodes.iter().copied().collect();
-                node_statuses.absent = Status::unresolvable(format!(
-                    "node(s) didn't satisfy plugin(s) [{}]",
-                    plugins.join(" ")
-                ));
-                // Names that are not nodes of the snapshot are dropped, as kube-scheduler does.
-                all_nodes
-                    .iter()
-                    .filter(|n| allowed.contains(n.name()))
-                    .cloned()
-                    .collect()
-            }
-        };
-        explanation.sampling.nodes_considered = candidates.len();
-        explanation.sampling.nodes_to_find = num_feasible_nodes_to_find(percentage, candidates.len());
-        let trace_filters = options.trace_filters;
-        let results: Vec<(Status, Vec<PluginTrace>)> = candidates
-            .par_iter()
-            .map(|node| {
-                let mut trace = Vec::new();
-                let s = fwk.run_filter_plugins_with_nominated_pods(
-                    &state,
-                    pod,
-                    node,
-                    trace_filters.then_some(&mut trace),
-                );
-                (s, trace)
-            })
-            .collect();
-        if let Some((err, _)) = results.iter().find(|(s, _)| s.code() == Code::Error) {
-            explanation.outcome = Outcome::Error;
-            explanation.message = err.message();
-            return finish(explanation, gated, state, node_statuses);
-        }
-        let candidate_names: std::collections::HashSet<&str> = candidates.iter().map(|n| n.name()).collect();
-        for (node, (status, trace)) in candidates.iter().zip(results) {
-            if status.is_success() {
-                feasible.push(node.clone());
-            } else {
-                node_statuses
-                    .statuses
-                    .insert(node.name().to_string(), status.clone());
-            }
-            explanation
-                .nodes
-                .push(NodeExplanation::from_status(node.name(), status, verdicts(trace)));
-        }
-        for n in all_nodes.iter().filter(|n| !candidate_names.contains(n.name())) {
-            explanation.nodes.push(NodeExplanation::from_status(
-                n.name(),
-                node_statuses.absent.clone(),
-                Vec::new(),
-            ));
-        }
-    }
+    };
 
     if feasible.is_empty() {
         explanation.outcome = Outcome::Unschedulable;
@@ -262,67 +184,203 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
     }
 
     explanation.sampling.answer_depends_on_sampling = feasible.len() > explanation.sampling.nodes_to_find;
-    // Scores are computed for every feasible node so the table can show them, even where kube-scheduler
-    // would skip scoring (a single feasible node, or the nominated node's fast path).
-    let mut totals: BTreeMap<String, i64> = BTreeMap::new();
-    if fwk.has_score_plugins() {
-        let s = fwk.run_pre_score_plugins(&mut state, pod, &feasible);
-        if !s.is_success() {
+    let totals = match prioritize_nodes(fwk, &mut state, pod, &feasible, &mut explanation) {
+        Ok(totals) => totals,
+        Err(message) => {
             explanation.outcome = Outcome::Error;
-            explanation.message = s.message();
+            explanation.message = message;
             return finish(explanation, gated, state, node_statuses);
         }
-        match fwk.run_score_plugins(&state, pod, &feasible) {
-            Err(s) => {
-                explanation.outcome = Outcome::Error;
-                explanation.message = s.message();
-                return finish(explanation, gated, state, node_statuses);
-            }
-            Ok(scores) => {
-                let by_name: BTreeMap<&str, usize> = explanation
-                    .nodes
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| (n.name.as_str(), i))
-                    .collect::<BTreeMap<_, _>>();
-                let mut updates = Vec::new();
-                for ns in &scores {
-                    if let Some(&i) = by_name.get(ns.name.as_str()) {
-                        updates.push((i, ns.clone()));
-                    }
-                    totals.insert(ns.name.clone(), ns.total_score);
-                }
-                for (i, ns) in updates {
-                    let entry = &mut explanation.nodes[i];
-                    entry.score = Some(ns.total_score);
-                    entry.scores = ns
-                        .scores
-                        .iter()
-                        .map(|p| {
-                            (
-                                p.plugin,
-                                ScoreView {
-                                    raw: p.raw,
-                                    normalized: p.normalized,
-                                    weight: p.weight,
-                                    weighted: p.weighted,
-                                },
-                            )
-                        })
-                        .collect();
-                }
-            }
+    };
+    select_host(pod, &feasible, &totals, &mut explanation);
+    finish(explanation, gated, state, node_statuses)
+}
+
+/// An explanation for `pod` before any plugin ran: every node still considered, nothing decided.
+fn new_explanation(fwk: &Framework, pod: &PodInfo, nodes: usize, percentage: i32) -> Explanation {
+    Explanation {
+        pod: pod.key(),
+        profile: fwk.profile_name.clone(),
+        nodes_total: nodes,
+        outcome: Outcome::Scheduled,
+        message: String::new(),
+        pre_filter_message: None,
+        selected: Vec::new(),
+        selected_score: None,
+        feasible: Vec::new(),
+        nodes: Vec::new(),
+        post_filter: None,
+        preemption: None,
+        sampling: Sampling {
+            percentage_of_nodes_to_score: percentage,
+            nodes_considered: nodes,
+            nodes_to_find: num_feasible_nodes_to_find(percentage, nodes),
+            answer_depends_on_sampling: false,
+        },
+        nominated_node_fast_path: None,
+        tie: false,
+    }
+}
+
+/// `findNodesThatFitPod`: PreFilter, then Filter on every node PreFilter left (in parallel, nominated
+/// pods included). Records each node's verdict in `explanation` and the failures in `node_statuses`;
+/// returns the feasible nodes and PreFilter's rejection message ("" when it passed), or `Err` with the
+/// message of an internal error.
+fn find_nodes_that_fit(
+    fwk: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    all_nodes: &[Arc<NodeInfo>],
+    percentage: i32,
+    trace_filters: bool,
+    explanation: &mut Explanation,
+    node_statuses: &mut NodeToStatus,
+) -> Result<(Vec<Arc<NodeInfo>>, String), String> {
+    let (pre_result, pre_status, plugins_with_nodes) = fwk.run_pre_filter_plugins(state, pod);
+    if !pre_status.is_success() {
+        if !pre_status.is_rejected() {
+            return Err(pre_status.message());
         }
-    } else {
+        let pre_filter_msg = pre_status.message();
+        explanation.pre_filter_message = Some(pre_filter_msg.clone());
+        explanation.nodes = all_nodes
+            .iter()
+            .map(|n| NodeExplanation::from_status(n.name(), pre_status.clone(), Vec::new()))
+            .collect();
+        node_statuses.absent = pre_status;
+        return Ok((Vec::new(), pre_filter_msg));
+    }
+    let candidates: Vec<Arc<NodeInfo>> = match pre_result.as_ref().and_then(|r| r.node_names.as_ref()) {
+        None => all_nodes.to_vec(),
+        Some(allowed) => {
+            let plugins: Vec<&str> = plugins_with_nodes.iter().copied().collect();
+            node_statuses.absent = Status::unresolvable(format!(
+                "node(s) didn't satisfy plugin(s) [{}]",
+                plugins.join(" ")
+            ));
+            // Names that are not nodes of the snapshot are dropped, as kube-scheduler does.
+            all_nodes
+                .iter()
+                .filter(|n| allowed.contains(n.name()))
+                .cloned()
+                .collect()
+        }
+    };
+    explanation.sampling.nodes_considered = candidates.len();
+    explanation.sampling.nodes_to_find = num_feasible_nodes_to_find(percentage, candidates.len());
+    let state = &*state;
+    let results: Vec<(Status, Vec<PluginTrace>)> = candidates
+        .par_iter()
+        .map(|node| {
+            let mut trace = Vec::new();
+            let s = fwk.run_filter_plugins_with_nominated_pods(
+                state,
+                pod,
+                node,
+                trace_filters.then_some(&mut trace),
+            );
+            (s, trace)
+        })
+        .collect();
+    if let Some((err, _)) = results.iter().find(|(s, _)| s.code() == Code::Error) {
+        return Err(err.message());
+    }
+    let candidate_names: std::collections::HashSet<&str> = candidates.iter().map(|n| n.name()).collect();
+    let mut feasible = Vec::new();
+    for (node, (status, trace)) in candidates.iter().zip(results) {
+        if status.is_success() {
+            feasible.push(node.clone());
+        } else {
+            node_statuses
+                .statuses
+                .insert(node.name().to_string(), status.clone());
+        }
+        explanation
+            .nodes
+            .push(NodeExplanation::from_status(node.name(), status, verdicts(trace)));
+    }
+    for n in all_nodes.iter().filter(|n| !candidate_names.contains(n.name())) {
+        explanation.nodes.push(NodeExplanation::from_status(
+            n.name(),
+            node_statuses.absent.clone(),
+            Vec::new(),
+        ));
+    }
+    Ok((feasible, String::new()))
+}
+
+/// `prioritizeNodes`: PreScore and Score on the feasible nodes, each node's per-plugin scores recorded
+/// in `explanation`; the total per node, or `Err` with the message of an internal error. Scores are
+/// computed for every feasible node so the table can show them, even where kube-scheduler would skip
+/// scoring (a single feasible node, or the nominated node's fast path).
+fn prioritize_nodes(
+    fwk: &Framework,
+    state: &mut CycleState,
+    pod: &PodInfo,
+    feasible: &[Arc<NodeInfo>],
+    explanation: &mut Explanation,
+) -> Result<BTreeMap<String, i64>, String> {
+    let mut totals: BTreeMap<String, i64> = BTreeMap::new();
+    if !fwk.has_score_plugins() {
         // No score plugins: every feasible node scores 1.
-        for n in &feasible {
+        for n in feasible {
             totals.insert(n.name().to_string(), 1);
         }
         for e in explanation.nodes.iter_mut().filter(|e| e.feasible) {
             e.score = Some(1);
         }
+        return Ok(totals);
     }
+    let s = fwk.run_pre_score_plugins(state, pod, feasible);
+    if !s.is_success() {
+        return Err(s.message());
+    }
+    let scores = fwk
+        .run_score_plugins(state, pod, feasible)
+        .map_err(|s| s.message())?;
+    let by_name: BTreeMap<&str, usize> = explanation
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.name.as_str(), i))
+        .collect();
+    let mut updates = Vec::new();
+    for ns in &scores {
+        if let Some(&i) = by_name.get(ns.name.as_str()) {
+            updates.push((i, ns.clone()));
+        }
+        totals.insert(ns.name.clone(), ns.total_score);
+    }
+    for (i, ns) in updates {
+        let entry = &mut explanation.nodes[i];
+        entry.score = Some(ns.total_score);
+        entry.scores = ns
+            .scores
+            .iter()
+            .map(|p| {
+                (
+                    p.plugin,
+                    ScoreView {
+                        raw: p.raw,
+                        normalized: p.normalized,
+                        weight: p.weight,
+                        weighted: p.weighted,
+                    },
+                )
+            })
+            .collect();
+    }
+    Ok(totals)
+}
 
+/// `selectHost`: the nominated node when it is feasible (kube-scheduler's fast path), the only
+/// feasible node, or every node with the top score (kube-scheduler picks one of them at random).
+fn select_host(
+    pod: &PodInfo,
+    feasible: &[Arc<NodeInfo>],
+    totals: &BTreeMap<String, i64>,
+    explanation: &mut Explanation,
+) {
     let nominated = pod.nominated_node_name();
     if !nominated.is_empty() && feasible.iter().any(|n| n.name() == nominated) {
         explanation.nominated_node_fast_path = Some(nominated.to_string());
@@ -339,14 +397,13 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
         explanation.tie = explanation.selected.len() > 1;
     }
     explanation.selected_score = explanation.selected.first().and_then(|n| totals.get(n).copied());
-    sort_nodes(&mut explanation);
+    sort_nodes(explanation);
     explanation.feasible = explanation
         .nodes
         .iter()
         .filter(|n| n.feasible)
         .map(|n| n.name.clone())
         .collect();
-    finish(explanation, gated, state, node_statuses)
 }
 
 fn sort_nodes(explanation: &mut Explanation) {
