@@ -13,6 +13,7 @@
 pub mod action;
 #[cfg(feature = "kube")]
 pub mod apply;
+pub mod engine;
 pub mod explain;
 pub mod framework;
 pub mod labels;
@@ -26,5 +27,6 @@ pub mod snapshot;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
+pub use engine::Engine;
 pub use framework::status::{Code, Status};
 pub use snapshot::{ClusterObjects, NodeInfo, PodInfo, Snapshot};

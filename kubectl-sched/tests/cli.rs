@@ -623,6 +623,32 @@ fn bad_profile_and_config_are_errors() {
     assert!(line.contains("ksc.yaml"), "{line}");
 }
 
+/// kube-scheduler ignores a pod whose schedulerName names none of its profiles: explain says so in one
+/// line, naming the scheduler and the profiles there are.
+#[test]
+fn a_pod_of_another_scheduler_is_an_error_naming_it_and_the_profiles() {
+    let (_dir, pod) = temp_file(
+        "custom.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: custom, namespace: shop}\nspec:\n  \
+         schedulerName: my-scheduler\n  containers:\n  - {name: c, image: nginx}\n",
+    );
+    let line = one_line_error(&run_example(&["explain", "-f", pod.to_str().unwrap()]));
+    assert_eq!(
+        line,
+        "error: pod shop/custom: schedulerName \"my-scheduler\" names no profile of the default \
+         configuration (profiles: default-scheduler): kube-scheduler with this configuration ignores \
+         the pod (another scheduler's); use --config with that scheduler's configuration, or --profile"
+    );
+    // --profile evaluates it with a profile of the configuration.
+    ok(run_example(&[
+        "explain",
+        "-f",
+        pod.to_str().unwrap(),
+        "--profile",
+        "default-scheduler",
+    ]));
+}
+
 #[test]
 fn a_config_profile_changes_the_answer() {
     // A second profile without TaintToleration: the GPU and control-plane nodes become feasible.

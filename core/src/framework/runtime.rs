@@ -109,6 +109,15 @@ pub enum FrameworkError {
     Invalid(String),
 }
 
+/// What one filter plugin said about a node in [`Framework::run_all_filter_plugins`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FilterVerdict {
+    /// The plugin's status (stamped with the plugin name).
+    Ran(Status),
+    /// Its PreFilter returned Skip: kube-scheduler does not run its Filter for this pod.
+    Skipped,
+}
+
 /// A filter result of one plugin on one node, for the trace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PluginTrace {
@@ -477,6 +486,33 @@ impl Framework {
             }
         }
         Status::success()
+    }
+
+    /// Every filter plugin's verdict on `node`, in profile order, past the first rejection: for
+    /// diagnostics (kube-scheduler, and [`Framework::run_filter_plugins`], stop at the first plugin that
+    /// rejects a node, which hides whether fixing that one reason would be enough). `state` must be the
+    /// cycle state after PreFilter succeeded. Plugins whose PreFilter returned Skip are reported as
+    /// [`FilterVerdict::Skipped`]. Pods nominated to the node are not added (kube-scheduler's own verdict
+    /// accounts for them).
+    pub fn run_all_filter_plugins(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Vec<(&'static str, FilterVerdict)> {
+        self.filter
+            .iter()
+            .filter_map(|p| {
+                let filter = p.as_filter()?;
+                if state.skip_filter_plugins.contains(p.name()) {
+                    return Some((p.name(), FilterVerdict::Skipped));
+                }
+                Some((
+                    p.name(),
+                    FilterVerdict::Ran(filter.filter(state, pod, node).with_plugin(p.name())),
+                ))
+            })
+            .collect()
     }
 
     /// Pods nominated to `node` with priority ≥ the pod's (excluding the pod itself).

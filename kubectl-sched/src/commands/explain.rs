@@ -1,25 +1,24 @@
 //! `explain`: resolves the pod and the profile, loads the cluster, evaluates the pod with sched-core
 //! and gathers what the output shows (bound-pod check, hints, one node in detail).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{Pod, Toleration};
+use sched_core::engine::{EngineError, UnknownProfile};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome, ScoreView};
 use sched_core::framework::cycle_state::CycleState;
 use sched_core::framework::interface::NodeToStatus;
-use sched_core::framework::profile::{ProfileError, SchedulerConfig};
-use sched_core::framework::runtime::{Framework, FrameworkError, PluginFactory, ResolvedProfile};
-use sched_core::plugins::in_tree_registry;
+use sched_core::framework::profile::ProfileError;
+use sched_core::framework::runtime::{FilterVerdict, Framework, ResolvedProfile};
 use sched_core::preemption::{DryRunOptions, dry_run};
-use sched_core::schedule::{ScheduleOptions, schedule, schedule_cycle};
+use sched_core::schedule::{schedule, schedule_cycle};
 use sched_core::snapshot::is_terminal;
-use sched_core::{ClusterObjects, Code, PodInfo, Snapshot};
+use sched_core::{ClusterObjects, Code, Engine, PodInfo, Snapshot};
 use serde::Serialize;
 
-use super::filters::{AllFilters, Verdict};
 use super::hints::{Hint, HintInput, hints};
 use super::load::{LoadError, Loaded, evaluation_detail, keep_until_exit, load};
 use crate::cli::{ExplainArgs, GlobalArgs};
@@ -59,27 +58,25 @@ pub enum ExplainError {
         /// What is wrong.
         message: String,
     },
-    /// No profile for the pod's schedulerName (or `--profile`).
-    #[error("{what} {name:?}: no such profile in {config} (profiles: {known})")]
-    ProfileNotFound {
-        /// "--profile", or "pod ns/name: schedulerName".
-        what: String,
-        /// The scheduler name.
-        name: String,
-        /// The configuration's origin.
-        config: String,
-        /// The profiles there are.
-        known: String,
-    },
-    /// The profile's plugins could not be built.
-    #[error("profile {profile:?}: {source}")]
-    Framework {
-        /// The profile.
-        profile: String,
-        /// Why.
+    /// The pod's schedulerName names no profile of the configuration: kube-scheduler (run with it)
+    /// ignores the pod, leaving it to the scheduler of that name.
+    #[error(
+        "pod {pod}: {source}: kube-scheduler with this configuration ignores the pod (another scheduler's); \
+         use --config with that scheduler's configuration, or --profile"
+    )]
+    NotThisScheduler {
+        /// `namespace/name`.
+        pod: String,
+        /// The scheduler name and the profiles there are.
         #[source]
-        source: FrameworkError,
+        source: UnknownProfile,
     },
+    /// `--profile` names no profile of the configuration.
+    #[error("--profile: {0}")]
+    NoSuchProfile(#[source] UnknownProfile),
+    /// The profile's plugins could not be built.
+    #[error(transparent)]
+    Framework(#[from] EngineError),
     /// `--node` names no node of the snapshot.
     #[error("node \"{node}\" not found ({origin})")]
     NodeNotFound {
@@ -222,89 +219,27 @@ pub struct ExplainOutput {
     pub timings: Vec<String>,
 }
 
-pub(crate) struct Engine {
-    pub(crate) registry: BTreeMap<&'static str, PluginFactory>,
-    pub(crate) config: SchedulerConfig,
-    config_origin: String,
-}
-
-impl Engine {
-    pub(crate) fn new(config: Option<&Path>) -> Result<Engine, ExplainError> {
-        let registry = in_tree_registry();
-        let (config, config_origin) = match config {
-            Some(path) => (
-                SchedulerConfig::from_file(path, &registry)?,
-                path.display().to_string(),
-            ),
-            None => (
-                SchedulerConfig::default_config(&registry),
-                "the default configuration".to_string(),
-            ),
-        };
-        Ok(Engine {
-            registry,
-            config,
-            config_origin,
-        })
-    }
-
-    pub(crate) fn options(&self, trace_filters: bool) -> ScheduleOptions {
-        ScheduleOptions {
-            global_percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score,
-            trace_filters,
-        }
-    }
-
-    pub(crate) fn profile(
-        &self,
-        name: &str,
-        what: impl FnOnce() -> String,
-    ) -> Result<&ResolvedProfile, ExplainError> {
-        self.config
-            .profile(name)
-            .ok_or_else(|| ExplainError::ProfileNotFound {
-                what: what(),
-                name: name.to_string(),
-                config: self.config_origin.clone(),
-                known: self
-                    .config
-                    .profiles
-                    .iter()
-                    .map(|p| p.scheduler_name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            })
-    }
-
-    /// The profile `--profile` names, else the one of the pod's schedulerName.
-    pub(crate) fn profile_for(
-        &self,
-        pod: &PodInfo,
-        flag: Option<&str>,
-    ) -> Result<&ResolvedProfile, ExplainError> {
-        match flag {
-            Some(name) => self.profile(name, || "--profile".to_string()),
-            None => self.profile(pod.scheduler_name(), || {
-                format!("pod {}: schedulerName", pod.key())
+/// The profile `--profile` names, else the one of the pod's schedulerName (an empty one is
+/// default-scheduler's).
+pub(crate) fn profile_for<'e>(
+    engine: &'e Engine,
+    pod: &PodInfo,
+    flag: Option<&str>,
+) -> Result<&'e ResolvedProfile, ExplainError> {
+    match flag {
+        Some(name) => engine.profile(name).map_err(ExplainError::NoSuchProfile),
+        None => engine
+            .profile_for(&pod.pod)
+            .map_err(|source| ExplainError::NotThisScheduler {
+                pod: pod.key(),
+                source,
             }),
-        }
-    }
-
-    pub(crate) fn framework(
-        &self,
-        profile: &ResolvedProfile,
-        snapshot: Arc<Snapshot>,
-    ) -> Result<Framework, ExplainError> {
-        Framework::new(profile, &self.registry, snapshot).map_err(|source| ExplainError::Framework {
-            profile: profile.scheduler_name.clone(),
-            source,
-        })
     }
 }
 
 /// Runs `explain`.
 pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, ExplainError> {
-    let engine = Engine::new(args.config.as_deref())?;
+    let engine = Engine::from_file(args.config.as_deref())?;
     let target = (!args.all_pending && args.filename.is_none())
         .then_some(args.pod.as_deref())
         .flatten();
@@ -437,7 +372,7 @@ fn explain_one(
     keep_until_exit(&snapshot);
     lap("built the snapshot", timings);
     let info = PodInfo::new(pod);
-    let profile = engine.profile_for(&info, args.profile.as_deref())?;
+    let profile = profile_for(engine, &info, args.profile.as_deref())?;
     if let Some(node) = &args.node
         && snapshot.node(node).is_none()
     {
@@ -447,14 +382,8 @@ fn explain_one(
         });
     }
     let fwk = engine.framework(profile, snapshot.clone())?;
-    let filters = AllFilters::new(profile, &engine.registry, snapshot.clone()).map_err(|source| {
-        ExplainError::Framework {
-            profile: profile.scheduler_name.clone(),
-            source,
-        }
-    })?;
 
-    let cycle = schedule_cycle(&fwk, &info, engine.options(true));
+    let cycle = schedule_cycle(&fwk, &info, engine.schedule_options(true));
     let mut explanation = cycle.explanation;
     explanation.preemption =
         preemption_preview(&fwk, &info, &explanation, &cycle.node_statuses, &cycle.state);
@@ -465,7 +394,7 @@ fn explain_one(
             spec.scheduling_gates = None;
         }
         let ungated = PodInfo::new(ungated);
-        let c = schedule_cycle(&fwk, &ungated, engine.options(true));
+        let c = schedule_cycle(&fwk, &ungated, engine.schedule_options(true));
         let mut e = c.explanation;
         e.preemption = preemption_preview(&fwk, &ungated, &e, &c.node_statuses, &c.state);
         (Some(e), c.state, ungated)
@@ -480,13 +409,13 @@ fn explain_one(
         state: &basis_state,
         pod: &basis_pod,
         snapshot: &snapshot,
-        filters: &filters,
+        framework: &fwk,
     });
     let bound = bound_node.map(|node| bound_check(basis, &snapshot, node));
     let node_detail = args
         .node
         .as_deref()
-        .and_then(|name| node_detail(basis, &fwk, &filters, &basis_state, &basis_pod, &snapshot, name));
+        .and_then(|name| node_detail(basis, &fwk, &basis_state, &basis_pod, &snapshot, name));
     lap("computed hints", timings);
     Ok(ExplainReport {
         score_plugins: fwk
@@ -540,7 +469,6 @@ fn bound_check(e: &Explanation, snapshot: &Snapshot, node: String) -> BoundCheck
 fn node_detail(
     e: &Explanation,
     fwk: &Framework,
-    filters: &AllFilters,
     state: &CycleState,
     pod: &PodInfo,
     snapshot: &Snapshot,
@@ -552,11 +480,10 @@ fn node_detail(
     } else {
         let node = snapshot.node(name)?;
         let traced: HashMap<&str, _> = entry.filters.iter().map(|f| (f.plugin, f)).collect();
-        filters
-            .run(state, pod, node)
+        fwk.run_all_filter_plugins(state, pod, node)
             .into_iter()
             .map(|(plugin, verdict)| match (traced.get(plugin), verdict) {
-                (_, Verdict::Skipped) => FilterRow {
+                (_, FilterVerdict::Skipped) => FilterRow {
                     plugin: plugin.to_string(),
                     reach: Reach::Skipped,
                     code: None,
@@ -568,7 +495,7 @@ fn node_detail(
                     code: Some(t.code),
                     reasons: t.reasons.clone(),
                 },
-                (None, Verdict::Ran(s)) => FilterRow {
+                (None, FilterVerdict::Ran(s)) => FilterRow {
                     plugin: plugin.to_string(),
                     reach: Reach::NotReached,
                     code: Some(s.code()),
@@ -612,9 +539,9 @@ fn all_pending(
     for pod in pending {
         let scheduler = pod.scheduler_name().to_string();
         if !frameworks.contains_key(&scheduler) {
-            let fwk = match engine.config.profile(&scheduler) {
-                Some(profile) => Some(engine.framework(profile, snapshot.clone())?),
-                None => None,
+            let fwk = match engine.profile(&scheduler) {
+                Ok(profile) => Some(engine.framework(profile, snapshot.clone())?),
+                Err(_) => None,
             };
             frameworks.insert(scheduler.clone(), fwk);
         }
@@ -622,7 +549,7 @@ fn all_pending(
             Some(fwk) => entries.push(PendingEntry::Evaluated(Box::new(schedule(
                 fwk,
                 &pod,
-                engine.options(false),
+                engine.schedule_options(false),
             )))),
             None => entries.push(PendingEntry::NotHandled {
                 pod: pod.key(),
@@ -807,6 +734,8 @@ fn builtin_priority(name: &str) -> Option<i32> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use k8s_openapi::api::core::v1::{Container, PodSpec, ResourceRequirements};
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;

@@ -7,16 +7,15 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Taint;
 use sched_core::explain::{Explanation, Outcome};
 use sched_core::framework::cycle_state::CycleState;
+use sched_core::framework::runtime::{FilterVerdict, Framework};
 use sched_core::plugins::helper::taints::{
     do_not_schedule_taints_filter, node_taints, pod_tolerations, tolerations_tolerate_taint,
 };
 use sched_core::plugins::names;
 use sched_core::plugins::node_resources::{Shortfall, shortfall};
 use sched_core::resource::{PODS, format_amount};
-use sched_core::{PodInfo, Snapshot, Status};
+use sched_core::{NodeInfo, PodInfo, Snapshot, Status};
 use serde::Serialize;
-
-use super::filters::AllFilters;
 
 /// At most this many nodes get a resource hint of their own (the closest to fitting); the rest are
 /// counted.
@@ -78,8 +77,21 @@ pub struct HintInput<'a> {
     pub pod: &'a PodInfo,
     /// The snapshot.
     pub snapshot: &'a Snapshot,
-    /// The profile's filters, for verdicts past the first rejection.
-    pub filters: &'a AllFilters,
+    /// The profile's framework, for filter verdicts past the first rejection.
+    pub framework: &'a Framework,
+}
+
+/// The filters that reject `node` besides `except`, every filter run past the first rejection.
+fn other_rejections(input: &HintInput<'_>, node: &NodeInfo, except: &str) -> Vec<(&'static str, Status)> {
+    input
+        .framework
+        .run_all_filter_plugins(input.state, input.pod, node)
+        .into_iter()
+        .filter_map(|(name, v)| match v {
+            FilterVerdict::Ran(s) if !s.is_success() && name != except => Some((name, s)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// All hints, most specific first.
@@ -198,11 +210,7 @@ fn resource_hints(input: &HintInput<'_>) -> Vec<Hint> {
         let Some(node) = input.snapshot.node(name) else {
             continue;
         };
-        if !input
-            .filters
-            .other_rejections(input.state, input.pod, node, names::NODE_RESOURCES_FIT)
-            .is_empty()
-        {
+        if !other_rejections(input, node, names::NODE_RESOURCES_FIT).is_empty() {
             continue;
         }
         let short = shortfall(node, input.pod);
@@ -298,9 +306,7 @@ fn toleration_hints(input: &HintInput<'_>) -> Vec<Hint> {
             continue;
         }
         let key: Vec<String> = untolerated.iter().map(taint_text).collect();
-        let others = input
-            .filters
-            .other_rejections(input.state, input.pod, node, names::TAINT_TOLERATION);
+        let others = other_rejections(input, node, names::TAINT_TOLERATION);
         let group = groups.entry(key).or_insert_with(|| Group {
             taints: untolerated,
             passing: Vec::new(),

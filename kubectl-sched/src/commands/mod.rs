@@ -3,7 +3,6 @@
 
 pub mod complete;
 pub mod explain;
-pub mod filters;
 pub mod hints;
 pub mod load;
 pub mod preempt;

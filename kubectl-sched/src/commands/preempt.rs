@@ -21,10 +21,10 @@ use sched_core::preemption::evaluator::NOT_ELIGIBLE_TERMINATING_POD;
 use sched_core::preemption::{DryRunOptions, PreemptionResult, VictimRemoval, dry_run};
 use sched_core::schedule::schedule_cycle;
 use sched_core::snapshot::is_terminal;
-use sched_core::{ClusterObjects, PodInfo, Snapshot};
+use sched_core::{ClusterObjects, Engine, PodInfo, Snapshot};
 use serde::Serialize;
 
-use super::explain::{Engine, ExplainError, pod_name, read_pod_file, take_pod};
+use super::explain::{ExplainError, pod_name, profile_for, read_pod_file, take_pod};
 use super::load::{Cluster, LoadError, Loaded, evaluation_detail, keep_until_exit, load_keeping_cluster};
 use crate::cli::{DryRun, GlobalArgs, PreemptArgs, RemovalMode};
 
@@ -284,7 +284,7 @@ pub fn plan(
                 .into(),
         ));
     }
-    let engine = Engine::new(args.config.as_deref())?;
+    let engine = Engine::from_file(args.config.as_deref()).map_err(ExplainError::from)?;
     let target = args.filename.is_none().then_some(args.pod.as_deref()).flatten();
     let detail = evaluation_detail(global, target);
     let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail)?;
@@ -418,9 +418,11 @@ fn evaluate(
     let snapshot = Arc::new(Snapshot::new(objects));
     keep_until_exit(&snapshot);
     let info = PodInfo::new(pod);
-    let profile = engine.profile_for(&info, args.profile.as_deref())?;
-    let fwk = engine.framework(profile, snapshot.clone())?;
-    let cycle = schedule_cycle(&fwk, &info, engine.options(false));
+    let profile = profile_for(engine, &info, args.profile.as_deref())?;
+    let fwk = engine
+        .framework(profile, snapshot.clone())
+        .map_err(ExplainError::from)?;
+    let cycle = schedule_cycle(&fwk, &info, engine.schedule_options(false));
     let e = &cycle.explanation;
     let runs_default_preemption = fwk
         .profile
@@ -857,7 +859,7 @@ mod tests {
 
     /// Plans on the first cluster, then says what a second read changes.
     fn recheck(edit: impl FnOnce(&mut ClusterObjects)) -> (PreemptReport, Evaluation, Option<String>) {
-        let engine = Engine::new(None).expect("default engine");
+        let engine = Engine::default();
         let a = args(&["p"]);
         let first = evaluate(&engine, &a, cluster(|_| {}), "default", "test").expect("first");
         assert_eq!(first.situation, Situation::Planned);

@@ -21,7 +21,7 @@ use sched_core::plugins::volume_binding::find_pod_volumes;
 use sched_core::{Code, PodInfo};
 
 use super::pod_create::{conflict_message, prebind_plan};
-use super::{ClusterView, Decision, Operation, claims_all_bound, framework_for, pod_claims};
+use super::{ClusterView, Decision, Operation, claims_all_bound, pod_claims};
 
 /// The pod as the object of a write: its UID and the resourceVersion the decision read are
 /// preconditions, so a pod that changed since is re-examined rather than overwritten.
@@ -128,7 +128,9 @@ pub fn stale_nominations(pod: &Pod, node: &str, view: &dyn ClusterView) -> Vec<A
 
     let mut clear = Vec::new();
     for nominated in lower {
-        let Ok(fwk) = framework_for(view.scheduler_config(), &nominated, snapshot.clone()) else {
+        // A pod of a scheduler the configuration has no profile for is that scheduler's to judge (and
+        // so is a profile whose plugins cannot be built): its nomination is left alone.
+        let Ok(fwk) = view.engine().framework_for(&nominated, snapshot.clone()) else {
             continue;
         };
         let info = PodInfo::from_arc(nominated.clone());

@@ -507,3 +507,66 @@ fn stale_lower_priority_nominations_are_found_for_the_bound_node() {
     let view = StaticView::new(objects);
     assert!(binding::stale_nominations(&bound, "node-a", &view).is_empty());
 }
+
+// === another scheduler's pods ===
+
+#[test]
+fn pods_of_a_scheduler_without_a_profile_are_left_alone_but_their_bindings_are_checked() {
+    let view = StaticView::new(cluster());
+    // Opted in, with a claim the engine would pre-bind for a default-scheduler pod.
+    let p = opted_in_pod("p").pvc("c1").scheduler_name("my-scheduler").obj();
+    assert_eq!(
+        pod_create::decide(&p, &view),
+        Decision::allow(Operation::PodCreate),
+        "kube-scheduler ignores the pod: no decision, admitted unchanged"
+    );
+    assert!(!wants_prebind(&p, &view));
+    assert_eq!(
+        pod_create::admission_prebind(&p, &view),
+        Decision::allow(Operation::PodCreatePrebind),
+        "the controller's path leaves it alone too, without a warning"
+    );
+    // The same pod under a configuration that runs a profile of that name is pre-bound.
+    let registry = sched_core::plugins::in_tree_registry();
+    let config = sched_core::framework::profile::SchedulerConfig::from_str(
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n\
+         - schedulerName: my-scheduler\n",
+        "test",
+        &registry,
+    )
+    .expect("config");
+    let mine = StaticView::new(cluster()).with_engine(sched_core::Engine::new(registry, config, "test"));
+    let d = pod_create::decide(&p, &mine);
+    assert_eq!(d.operation, Operation::PodCreatePrebind);
+    assert_eq!(bind_targets(&d.plan).len(), 1, "{d:?}");
+
+    // Its binding, by whichever scheduler, is checked for the target node: PreBind needs no profile.
+    let d = binding::decide(Some(&p), "node-b", &view);
+    assert_eq!(d.denial, None);
+    assert_eq!(
+        bind_targets(&d.plan),
+        vec![("pv-b".to_string(), "c1".to_string())]
+    );
+    let d = binding::decide(Some(&p), "node-c", &view);
+    assert!(d.denial.expect("denied").contains(ERR_REASON_BIND_CONFLICT));
+}
+
+#[test]
+fn nominations_of_another_schedulers_pods_are_left_to_it() {
+    let mut objects = cluster();
+    let binding_pod = user_pod("high").cpu("3").priority(100).nominated("node-a").obj();
+    objects.pods = vec![
+        binding_pod.clone(),
+        // Would no longer fit next to the bound pod, but no profile judges it: left alone.
+        user_pod("theirs")
+            .cpu("2")
+            .priority(10)
+            .nominated("node-a")
+            .scheduler_name("my-scheduler")
+            .obj(),
+        user_pod("ours").cpu("2").priority(10).nominated("node-a").obj(),
+    ];
+    let view = StaticView::new(objects);
+    let stale = binding::stale_nominations(&binding_pod, "node-a", &view);
+    assert_eq!(cleared(&stale), vec!["ours".to_string()]);
+}

@@ -22,9 +22,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use serde::Deserialize;
 
-use sched_core::Snapshot;
 use sched_core::action::Action;
-use sched_core::framework::profile::SchedulerConfig;
 use sched_core::labels::Labels;
 
 pub use review::{AdmissionRequest, AdmissionResponse, ReviewError};
@@ -280,6 +278,15 @@ pub fn opted_in(pod: &Pod, namespace_labels: Option<&Labels>) -> bool {
             .is_some_and(|v| v == OPT_IN_VALUE)
 }
 
+/// Whether admission pre-binding applies to `pod`: it opted in (annotation or namespace label) and its
+/// schedulerName names a profile of the view's engine. kube-scheduler ignores a pod whose
+/// schedulerName names no profile it runs (another scheduler's pod); so does the webhook: that
+/// scheduler places the pod, and its volumes are checked at pods/binding whichever scheduler binds it.
+pub fn wants_prebind(pod: &Pod, view: &dyn ClusterView) -> bool {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
+    opted_in(pod, view.namespace_labels(namespace).as_ref()) && view.engine().profile_for(pod).is_ok()
+}
+
 /// The claims a pod's volumes name, as `(claim name, is generic ephemeral)`.
 pub fn pod_claims(pod: &Pod) -> Vec<(String, bool)> {
     pod.spec
@@ -295,26 +302,6 @@ pub fn claims_all_bound(pod: &Pod, lookup: impl Fn(&str) -> Option<Arc<Persisten
         lookup(name)
             .is_some_and(|c| sched_core::plugins::volume_binding::pv_helpers::is_claim_fully_bound(&c))
     })
-}
-
-/// The framework of the profile that schedules `pod` (the default profile when its schedulerName has
-/// none), over `snapshot`.
-pub fn framework_for(
-    config: &SchedulerConfig,
-    pod: &Pod,
-    snapshot: Arc<Snapshot>,
-) -> Result<sched_core::framework::runtime::Framework, String> {
-    let scheduler_name = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.scheduler_name.as_deref())
-        .unwrap_or("default-scheduler");
-    let profile = config
-        .profile(scheduler_name)
-        .or_else(|| config.profiles.first())
-        .ok_or_else(|| "the scheduler configuration has no profile".to_string())?;
-    let registry = sched_core::plugins::in_tree_registry();
-    sched_core::framework::runtime::Framework::new(profile, &registry, snapshot).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -7,13 +7,16 @@
 //! - Opted in (pod annotation or namespace label `kubectl-sched.dev/prebind: admission`): the engine
 //!   picks the best node, the claims are pre-bound to the static PVs that node would get, and the pod's
 //!   required node affinity is narrowed to where those PVs are reachable. Dynamic claims are left to the
-//!   scheduler. This path never denies: if anything fails, the pod is admitted unchanged.
+//!   scheduler. This path never denies: if anything fails, the pod is admitted unchanged. A pod whose
+//!   `schedulerName` names no profile of the webhook's scheduler configuration is another scheduler's:
+//!   kube-scheduler ignores it, and so does this path (admitted unchanged, no warning).
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
 use sched_core::action::Action;
+use sched_core::engine::EngineError;
 use sched_core::explain::Outcome;
 use sched_core::plugins::volume_binding::pv_helpers::{bind_volume_to_claim, selected_node};
 use sched_core::plugins::volume_binding::{PodVolumes, find_pod_volumes, prebind_actions};
@@ -21,7 +24,7 @@ use sched_core::schedule::{ScheduleOptions, schedule};
 use sched_core::{Code, PodInfo};
 
 use super::affinity::{affinity_patch, pv_restriction};
-use super::{ClusterView, Decision, Operation, framework_for, opted_in, pod_claims};
+use super::{ClusterView, Decision, Operation, pod_claims, wants_prebind};
 
 /// `namespace/name` of a pod (name may be empty at CREATE with generateName).
 pub fn pod_key(pod: &Pod) -> String {
@@ -86,8 +89,7 @@ pub fn decide(pod: &Pod, view: &dyn ClusterView) -> Decision {
     if !node.is_empty() {
         return for_node(pod, node, view);
     }
-    let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
-    if opted_in(pod, view.namespace_labels(namespace).as_ref()) {
+    if wants_prebind(pod, view) {
         return admission_prebind(pod, view);
     }
     Decision::allow(Operation::PodCreate)
@@ -119,12 +121,14 @@ pub fn for_node(pod: &Pod, node: &str, view: &dyn ClusterView) -> Decision {
 }
 
 /// An opted-in pod: pre-bind its WaitForFirstConsumer claims to the static PVs of the engine's best node
-/// and narrow its node affinity to where those PVs are reachable.
+/// and narrow its node affinity to where those PVs are reachable. A pod of a scheduler the engine has
+/// no profile for is left alone (see [`wants_prebind`]).
 pub fn admission_prebind(pod: &Pod, view: &dyn ClusterView) -> Decision {
     let op = Operation::PodCreatePrebind;
     let snapshot = Arc::new(view.full_snapshot());
-    let fwk = match framework_for(view.scheduler_config(), pod, snapshot.clone()) {
+    let fwk = match view.engine().framework_for(pod, snapshot.clone()) {
         Ok(f) => f,
+        Err(EngineError::UnknownProfile(_)) => return Decision::allow(op),
         Err(e) => return Decision::allow_with_warning(op, format!("volumes not pre-bound: {e}")),
     };
     let info = PodInfo::new(pod.clone());

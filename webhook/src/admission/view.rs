@@ -5,10 +5,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 
-use sched_core::framework::profile::SchedulerConfig;
 use sched_core::labels::Labels;
-use sched_core::plugins::in_tree_registry;
-use sched_core::{ClusterObjects, Snapshot};
+use sched_core::{ClusterObjects, Engine, Snapshot};
 
 /// A read-only view of the cluster for one decision.
 pub trait ClusterView: Send + Sync {
@@ -26,15 +24,16 @@ pub trait ClusterView: Send + Sync {
     fn volume_snapshot(&self) -> Arc<Snapshot>;
     /// A snapshot of everything: every node with its pods, for the engine's filters and scores.
     fn full_snapshot(&self) -> Snapshot;
-    /// The scheduler configuration the engine evaluates with.
-    fn scheduler_config(&self) -> &SchedulerConfig;
+    /// The engine decisions evaluate pods with: the plugins and the scheduler configuration's profiles.
+    /// A pod whose schedulerName names none of them is another scheduler's: left alone.
+    fn engine(&self) -> &Engine;
 }
 
 /// A view over fixed objects.
 #[derive(Debug, Clone)]
 pub struct StaticView {
     objects: ClusterObjects,
-    config: SchedulerConfig,
+    engine: Engine,
 }
 
 impl StaticView {
@@ -42,13 +41,13 @@ impl StaticView {
     pub fn new(objects: ClusterObjects) -> Self {
         StaticView {
             objects,
-            config: SchedulerConfig::default_config(&in_tree_registry()),
+            engine: Engine::default(),
         }
     }
 
-    /// With another scheduler configuration.
-    pub fn with_config(mut self, config: SchedulerConfig) -> Self {
-        self.config = config;
+    /// With another engine (another scheduler configuration).
+    pub fn with_engine(mut self, engine: Engine) -> Self {
+        self.engine = engine;
         self
     }
 
@@ -119,7 +118,7 @@ impl ClusterView for StaticView {
         Snapshot::new(self.objects.clone())
     }
 
-    fn scheduler_config(&self) -> &SchedulerConfig {
-        &self.config
+    fn engine(&self) -> &Engine {
+        &self.engine
     }
 }

@@ -33,7 +33,7 @@ use kube::runtime::watcher;
 use sched_core::framework::profile::SchedulerConfig;
 // The engine's PV, which the PV store keeps (a quarter of the API object's size).
 use sched_core::snapshot::volume::PersistentVolume as VolumeInfo;
-use sched_core::{ClusterObjects, Snapshot};
+use sched_core::{ClusterObjects, Engine, Snapshot};
 
 pub use overlay::OVERLAY_TTL;
 use overlay::Overlay;
@@ -122,7 +122,7 @@ pub struct Cache {
     /// The volume snapshot, by (volume generation, node generation).
     volume_snapshot: Mutex<Option<CachedSnapshot>>,
     overlay: Mutex<Overlay>,
-    config: SchedulerConfig,
+    engine: Engine,
     /// What the reflectors report about their watches (read by `/readyz`).
     watch_health: Arc<crate::health::WatchHealth>,
 }
@@ -170,7 +170,7 @@ impl Cache {
             node_generation: Arc::new(AtomicU64::new(0)),
             volume_snapshot: Mutex::new(None),
             overlay: Mutex::new(Overlay::default()),
-            config,
+            engine: Engine::with_config(config, "the scheduler configuration"),
             watch_health: Arc::default(),
         });
         let writers = Writers {

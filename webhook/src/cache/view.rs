@@ -12,10 +12,9 @@ use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, Stor
 use kube::Resource;
 use kube::runtime::reflector::ObjectRef;
 
-use sched_core::framework::profile::SchedulerConfig;
 use sched_core::labels::Labels;
 use sched_core::snapshot::volume::PersistentVolume as VolumeInfo;
-use sched_core::{ClusterObjects, Snapshot};
+use sched_core::{ClusterObjects, Engine, Snapshot};
 
 use super::overlay::merge_overlay;
 use super::{Cache, key_of, lock};
@@ -160,8 +159,8 @@ impl ClusterView for Cache {
         snapshot
     }
 
-    fn scheduler_config(&self) -> &SchedulerConfig {
-        &self.config
+    fn engine(&self) -> &Engine {
+        &self.engine
     }
 }
 

@@ -8,8 +8,9 @@
 //! | unbound, opted in (annotation or namespace label), claims not all bound | pre-binding to the static PVs of the best node (the stored affinity already names where they are) |
 //! | bound recently | its own `nominatedNodeName` and the stale lower-priority nominations to its node are cleared |
 //!
-//! Pods in namespaces outside the controller's selector, terminating or terminal pods, and pods with
-//! more claims than the cap are left alone.
+//! Pods in namespaces outside the controller's selector, terminating or terminal pods, pods with more
+//! claims than the cap, and unbound pods whose schedulerName names no profile of the scheduler
+//! configuration (another scheduler's, as kube-scheduler ignores them) are left alone.
 
 use std::time::Duration;
 
@@ -21,7 +22,7 @@ use sched_core::labels::Selector;
 
 use crate::admission::binding::{pod_ref, stale_nominations};
 use crate::admission::pod_create::{admission_prebind, for_node};
-use crate::admission::{ClusterView, Decision, claims_all_bound, opted_in, pod_claims};
+use crate::admission::{ClusterView, Decision, claims_all_bound, pod_claims, wants_prebind};
 
 /// Which pods the controller acts on.
 #[derive(Debug, Clone)]
@@ -95,7 +96,9 @@ pub fn volume_work(pod: &Pod, view: &dyn ClusterView, scope: &Scope) -> VolumeWo
     if !node.is_empty() {
         return VolumeWork::Decide(for_node(pod, node, view));
     }
-    if opted_in(pod, view.namespace_labels(namespace).as_ref()) {
+    // Opted in, and a pod of a scheduler the engine runs a profile for (another scheduler's pod is left
+    // to it, as kube-scheduler leaves it).
+    if wants_prebind(pod, view) {
         return VolumeWork::Decide(admission_prebind(pod, view));
     }
     VolumeWork::Nothing
