@@ -79,32 +79,8 @@ impl HostPortInfo {
     }
 }
 
-/// A host port a container asks for: (hostIP, protocol, hostPort).
-pub type HostPort = (String, String, i32);
-
-/// Go's `GetHostPorts`: host ports of regular containers and of sidecar (restartable init) containers.
-pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
-    let Some(spec) = pod.spec.as_ref() else {
-        return Vec::new();
-    };
-    let sidecars = spec
-        .init_containers
-        .iter()
-        .flatten()
-        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
-    sidecars
-        .chain(spec.containers.iter())
-        .flat_map(|c| c.ports.iter().flatten())
-        .filter(|p| p.host_port.unwrap_or(0) > 0)
-        .map(|p| {
-            (
-                p.host_ip.clone().unwrap_or_default(),
-                p.protocol.clone().unwrap_or_default(),
-                p.host_port.unwrap_or(0),
-            )
-        })
-        .collect()
-}
+// A pod's host ports are the pod's (`pod_info`); a node keeps the ones in use.
+pub use crate::snapshot::pod_info::HostPort;
 
 /// `namespace/claimName` of each PVC volume of the pod (Go's `PodPVCKeys`).
 pub fn pod_pvc_keys(pod: &Pod) -> impl Iterator<Item = String> + '_ {

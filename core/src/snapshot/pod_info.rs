@@ -7,7 +7,6 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 
 use crate::labels::{Labels, Selector, SelectorError};
-use crate::snapshot::node_info::{HostPort, host_ports};
 use crate::snapshot::requests::{PodResource, calculate_resource};
 
 /// A parsed pod (anti-)affinity term (Go's `fwk.AffinityTerm`).
@@ -56,6 +55,33 @@ pub struct WeightedAffinityTerm {
     pub term: AffinityTerm,
     /// Its weight (1–100).
     pub weight: i32,
+}
+
+/// A host port a container asks for: (hostIP, protocol, hostPort).
+pub type HostPort = (String, String, i32);
+
+/// Go's `GetHostPorts`: host ports of regular containers and of sidecar (restartable init) containers.
+pub fn host_ports(pod: &Pod) -> Vec<HostPort> {
+    let Some(spec) = pod.spec.as_ref() else {
+        return Vec::new();
+    };
+    let sidecars = spec
+        .init_containers
+        .iter()
+        .flatten()
+        .filter(|c| c.restart_policy.as_deref() == Some("Always"));
+    sidecars
+        .chain(spec.containers.iter())
+        .flat_map(|c| c.ports.iter().flatten())
+        .filter(|p| p.host_port.unwrap_or(0) > 0)
+        .map(|p| {
+            (
+                p.host_ip.clone().unwrap_or_default(),
+                p.protocol.clone().unwrap_or_default(),
+                p.host_port.unwrap_or(0),
+            )
+        })
+        .collect()
 }
 
 /// A pod with its precomputed scheduling facts.
