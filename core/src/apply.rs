@@ -88,6 +88,15 @@ impl ApplyOptions {
         Ok(())
     }
 
+    /// What a write that went through is: [`Outcome::DryRun`] under `dryRun=All`, else [`Outcome::Done`].
+    fn done(&self) -> Outcome {
+        if self.dry_run_server {
+            Outcome::DryRun
+        } else {
+            Outcome::Done
+        }
+    }
+
     fn post(&self) -> PostParams {
         PostParams {
             dry_run: self.dry_run_server,
@@ -417,11 +426,7 @@ async fn execute_action(
     action: &Action,
     options: &ApplyOptions,
 ) -> (Outcome, Option<Observed>, Option<String>) {
-    let done = if options.dry_run_server {
-        Outcome::DryRun
-    } else {
-        Outcome::Done
-    };
+    let done = options.done();
     let mut new_version = None;
     let result = match action {
         Action::DeletePod { pod } => delete_pod(client, pod, options).await,
@@ -849,6 +854,135 @@ fn claim_ref_key(pv: &PersistentVolume) -> Option<String> {
 
 type VolumeResult = Result<(bool, Option<Observed>), (ApplyError, Option<Observed>)>;
 
+/// What to do with a fresh read of the object a read-modify-replace loop writes.
+enum Edit<K> {
+    /// It already is as wanted: nothing to write.
+    Unchanged,
+    /// Replace it with this (which keeps the read's resourceVersion as the precondition).
+    Replace(K),
+}
+
+/// How a read-modify-replace loop ended without an error.
+enum Ended<K> {
+    /// Nothing to write: the object read.
+    Unchanged(K),
+    /// Replaced: the object the server returned.
+    Written(K),
+    /// The read found no such object.
+    Missing,
+    /// The replace found the object gone (404): the error, and the object read before it.
+    GoneBeforeWrite(kube::Error, K),
+}
+
+/// An error of a read-modify-replace loop, with the object read last (for callers that report what
+/// they saw), if any.
+type LoopError<K> = (ApplyError, Option<K>);
+
+/// Reads `name`, checks it still has the planned `uid` (if any), lets `edit` decide, and replaces it
+/// with what `edit` made (the read's resourceVersion as the precondition). A 409 is answered by a fresh
+/// read, up to [`ApplyOptions::conflict_retries`] times, and no retry starts past the deadline. `object`
+/// (`kind namespace/name`) and `describe` (the action) name it in errors.
+async fn read_modify_replace<K>(
+    api: &Api<K>,
+    name: &str,
+    uid: Option<&str>,
+    object: &str,
+    describe: &str,
+    options: &ApplyOptions,
+    mut edit: impl FnMut(&K) -> Result<Edit<K>, ApplyError>,
+) -> Result<Ended<K>, LoopError<K>>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + Serialize + std::fmt::Debug,
+{
+    let api_error = |source| ApplyError::Api {
+        action: describe.to_string(),
+        source,
+    };
+    let attempts = options.conflict_retries + 1;
+    let mut last_seen = None;
+    for attempt in 0..attempts {
+        if let Err(e) = options.may_attempt(attempt, describe) {
+            return Err((e, last_seen));
+        }
+        let current = match api.get_opt(name).await {
+            Ok(Some(current)) => current,
+            Ok(None) => return Ok(Ended::Missing),
+            Err(e) => return Err((api_error(e), last_seen)),
+        };
+        if let Some(uid) = uid
+            && current.meta().uid.as_deref() != Some(uid)
+        {
+            let found = current.meta().uid.clone().unwrap_or_default();
+            return Err((
+                ApplyError::UidMismatch {
+                    action: describe.to_string(),
+                    object: object.to_string(),
+                    expected: uid.to_string(),
+                    found,
+                },
+                Some(current),
+            ));
+        }
+        let updated = match edit(&current) {
+            Ok(Edit::Unchanged) => return Ok(Ended::Unchanged(current)),
+            Ok(Edit::Replace(updated)) => updated,
+            Err(e) => return Err((e, Some(current))),
+        };
+        match api.replace(name, &options.post(), &updated).await {
+            Ok(written) => return Ok(Ended::Written(written)),
+            Err(e) if api_code(&e) == Some(409) => last_seen = Some(current),
+            Err(e) if api_code(&e) == Some(404) => return Ok(Ended::GoneBeforeWrite(e, current)),
+            Err(e) => return Err((api_error(e), Some(current))),
+        }
+    }
+    Err((
+        ApplyError::RetriesExhausted {
+            action: describe.to_string(),
+            attempts,
+        },
+        last_seen,
+    ))
+}
+
+/// A volume write's loop as its action's result: `Ok(true)` when written, `Ok(false)` when the object
+/// already was as wanted, each with the object seen. `gone_before_write` answers a 404 on the replace.
+fn volume_result<K>(
+    ended: Result<Ended<K>, LoopError<K>>,
+    observe: fn(K) -> Observed,
+    not_found: impl FnOnce() -> ApplyError,
+    gone_before_write: impl FnOnce(kube::Error, K) -> (ApplyError, Option<Observed>),
+) -> VolumeResult {
+    match ended {
+        Ok(Ended::Unchanged(seen)) => Ok((false, Some(observe(seen)))),
+        Ok(Ended::Written(written)) => Ok((true, Some(observe(written)))),
+        Ok(Ended::Missing) => Err((not_found(), None)),
+        Ok(Ended::GoneBeforeWrite(e, seen)) => Err(gone_before_write(e, seen)),
+        Err((e, seen)) => Err((e, seen.map(observe))),
+    }
+}
+
+/// An undo's loop as an outcome: a missing object is [`Outcome::Gone`], nothing to write
+/// [`Outcome::AlreadyDone`].
+fn undo_outcome<K>(
+    ended: Result<Ended<K>, LoopError<K>>,
+    options: &ApplyOptions,
+) -> Result<Outcome, ApplyError> {
+    match ended {
+        Ok(Ended::Unchanged(_)) => Ok(Outcome::AlreadyDone),
+        Ok(Ended::Written(_)) => Ok(options.done()),
+        Ok(Ended::Missing | Ended::GoneBeforeWrite(..)) => Ok(Outcome::Gone),
+        Err((e, _)) => Err(e),
+    }
+}
+
+fn observe_pv(pv: PersistentVolume) -> Observed {
+    Observed::Pv(Box::new(pv))
+}
+
+fn observe_pvc(pvc: PersistentVolumeClaim) -> Observed {
+    Observed::Pvc(Box::new(pvc))
+}
+
 /// Binds the PV to the claim: `Ok(true)` when written, `Ok(false)` when it already was.
 async fn bind_pv(
     client: &Client,
@@ -863,108 +997,59 @@ async fn bind_pv(
         resource_version: decided_version.map(str::to_string),
     };
     let describe = action.describe();
+    let object = format!("persistentvolume {}", pv_ref.name);
     let api: Api<PersistentVolume> = Api::all(client.clone());
     let stub = claim_stub(claim);
-    let attempts = options.conflict_retries + 1;
-    let mut last_seen = None;
-    for attempt in 0..attempts {
-        options
-            .may_attempt(attempt, &describe)
-            .map_err(|e| (e, last_seen.clone()))?;
-        let pv = match api.get_opt(&pv_ref.name).await {
-            Ok(Some(pv)) => pv,
-            Ok(None) => {
-                return Err((
-                    ApplyError::NotFound {
-                        action: describe,
-                        object: format!("persistentvolume {}", pv_ref.name),
-                    },
-                    None,
-                ));
+    let ended = read_modify_replace(
+        &api,
+        &pv_ref.name,
+        pv_ref.uid.as_deref(),
+        &object,
+        &describe,
+        options,
+        |pv| {
+            let update = bind_volume_to_claim(pv, &stub);
+            if !update.dirty {
+                return Ok(Edit::Unchanged);
             }
-            Err(e) => return Err((api_err(&action, e), last_seen)),
-        };
-        let observed = Some(Observed::Pv(Box::new(pv.clone())));
-        if let Some(uid) = &pv_ref.uid
-            && pv.metadata.uid.as_deref() != Some(uid.as_str())
-        {
-            return Err((
-                ApplyError::UidMismatch {
-                    action: describe,
-                    object: format!("persistentvolume {}", pv_ref.name),
-                    expected: uid.clone(),
-                    found: pv.metadata.uid.clone().unwrap_or_default(),
-                },
-                observed,
-            ));
-        }
-        let update = bind_volume_to_claim(&pv, &stub);
-        if !update.dirty {
-            return Ok((false, observed));
-        }
-        if pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).is_some()
-            && !is_volume_bound_to_claim(&pv, &stub)
-        {
-            return Err((
-                ApplyError::Conflict {
-                    action: describe,
+            if pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()).is_some()
+                && !is_volume_bound_to_claim(pv, &stub)
+            {
+                return Err(ApplyError::Conflict {
+                    action: describe.clone(),
                     detail: format!(
                         "persistentvolume {} is bound to claim {}",
                         pv_ref.name,
-                        claim_ref_key(&pv).unwrap_or_default()
+                        claim_ref_key(pv).unwrap_or_default()
                     ),
-                },
-                observed,
-            ));
-        }
-        let current_version = pv.metadata.resource_version.as_deref();
-        if decided_version.is_some() && current_version != decided_version {
-            // The PV changed since the decision: bind only if it still could be chosen for the claim.
-            if pv.metadata.deletion_timestamp.is_some() {
-                return Err((
-                    ApplyError::Invalid {
-                        action: describe,
+                });
+            }
+            let current_version = pv.metadata.resource_version.as_deref();
+            if decided_version.is_some() && current_version != decided_version {
+                // The PV changed since the decision: bind only if it still could be chosen for the claim.
+                if pv.metadata.deletion_timestamp.is_some() {
+                    return Err(ApplyError::Invalid {
+                        action: describe.clone(),
                         detail: format!("persistentvolume {} is being deleted", pv_ref.name),
-                    },
-                    observed,
-                ));
-            }
-            let phase = pv.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("");
-            if phase != VOLUME_AVAILABLE && !is_volume_bound_to_claim(&pv, &stub) {
-                return Err((
-                    ApplyError::Conflict {
-                        action: describe,
+                    });
+                }
+                let phase = pv.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("");
+                if phase != VOLUME_AVAILABLE && !is_volume_bound_to_claim(pv, &stub) {
+                    return Err(ApplyError::Conflict {
+                        action: describe.clone(),
                         detail: format!("persistentvolume {} is {phase}, not Available", pv_ref.name),
-                    },
-                    observed,
-                ));
+                    });
+                }
             }
-        }
-        match api.replace(&pv_ref.name, &options.post(), &update.volume).await {
-            Ok(written) => return Ok((true, Some(Observed::Pv(Box::new(written))))),
-            Err(e) if api_code(&e) == Some(409) => {
-                last_seen = observed;
-                continue;
-            }
-            Err(e) if api_code(&e) == Some(404) => {
-                return Err((
-                    ApplyError::NotFound {
-                        action: describe,
-                        object: format!("persistentvolume {}", pv_ref.name),
-                    },
-                    None,
-                ));
-            }
-            Err(e) => return Err((api_err(&action, e), observed)),
-        }
-    }
-    Err((
-        ApplyError::RetriesExhausted {
-            action: describe,
-            attempts,
+            Ok(Edit::Replace(update.volume))
         },
-        last_seen,
-    ))
+    )
+    .await;
+    let not_found = || ApplyError::NotFound {
+        action: describe.clone(),
+        object: object.clone(),
+    };
+    volume_result(ended, observe_pv, not_found, |_, _| (not_found(), None))
 }
 
 fn annotation_of<'a>(meta: &'a ObjectMeta, key: &str) -> Option<&'a str> {
@@ -987,98 +1072,61 @@ async fn annotate_pvc(
         resource_version: decided_version.map(str::to_string),
     };
     let describe = action.describe();
+    let object = format!("persistentvolumeclaim {}", pvc_ref.key());
     let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &pvc_ref.namespace);
-    let attempts = options.conflict_retries + 1;
-    let mut last_seen = None;
-    for attempt in 0..attempts {
-        options
-            .may_attempt(attempt, &describe)
-            .map_err(|e| (e, last_seen.clone()))?;
-        let mut pvc = match api.get_opt(&pvc_ref.name).await {
-            Ok(Some(pvc)) => pvc,
-            Ok(None) => {
-                return Err((
-                    ApplyError::NotFound {
-                        action: describe,
-                        object: format!("persistentvolumeclaim {}", pvc_ref.key()),
-                    },
-                    None,
-                ));
-            }
-            Err(e) => return Err((api_err(&action, e), last_seen)),
-        };
-        let observed = Some(Observed::Pvc(Box::new(pvc.clone())));
-        if let Some(uid) = &pvc_ref.uid
-            && pvc.metadata.uid.as_deref() != Some(uid.as_str())
-        {
-            return Err((
-                ApplyError::UidMismatch {
-                    action: describe,
-                    object: format!("persistentvolumeclaim {}", pvc_ref.key()),
-                    expected: uid.clone(),
-                    found: pvc.metadata.uid.clone().unwrap_or_default(),
-                },
-                observed,
-            ));
-        }
-        match annotation_of(&pvc.metadata, key) {
-            Some(current) if current == value => return Ok((false, observed)),
-            Some(current) => {
-                return Err((
-                    ApplyError::Conflict {
-                        action: describe,
+    let ended = read_modify_replace(
+        &api,
+        &pvc_ref.name,
+        pvc_ref.uid.as_deref(),
+        &object,
+        &describe,
+        options,
+        |pvc| {
+            match annotation_of(&pvc.metadata, key) {
+                Some(current) if current == value => return Ok(Edit::Unchanged),
+                Some(current) => {
+                    return Err(ApplyError::Conflict {
+                        action: describe.clone(),
                         detail: format!(
                             "persistentvolumeclaim {} already has {key}={current}",
                             pvc_ref.key()
                         ),
-                    },
-                    observed,
-                ));
+                    });
+                }
+                None => {}
             }
-            None => {}
-        }
-        let volume = claim_volume_name(&pvc);
-        if !volume.is_empty() {
-            return Err((
-                ApplyError::Conflict {
-                    action: describe,
+            let volume = claim_volume_name(pvc);
+            if !volume.is_empty() {
+                return Err(ApplyError::Conflict {
+                    action: describe.clone(),
                     detail: format!(
                         "persistentvolumeclaim {} is already bound to persistentvolume {volume}",
                         pvc_ref.key()
                     ),
-                },
-                observed,
-            ));
-        }
-        if pvc.metadata.deletion_timestamp.is_some() {
-            return Err((
-                ApplyError::Invalid {
-                    action: describe,
-                    detail: format!("persistentvolumeclaim {} is being deleted", pvc_ref.key()),
-                },
-                observed,
-            ));
-        }
-        pvc.metadata
-            .annotations
-            .get_or_insert_with(BTreeMap::new)
-            .insert(key.to_string(), value.to_string());
-        match api.replace(&pvc_ref.name, &options.post(), &pvc).await {
-            Ok(written) => return Ok((true, Some(Observed::Pvc(Box::new(written))))),
-            Err(e) if api_code(&e) == Some(409) => {
-                last_seen = observed;
-                continue;
+                });
             }
-            Err(e) => return Err((api_err(&action, e), observed)),
-        }
-    }
-    Err((
-        ApplyError::RetriesExhausted {
-            action: describe,
-            attempts,
+            if pvc.metadata.deletion_timestamp.is_some() {
+                return Err(ApplyError::Invalid {
+                    action: describe.clone(),
+                    detail: format!("persistentvolumeclaim {} is being deleted", pvc_ref.key()),
+                });
+            }
+            let mut pvc = pvc.clone();
+            pvc.metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(key.to_string(), value.to_string());
+            Ok(Edit::Replace(pvc))
         },
-        last_seen,
-    ))
+    )
+    .await;
+    let not_found = || ApplyError::NotFound {
+        action: describe.clone(),
+        object: object.clone(),
+    };
+    volume_result(ended, observe_pvc, not_found, |e, seen| {
+        (api_err(&action, e), Some(observe_pvc(seen)))
+    })
 }
 
 /// Removes the PV's claimRef if it still names `claim` (and the bound-by-controller annotation with it).
@@ -1093,52 +1141,24 @@ async fn unbind_pv(
         pv_ref.name,
         claim.key()
     );
+    let object = format!("persistentvolume {}", pv_ref.name);
     let api: Api<PersistentVolume> = Api::all(client.clone());
     let stub = claim_stub(claim);
-    let attempts = options.conflict_retries + 1;
-    for attempt in 0..attempts {
-        options.may_attempt(attempt, &describe)?;
-        let Some(mut pv) = api
-            .get_opt(&pv_ref.name)
-            .await
-            .map_err(|source| ApplyError::Api {
-                action: describe.clone(),
-                source,
-            })?
-        else {
-            return Ok(Outcome::Gone);
-        };
-        if !is_volume_bound_to_claim(&pv, &stub) {
-            return Ok(Outcome::AlreadyDone);
+    let ended = read_modify_replace(&api, &pv_ref.name, None, &object, &describe, options, |pv| {
+        if !is_volume_bound_to_claim(pv, &stub) {
+            return Ok(Edit::Unchanged);
         }
+        let mut pv = pv.clone();
         if let Some(spec) = pv.spec.as_mut() {
             spec.claim_ref = None;
         }
         if let Some(annotations) = pv.metadata.annotations.as_mut() {
             annotations.remove(ANN_BOUND_BY_CONTROLLER);
         }
-        match api.replace(&pv_ref.name, &options.post(), &pv).await {
-            Ok(_) => {
-                return Ok(if options.dry_run_server {
-                    Outcome::DryRun
-                } else {
-                    Outcome::Done
-                });
-            }
-            Err(e) if api_code(&e) == Some(409) => continue,
-            Err(e) if api_code(&e) == Some(404) => return Ok(Outcome::Gone),
-            Err(source) => {
-                return Err(ApplyError::Api {
-                    action: describe,
-                    source,
-                });
-            }
-        }
-    }
-    Err(ApplyError::RetriesExhausted {
-        action: describe,
-        attempts,
+        Ok(Edit::Replace(pv))
     })
+    .await;
+    undo_outcome(ended, options)
 }
 
 /// Removes `key` from the claim's annotations if it still has `value`.
@@ -1153,48 +1173,20 @@ async fn remove_pvc_annotation(
         "remove annotation {key} from persistentvolumeclaim {}",
         pvc_ref.key()
     );
+    let object = format!("persistentvolumeclaim {}", pvc_ref.key());
     let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &pvc_ref.namespace);
-    let attempts = options.conflict_retries + 1;
-    for attempt in 0..attempts {
-        options.may_attempt(attempt, &describe)?;
-        let Some(mut pvc) = api
-            .get_opt(&pvc_ref.name)
-            .await
-            .map_err(|source| ApplyError::Api {
-                action: describe.clone(),
-                source,
-            })?
-        else {
-            return Ok(Outcome::Gone);
-        };
+    let ended = read_modify_replace(&api, &pvc_ref.name, None, &object, &describe, options, |pvc| {
         if annotation_of(&pvc.metadata, key) != Some(value) {
-            return Ok(Outcome::AlreadyDone);
+            return Ok(Edit::Unchanged);
         }
+        let mut pvc = pvc.clone();
         if let Some(annotations) = pvc.metadata.annotations.as_mut() {
             annotations.remove(key);
         }
-        match api.replace(&pvc_ref.name, &options.post(), &pvc).await {
-            Ok(_) => {
-                return Ok(if options.dry_run_server {
-                    Outcome::DryRun
-                } else {
-                    Outcome::Done
-                });
-            }
-            Err(e) if api_code(&e) == Some(409) => continue,
-            Err(e) if api_code(&e) == Some(404) => return Ok(Outcome::Gone),
-            Err(source) => {
-                return Err(ApplyError::Api {
-                    action: describe,
-                    source,
-                });
-            }
-        }
-    }
-    Err(ApplyError::RetriesExhausted {
-        action: describe,
-        attempts,
+        Ok(Edit::Replace(pvc))
     })
+    .await;
+    undo_outcome(ended, options)
 }
 
 #[cfg(test)]
