@@ -17,10 +17,11 @@ use crate::framework::interface::{
 };
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::framework::status::{Code, Status};
+use crate::plugins::helper::shape_score::ShapePoint;
 use crate::plugins::names;
 use crate::plugins::node_resources::resource_allocation::{
     MAX_CUSTOM_PRIORITY_SCORE, RequestMode, ResourceAllocationScorer, ResourceSpec, ScoringFunction,
-    ShapePoint, aggregate, default_resources, field_error, spec_requests,
+    aggregate, default_resources, field_error, spec_requests,
 };
 use crate::resource::{
     CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource, format_amount, is_extended_resource_name,

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::framework::interface::MAX_NODE_SCORE;
 use crate::framework::status::Status;
+use crate::plugins::helper::shape_score::{ShapePoint, utilization_score};
 use crate::resource::{CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name};
 use crate::snapshot::NodeInfo;
 use crate::snapshot::requests::{Amounts, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, pod_requests};
@@ -17,9 +18,6 @@ use crate::snapshot::requests::{Amounts, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_C
 /// The highest score a utilization shape point may give (`MaxCustomPriorityScore`); shape scores are
 /// scaled by `MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE` before use.
 pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
-
-/// Utilization is scored on a 0–100 scale.
-const MAX_UTILIZATION: i64 = 100;
 
 /// A resource to score and its weight (`ResourceSpec` of KubeSchedulerConfiguration v1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,15 +43,6 @@ impl ResourceSpec {
 /// The default scored resources: cpu and memory, weight 1 each.
 pub fn default_resources() -> Vec<ResourceSpec> {
     vec![ResourceSpec::new(CPU, 1), ResourceSpec::new(MEMORY, 1)]
-}
-
-/// A point of a RequestedToCapacityRatio shape, already scaled to the 0–100 node-score range.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShapePoint {
-    /// Utilization in percent (0–100).
-    pub utilization: i64,
-    /// Score at that utilization (0–100).
-    pub score: i64,
 }
 
 /// The function that turns per-resource (requested, allocated, allocatable) into a node score.
@@ -254,44 +243,18 @@ fn weighted_mean(
     node_score / weight_sum
 }
 
-/// Go's `BuildBrokenLinearFunction`: the shape's first score below its first point, its last score past
-/// its last point, and linear (integer arithmetic) in between.
-pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
-    for (i, point) in shape.iter().enumerate() {
-        if p <= point.utilization {
-            if i == 0 {
-                return point.score;
-            }
-            let prev = shape[i - 1];
-            let span = point.utilization - prev.utilization;
-            if span == 0 {
-                return point.score;
-            }
-            return prev.score + (point.score - prev.score) * (p - prev.utilization) / span;
-        }
-    }
-    shape.last().map_or(0, |p| p.score)
-}
-
 fn requested_to_capacity_ratio_score(
     resources: &[ResourceSpec],
     shape: &[ShapePoint],
     requested: &[i64],
     allocatable: &[i64],
 ) -> i64 {
-    let resource_score = |requested: i64, capacity: i64| {
-        if capacity == 0 || requested > capacity {
-            broken_linear(shape, MAX_UTILIZATION)
-        } else {
-            broken_linear(shape, mul_div(requested, MAX_UTILIZATION, capacity))
-        }
-    };
     let (mut node_score, mut weight_sum) = (0_i64, 0_i64);
     for (i, spec) in resources.iter().enumerate() {
         if allocatable[i] == 0 {
             continue;
         }
-        let score = resource_score(requested[i], allocatable[i]);
+        let score = utilization_score(shape, requested[i], allocatable[i]);
         // A zero-scoring resource does not dilute the mean: only positive scores are averaged.
         if score > 0 {
             node_score = node_score.saturating_add(score.saturating_mul(spec.weight));
@@ -390,36 +353,6 @@ mod tests {
                 most,
                 "most {requested}/{capacity}"
             );
-        }
-    }
-
-    #[test]
-    fn broken_linear_matches_upstream() {
-        let shape = [
-            ShapePoint {
-                utilization: 10,
-                score: 20,
-            },
-            ShapePoint {
-                utilization: 50,
-                score: 100,
-            },
-            ShapePoint {
-                utilization: 90,
-                score: 0,
-            },
-        ];
-        for (p, want) in [
-            (0, 20),
-            (10, 20),
-            (30, 60),
-            (50, 100),
-            (70, 50),
-            (90, 0),
-            (100, 0),
-            (11, 22),
-        ] {
-            assert_eq!(broken_linear(&shape, p), want, "p={p}");
         }
     }
 

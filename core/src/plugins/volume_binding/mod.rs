@@ -27,6 +27,7 @@ use crate::framework::interface::{
 };
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::framework::status::Status;
+use crate::plugins::helper::shape_score::ShapePoint;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
@@ -36,7 +37,7 @@ pub use binder::{
     assume_pod_volumes, classify_pod_claims, find_pod_volumes, find_pod_volumes_for_claims,
     find_pod_volumes_in, prebind_actions, revert_assumed_pod_volumes,
 };
-use scorer::{ShapePoint, StorageResource, VolumeCapacityScorer};
+use scorer::{StorageResource, VolumeCapacityScorer};
 
 /// The plugin's registry name.
 pub const NAME: &str = names::VOLUME_BINDING;

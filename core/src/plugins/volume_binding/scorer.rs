@@ -4,17 +4,7 @@
 
 use std::collections::BTreeMap;
 
-/// Utilization of a fully used (or overcommitted, or zero-capacity) class.
-pub const MAX_UTILIZATION: i64 = 100;
-
-/// One point of the score shape, already scaled to node scores (0–100).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShapePoint {
-    /// Utilization, 0–100.
-    pub utilization: i64,
-    /// Score at that utilization, 0–100.
-    pub score: i64,
-}
+use crate::plugins::helper::shape_score::{ShapePoint, utilization_score};
 
 /// What the pod asks of one storage class on a node, and what the node has of it, in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -23,25 +13,6 @@ pub struct StorageResource {
     pub requested: i64,
     /// Capacity on the node.
     pub capacity: i64,
-}
-
-/// `BuildBrokenLinearFunction`: the shape's value at `p`, flat before the first and after the last point
-/// and linear in between (integer arithmetic, as upstream).
-pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
-    for (i, point) in shape.iter().enumerate() {
-        if p <= point.utilization {
-            if i == 0 {
-                return point.score;
-            }
-            let prev = shape[i - 1];
-            let span = point.utilization - prev.utilization;
-            if span == 0 {
-                return point.score;
-            }
-            return prev.score + (point.score - prev.score) * (p - prev.utilization) / span;
-        }
-    }
-    shape.last().map_or(0, |p| p.score)
 }
 
 /// The scoring function built from a shape.
@@ -57,13 +28,7 @@ impl VolumeCapacityScorer {
     }
 
     fn class_score(&self, resource: StorageResource) -> i64 {
-        if resource.capacity == 0 || resource.requested > resource.capacity {
-            return broken_linear(&self.shape, MAX_UTILIZATION);
-        }
-        // Widened: byte counts times 100 overflow i64 for very large volumes.
-        let utilization =
-            i128::from(resource.requested) * i128::from(MAX_UTILIZATION) / i128::from(resource.capacity);
-        broken_linear(&self.shape, utilization as i64)
+        utilization_score(&self.shape, resource.requested, resource.capacity)
     }
 
     /// The node's score: every class weighs the same; no class scores 0.
@@ -130,34 +95,5 @@ mod tests {
             ), // 50
         ]);
         assert_eq!(scorer.score(&classes), 63); // 62.5 rounds half away from zero
-    }
-
-    #[test]
-    fn broken_linear_is_flat_outside_and_linear_inside() {
-        let shape = vec![
-            ShapePoint {
-                utilization: 10,
-                score: 20,
-            },
-            ShapePoint {
-                utilization: 50,
-                score: 100,
-            },
-            ShapePoint {
-                utilization: 90,
-                score: 0,
-            },
-        ];
-        for (p, want) in [
-            (0, 20),
-            (10, 20),
-            (30, 60),
-            (50, 100),
-            (70, 50),
-            (90, 0),
-            (100, 0),
-        ] {
-            assert_eq!(broken_linear(&shape, p), want, "p={p}");
-        }
     }
 }

@@ -1,0 +1,82 @@
+//! Score shapes (upstream `pkg/scheduler/framework/plugins/helper/shape_score.go`): a utilization →
+//! score function made of linear segments, which NodeResourcesFit's RequestedToCapacityRatio strategy
+//! and VolumeBinding's StorageCapacityScoring both score with.
+
+/// Utilization of a fully used (or overcommitted, or zero-capacity) resource.
+pub const MAX_UTILIZATION: i64 = 100;
+
+/// `FunctionShapePoint`: one point of a shape, already scaled to node scores (0–100).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShapePoint {
+    /// Utilization in percent (0–100): the function's argument.
+    pub utilization: i64,
+    /// Score at that utilization (0–100): the function's value.
+    pub score: i64,
+}
+
+/// `BuildBrokenLinearFunction`: the shape's value at `p`, its first score before its first point, its
+/// last score past its last point, and linear in between (integer arithmetic, as upstream).
+pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
+    for (i, point) in shape.iter().enumerate() {
+        if p <= point.utilization {
+            if i == 0 {
+                return point.score;
+            }
+            let prev = shape[i - 1];
+            let span = point.utilization - prev.utilization;
+            if span == 0 {
+                return point.score;
+            }
+            return prev.score + (point.score - prev.score) * (p - prev.utilization) / span;
+        }
+    }
+    shape.last().map_or(0, |p| p.score)
+}
+
+/// The shape's value at the utilization `requested` makes of `capacity` (upstream's per-resource
+/// scoring function, the same in both plugins): a zero capacity or a request over it counts as
+/// [`MAX_UTILIZATION`].
+pub fn utilization_score(shape: &[ShapePoint], requested: i64, capacity: i64) -> i64 {
+    if capacity == 0 || requested > capacity {
+        return broken_linear(shape, MAX_UTILIZATION);
+    }
+    // Widened: byte counts times 100 overflow i64 for very large volumes. Within the capacity the
+    // quotient is at most MAX_UTILIZATION.
+    let utilization = i128::from(requested) * i128::from(MAX_UTILIZATION) / i128::from(capacity);
+    broken_linear(shape, utilization as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broken_linear_is_flat_outside_and_linear_inside() {
+        let shape = vec![
+            ShapePoint {
+                utilization: 10,
+                score: 20,
+            },
+            ShapePoint {
+                utilization: 50,
+                score: 100,
+            },
+            ShapePoint {
+                utilization: 90,
+                score: 0,
+            },
+        ];
+        for (p, want) in [
+            (0, 20),
+            (10, 20),
+            (30, 60),
+            (50, 100),
+            (70, 50),
+            (90, 0),
+            (100, 0),
+            (11, 22),
+        ] {
+            assert_eq!(broken_linear(&shape, p), want, "p={p}");
+        }
+    }
+}
