@@ -7,20 +7,18 @@
 //! error, the webhook leaves the pod alone). An empty or absent `schedulerName` is
 //! `default-scheduler`, as the API server defaults it.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
 use crate::framework::profile::{DEFAULT_SCHEDULER_NAME, ProfileError, SchedulerConfig};
-use crate::framework::runtime::{Framework, FrameworkError, PluginFactory, ResolvedProfile};
+use crate::framework::runtime::{Framework, FrameworkError, ResolvedProfile};
 use crate::plugins::in_tree_registry;
 use crate::schedule::ScheduleOptions;
 use crate::snapshot::Snapshot;
 
-/// The plugin factories by name.
-pub type Registry = BTreeMap<&'static str, PluginFactory>;
+pub use crate::framework::runtime::Registry;
 
 /// A `schedulerName` that names no profile of the configuration: kube-scheduler ignores such pods.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

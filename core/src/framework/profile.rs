@@ -10,8 +10,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::framework::interface::Plugin;
-use crate::framework::runtime::{Handle, PluginFactory, ResolvedProfile};
-use crate::plugins::names;
+use crate::framework::runtime::{Handle, Registry, ResolvedProfile};
 use crate::snapshot::Snapshot;
 
 /// The default scheduler name.
@@ -170,16 +169,13 @@ impl SchedulerConfig {
     }
 
     /// The default configuration of the pinned release: one profile, default-scheduler.
-    pub fn default_config(registry: &BTreeMap<&'static str, PluginFactory>) -> Self {
+    pub fn default_config(registry: &Registry) -> Self {
         resolve(&KubeSchedulerConfiguration::default(), registry, "<default>")
             .expect("the default profile is valid for the in-tree registry")
     }
 
     /// Loads a KubeSchedulerConfiguration file (YAML or JSON).
-    pub fn from_file(
-        path: &Path,
-        registry: &BTreeMap<&'static str, PluginFactory>,
-    ) -> Result<Self, ProfileError> {
+    pub fn from_file(path: &Path, registry: &Registry) -> Result<Self, ProfileError> {
         let display = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Read {
             path: display.clone(),
@@ -189,11 +185,7 @@ impl SchedulerConfig {
     }
 
     /// Parses a KubeSchedulerConfiguration document; `origin` names it in errors.
-    pub fn from_str(
-        text: &str,
-        origin: &str,
-        registry: &BTreeMap<&'static str, PluginFactory>,
-    ) -> Result<Self, ProfileError> {
+    pub fn from_str(text: &str, origin: &str, registry: &Registry) -> Result<Self, ProfileError> {
         let config: KubeSchedulerConfiguration =
             serde_yaml::from_str(text).map_err(|e| ProfileError::Parse {
                 path: origin.to_string(),
@@ -217,42 +209,6 @@ impl SchedulerConfig {
         }
         resolve(&config, registry, origin)
     }
-}
-
-/// The default MultiPoint plugins of v1.37.1 with the release's default feature gates: DRA (GA) inserts
-/// DynamicResources before DefaultPreemption; NodeDeclaredFeatures (GA) is appended; GenericWorkload and
-/// InPlacePodVerticalScalingSchedulerPreemption are off.
-pub fn default_multi_point() -> Vec<PluginRef> {
-    let w = |name: &str, weight: i32| PluginRef {
-        name: name.to_string(),
-        weight: Some(weight),
-    };
-    let p = |name: &str| PluginRef {
-        name: name.to_string(),
-        weight: None,
-    };
-    vec![
-        p(names::SCHEDULING_GATES),
-        p(names::PRIORITY_SORT),
-        p(names::NODE_NAME),
-        p(names::NODE_UNSCHEDULABLE),
-        w(names::TAINT_TOLERATION, 3),
-        w(names::NODE_AFFINITY, 2),
-        p(names::NODE_PORTS),
-        w(names::NODE_RESOURCES_FIT, 1),
-        p(names::VOLUME_RESTRICTIONS),
-        p(names::NODE_VOLUME_LIMITS),
-        p(names::VOLUME_BINDING),
-        p(names::VOLUME_ZONE),
-        w(names::POD_TOPOLOGY_SPREAD, 2),
-        w(names::INTER_POD_AFFINITY, 2),
-        w(names::DYNAMIC_RESOURCES, 2),
-        p(names::DEFAULT_PREEMPTION),
-        w(names::NODE_RESOURCES_BALANCED_ALLOCATION, 1),
-        w(names::IMAGE_LOCALITY, 1),
-        p(names::DEFAULT_BINDER),
-        p(names::NODE_DECLARED_FEATURES),
-    ]
 }
 
 /// `mergePluginSet`: custom disabled removes defaults ("*" all); a custom enabled plugin that is also a
@@ -383,16 +339,16 @@ impl Point {
 /// Resolves every profile of a configuration against v1.37.1's default plugins.
 pub fn resolve(
     config: &KubeSchedulerConfiguration,
-    registry: &BTreeMap<&'static str, PluginFactory>,
+    registry: &Registry,
     origin: &str,
 ) -> Result<SchedulerConfig, ProfileError> {
-    resolve_with_defaults(config, registry, origin, &default_multi_point())
+    resolve_with_defaults(config, registry, origin, registry.default_multi_point())
 }
 
 /// Resolves every profile of a configuration against the given default MultiPoint plugins.
 pub fn resolve_with_defaults(
     config: &KubeSchedulerConfiguration,
-    registry: &BTreeMap<&'static str, PluginFactory>,
+    registry: &Registry,
     origin: &str,
     default_plugins: &[PluginRef],
 ) -> Result<SchedulerConfig, ProfileError> {
@@ -439,7 +395,7 @@ pub fn resolve_with_defaults(
 fn resolve_profile(
     profile: &KubeSchedulerProfile,
     scheduler_name: &str,
-    registry: &BTreeMap<&'static str, PluginFactory>,
+    registry: &Registry,
     default_plugins: &[PluginRef],
 ) -> Result<ResolvedProfile, String> {
     if let Some(p) = profile.percentage_of_nodes_to_score
@@ -515,7 +471,7 @@ fn resolve_profile(
         instances.insert(name.clone(), instance);
     }
     for name in plugin_args.keys() {
-        if !instances.contains_key(name) && !registry.contains_key(name.as_str()) {
+        if !instances.contains_key(name) && !registry.contains(name.as_str()) {
             return Err(format!("pluginConfig: plugin {name:?} does not exist"));
         }
     }
@@ -620,7 +576,7 @@ mod tests {
     use super::*;
     use crate::framework::cycle_state::CycleState;
     use crate::framework::interface::*;
-    use crate::framework::runtime::PluginError;
+    use crate::framework::runtime::{PluginError, PluginFactory};
     use crate::framework::status::Status;
     use crate::snapshot::{NodeInfo, PodInfo};
 
@@ -679,8 +635,9 @@ mod tests {
         }};
     }
 
-    fn registry() -> BTreeMap<&'static str, PluginFactory> {
-        [
+    fn registry() -> Registry {
+        let mut registry = Registry::new(defaults());
+        for (name, factory) in [
             fake!("Q"),
             fake!("F1"),
             fake!("FS2"),
@@ -688,9 +645,10 @@ mod tests {
             fake!("B"),
             fake!("F4"),
             fake!("S5"),
-        ]
-        .into_iter()
-        .collect()
+        ] {
+            registry.insert(name, factory);
+        }
+        registry
     }
 
     fn defaults() -> Vec<PluginRef> {

@@ -1,9 +1,8 @@
 //! kube-scheduler's in-tree plugins, one module per plugin (folders where a plugin needs several files),
 //! and the registry that maps a plugin name to its factory.
 
-use std::collections::BTreeMap;
-
-use crate::framework::runtime::PluginFactory;
+use crate::framework::profile::PluginRef;
+use crate::framework::runtime::Registry;
 
 pub mod default_binder;
 pub mod default_preemption;
@@ -29,8 +28,8 @@ pub mod volume_restrictions;
 pub mod volume_zone;
 
 /// Go's `NewInTreeRegistry`: every plugin this engine implements, by name.
-pub fn in_tree_registry() -> BTreeMap<&'static str, PluginFactory> {
-    let mut registry: BTreeMap<&'static str, PluginFactory> = BTreeMap::new();
+pub fn in_tree_registry() -> Registry {
+    let mut registry = Registry::new(default_multi_point());
     registry.insert(names::DYNAMIC_RESOURCES, dynamic_resources::new);
     registry.insert(names::POD_TOPOLOGY_SPREAD, pod_topology_spread::new);
     registry.insert(names::NODE_RESOURCES_FIT, node_resources::fit::new);
@@ -58,15 +57,63 @@ pub fn in_tree_registry() -> BTreeMap<&'static str, PluginFactory> {
     registry
 }
 
+/// The default MultiPoint plugins of v1.37.1 with the release's default feature gates: DRA (GA) inserts
+/// DynamicResources before DefaultPreemption; NodeDeclaredFeatures (GA) is appended; GenericWorkload and
+/// InPlacePodVerticalScalingSchedulerPreemption are off.
+pub fn default_multi_point() -> Vec<PluginRef> {
+    let w = |name: &str, weight: i32| PluginRef {
+        name: name.to_string(),
+        weight: Some(weight),
+    };
+    let p = |name: &str| PluginRef {
+        name: name.to_string(),
+        weight: None,
+    };
+    vec![
+        p(names::SCHEDULING_GATES),
+        p(names::PRIORITY_SORT),
+        p(names::NODE_NAME),
+        p(names::NODE_UNSCHEDULABLE),
+        w(names::TAINT_TOLERATION, 3),
+        w(names::NODE_AFFINITY, 2),
+        p(names::NODE_PORTS),
+        w(names::NODE_RESOURCES_FIT, 1),
+        p(names::VOLUME_RESTRICTIONS),
+        p(names::NODE_VOLUME_LIMITS),
+        p(names::VOLUME_BINDING),
+        p(names::VOLUME_ZONE),
+        w(names::POD_TOPOLOGY_SPREAD, 2),
+        w(names::INTER_POD_AFFINITY, 2),
+        w(names::DYNAMIC_RESOURCES, 2),
+        p(names::DEFAULT_PREEMPTION),
+        w(names::NODE_RESOURCES_BALANCED_ALLOCATION, 1),
+        w(names::IMAGE_LOCALITY, 1),
+        p(names::DEFAULT_BINDER),
+        p(names::NODE_DECLARED_FEATURES),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn every_registered_plugin_has_a_name_constant() {
-        for name in in_tree_registry().keys() {
+    fn every_default_plugin_is_registered() {
+        let registry = in_tree_registry();
+        for plugin in registry.default_multi_point() {
             assert!(
-                names::ALL.contains(name),
+                registry.contains(&plugin.name),
+                "{} is a default but not registered",
+                plugin.name
+            );
+        }
+    }
+
+    #[test]
+    fn every_registered_plugin_has_a_name_constant() {
+        for (name, _) in in_tree_registry().iter() {
+            assert!(
+                names::ALL.contains(&name),
                 "{name} is registered but not in names.rs"
             );
         }
@@ -77,7 +124,7 @@ mod tests {
         let handle = crate::framework::runtime::Handle {
             snapshot: std::sync::Arc::new(crate::snapshot::Snapshot::default()),
         };
-        for (name, factory) in in_tree_registry() {
+        for (name, factory) in in_tree_registry().iter() {
             let plugin = factory(None, &handle).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(plugin.name(), name);
         }

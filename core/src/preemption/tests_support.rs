@@ -9,7 +9,7 @@ use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::*;
-use crate::framework::runtime::{Framework, Handle, PluginError, PluginFactory, ResolvedProfile};
+use crate::framework::runtime::{Framework, Handle, PluginError, ResolvedProfile};
 use crate::framework::status::Status;
 use crate::plugins::{in_tree_registry, names};
 use crate::snapshot::{ClusterObjects, NodeInfo, PodInfo, Snapshot};
@@ -122,7 +122,7 @@ pub fn snapshot_with(nodes: Vec<Node>, pods: Vec<Pod>, pdbs: Vec<PodDisruptionBu
 /// A framework of the in-tree registry: NodeUnschedulable and NodeResourcesFit, TestCount (PreFilter with
 /// AddPod/RemovePod, and Filter) and DefaultPreemption (PostFilter) with the given args.
 pub fn framework_with_args(snapshot: Snapshot, args: Option<serde_json::Value>) -> Framework {
-    let mut registry: BTreeMap<&'static str, PluginFactory> = in_tree_registry();
+    let mut registry = in_tree_registry();
     registry.insert(TEST_COUNT, count);
     let profile = ResolvedProfile {
         scheduler_name: "default-scheduler".into(),
