@@ -20,7 +20,7 @@ use commands::preempt::{Next, PreemptError, PreemptReport};
 use output::{json, table, yaml};
 
 // jemalloc rather than glibc's malloc: loading a large snapshot allocates millions of small strings
-// from two threads at once, where glibc's arenas cost measurably more CPU (README, "Measured").
+// from two threads at once, where glibc's arenas cost measurably more CPU (docs/performance.md).
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -19,8 +19,8 @@
 //! 3. The krew manifest names one archive per platform, as deploy/RELEASING.md builds them.
 //!
 //! Every variant carries the NetworkPolicy: it selects the Deployment's pods, names ports the pod
-//! template has, opens the admin port to the `monitoring` namespace only, and the README's patch that
-//! narrows the webhook port to the control plane's CIDR passes the dry run too; after the real apply
+//! template has, opens the admin port to the `monitoring` namespace only, and the patch in
+//! docs/webhook.md that narrows the webhook port to the control plane's CIDR passes the dry run too; after the real apply
 //! the API server holds it.
 
 use std::future::Future;
@@ -311,7 +311,7 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
     let policy = find(narrowed, "NetworkPolicy", "sched-webhook")?;
     ensure!(
         policy["spec"]["ingress"][0]["from"] == json!([{"ipBlock": {"cidr": CONTROL_PLANE_CIDR}}]),
-        "the README's patch narrows the webhook port to the control plane: {}",
+        "the patch in docs/webhook.md narrows the webhook port to the control plane: {}",
         policy["spec"]["ingress"]
     );
 
@@ -357,10 +357,10 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
     Ok(())
 }
 
-/// The control plane's CIDR in the README's NetworkPolicy patch.
+/// The control plane's CIDR in docs/webhook.md's NetworkPolicy patch.
 const CONTROL_PLANE_CIDR: &str = "192.0.2.0/28";
 
-/// An overlay over the base with the README's patch that admits the webhook port from the control
+/// An overlay over the base with the patch in docs/webhook.md that admits the webhook port from the control
 /// plane's nodes only ("Who can call the webhook").
 fn control_plane_cidr_overlay(copy: &Path) -> Result<PathBuf> {
     let dir = copy.join("overlays/control-plane-cidr");

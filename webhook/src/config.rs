@@ -44,7 +44,8 @@ pub struct ServeArgs {
     pub tls_key: PathBuf,
     /// CA bundle (PEM) that callers must present a client certificate from (mutual TLS): when set,
     /// a caller without a certificate this CA signed fails the TLS handshake. Configure the API
-    /// server's AdmissionConfiguration to present one (see the README). Reloaded with the pair.
+    /// server's AdmissionConfiguration to present one (docs/webhook.md, "Who can call the
+    /// webhook"). Reloaded with the pair.
     #[arg(long, env = "SCHED_WEBHOOK_CLIENT_CA_FILE")]
     pub client_ca_file: Option<PathBuf>,
     /// How often the certificate files are checked for changes (e.g. 10s, 500ms; at most 1h), or

@@ -6,7 +6,7 @@
 //! rarely gives memory back; jemalloc groups allocations by size class, and its background threads
 //! return pages that stay unused for a few seconds to the OS. With 10,000 PVs and 10,000 PVCs cached
 //! from a real API server, this and the reflector thread (`cache::REFLECTOR_THREAD`) took the binary
-//! from 145 to 110 MiB after a load run (README, "Measured").
+//! from 145 to 110 MiB after a load run (docs/performance.md).
 
 use tikv_jemalloc_ctl::{background_thread, epoch, stats};
 
