@@ -40,7 +40,7 @@ use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 
 use super::ClusterObjects;
-use super::loader::Prune;
+use super::Prune;
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq, Eq)]

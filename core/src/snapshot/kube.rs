@@ -15,8 +15,8 @@ use ::kube::{Api, Client};
 use serde::de::DeserializeOwned;
 
 use super::ClusterObjects;
-use super::loader::{ObjectKind, Prune};
-pub use super::loader::{write_list_json, write_list_yaml};
+use super::load::{ObjectKind, Prune};
+pub use super::load::{write_list_json, write_list_yaml};
 
 /// How to list.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@
 pub mod generate;
 #[cfg(feature = "kube")]
 pub mod kube;
-pub mod loader;
+pub mod load;
 pub mod node_info;
 pub mod pod_info;
 pub mod requests;
@@ -26,7 +26,7 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 
-pub use loader::{
+pub use load::{
     DecodeError, Format, LoadError, LoadReport, Location, ObjectKind, Prune, load_bytes, load_file,
     load_file_with, write_list_json, write_list_yaml,
 };
