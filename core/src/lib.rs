@@ -11,6 +11,7 @@
 #![warn(missing_docs)]
 
 pub mod action;
+pub mod admission;
 #[cfg(feature = "kube")]
 pub mod apply;
 pub mod engine;

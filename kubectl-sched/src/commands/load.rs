@@ -245,7 +245,7 @@ pub fn evaluation_detail(global: &GlobalArgs, pod: Option<&str>) -> PodDetail {
     let namespace = global.namespace.as_deref().unwrap_or("default");
     PodDetail::CompactPlaced {
         keep: pod
-            .map(|name| sched_core::snapshot::namespaced_key(namespace, super::explain::pod_name(name)))
+            .map(|name| sched_core::snapshot::namespaced_key(namespace, super::pods::pod_name(name)))
             .into_iter()
             .collect(),
     }

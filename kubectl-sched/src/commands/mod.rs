@@ -5,5 +5,6 @@ pub mod complete;
 pub mod explain;
 pub mod hints;
 pub mod load;
+pub mod pods;
 pub mod preempt;
 pub mod snapshot;

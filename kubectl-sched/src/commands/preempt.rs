@@ -12,20 +12,17 @@
 //! victims that are already terminating, and every write treats a missing object as done. So a run that
 //! stopped half-way is finished by running the command again.
 
-use std::sync::Arc;
-
 use sched_core::action::Action;
 use sched_core::apply::{ActionResult, ApplyOptions, Outcome as ApplyOutcome};
 use sched_core::explain::Outcome;
 use sched_core::preemption::evaluator::NOT_ELIGIBLE_TERMINATING_POD;
 use sched_core::preemption::{DryRunOptions, PreemptionResult, VictimRemoval, dry_run};
 use sched_core::schedule::schedule_cycle;
-use sched_core::snapshot::is_terminal;
-use sched_core::{ClusterObjects, Engine, PodInfo, Snapshot};
+use sched_core::{ClusterObjects, Engine, PodInfo};
 use serde::Serialize;
 
-use super::explain::{ExplainError, pod_name, profile_for, read_pod_file, take_pod};
 use super::load::{Cluster, LoadError, Loaded, evaluation_detail, keep_until_exit, load_keeping_cluster};
+use super::pods::{ResolveError, Subject, subject};
 use crate::cli::{DryRun, GlobalArgs, PreemptArgs, RemovalMode};
 
 /// The field manager of every write, and the events' reporting controller.
@@ -39,7 +36,7 @@ pub enum PreemptError {
     Load(Box<LoadError>),
     /// The pod, its file, or its profile could not be resolved (the same errors as `explain`).
     #[error(transparent)]
-    Resolve(Box<ExplainError>),
+    Resolve(Box<ResolveError>),
     /// `--node` names a node where preemption does not make the pod fit.
     #[error("--node: {0}")]
     NotACandidate(String),
@@ -92,8 +89,8 @@ impl From<LoadError> for PreemptError {
     }
 }
 
-impl From<ExplainError> for PreemptError {
-    fn from(e: ExplainError) -> Self {
+impl From<ResolveError> for PreemptError {
+    fn from(e: ResolveError) -> Self {
         PreemptError::Resolve(Box::new(e))
     }
 }
@@ -284,7 +281,7 @@ pub fn plan(
                 .into(),
         ));
     }
-    let engine = Engine::from_file(args.config.as_deref()).map_err(ExplainError::from)?;
+    let engine = Engine::from_file(args.config.as_deref()).map_err(ResolveError::from)?;
     let target = args.filename.is_none().then_some(args.pod.as_deref()).flatten();
     let detail = evaluation_detail(global, target);
     let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail)?;
@@ -356,72 +353,34 @@ fn removal(args: &PreemptArgs) -> VictimRemoval {
 fn evaluate(
     engine: &Engine,
     args: &PreemptArgs,
-    mut objects: ClusterObjects,
+    objects: ClusterObjects,
     namespace: &str,
     origin: &str,
 ) -> Result<Evaluation, PreemptError> {
-    let mut pod = match (&args.filename, &args.pod) {
-        (Some(path), _) => {
-            let pod = read_pod_file(path, namespace, &objects)?;
-            let ns = pod.metadata.namespace.clone().unwrap_or_default();
-            let name = pod.metadata.name.clone().unwrap_or_default();
-            take_pod(&mut objects, &ns, &name);
-            pod
-        }
-        (None, Some(arg)) => {
-            let name = pod_name(arg);
-            let pod = take_pod(&mut objects, namespace, name).ok_or_else(|| ExplainError::PodNotFound {
-                namespace: namespace.to_string(),
-                name: name.to_string(),
-                origin: origin.to_string(),
-            })?;
-            if is_terminal(&pod) {
-                return Err(ExplainError::TerminalPod {
-                    key: format!("{namespace}/{name}"),
-                    phase: pod
-                        .status
-                        .as_ref()
-                        .and_then(|s| s.phase.clone())
-                        .unwrap_or_default(),
-                }
-                .into());
-            }
-            pod
-        }
-        // clap requires POD unless -f.
-        (None, None) => {
-            return Err(PreemptError::Refused("no pod given".into()));
-        }
-    };
-    let bound_to = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.node_name.clone())
-        .filter(|n| !n.is_empty());
-    let preemptor = Preemptor {
-        key: format!(
-            "{}/{}",
-            pod.metadata.namespace.as_deref().unwrap_or(""),
-            pod.metadata.name.as_deref().unwrap_or("")
-        ),
-        uid: pod.metadata.uid.clone().unwrap_or_default(),
-        bound_to: bound_to.clone(),
-        terminating: pod.metadata.deletion_timestamp.is_some(),
-    };
-    if bound_to.is_some()
-        && let Some(spec) = pod.spec.as_mut()
-    {
-        // Evaluated as if pending only to fill the report; a bound pod has nothing to preempt for.
-        spec.node_name = None;
-    }
-
-    let snapshot = Arc::new(Snapshot::new(objects));
+    let Subject {
+        pod: info,
+        bound_node: bound_to,
+        snapshot,
+        profile,
+    } = subject(
+        engine,
+        objects,
+        args.filename.as_deref(),
+        args.pod.as_deref(),
+        args.profile.as_deref(),
+        namespace,
+        origin,
+    )?;
     keep_until_exit(&snapshot);
-    let info = PodInfo::new(pod);
-    let profile = profile_for(engine, &info, args.profile.as_deref())?;
+    let preemptor = Preemptor {
+        key: info.key(),
+        uid: info.pod.metadata.uid.clone().unwrap_or_default(),
+        bound_to: bound_to.clone(),
+        terminating: info.pod.metadata.deletion_timestamp.is_some(),
+    };
     let fwk = engine
         .framework(profile, snapshot.clone())
-        .map_err(ExplainError::from)?;
+        .map_err(ResolveError::from)?;
     let cycle = schedule_cycle(&fwk, &info, engine.schedule_options(false));
     let e = &cycle.explanation;
     let runs_default_preemption = fwk
@@ -671,8 +630,8 @@ impl Planned {
             Ok(fresh) => fresh,
             Err(PreemptError::Resolve(e)) => {
                 let reason = match *e {
-                    ExplainError::PodNotFound { .. } => format!("pod {pod} no longer exists"),
-                    ExplainError::TerminalPod { phase, .. } => {
+                    ResolveError::PodNotFound { .. } => format!("pod {pod} no longer exists"),
+                    ResolveError::TerminalPod { phase, .. } => {
                         format!("pod {pod} has finished (phase {phase})")
                     }
                     other => return Err(reread(other.into())),
