@@ -29,6 +29,18 @@ pub trait ClusterView: Send + Sync {
     fn engine(&self) -> &Engine;
 }
 
+/// True for a pod not bound yet whose `status.nominatedNodeName` is `node`: what
+/// [`ClusterView::nominated_pods`] lists.
+pub fn is_nominated_to(pod: &Pod, node: &str) -> bool {
+    pod.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()) == Some(node)
+        && pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.node_name.as_deref())
+            .unwrap_or("")
+            .is_empty()
+}
+
 /// A view over fixed objects.
 #[derive(Debug, Clone)]
 pub struct StaticView {
@@ -87,14 +99,7 @@ impl ClusterView for StaticView {
         self.objects
             .pods
             .iter()
-            .filter(|p| {
-                p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()) == Some(node)
-                    && p.spec
-                        .as_ref()
-                        .and_then(|s| s.node_name.as_deref())
-                        .unwrap_or("")
-                        .is_empty()
-            })
+            .filter(|p| is_nominated_to(p, node))
             .cloned()
             .map(Arc::new)
             .collect()

@@ -65,6 +65,24 @@ pub(super) fn merge_overlay<K>(
     });
 }
 
+/// A slimmed copy, as the stores keep it.
+fn slimmed<K: Slim + Clone>(object: &K) -> K {
+    let mut object = object.clone();
+    object.slim();
+    object
+}
+
+/// Records `object` as an own write from now on.
+fn own<K: Resource>(entries: &mut HashMap<String, OverlayEntry<K>>, object: K) {
+    entries.insert(
+        key_of(object.meta()),
+        OverlayEntry {
+            object: Arc::new(object),
+            at: Instant::now(),
+        },
+    );
+}
+
 /// True when the stored version is at least the overlay's: resourceVersions are opaque, but etcd's are
 /// integers, and anything else is compared for equality only.
 fn store_caught_up(stored: Option<&str>, own: Option<&str>) -> bool {
@@ -82,30 +100,9 @@ impl Cache {
     /// delivers them.
     pub fn record(&self, observed: &Observed) {
         let mut overlay = lock(&self.overlay);
-        let at = Instant::now();
         match observed {
-            Observed::Pv(pv) => {
-                let mut pv = (**pv).clone();
-                pv.slim();
-                overlay.pvs.insert(
-                    key_of(&pv.metadata),
-                    OverlayEntry {
-                        object: Arc::new(VolumeInfo::from(pv)),
-                        at,
-                    },
-                );
-            }
-            Observed::Pvc(pvc) => {
-                let mut pvc = (**pvc).clone();
-                pvc.slim();
-                overlay.pvcs.insert(
-                    key_of(&pvc.metadata),
-                    OverlayEntry {
-                        object: Arc::new(pvc),
-                        at,
-                    },
-                );
-            }
+            Observed::Pv(pv) => own(&mut overlay.pvs, VolumeInfo::from(slimmed(&**pv))),
+            Observed::Pvc(pvc) => own(&mut overlay.pvcs, slimmed(&**pvc)),
         }
         self.volume_generation.fetch_add(1, Ordering::Release);
     }
@@ -113,15 +110,7 @@ impl Cache {
     /// Records a storage class read from the API because the watch had not delivered it yet (a claim
     /// created right after its class, and a pod right after its claim, is the usual case).
     pub fn record_class(&self, class: StorageClass) {
-        let mut class = class;
-        class.slim();
-        lock(&self.overlay).classes.insert(
-            key_of(&class.metadata),
-            OverlayEntry {
-                object: Arc::new(class),
-                at: Instant::now(),
-            },
-        );
+        own(&mut lock(&self.overlay).classes, slimmed(&class));
         self.volume_generation.fetch_add(1, Ordering::Release);
     }
 

@@ -70,12 +70,16 @@ impl Cache {
 
     /// Spawns the reflectors and the readiness task on the current runtime.
     fn spawn_reflectors(self: &Arc<Self>, client: &Client, writers: Writers) -> Vec<JoinHandle<()>> {
-        let generation = &self.volume_generation;
+        let volumes = Some(&self.volume_generation);
         let config = watcher::Config::default()
             .any_semantic()
             .page_size(LIST_PAGE_SIZE);
         let pods_config = config.clone().fields(NON_TERMINAL_PODS);
-        let health = self.watch_health();
+        let kinds = Reflectors {
+            client: client.clone(),
+            config,
+            health: self.watch_health(),
+        };
         let mut tasks = vec![
             spawn_reflector(
                 Api::all(client.clone()),
@@ -83,72 +87,16 @@ impl Cache {
                 writers.pods,
                 None,
                 true,
-                health.clone(),
+                kinds.health.clone(),
             ),
-            spawn_reflector(
-                Api::all(client.clone()),
-                config.clone(),
-                writers.nodes,
-                Some(self.node_generation.clone()),
-                false,
-                health.clone(),
-            ),
-            spawn_reflector(
-                Api::all(client.clone()),
-                config.clone(),
-                writers.namespaces,
-                None,
-                false,
-                health.clone(),
-            ),
-            spawn_reflector(
-                Api::<PersistentVolume>::all(client.clone()),
-                config.clone(),
-                writers.pvs,
-                Some(generation.clone()),
-                false,
-                health.clone(),
-            ),
-            spawn_reflector(
-                Api::all(client.clone()),
-                config.clone(),
-                writers.pvcs,
-                Some(generation.clone()),
-                false,
-                health.clone(),
-            ),
-            spawn_reflector(
-                Api::all(client.clone()),
-                config.clone(),
-                writers.classes,
-                Some(generation.clone()),
-                false,
-                health.clone(),
-            ),
-            spawn_reflector(
-                Api::all(client.clone()),
-                config.clone(),
-                writers.csi_nodes,
-                Some(generation.clone()),
-                false,
-                health.clone(),
-            ),
-            spawn_reflector(
-                Api::all(client.clone()),
-                config.clone(),
-                writers.csi_drivers,
-                Some(generation.clone()),
-                false,
-                health.clone(),
-            ),
-            spawn_reflector(
-                Api::all(client.clone()),
-                config,
-                writers.capacities,
-                Some(generation.clone()),
-                false,
-                health.clone(),
-            ),
+            kinds.spawn(writers.nodes, Some(&self.node_generation)),
+            kinds.spawn(writers.namespaces, None),
+            kinds.spawn::<PersistentVolume, _>(writers.pvs, volumes),
+            kinds.spawn(writers.pvcs, volumes),
+            kinds.spawn(writers.classes, volumes),
+            kinds.spawn(writers.csi_nodes, volumes),
+            kinds.spawn(writers.csi_drivers, volumes),
+            kinds.spawn(writers.capacities, volumes),
         ];
         tasks.push(self.spawn_readiness());
         tasks
@@ -182,6 +130,34 @@ impl Cache {
                 );
             }
         })
+    }
+}
+
+/// What the reflectors of every kind but pods share: the client, the watch configuration and the
+/// health record.
+struct Reflectors {
+    client: Client,
+    config: watcher::Config,
+    health: Arc<crate::health::WatchHealth>,
+}
+
+impl Reflectors {
+    /// [`spawn_reflector`] for every object of `W` in the cluster, into an unshared store.
+    fn spawn<W, K>(&self, writer: Writer<K>, generation: Option<&Arc<AtomicU64>>) -> JoinHandle<()>
+    where
+        W: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Slim + 'static,
+        W::DynamicType: Default,
+        K: Resource + Clone + From<W> + Debug + Send + Sync + 'static,
+        K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
+    {
+        spawn_reflector(
+            Api::all(self.client.clone()),
+            self.config.clone(),
+            writer,
+            generation.cloned(),
+            false,
+            self.health.clone(),
+        )
     }
 }
 

@@ -19,6 +19,7 @@ use sched_core::{ClusterObjects, Engine, Snapshot};
 use super::overlay::merge_overlay;
 use super::{Cache, key_of, lock};
 use crate::admission::ClusterView;
+use crate::admission::view::is_nominated_to;
 
 /// The volume objects by key, as the engine's snapshot holds them.
 #[derive(Debug, Default)]
@@ -106,14 +107,7 @@ impl ClusterView for Cache {
     }
 
     fn nominated_pods(&self, node: &str) -> Vec<Arc<Pod>> {
-        self.pods.state_filter(|p| {
-            p.status.as_ref().and_then(|s| s.nominated_node_name.as_deref()) == Some(node)
-                && p.spec
-                    .as_ref()
-                    .and_then(|s| s.node_name.as_deref())
-                    .unwrap_or("")
-                    .is_empty()
-        })
+        self.pods.state_filter(|p| is_nominated_to(p, node))
     }
 
     fn volume_snapshot(&self) -> Arc<Snapshot> {
