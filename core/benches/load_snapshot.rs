@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use sched_core::Snapshot;
-use sched_core::snapshot::generate::{GenerateParams, generate, write_json_list};
 use sched_core::snapshot::{load_file, write_list_yaml};
+use sched_core::testing::generate::{GenerateParams, generate, write_json_list};
 
 fn status_kib(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

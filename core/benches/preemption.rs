@@ -20,7 +20,7 @@ use sched_core::plugins::in_tree_registry;
 use sched_core::preemption::{DryRunOptions, dry_run};
 use sched_core::schedule::{ScheduleOptions, schedule_cycle};
 use sched_core::snapshot::Snapshot;
-use sched_core::snapshot::generate::{GenerateParams, generate};
+use sched_core::testing::generate::{GenerateParams, generate};
 use sched_core::testing::{pod, toleration};
 
 fn env_usize(name: &str, default: usize) -> usize {

@@ -19,8 +19,8 @@ use sched_core::framework::profile::SchedulerConfig;
 use sched_core::framework::runtime::Framework;
 use sched_core::plugins::in_tree_registry;
 use sched_core::schedule::{ScheduleOptions, schedule};
-use sched_core::snapshot::generate::{GenerateParams, generate};
 use sched_core::snapshot::{ClusterObjects, PodInfo, Snapshot};
+use sched_core::testing::generate::{GenerateParams, generate};
 use sched_core::testing::pod;
 
 fn status_kib(field: &str) -> u64 {

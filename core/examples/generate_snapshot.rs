@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use sched_core::snapshot::generate::{GenerateParams, write_json_list};
+use sched_core::testing::generate::{GenerateParams, write_json_list};
 
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);

@@ -4,8 +4,6 @@
 //! A `Snapshot` is immutable once built; evaluations that need to change a node (nominated pods,
 //! preemption dry runs) clone that node's `NodeInfo`.
 
-#[cfg(any(test, feature = "testing"))]
-pub mod generate;
 #[cfg(feature = "kube")]
 pub mod kube;
 pub mod load;

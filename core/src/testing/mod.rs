@@ -1,5 +1,8 @@
 //! Test builders: `pod("p").cpu("500m").node("n1")`, `node("n1").cpu("4").memory("8Gi")`, and
-//! `snapshot(nodes, pods)`. Used by unit tests across the crate and by benchmarks (feature `testing`).
+//! `snapshot(nodes, pods)`; [`generate`] makes whole synthetic clusters. Used by unit tests across the
+//! crate and by benchmarks and examples (feature `testing`).
+
+pub mod generate;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

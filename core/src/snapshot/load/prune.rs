@@ -395,9 +395,9 @@ mod tests {
 
     use super::*;
     use crate::snapshot::Snapshot;
-    use crate::snapshot::generate::{GenerateParams, generate};
     use crate::snapshot::load::tests::assert_same;
     use crate::snapshot::requests::calculate_resource;
+    use crate::testing::generate::{GenerateParams, generate};
 
     #[test]
     fn pruning_keeps_what_scheduling_reads() {

@@ -392,15 +392,15 @@ fn decode_emitted(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::generate::GenerateParams;
     use crate::snapshot::load::tests::{JSON_LIST, JSON_POD_LIST, JSON_STREAM, assert_same};
     use crate::snapshot::load::{load_bytes, load_file};
+    use crate::testing::generate::GenerateParams;
 
     #[test]
     fn streaming_matches_reading_whole_files_at_any_chunk_size() {
         let dir = tempfile::tempdir().unwrap();
         let generated = dir.path().join("gen.json");
-        crate::snapshot::generate::write_json_list(&GenerateParams::new(5, 60, 2, 9), &generated).unwrap();
+        crate::testing::generate::write_json_list(&GenerateParams::new(5, 60, 2, 9), &generated).unwrap();
         let mut files = vec![generated];
         for (i, text) in [
             JSON_LIST,

@@ -7,8 +7,8 @@ use std::path::Path;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::*;
-use crate::snapshot::generate::{GenerateParams, generate, generate_pruned};
 use crate::snapshot::requests::calculate_resource;
+use crate::testing::generate::{GenerateParams, generate, generate_pruned};
 
 pub(super) fn load(text: &str) -> Result<(ClusterObjects, LoadReport), LoadError> {
     load_bytes(text.as_bytes(), Path::new("snap.yaml"))
@@ -378,7 +378,7 @@ fn generated_json_file_loads_pruned_and_snapshot_builds() {
     let params = GenerateParams::new(30, 1_500, 3, 11);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cluster.json");
-    let size = crate::snapshot::generate::write_json_list(&params, &path).unwrap();
+    let size = crate::testing::generate::write_json_list(&params, &path).unwrap();
     assert!(size > 1_000_000, "realistic objects: {size} bytes");
     let (loaded, report) = load_file(&path).unwrap();
     assert_same(&loaded, &generate_pruned(&params));
@@ -394,7 +394,7 @@ fn compact_placed_load_builds_the_same_snapshot() {
     let params = GenerateParams::new(12, 400, 2, 5);
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("cluster.json");
-    crate::snapshot::generate::write_json_list(&params, &json).unwrap();
+    crate::testing::generate::write_json_list(&params, &json).unwrap();
     let yaml = dir.path().join("cluster.yaml");
     write_list_yaml(&generate(&params), std::fs::File::create(&yaml).unwrap()).unwrap();
 

@@ -53,9 +53,9 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::snapshot::generate::{GenerateParams, generate_pruned};
     use crate::snapshot::load::tests::{assert_same, load};
     use crate::snapshot::load::{Format, load_bytes};
+    use crate::testing::generate::{GenerateParams, generate_pruned};
 
     #[test]
     fn dump_then_load_round_trips_in_both_formats() {

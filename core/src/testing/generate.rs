@@ -39,8 +39,8 @@ use k8s_openapi::jiff::Timestamp;
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 
-use super::ClusterObjects;
-use super::Prune;
+use crate::snapshot::ClusterObjects;
+use crate::snapshot::Prune;
 
 /// What to generate.
 #[derive(Debug, Clone, PartialEq, Eq)]
