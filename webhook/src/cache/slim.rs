@@ -20,13 +20,9 @@ const CLAIM_ANNOTATIONS: &[&str] = &[
 /// annotation map (a B-tree node of over 500 bytes each).
 const VOLUME_ANNOTATIONS: &[&str] = &["volume.beta.kubernetes.io/storage-class"];
 
+/// The engine's annotation pruning, narrowed to `keep`.
 fn keep_annotations(meta: &mut ObjectMeta, keep: &[&str]) {
-    if let Some(annotations) = meta.annotations.as_mut() {
-        annotations.retain(|k, _| keep.contains(&k.as_str()));
-        if annotations.is_empty() {
-            meta.annotations = None;
-        }
-    }
+    sched_core::snapshot::load::retain_annotations(meta, |k| keep.contains(&k));
 }
 
 /// Drops what no decision reads of a PV's or claim's metadata. Name, namespace, uid (action plans
