@@ -4,6 +4,7 @@
 pub mod cycle_state;
 pub mod interface;
 pub mod profile;
+pub mod registry;
 pub mod runtime;
 pub mod status;
 

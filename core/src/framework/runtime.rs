@@ -33,62 +33,7 @@ pub enum PluginError {
     },
 }
 
-/// Builds a plugin from its args (the `pluginConfig` entry as JSON, `None` for defaults).
-pub type PluginFactory =
-    fn(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError>;
-
-/// A plugin registry: the factories by name (Go's `Registry`), and the MultiPoint plugins a profile
-/// gets when its configuration does not say otherwise (Go's `getDefaultPlugins`). The framework only
-/// reads it; `plugins::in_tree_registry` fills it, so the framework never names a plugin.
-#[derive(Clone, Default)]
-pub struct Registry {
-    factories: BTreeMap<&'static str, PluginFactory>,
-    default_multi_point: Vec<crate::framework::profile::PluginRef>,
-}
-
-impl std::fmt::Debug for Registry {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Registry")
-            .field("plugins", &self.factories.keys().collect::<Vec<_>>())
-            .field("default_multi_point", &self.default_multi_point)
-            .finish()
-    }
-}
-
-impl Registry {
-    /// An empty registry whose profiles default to `default_multi_point`.
-    pub fn new(default_multi_point: Vec<crate::framework::profile::PluginRef>) -> Self {
-        Registry {
-            factories: BTreeMap::new(),
-            default_multi_point,
-        }
-    }
-
-    /// Registers (or replaces) a plugin's factory.
-    pub fn insert(&mut self, name: &'static str, factory: PluginFactory) {
-        self.factories.insert(name, factory);
-    }
-
-    /// A plugin's factory.
-    pub fn get(&self, name: &str) -> Option<&PluginFactory> {
-        self.factories.get(name)
-    }
-
-    /// True when the plugin is registered.
-    pub fn contains(&self, name: &str) -> bool {
-        self.factories.contains_key(name)
-    }
-
-    /// The registered plugins, by name.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &PluginFactory)> {
-        self.factories.iter().map(|(name, factory)| (*name, factory))
-    }
-
-    /// The MultiPoint plugins of a profile that does not change them.
-    pub fn default_multi_point(&self) -> &[crate::framework::profile::PluginRef] {
-        &self.default_multi_point
-    }
-}
+pub use crate::framework::registry::{PluginFactory, Registry};
 
 /// Decodes a plugin's args (defaults when absent), with an error that names the plugin.
 pub fn decode_args<T: serde::de::DeserializeOwned + Default>(
