@@ -87,7 +87,8 @@ pub struct ServeArgs {
     #[arg(long, env = "SCHED_WEBHOOK_HEARTBEAT_TIMEOUT", default_value = "30s", value_parser = parse_timeout)]
     pub heartbeat_timeout: Duration,
     /// KubeSchedulerConfiguration the engine evaluates opted-in pods and nominations with (default:
-    /// kube-scheduler's defaults).
+    /// kube-scheduler's defaults). Pods whose schedulerName names none of its profiles are another
+    /// scheduler's: left alone, as kube-scheduler ignores them.
     #[arg(long, env = "SCHED_WEBHOOK_SCHEDULER_CONFIG")]
     pub scheduler_config: Option<PathBuf>,
     /// Kubeconfig (default: $KUBECONFIG, which may list several files, then ~/.kube/config, then the
