@@ -175,6 +175,9 @@ pub async fn load_from_api(
     let rss_api = scoped!(k8s_openapi::api::apps::v1::ReplicaSet);
     let stss_api = scoped!(k8s_openapi::api::apps::v1::StatefulSet);
     let claims_api = scoped!(k8s_openapi::api::resource::v1::ResourceClaim);
+    let classes_api: Api<k8s_openapi::api::resource::v1::DeviceClass> = Api::all(cluster());
+    let slices_api: Api<k8s_openapi::api::resource::v1::ResourceSlice> = Api::all(cluster());
+    let templates_api = scoped!(k8s_openapi::api::resource::v1::ResourceClaimTemplate);
 
     let (
         nodes,
@@ -193,6 +196,9 @@ pub async fn load_from_api(
         rss,
         stss,
         claims,
+        classes,
+        slices,
+        templates,
     ) = futures::join!(
         list_all(&nodes_api, page, None),
         list_all(&pods_api, page, pod_fields),
@@ -210,6 +216,9 @@ pub async fn load_from_api(
         list_all(&rss_api, page, None),
         list_all(&stss_api, page, None),
         list_all(&claims_api, page, None),
+        list_all(&classes_api, page, None),
+        list_all(&slices_api, page, None),
+        list_all(&templates_api, page, None),
     );
 
     let mut warnings = Vec::new();
@@ -231,6 +240,9 @@ pub async fn load_from_api(
         replica_sets: settle(ObjectKind::ReplicaSet, false, rss, w)?,
         stateful_sets: settle(ObjectKind::StatefulSet, false, stss, w)?,
         resource_claims: settle(ObjectKind::ResourceClaim, false, claims, w)?,
+        device_classes: settle(ObjectKind::DeviceClass, false, classes, w)?,
+        resource_slices: settle(ObjectKind::ResourceSlice, false, slices, w)?,
+        resource_claim_templates: settle(ObjectKind::ResourceClaimTemplate, false, templates, w)?,
         placed_pods: Vec::new(),
     };
     Ok((objects, warnings))

@@ -4,6 +4,7 @@
 //! A `Snapshot` is immutable once built; evaluations that need to change a node (nominated pods,
 //! preemption dry runs) clone that node's `NodeInfo`.
 
+pub mod dra;
 #[cfg(feature = "kube")]
 pub mod kube;
 pub mod load;
@@ -12,7 +13,7 @@ pub mod pod_info;
 pub mod requests;
 pub mod volume;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -20,10 +21,11 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 
+pub use dra::{DeviceId, ResourceSlices};
 pub use load::{
     DecodeError, Format, LoadError, LoadReport, Location, ObjectKind, Prune, load_bytes, load_file,
     load_file_with, write_list_json, write_list_yaml,
@@ -68,6 +70,14 @@ pub struct ClusterObjects {
     pub stateful_sets: Vec<StatefulSet>,
     /// ResourceClaims (resource.k8s.io/v1): DynamicResources only checks that a pod's claims exist.
     pub resource_claims: Vec<ResourceClaim>,
+    /// DeviceClasses (resource.k8s.io/v1): the classes claims' requests name.
+    pub device_classes: Vec<DeviceClass>,
+    /// ResourceSlices (resource.k8s.io/v1): the devices drivers publish, per node, per node selector
+    /// or for all nodes.
+    pub resource_slices: Vec<ResourceSlice>,
+    /// ResourceClaimTemplates (resource.k8s.io/v1): what the resourceclaim controller makes a pod's
+    /// claims from.
+    pub resource_claim_templates: Vec<ResourceClaimTemplate>,
     /// Pods on nodes already reduced to their scheduling facts ([`PodInfo::placed`]), as a loader
     /// asked for [`PodDetail::CompactPlaced`] leaves them. They feed a snapshot like `pods` do (first,
     /// in their order) but are not written back by the snapshot writers: a compact load is for
@@ -218,6 +228,15 @@ pub struct Snapshot {
     pub stateful_sets: Vec<Arc<StatefulSet>>,
     /// ResourceClaims by `namespace/name`.
     pub resource_claims: HashMap<String, Arc<ResourceClaim>>,
+    /// DeviceClasses by name.
+    pub device_classes: HashMap<String, Arc<DeviceClass>>,
+    /// ResourceSlices, grouped so a node's slices are found cheaply (see [`ResourceSlices`]).
+    pub resource_slices: ResourceSlices,
+    /// ResourceClaimTemplates by `namespace/name`.
+    pub resource_claim_templates: HashMap<String, Arc<ResourceClaimTemplate>>,
+    /// The devices allocated claims hold (see [`dra::allocated_devices`]), as kube-scheduler's DRA
+    /// manager tracks them. Consumed counters and capacity are not derived yet.
+    pub allocated_devices: HashSet<DeviceId>,
 }
 
 fn by_name<T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>>(
@@ -226,6 +245,24 @@ fn by_name<T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::m
     items
         .into_iter()
         .map(|o| (o.metadata().name.clone().unwrap_or_default(), Arc::new(o)))
+        .collect()
+}
+
+fn by_namespaced_name<
+    T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+>(
+    items: Vec<T>,
+) -> HashMap<String, Arc<T>> {
+    items
+        .into_iter()
+        .map(|o| {
+            let meta = o.metadata();
+            let key = namespaced_key(
+                meta.namespace.as_deref().unwrap_or(""),
+                meta.name.as_deref().unwrap_or(""),
+            );
+            (key, Arc::new(o))
+        })
         .collect()
 }
 
@@ -285,6 +322,9 @@ impl Snapshot {
             replica_sets,
             stateful_sets,
             resource_claims,
+            device_classes,
+            resource_slices,
+            resource_claim_templates,
             placed_pods,
         } = objects;
 
@@ -404,16 +444,11 @@ impl Snapshot {
             replication_controllers: replication_controllers.into_iter().map(Arc::new).collect(),
             replica_sets: replica_sets.into_iter().map(Arc::new).collect(),
             stateful_sets: stateful_sets.into_iter().map(Arc::new).collect(),
-            resource_claims: resource_claims
-                .into_iter()
-                .map(|c| {
-                    let key = namespaced_key(
-                        c.metadata.namespace.as_deref().unwrap_or(""),
-                        c.metadata.name.as_deref().unwrap_or(""),
-                    );
-                    (key, Arc::new(c))
-                })
-                .collect(),
+            allocated_devices: dra::allocated_devices(&resource_claims),
+            resource_claims: by_namespaced_name(resource_claims),
+            device_classes: by_name(device_classes),
+            resource_slices: ResourceSlices::new(resource_slices),
+            resource_claim_templates: by_namespaced_name(resource_claim_templates),
         }
     }
 

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use serde::Deserializer;
@@ -136,6 +136,10 @@ object_kinds! {
     ReplicaSet(ReplicaSet) = "apps/v1", "ReplicaSet" => replica_sets, shapes::WITH_TEMPLATE;
     StatefulSet(StatefulSet) = "apps/v1", "StatefulSet" => stateful_sets, shapes::STATEFUL_SET;
     ResourceClaim(ResourceClaim) = "resource.k8s.io/v1", "ResourceClaim" => resource_claims, shapes::METADATA_ONLY;
+    DeviceClass(DeviceClass) = "resource.k8s.io/v1", "DeviceClass" => device_classes, shapes::METADATA_ONLY;
+    ResourceSlice(ResourceSlice) = "resource.k8s.io/v1", "ResourceSlice" => resource_slices, shapes::METADATA_ONLY;
+    ResourceClaimTemplate(ResourceClaimTemplate) = "resource.k8s.io/v1", "ResourceClaimTemplate" =>
+        resource_claim_templates, shapes::METADATA_ONLY;
 }
 
 impl ObjectKind {

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{
     PodStatus, PodTemplateSpec, ReplicationController, ResourceRequirements, Service, Volume,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::ResourceClaim;
+use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -362,6 +362,9 @@ prune_metadata_only!(
     PriorityClass,
     Service,
     ResourceClaim,
+    DeviceClass,
+    ResourceSlice,
+    ResourceClaimTemplate,
 );
 
 impl ClusterObjects {
@@ -386,6 +389,9 @@ impl ClusterObjects {
         all(&mut self.replica_sets);
         all(&mut self.stateful_sets);
         all(&mut self.resource_claims);
+        all(&mut self.device_classes);
+        all(&mut self.resource_slices);
+        all(&mut self.resource_claim_templates);
     }
 }
 

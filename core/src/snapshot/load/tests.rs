@@ -371,6 +371,9 @@ pub(super) fn assert_same(a: &ClusterObjects, b: &ClusterObjects) {
     assert_eq!(a.replica_sets, b.replica_sets);
     assert_eq!(a.stateful_sets, b.stateful_sets);
     assert_eq!(a.resource_claims, b.resource_claims);
+    assert_eq!(a.device_classes, b.device_classes);
+    assert_eq!(a.resource_slices, b.resource_slices);
+    assert_eq!(a.resource_claim_templates, b.resource_claim_templates);
 }
 
 #[test]
@@ -456,5 +459,203 @@ fn compact_placed_load_builds_the_same_snapshot() {
         }
         let keys = |s: &Snapshot| s.pending_pods.iter().map(|p| p.key()).collect::<Vec<_>>();
         assert_eq!(keys(&got), keys(&expected));
+    }
+}
+
+const DRA_YAML: &str = r#"apiVersion: resource.k8s.io/v1
+kind: DeviceClass
+metadata:
+  name: gpu.example.com
+  managedFields: [{manager: kubectl}]
+spec:
+  selectors:
+  - cel: {expression: 'device.driver == "gpu.example.com"'}
+---
+apiVersion: v1
+kind: List
+items:
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceSlice
+  metadata: {name: n1-gpus}
+  spec:
+    driver: gpu.example.com
+    nodeName: n1
+    pool: {name: n1, generation: 2, resourceSliceCount: 1}
+    devices:
+    - name: gpu-0
+      attributes:
+        model: {string: a100}
+      capacity:
+        memory: {value: 40Gi}
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceSlice
+  metadata: {name: fabric}
+  spec:
+    driver: nic.example.com
+    allNodes: true
+    pool: {name: fabric, generation: 1, resourceSliceCount: 1}
+    devices: [{name: nic-0}]
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaimTemplate
+  metadata: {name: one-gpu, namespace: ml}
+  spec:
+    spec:
+      devices:
+        requests:
+        - name: gpu
+          exactly: {deviceClassName: gpu.example.com}
+- apiVersion: resource.k8s.io/v1
+  kind: ResourceClaim
+  metadata: {name: used, namespace: ml}
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+  status:
+    allocation:
+      devices:
+        results:
+        - {request: gpu, driver: gpu.example.com, pool: n1, device: gpu-0}
+"#;
+
+const DRA_JSON: &str = r#"{"apiVersion": "v1", "kind": "List", "items": [
+ {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
+  "spec": {"selectors": [{"cel": {"expression": "device.driver == \"gpu.example.com\""}}]}},
+ {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "zone-a"},
+  "spec": {"driver": "gpu.example.com", "pool": {"name": "zone-a", "generation": 1, "resourceSliceCount": 1},
+   "nodeSelector": {"nodeSelectorTerms": [{"matchExpressions":
+     [{"key": "zone", "operator": "In", "values": ["a"]}]}]},
+   "devices": [{"name": "gpu-0"}]}},
+ {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+  "metadata": {"name": "one-gpu", "namespace": "ml"}, "spec": {"spec": {}}}
+]}"#;
+
+#[test]
+fn dra_kinds_load_from_yaml_and_json() {
+    let (o, report) = load(DRA_YAML).unwrap();
+    assert_eq!(report.documents, 2);
+    let want: BTreeMap<&str, usize> = [
+        ("DeviceClass", 1),
+        ("ResourceClaim", 1),
+        ("ResourceClaimTemplate", 1),
+        ("ResourceSlice", 2),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(counts(&o), want);
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    // Metadata is pruned as for other kinds; specs are kept whole.
+    assert!(o.device_classes[0].metadata.managed_fields.is_none());
+    let class_spec = o.device_classes[0].spec.as_ref().unwrap();
+    assert_eq!(
+        class_spec.selectors.as_ref().unwrap()[0]
+            .cel
+            .as_ref()
+            .unwrap()
+            .expression,
+        r#"device.driver == "gpu.example.com""#
+    );
+    assert_eq!(names(&o.resource_slices), ["n1-gpus", "fabric"]);
+    let device = &o.resource_slices[0].spec.devices.as_ref().unwrap()[0];
+    assert_eq!(
+        device.attributes.as_ref().unwrap()["model"].string.as_deref(),
+        Some("a100")
+    );
+    assert_eq!(device.capacity.as_ref().unwrap()["memory"].value.0, "40Gi");
+    assert_eq!(o.resource_slices[0].spec.pool.generation, 2);
+    let template = o.resource_claim_templates[0].spec.as_ref().unwrap();
+    assert_eq!(
+        template
+            .spec
+            .as_ref()
+            .unwrap()
+            .devices
+            .as_ref()
+            .unwrap()
+            .requests
+            .as_ref()
+            .unwrap()[0]
+            .name,
+        "gpu"
+    );
+
+    let snapshot = crate::snapshot::Snapshot::new(o);
+    assert!(snapshot.device_classes.contains_key("gpu.example.com"));
+    assert!(snapshot.resource_claim_templates.contains_key("ml/one-gpu"));
+    let for_n1: Vec<_> = snapshot
+        .resource_slices
+        .for_node("n1")
+        .map(|s| s.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(for_n1, ["n1-gpus", "fabric"]);
+    assert_eq!(snapshot.resource_slices.for_node("n2").count(), 1);
+    assert_eq!(
+        snapshot.allocated_devices,
+        [crate::snapshot::DeviceId::new("gpu.example.com", "n1", "gpu-0")]
+            .into_iter()
+            .collect()
+    );
+
+    let (o, report) = load(DRA_JSON).unwrap();
+    assert_eq!(report.format, Format::Json);
+    let want: BTreeMap<&str, usize> = [
+        ("DeviceClass", 1),
+        ("ResourceClaimTemplate", 1),
+        ("ResourceSlice", 1),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(counts(&o), want);
+    let snapshot = crate::snapshot::Snapshot::new(o);
+    assert_eq!(snapshot.resource_slices.node_selector.len(), 1);
+    assert!(snapshot.resource_slices.by_node.is_empty());
+
+    // Written back and read again, they are the same.
+    let (o, _) = load(DRA_YAML).unwrap();
+    let mut buf = Vec::new();
+    write_list_json(&o, &mut buf).unwrap();
+    let (again, _) = load_bytes(&buf, Path::new("snap.json")).unwrap();
+    assert_same(&o, &again);
+}
+
+#[test]
+fn dra_decode_errors_say_where_and_what() {
+    let cases = [
+        ErrCase {
+            name: "wrong type in a json ResourceSlice",
+            text: "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n {\"apiVersion\": \"resource.k8s.io/v1\", \"kind\": \"ResourceSlice\", \"metadata\": {\"name\": \"s\"},\n  \"spec\": {\"driver\": \"d\", \"pool\": {\"name\": \"p\", \"generation\": \"two\", \"resourceSliceCount\": 1}}}\n]}",
+            want: "snap.yaml: document[0].items[0] (line 3, column",
+        },
+        ErrCase {
+            name: "json ResourceSlice error names the object and field",
+            text: "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [\n {\"apiVersion\": \"resource.k8s.io/v1\", \"kind\": \"ResourceSlice\", \"metadata\": {\"name\": \"s\"},\n  \"spec\": {\"driver\": \"d\", \"pool\": {\"name\": \"p\", \"generation\": \"two\", \"resourceSliceCount\": 1}}}\n]}",
+            want: "ResourceSlice s: spec.pool.generation: invalid type: string \"two\"",
+        },
+        ErrCase {
+            name: "wrong type in a yaml DeviceClass",
+            text: "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu}\nspec:\n  selectors: 5\n",
+            want: "snap.yaml: document[0] (line 5, column 14): DeviceClass gpu: spec.selectors: invalid type",
+        },
+        ErrCase {
+            name: "wrong type in a yaml ResourceClaimTemplate list item",
+            text: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: resource.k8s.io/v1\n  kind: ResourceClaimTemplate\n  metadata: {name: t, namespace: ml}\n  spec: {spec: {devices: {requests: true}}}\n",
+            want: "snap.yaml: document[0].items[0] (line 7, column",
+        },
+        ErrCase {
+            name: "yaml ResourceClaimTemplate error names the object and field",
+            text: "apiVersion: v1\nkind: List\nitems:\n- apiVersion: resource.k8s.io/v1\n  kind: ResourceClaimTemplate\n  metadata: {name: t, namespace: ml}\n  spec: {spec: {devices: {requests: true}}}\n",
+            want: "ResourceClaimTemplate ml/t: items[0].spec.spec.devices.requests: invalid type: boolean `true`, expected a sequence",
+        },
+    ];
+    for c in cases {
+        let err = load(c.text).err().unwrap_or_else(|| panic!("{}: loaded", c.name));
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(c.want) || (!c.want.starts_with("snap.yaml") && msg.contains(c.want)),
+            "{}:\n got  {msg}\n want {}",
+            c.name,
+            c.want
+        );
     }
 }
