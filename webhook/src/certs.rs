@@ -71,21 +71,8 @@ pub fn generate(dns_names: &[String], ips: &[IpAddr], days: i64) -> Result<Gener
     if dns_names.is_empty() && ips.is_empty() {
         return Err(CertError::NoSubject);
     }
-    let now = time::OffsetDateTime::now_utc();
-    let not_before = now - time::Duration::hours(1);
-    let not_after = now + time::Duration::days(days);
-
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    ca_params.distinguished_name = DistinguishedName::new();
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "sched-webhook CA");
-    ca_params.not_before = not_before;
-    ca_params.not_after = not_after;
-    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let ca_name = "sched-webhook CA";
+    let (not_before, not_after) = validity(days);
 
     let mut params = CertificateParams::new(dns_names.to_vec())?;
     params
@@ -107,15 +94,7 @@ pub fn generate(dns_names: &[String], ips: &[IpAddr], days: i64) -> Result<Gener
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     params.not_before = not_before;
     params.not_after = not_after;
-    let key = KeyPair::generate()?;
-    let issuer = Issuer::from_params(&ca_params, &ca_key);
-    let cert = params.signed_by(&key, &issuer)?;
-    Ok(Generated {
-        ca_cert_pem: ca_cert.pem(),
-        ca_key_pem: ca_key.serialize_pem(),
-        cert_pem: cert.pem(),
-        key_pem: key.serialize_pem(),
-    })
+    signed_by_new_ca(ca_name, not_before, not_after, &params)
 }
 
 /// Generates a second CA and a client certificate it signed (extended key usage clientAuth, common
@@ -123,21 +102,8 @@ pub fn generate(dns_names: &[String], ips: &[IpAddr], days: i64) -> Result<Gener
 /// webhook, and the webhook (`--client-ca-file`) trusts that CA only. In the result, `cert_pem` and
 /// `key_pem` are the client's.
 pub fn generate_client(common_name: &str, days: i64) -> Result<Generated, CertError> {
-    let now = time::OffsetDateTime::now_utc();
-    let not_before = now - time::Duration::hours(1);
-    let not_after = now + time::Duration::days(days);
-
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    ca_params.distinguished_name = DistinguishedName::new();
-    ca_params
-        .distinguished_name
-        .push(DnType::CommonName, "sched-webhook client CA");
-    ca_params.not_before = not_before;
-    ca_params.not_after = not_after;
-    let ca_cert = ca_params.self_signed(&ca_key)?;
+    let ca_name = "sched-webhook client CA";
+    let (not_before, not_after) = validity(days);
 
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params.distinguished_name = DistinguishedName::new();
@@ -146,6 +112,31 @@ pub fn generate_client(common_name: &str, days: i64) -> Result<Generated, CertEr
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     params.not_before = not_before;
     params.not_after = not_after;
+    signed_by_new_ca(ca_name, not_before, not_after, &params)
+}
+
+/// From an hour ago (clock skew) to `days` from now.
+fn validity(days: i64) -> (time::OffsetDateTime, time::OffsetDateTime) {
+    let now = time::OffsetDateTime::now_utc();
+    (now - time::Duration::hours(1), now + time::Duration::days(days))
+}
+
+/// A new CA named `ca_name`, valid for the same time, and the leaf `params` it signed with a new key.
+fn signed_by_new_ca(
+    ca_name: &str,
+    not_before: time::OffsetDateTime,
+    not_after: time::OffsetDateTime,
+    params: &CertificateParams,
+) -> Result<Generated, CertError> {
+    let ca_key = KeyPair::generate()?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+    ca_params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    ca_params.distinguished_name = DistinguishedName::new();
+    ca_params.distinguished_name.push(DnType::CommonName, ca_name);
+    ca_params.not_before = not_before;
+    ca_params.not_after = not_after;
+    let ca_cert = ca_params.self_signed(&ca_key)?;
     let key = KeyPair::generate()?;
     let issuer = Issuer::from_params(&ca_params, &ca_key);
     let cert = params.signed_by(&key, &issuer)?;
@@ -187,39 +178,35 @@ fn write_file(path: &Path, contents: &str, private: bool) -> Result<(), CertErro
 
 /// Writes `ca.crt`, `ca.key`, `tls.crt` and `tls.key` into `dir` (created if needed).
 pub fn write(dir: &Path, generated: &Generated) -> Result<Files, CertError> {
-    std::fs::create_dir_all(dir).map_err(|source| CertError::Write {
-        path: dir.to_path_buf(),
-        source,
-    })?;
-    let files = Files {
-        ca_cert: dir.join("ca.crt"),
-        ca_key: dir.join("ca.key"),
-        cert: dir.join("tls.crt"),
-        key: dir.join("tls.key"),
-    };
-    write_file(&files.ca_cert, &generated.ca_cert_pem, false)?;
-    write_file(&files.ca_key, &generated.ca_key_pem, true)?;
-    // Key first: a reloader that sees the new certificate then finds its key.
-    write_file(&files.key, &generated.key_pem, true)?;
-    write_file(&files.cert, &generated.cert_pem, false)?;
-    Ok(files)
+    write_named(dir, generated, ["ca.crt", "ca.key", "tls.crt", "tls.key"])
 }
 
 /// Writes a [`generate_client`] result as `client-ca.crt`, `client-ca.key`, `client.crt` and
 /// `client.key` into `dir` (created if needed).
 pub fn write_client(dir: &Path, generated: &Generated) -> Result<Files, CertError> {
+    write_named(
+        dir,
+        generated,
+        ["client-ca.crt", "client-ca.key", "client.crt", "client.key"],
+    )
+}
+
+/// Writes the CA pair and the leaf pair under these names (CA cert, CA key, cert, key).
+fn write_named(dir: &Path, generated: &Generated, names: [&str; 4]) -> Result<Files, CertError> {
     std::fs::create_dir_all(dir).map_err(|source| CertError::Write {
         path: dir.to_path_buf(),
         source,
     })?;
+    let [ca_cert, ca_key, cert, key] = names.map(|name| dir.join(name));
     let files = Files {
-        ca_cert: dir.join("client-ca.crt"),
-        ca_key: dir.join("client-ca.key"),
-        cert: dir.join("client.crt"),
-        key: dir.join("client.key"),
+        ca_cert,
+        ca_key,
+        cert,
+        key,
     };
     write_file(&files.ca_cert, &generated.ca_cert_pem, false)?;
     write_file(&files.ca_key, &generated.ca_key_pem, true)?;
+    // Key first: a reloader that sees the new certificate then finds its key.
     write_file(&files.key, &generated.key_pem, true)?;
     write_file(&files.cert, &generated.cert_pem, false)?;
     Ok(files)
