@@ -54,10 +54,29 @@ pub fn ready_node(name: &str, test: &str, cpu: &str, memory: &str, pods: &str) -
 
 /// Calls `probe` every 200 ms until it yields `Some`, for at most `timeout`. Errors from the probe
 /// end the wait at once.
-pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> Result<T, Error>
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, probe: F) -> Result<T, Error>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<Option<T>, Error>>,
+{
+    poll_until(what, timeout, probe).await
+}
+
+/// [`wait_for`] for tests written with `anyhow` (the probe's errors are `anyhow::Error`).
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, probe: F) -> anyhow::Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = anyhow::Result<Option<T>>>,
+{
+    poll_until(what, timeout, probe).await
+}
+
+/// The loop of [`wait_for`] and [`eventually`], for either error type.
+async fn poll_until<T, E, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> Result<T, E>
+where
+    E: From<Error>,
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<Option<T>, E>>,
 {
     let deadline = Instant::now() + timeout;
     loop {
@@ -68,7 +87,8 @@ where
             return Err(Error::Timeout {
                 timeout,
                 what: what.to_owned(),
-            });
+            }
+            .into());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

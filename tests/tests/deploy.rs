@@ -23,7 +23,6 @@
 //! docs/webhook.md that narrows the webhook port to the control plane's CIDR passes the dry run too; after the real apply
 //! the API server holds it.
 
-use std::future::Future;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -163,23 +162,7 @@ fn deploy_copy_with_certs(ips: &[std::net::IpAddr]) -> Result<(tempfile::TempDir
     Ok((dir, copy))
 }
 
-/// Polls `probe` every 200 ms until it yields `Some`, for at most `timeout`.
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Option<T>>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = probe().await? {
-            return Ok(value);
-        }
-        if Instant::now() >= deadline {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
+use e2e::fixtures::eventually;
 
 fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T> {
     Ok(serde_json::from_value(value)?)

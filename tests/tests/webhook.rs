@@ -22,7 +22,6 @@
 //! only the replica holding the Lease does.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::future::Future;
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -134,23 +133,7 @@ impl Webhook {
     }
 }
 
-/// Polls `probe` every 200 ms until it yields `Some`, for at most `timeout`.
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Option<T>>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = probe().await? {
-            return Ok(value);
-        }
-        if Instant::now() >= deadline {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
+use e2e::fixtures::eventually;
 
 fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T> {
     Ok(serde_json::from_value(value)?)

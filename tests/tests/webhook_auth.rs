@@ -16,12 +16,11 @@
 //!
 //! Loopback only; every wait is bounded.
 
-use std::future::Future;
 use std::net::TcpListener;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use axum_server::tls_rustls::RustlsConfig;
 use e2e::{ControlPlane, Options};
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
@@ -48,23 +47,7 @@ const AUTH_LABEL: &str = "e2e.kubectl-sched.dev/auth";
 const PAUSE: &str = "registry.k8s.io/pause:3.10";
 const WAIT: Duration = Duration::from_secs(60);
 
-/// Polls `probe` every 200 ms until it yields `Some`, for at most `timeout`.
-async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut probe: F) -> Result<T>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<Option<T>>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = probe().await? {
-            return Ok(value);
-        }
-        if Instant::now() >= deadline {
-            bail!("timed out after {timeout:?} waiting for {what}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
+use e2e::fixtures::eventually;
 
 /// Every admission request a replica has answered.
 fn requests(state: &AppState) -> u64 {
