@@ -88,8 +88,19 @@ pub struct Context {
     /// The configuration.
     pub config: ControllerConfig,
     /// Bound pods whose nominations were settled, by UID, with when (pruned after the binding window).
-    settled_bindings: Mutex<HashMap<String, Instant>>,
+    settled_bindings: Mutex<SettledBindings>,
 }
+
+/// Bound pods whose nominations were settled, by UID, with when; pruned at most every few seconds
+/// (a reconcile of every pod at once must not sweep the whole map each time).
+#[derive(Debug)]
+struct SettledBindings {
+    at: HashMap<String, Instant>,
+    pruned: Instant,
+}
+
+/// How often the settled bindings are pruned.
+const SETTLED_PRUNE_INTERVAL: Duration = Duration::from_secs(10);
 
 impl Context {
     /// A context for these parts.
@@ -100,7 +111,10 @@ impl Context {
             metrics,
             apply_options: ApplyOptions::new("sched-webhook"),
             config,
-            settled_bindings: Mutex::new(HashMap::new()),
+            settled_bindings: Mutex::new(SettledBindings {
+                at: HashMap::new(),
+                pruned: Instant::now(),
+            }),
         }
     }
 
@@ -114,14 +128,18 @@ impl Context {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let window = self.config.scope.binding_window;
-        settled.retain(|_, at| at.elapsed() <= window);
-        settled.contains_key(uid)
+        if settled.pruned.elapsed() >= SETTLED_PRUNE_INTERVAL {
+            settled.at.retain(|_, at| at.elapsed() <= window);
+            settled.pruned = Instant::now();
+        }
+        settled.at.get(uid).is_some_and(|at| at.elapsed() <= window)
     }
 
     fn settle_binding(&self, uid: &str) {
         self.settled_bindings
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+            .at
             .insert(uid.to_string(), Instant::now());
     }
 }
