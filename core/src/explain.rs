@@ -127,6 +127,33 @@ pub struct Explanation {
     pub nominated_node_fast_path: Option<String>,
     /// True when the selection is a random pick among several top-scoring nodes.
     pub tie: bool,
+    /// The devices DynamicResources would allocate to the pod's unallocated ResourceClaims on the
+    /// first selected node (empty for pods without claims, or when nothing fits).
+    pub claim_allocations: Vec<ClaimAllocation>,
+}
+
+/// The devices one ResourceClaim would get (its `status.allocation.devices.results`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ClaimAllocation {
+    /// `namespace/name` of the claim.
+    pub claim: String,
+    /// The node the allocation is for.
+    pub node: String,
+    /// One entry per allocated device, in the order of `status.allocation.devices.results`.
+    pub devices: Vec<AllocatedDevice>,
+}
+
+/// One `status.allocation.devices.results[]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AllocatedDevice {
+    /// The request (`request` or `request/subrequest`).
+    pub request: String,
+    /// The driver.
+    pub driver: String,
+    /// The pool.
+    pub pool: String,
+    /// The device.
+    pub device: String,
 }
 
 impl NodeExplanation {

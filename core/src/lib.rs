@@ -14,6 +14,7 @@ pub mod action;
 pub mod admission;
 #[cfg(feature = "kube")]
 pub mod apply;
+pub mod dra;
 pub mod engine;
 pub mod explain;
 pub mod framework;

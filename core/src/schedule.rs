@@ -219,6 +219,7 @@ fn new_explanation(fwk: &Framework, pod: &PodInfo, nodes: usize, percentage: i32
         },
         nominated_node_fast_path: None,
         tie: false,
+        claim_allocations: Vec::new(),
     }
 }
 
