@@ -193,6 +193,9 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
         }
     };
     select_host(pod, &feasible, &totals, &mut explanation);
+    if let Some(node) = explanation.selected.first() {
+        explanation.claim_allocations = crate::plugins::dynamic_resources::claim_allocations(&state, node);
+    }
     finish(explanation, gated, state, node_statuses)
 }
 

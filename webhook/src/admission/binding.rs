@@ -106,7 +106,9 @@ pub fn stale_nominations(pod: &Pod, node: &str, view: &dyn ClusterView) -> Vec<A
     let lower: Vec<Arc<Pod>> = view
         .nominated_pods(node)
         .into_iter()
-        .filter(|p| !same(p) && priority(p) < pod_priority)
+        // A DRA pod's fit depends on devices the webhook does not track: its nomination is
+        // kube-scheduler's to clear.
+        .filter(|p| !same(p) && priority(p) < pod_priority && !super::uses_resource_claims(p))
         .collect();
     if lower.is_empty() {
         return Vec::new();

@@ -282,9 +282,24 @@ pub fn opted_in(pod: &Pod, namespace_labels: Option<&Labels>) -> bool {
 /// schedulerName names a profile of the view's engine. kube-scheduler ignores a pod whose
 /// schedulerName names no profile it runs (another scheduler's pod); so does the webhook: that
 /// scheduler places the pod, and its volumes are checked at pods/binding whichever scheduler binds it.
+///
+/// A pod with ResourceClaims (DRA) is never pre-bound: choosing its node here would mean choosing its
+/// devices, and only kube-scheduler allocates devices (an outside allocator would race its in-flight
+/// allocations). Such pods pass through unchanged.
 pub fn wants_prebind(pod: &Pod, view: &dyn ClusterView) -> bool {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
-    opted_in(pod, view.namespace_labels(namespace).as_ref()) && view.engine().profile_for(pod).is_ok()
+    !uses_resource_claims(pod)
+        && opted_in(pod, view.namespace_labels(namespace).as_ref())
+        && view.engine().profile_for(pod).is_ok()
+}
+
+/// True when the pod has `spec.resourceClaims` (Dynamic Resource Allocation): the webhook leaves its
+/// scheduling to kube-scheduler, which allocates the devices.
+pub fn uses_resource_claims(pod: &Pod) -> bool {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.resource_claims.as_ref())
+        .is_some_and(|c| !c.is_empty())
 }
 
 /// The claims a pod's volumes name, as `(claim name, is generic ephemeral)`.

@@ -1,0 +1,569 @@
+//! DynamicResources (DRA), as in v1.37.1's default profile (DRA is GA), before DefaultPreemption:
+//! structured parameters, allocated by [`crate::dra::structured`] with CEL selectors from
+//! [`crate::dra::cel`].
+//!
+//! - PreEnqueue keeps a pod out of the queue while a claim it references is missing, being deleted or
+//!   not owned by it (kube-scheduler writes no FailedScheduling event for such a pod).
+//! - PreFilter resolves the claims, rejects a request whose device class does not exist, remembers where allocated claims are available, and prepares allocation for the rest.
+//! - Filter allocates the unallocated claims on each node (`cannot allocate all claims` when the
+//!   allocator finds no devices) and checks that allocated claims are available there.
+//! - PostFilter would deallocate one unavailable claim reserved for nobody else; Score prefers nodes
+//!   where `firstAvailable` requests got earlier subrequests; Reserve records the chosen node's
+//!   allocation. PreBind writes nothing here: only kube-scheduler allocates devices (an outside
+//!   allocator would race its in-flight allocations).
+//!
+//! Every rejection is UnschedulableAndUnresolvable (`statusUnschedulable` upstream), so preemption
+//! never helps a pod whose claims cannot be allocated: kube-scheduler's preemption does not free
+//! the victims' devices.
+//!
+//! One quirk is kept on purpose: when an earlier PreFilter rejected the pod as unresolvable, this
+//! plugin's PreFilter never ran, its PostFilter finds no cycle state and fails with `not found` — and
+//! kube-scheduler appends that text to the FailedScheduling message.
+
+mod claims;
+mod score;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
+
+use crate::dra::cel;
+use crate::dra::structured::{AllocateError, AllocatedState, Allocator, Features};
+use crate::explain::{AllocatedDevice, ClaimAllocation};
+use crate::framework::cycle_state::{CycleState, StateKey};
+use crate::framework::interface::*;
+use crate::framework::runtime::{Framework, Handle, PluginError};
+use crate::framework::status::{Code, Status};
+use crate::labels::NodeSelectorMatcher;
+use crate::plugins::helper::normalize_score::default_normalize_score;
+use crate::plugins::names;
+use crate::snapshot::{NodeInfo, PodInfo};
+
+use claims::is_allocated;
+pub use claims::{ERR_API_UNSUPPORTED, ERR_CLAIM_NOT_CREATED, claim_key, pod_resource_claims};
+pub use score::FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE;
+
+/// Plugin name.
+pub const NAME: &str = names::DYNAMIC_RESOURCES;
+/// `ErrNotFound`'s text: what PostFilter reports when PreFilter did not run.
+pub const ERR_NOT_FOUND: &str = "not found";
+/// Filter: the allocator found no devices for every claim on the node.
+pub const ERR_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
+/// Filter: an allocated claim's devices are not reachable from the node.
+pub const ERR_CLAIM_NOT_AVAILABLE: &str = "resourceclaim not available on the node";
+/// PostFilter: an unavailable claim was deallocated so the next attempt can allocate it elsewhere.
+pub const MSG_DEALLOCATED: &str = "deallocation of ResourceClaim completed";
+/// `DynamicResourcesArgs.filterTimeout`'s default.
+pub const DEFAULT_FILTER_TIMEOUT: Duration = Duration::from_secs(10);
+/// `DynamicResourcesArgs.bindingTimeout`'s default.
+pub const DEFAULT_BINDING_TIMEOUT: Duration = Duration::from_secs(600);
+/// How many compiled selectors the plugin keeps (`celCache` upstream).
+const CEL_CACHE_SIZE: usize = 10;
+
+/// The plugin's cycle state (kube-scheduler's `stateData`). Cloning shares it, as upstream's
+/// `Clone` returns the same pointer: Filter runs on many nodes at once and records into it.
+#[derive(Debug, Clone, Default)]
+struct StateData(Arc<CycleClaims>);
+
+/// What PreFilter found and what Filter and Reserve record.
+#[derive(Debug, Default)]
+struct CycleClaims {
+    /// The pod's claims, in `spec.resourceClaims` order.
+    claims: Vec<Arc<ResourceClaim>>,
+    /// For allocated claims with a node selector: where their devices are reachable.
+    available_on_nodes: Vec<Option<NodeSelectorMatcher>>,
+    /// True when some claim needs allocating (upstream: an allocator was created).
+    allocate: bool,
+    /// Per node: the allocation of every unallocated claim, in claim order.
+    node_allocations: Mutex<HashMap<String, Vec<AllocationResult>>>,
+    /// Claims Filter found allocated but not reachable from some node.
+    unavailable_claims: Mutex<BTreeSet<usize>>,
+    /// The allocations Reserve recorded for the chosen node, by claim index.
+    reserved: Mutex<HashMap<usize, AllocationResult>>,
+}
+
+impl CycleClaims {
+    fn to_allocate(&self) -> impl Iterator<Item = (usize, &Arc<ResourceClaim>)> {
+        self.claims.iter().enumerate().filter(|(_, c)| !is_allocated(c))
+    }
+}
+
+const STATE_KEY: StateKey<StateData> = StateKey::new("PreFilterDynamicResources");
+
+/// The DynamicResources plugin.
+#[derive(Debug)]
+pub struct DynamicResources {
+    snapshot: Arc<crate::snapshot::Snapshot>,
+    allocated: AllocatedState,
+    cel_cache: cel::Cache,
+    features: Features,
+    filter_timeout: Duration,
+    binding_timeout: Duration,
+}
+
+impl Default for DynamicResources {
+    fn default() -> Self {
+        Self::for_snapshot(Arc::default())
+    }
+}
+
+/// Builds the plugin from its `DynamicResourcesArgs` (`filterTimeout`, `bindingTimeout`; a
+/// `filterTimeout` of 0 turns the timeout off).
+pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    let mut plugin = DynamicResources::for_snapshot(handle.snapshot.clone());
+    if let Some(args) = args {
+        let duration = |field: &str| -> Result<Option<Duration>, PluginError> {
+            match args.get(field) {
+                None | Some(serde_json::Value::Null) => Ok(None),
+                Some(serde_json::Value::String(s)) => {
+                    parse_go_duration(s)
+                        .map(Some)
+                        .ok_or_else(|| PluginError::InvalidArgs {
+                            plugin: NAME.into(),
+                            message: format!("{field}: invalid duration {s:?}"),
+                        })
+                }
+                Some(other) => Err(PluginError::InvalidArgs {
+                    plugin: NAME.into(),
+                    message: format!("{field}: expected a duration string, got {other}"),
+                }),
+            }
+        };
+        if let Some(d) = duration("filterTimeout")? {
+            plugin.filter_timeout = d;
+        }
+        if let Some(d) = duration("bindingTimeout")? {
+            plugin.binding_timeout = d;
+        }
+    }
+    Ok(Arc::new(plugin))
+}
+
+/// A Go duration string of the forms args use (`10s`, `1m30s`, `500ms`, `0`).
+fn parse_go_duration(s: &str) -> Option<Duration> {
+    if s == "0" {
+        return Some(Duration::ZERO);
+    }
+    let mut total = 0f64;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
+        let value: f64 = rest[..number_end].parse().ok()?;
+        rest = &rest[number_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let scale = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += value * scale;
+        rest = &rest[unit_end..];
+    }
+    Duration::try_from_secs_f64(total).ok()
+}
+
+impl DynamicResources {
+    /// The plugin over `snapshot` with v1.37.1's default gates and args.
+    pub fn for_snapshot(snapshot: Arc<crate::snapshot::Snapshot>) -> Self {
+        let allocated = AllocatedState {
+            allocated_devices: snapshot.allocated_devices.clone(),
+        };
+        DynamicResources {
+            snapshot,
+            allocated,
+            cel_cache: cel::Cache::new(CEL_CACHE_SIZE),
+            features: Features::V1_37_DEFAULTS,
+            filter_timeout: DEFAULT_FILTER_TIMEOUT,
+            binding_timeout: DEFAULT_BINDING_TIMEOUT,
+        }
+    }
+
+    /// `validateDeviceClass`: a request names a class that must exist.
+    fn validate_device_class(&self, class: &str, request: &str) -> Option<Status> {
+        if class.is_empty() {
+            return Some(Status::error(format!(
+                "request {request}: unsupported request type"
+            )));
+        }
+        (!self.snapshot.device_classes.contains_key(class))
+            .then(|| Status::unresolvable(format!("request {request}: device class {class} does not exist")))
+    }
+
+    /// `isClaimReadyForBinding`: every allocated device with binding conditions has them all true;
+    /// a true binding-failure condition is an error.
+    fn claim_ready_for_binding(claim: &ResourceClaim) -> Result<bool, String> {
+        let Some(status) = claim.status.as_ref() else {
+            return Ok(false);
+        };
+        let Some(allocation) = status.allocation.as_ref() else {
+            return Ok(false);
+        };
+        for result in allocation.devices.iter().flat_map(|d| d.results.iter().flatten()) {
+            let conditions = result.binding_conditions.as_deref().unwrap_or_default();
+            if conditions.is_empty() {
+                continue;
+            }
+            let device_status = status.devices.iter().flatten().find(|d| {
+                d.driver == result.driver
+                    && d.pool == result.pool
+                    && d.device == result.device
+                    && d.share_id == result.share_id
+            });
+            let Some(device_status) = device_status else {
+                return Ok(false);
+            };
+            let condition = |t: &str| device_status.conditions.iter().flatten().find(|c| c.type_ == t);
+            for failure in result.binding_failure_conditions.iter().flatten() {
+                if let Some(c) = condition(failure).filter(|c| c.status == "True") {
+                    return Err(format!(
+                        "device binding failed: claim={}, reason={}, message={:?}",
+                        claim.metadata.name.as_deref().unwrap_or(""),
+                        c.reason,
+                        c.message
+                    ));
+                }
+            }
+            if !conditions
+                .iter()
+                .all(|t| condition(t).is_some_and(|c| c.status == "True"))
+            {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// `isClaimTimeout`: the claim has waited for its binding conditions longer than bindingTimeout.
+    fn claim_binding_timed_out(&self, claim: &ResourceClaim) -> bool {
+        let Some(allocation) = claim.status.as_ref().and_then(|s| s.allocation.as_ref()) else {
+            return false;
+        };
+        let Some(allocated_at) = allocation.allocation_timestamp.as_ref() else {
+            return false;
+        };
+        let waits = allocation
+            .devices
+            .iter()
+            .flat_map(|d| d.results.iter().flatten())
+            .any(|r| r.binding_conditions.is_some());
+        let deadline =
+            allocated_at.0.as_millisecond() as i128 * 1_000_000 + self.binding_timeout.as_nanos() as i128;
+        waits && deadline < crate::preemption::evaluator::now_nanos()
+    }
+}
+
+impl Plugin for DynamicResources {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn as_pre_enqueue(&self) -> Option<&dyn PreEnqueuePlugin> {
+        Some(self)
+    }
+    fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
+        Some(self)
+    }
+    fn as_filter(&self) -> Option<&dyn FilterPlugin> {
+        Some(self)
+    }
+    fn as_post_filter(&self) -> Option<&dyn PostFilterPlugin> {
+        Some(self)
+    }
+    fn as_score(&self) -> Option<&dyn ScorePlugin> {
+        Some(self)
+    }
+    fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
+        Some(self)
+    }
+    fn as_pre_bind(&self) -> Option<&dyn PreBindPlugin> {
+        Some(self)
+    }
+}
+
+impl PreEnqueuePlugin for DynamicResources {
+    fn pre_enqueue(&self, pod: &PodInfo) -> Status {
+        match pod_resource_claims(&self.snapshot, pod) {
+            Ok(_) => Status::success(),
+            Err(reason) => Status::unresolvable(reason),
+        }
+    }
+}
+
+impl PreFilterPlugin for DynamicResources {
+    fn pre_filter(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        _: &[Arc<NodeInfo>],
+    ) -> (Option<PreFilterResult>, Status) {
+        // An empty state first: PostFilter and Score read it even when PreFilter rejects.
+        state.write(&STATE_KEY, StateData::default());
+        let claims = match pod_resource_claims(&self.snapshot, pod) {
+            Ok(claims) => claims,
+            Err(reason) => return (None, Status::unresolvable(reason)),
+        };
+        if claims.is_empty() {
+            return (None, Status::skip());
+        }
+        let mut available_on_nodes = Vec::with_capacity(claims.len());
+        let mut allocate = false;
+        for claim in &claims {
+            let allocation = claim.status.as_ref().and_then(|s| s.allocation.as_ref());
+            if let Some(allocation) = allocation {
+                // `CanBeReserved` is always true in v1.37.1 (an allocated claim takes any number of
+                // consumers), so kube-scheduler's "resourceclaim in use" cannot happen.
+                let selector = match allocation.node_selector.as_ref().map(NodeSelectorMatcher::parse) {
+                    None => None,
+                    Some(Ok(m)) => Some(m),
+                    Some(Err(e)) => return (None, Status::error(e.to_string())),
+                };
+                available_on_nodes.push(selector);
+                continue;
+            }
+            available_on_nodes.push(None);
+            allocate = true;
+            for request in claims::requests(claim) {
+                if let Some(exactly) = &request.exactly {
+                    if let Some(s) = self.validate_device_class(&exactly.device_class_name, &request.name) {
+                        return (None, s);
+                    }
+                } else if let Some(subs) = request.first_available.as_ref().filter(|s| !s.is_empty()) {
+                    for sub in subs {
+                        let name = format!("{}/{}", request.name, sub.name);
+                        if let Some(s) = self.validate_device_class(&sub.device_class_name, &name) {
+                            return (None, s);
+                        }
+                    }
+                } else {
+                    return (
+                        None,
+                        Status::unresolvable(format!(
+                            "resource claim {}, request {}: unknown request type",
+                            claim_key(claim),
+                            request.name
+                        )),
+                    );
+                }
+            }
+        }
+        state.write(
+            &STATE_KEY,
+            StateData(Arc::new(CycleClaims {
+                claims,
+                available_on_nodes,
+                allocate,
+                ..CycleClaims::default()
+            })),
+        );
+        (None, Status::success())
+    }
+}
+
+impl FilterPlugin for DynamicResources {
+    fn filter(&self, state: &CycleState, _: &PodInfo, node_info: &NodeInfo) -> Status {
+        let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
+            return Status::error(ERR_NOT_FOUND);
+        };
+        if cycle.claims.is_empty() {
+            return Status::success();
+        }
+        let node = &node_info.node;
+        let mut unavailable = Vec::new();
+        for (index, claim) in cycle.claims.iter().enumerate() {
+            if let Some(selector) = &cycle.available_on_nodes[index]
+                && !selector.matches(node_info.labels(), node_info.name())
+            {
+                unavailable.push(index);
+                continue;
+            }
+            if is_allocated(claim) && self.features.device_binding_and_status {
+                match Self::claim_ready_for_binding(claim) {
+                    Err(_) => unavailable.push(index),
+                    Ok(false) if self.claim_binding_timed_out(claim) => unavailable.push(index),
+                    Ok(_) => {}
+                }
+            }
+        }
+        let mut allocations = None;
+        if cycle.allocate {
+            let to_allocate: Vec<&ResourceClaim> = cycle.to_allocate().map(|(_, c)| c.as_ref()).collect();
+            let allocator = Allocator::new(
+                self.features,
+                &self.allocated,
+                &self.snapshot.device_classes,
+                &self.snapshot.resource_slices,
+                &self.cel_cache,
+            );
+            let deadline = (!self.filter_timeout.is_zero()).then(|| Instant::now() + self.filter_timeout);
+            match allocator.allocate(node, &to_allocate, deadline) {
+                Err(AllocateError::Timeout) => {
+                    return Status::error(format!(
+                        "node {}: timed out trying to allocate devices",
+                        node_info.name()
+                    ));
+                }
+                Err(AllocateError::FailedOnNode(reason)) => return Status::unresolvable(reason),
+                Err(AllocateError::Fatal(message)) => return Status::error(message),
+                Ok(Some(results)) if results.len() == to_allocate.len() => allocations = Some(results),
+                Ok(_) => return Status::unresolvable(ERR_CANNOT_ALLOCATE),
+            }
+        }
+        if !unavailable.is_empty() {
+            lock(&cycle.unavailable_claims).extend(unavailable);
+            return Status::unresolvable(ERR_CLAIM_NOT_AVAILABLE);
+        }
+        if let Some(results) = allocations {
+            lock(&cycle.node_allocations).insert(node_info.name().to_string(), results);
+        }
+        Status::success()
+    }
+}
+
+/// Locks a mutex, recovering the data of a poisoned one (a panicking Filter elsewhere must not
+/// turn every later node into an error).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl PostFilterPlugin for DynamicResources {
+    fn post_filter(
+        &self,
+        _: &Framework,
+        state: &CycleState,
+        pod: &PodInfo,
+        _: &NodeToStatus,
+    ) -> (Option<PostFilterResult>, Status) {
+        (None, deallocate_status(state, pod))
+    }
+}
+
+/// `deallocateOrDeletePodClaims` as a dry run: the status PostFilter returns. kube-scheduler picks
+/// one unavailable claim at random (map order), deallocates it when nobody else has it reserved and
+/// says so; here the lowest index is picked.
+fn deallocate_status(state: &CycleState, pod: &PodInfo) -> Status {
+    let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
+        return Status::error(ERR_NOT_FOUND);
+    };
+    for &index in lock(&cycle.unavailable_claims).iter() {
+        let claim = &cycle.claims[index];
+        let reserved_for = claim
+            .status
+            .as_ref()
+            .and_then(|s| s.reserved_for.as_deref())
+            .unwrap_or_default();
+        if reserved_for.is_empty() || (reserved_for.len() == 1 && reserved_for[0].uid == pod.uid()) {
+            return Status::new(Code::Unschedulable, MSG_DEALLOCATED);
+        }
+    }
+    Status::with_reasons(Code::Unschedulable, Vec::new())
+}
+
+impl ScorePlugin for DynamicResources {
+    fn score(&self, state: &CycleState, _: &PodInfo, node: &NodeInfo) -> (i64, Status) {
+        let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
+            return (0, Status::error(ERR_NOT_FOUND));
+        };
+        if cycle.claims.is_empty() || !self.features.prioritized_list {
+            return (0, Status::success());
+        }
+        let allocations = lock(&cycle.node_allocations);
+        let Some(results) = allocations.get(node.name()) else {
+            return (0, Status::success());
+        };
+        match score::compute_score(&cycle.claims, results) {
+            Ok(score) => (score, Status::success()),
+            Err(message) => (0, Status::error(message)),
+        }
+    }
+    fn has_normalize_score(&self) -> bool {
+        true
+    }
+    fn normalize_score(&self, _: &CycleState, _: &PodInfo, scores: &mut [NodeScore]) -> Status {
+        default_normalize_score(crate::framework::interface::MAX_NODE_SCORE, false, scores);
+        Status::success()
+    }
+}
+
+impl ReservePlugin for DynamicResources {
+    fn reserve(&self, state: &mut CycleState, _: &PodInfo, node_name: &str) -> Status {
+        let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
+            return Status::error(ERR_NOT_FOUND);
+        };
+        let to_allocate: Vec<usize> = cycle.to_allocate().map(|(i, _)| i).collect();
+        if to_allocate.is_empty() || !cycle.allocate {
+            return Status::success();
+        }
+        let allocations = lock(&cycle.node_allocations);
+        let Some(results) = allocations.get(node_name).filter(|r| !r.is_empty()) else {
+            return Status::error("claim allocation not found for node");
+        };
+        if results.len() != to_allocate.len() {
+            return Status::error(format!(
+                "internal error, have {} allocations, {} claims to allocate, want {} claims",
+                results.len(),
+                to_allocate.len(),
+                to_allocate.len()
+            ));
+        }
+        let mut reserved = lock(&cycle.reserved);
+        for (index, result) in to_allocate.into_iter().zip(results) {
+            reserved.insert(index, result.clone());
+        }
+        Status::success()
+    }
+    fn unreserve(&self, state: &mut CycleState, _: &PodInfo, _: &str) {
+        if let Some(StateData(cycle)) = state.read(&STATE_KEY) {
+            lock(&cycle.reserved).clear();
+        }
+    }
+}
+
+impl PreBindPlugin for DynamicResources {
+    /// kube-scheduler writes each claim's allocation and reservation here; kubectl-sched never
+    /// allocates devices, so there is nothing to plan.
+    fn pre_bind(&self, state: &CycleState, _: &PodInfo, _: &str) -> (Vec<crate::action::Action>, Status) {
+        match state.read(&STATE_KEY) {
+            Some(StateData(cycle)) if !cycle.claims.is_empty() => (Vec::new(), Status::success()),
+            _ => (Vec::new(), Status::skip()),
+        }
+    }
+}
+
+/// The devices the pod's unallocated claims would get on `node`, from a cycle's state after Filter
+/// (empty when the pod has no such claims or the node was not feasible).
+pub fn claim_allocations(state: &CycleState, node: &str) -> Vec<ClaimAllocation> {
+    let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
+        return Vec::new();
+    };
+    let allocations = lock(&cycle.node_allocations);
+    let Some(results) = allocations.get(node) else {
+        return Vec::new();
+    };
+    cycle
+        .to_allocate()
+        .zip(results)
+        .map(|((_, claim), result)| ClaimAllocation {
+            claim: claim_key(claim),
+            node: node.to_string(),
+            devices: result
+                .devices
+                .iter()
+                .flat_map(|d| d.results.iter().flatten())
+                .map(|r| AllocatedDevice {
+                    request: r.request.clone(),
+                    driver: r.driver.clone(),
+                    pool: r.pool.clone(),
+                    device: r.device.clone(),
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

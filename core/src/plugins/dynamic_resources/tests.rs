@@ -1,0 +1,313 @@
+//! Table-driven tests of DynamicResources' extension points on in-memory snapshots. Allocation
+//! itself is tested with the allocator (`crate::dra::structured`); these cover what the plugin
+//! decides around it.
+
+use k8s_openapi::api::core::v1::{PodResourceClaim, PodResourceClaimStatus};
+use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim};
+use serde_json::{Value, json};
+
+use super::*;
+use crate::snapshot::{ClusterObjects, Snapshot};
+use crate::testing::{node, pod};
+
+fn claim(name: &str, spec: Value, status: Value) -> ResourceClaim {
+    serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
+        "spec": spec,
+        "status": status,
+    }))
+    .expect("claim JSON")
+}
+
+fn class(name: &str) -> DeviceClass {
+    serde_json::from_value(json!({"metadata": {"name": name}, "spec": {}})).expect("class JSON")
+}
+
+fn exactly(request: &str, class: &str) -> Value {
+    json!({"devices": {"requests": [{"name": request, "exactly": {"deviceClassName": class}}]}})
+}
+
+fn allocation_on(node: &str) -> Value {
+    json!({"allocation": {
+        "devices": {"results": [{"request": "gpu", "driver": "d", "pool": node, "device": "dev-0"}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [node]}]}]},
+    }})
+}
+
+fn plugin(claims: Vec<ResourceClaim>, classes: Vec<DeviceClass>) -> DynamicResources {
+    DynamicResources::for_snapshot(Arc::new(Snapshot::new(ClusterObjects {
+        resource_claims: claims,
+        device_classes: classes,
+        ..Default::default()
+    })))
+}
+
+fn pod_with_claims(names: &[&str]) -> PodInfo {
+    let claims: Vec<PodResourceClaim> = names
+        .iter()
+        .map(|n| PodResourceClaim {
+            name: format!("c-{n}"),
+            resource_claim_name: Some(n.to_string()),
+            ..Default::default()
+        })
+        .collect();
+    pod("p")
+        .with(move |p| {
+            p.metadata.uid = Some("uid-p".into());
+            p.spec.as_mut().unwrap().resource_claims = Some(claims);
+        })
+        .info()
+}
+
+#[test]
+fn pre_filter_skips_pods_without_claims_and_rejects_what_kube_scheduler_rejects() {
+    let allocated_elsewhere = claim("allocated", exactly("gpu", "gpu"), allocation_on("n1"));
+    let unknown_type = claim(
+        "odd",
+        json!({"devices": {"requests": [{"name": "r"}]}}),
+        json!({}),
+    );
+    let sub_requests = claim(
+        "subs",
+        json!({"devices": {"requests": [{"name": "r", "firstAvailable": [
+            {"name": "big", "deviceClassName": "gpu"}, {"name": "small", "deviceClassName": "nope"}]}]}}),
+        json!({}),
+    );
+    let pl = plugin(
+        vec![
+            claim("ok", exactly("gpu", "gpu"), json!({})),
+            claim("no-class", exactly("gpu", "missing"), json!({})),
+            allocated_elsewhere,
+            unknown_type,
+            sub_requests,
+        ],
+        vec![class("gpu")],
+    );
+    let cases: [(&str, PodInfo, Code, &str); 6] = [
+        ("no claims", pod("p").info(), Code::Skip, ""),
+        ("class exists", pod_with_claims(&["ok"]), Code::Success, ""),
+        (
+            "missing class",
+            pod_with_claims(&["ok", "no-class"]),
+            Code::UnschedulableAndUnresolvable,
+            "request gpu: device class missing does not exist",
+        ),
+        (
+            "allocated claims need no class check",
+            pod_with_claims(&["allocated"]),
+            Code::Success,
+            "",
+        ),
+        (
+            "request without exactly or firstAvailable",
+            pod_with_claims(&["odd"]),
+            Code::UnschedulableAndUnresolvable,
+            "resource claim default/odd, request r: unknown request type",
+        ),
+        (
+            "every subrequest's class must exist",
+            pod_with_claims(&["subs"]),
+            Code::UnschedulableAndUnresolvable,
+            "request r/small: device class nope does not exist",
+        ),
+    ];
+    for (name, p, code, message) in cases {
+        let mut state = CycleState::new();
+        let (_, s) = pl.pre_filter(&mut state, &p, &[]);
+        assert_eq!(s.code(), code, "{name}: {s:?}");
+        assert_eq!(s.message(), message, "{name}");
+        assert!(
+            state.read(&STATE_KEY).is_some(),
+            "{name}: state is written even on rejection"
+        );
+    }
+}
+
+#[test]
+fn allocated_claims_are_available_only_where_their_node_selector_matches() {
+    let pl = plugin(
+        vec![claim("a", exactly("gpu", "gpu"), allocation_on("n1"))],
+        vec![class("gpu")],
+    );
+    let p = pod_with_claims(&["a"]);
+    let mut state = CycleState::new();
+    assert!(pl.pre_filter(&mut state, &p, &[]).1.is_success());
+    let n1 = node("n1").info_with(vec![]);
+    let n2 = node("n2").info_with(vec![]);
+    assert!(pl.filter(&state, &p, &n1).is_success());
+    let s = pl.filter(&state, &p, &n2);
+    assert_eq!(s.code(), Code::UnschedulableAndUnresolvable);
+    assert_eq!(s.message(), ERR_CLAIM_NOT_AVAILABLE);
+
+    // Nobody else holds the claim: PostFilter deallocates it so the next attempt can move it.
+    let post = deallocate_status(&state, &p);
+    assert_eq!(post.code(), Code::Unschedulable);
+    assert_eq!(post.message(), MSG_DEALLOCATED);
+}
+
+#[test]
+fn post_filter_leaves_claims_reserved_for_other_pods_alone() {
+    let mut status = allocation_on("n1");
+    status["reservedFor"] = json!([{"resource": "pods", "name": "other", "uid": "uid-other"}]);
+    let pl = plugin(
+        vec![claim("shared", exactly("gpu", "gpu"), status)],
+        vec![class("gpu")],
+    );
+    let p = pod_with_claims(&["shared"]);
+    let mut state = CycleState::new();
+    assert!(pl.pre_filter(&mut state, &p, &[]).1.is_success());
+    assert!(!pl.filter(&state, &p, &node("n2").info_with(vec![])).is_success());
+    let post = deallocate_status(&state, &p);
+    assert_eq!(post.code(), Code::Unschedulable);
+    assert_eq!(post.message(), "");
+}
+
+#[test]
+fn binding_conditions_gate_allocated_claims() {
+    let with_conditions = |device_status: Value| {
+        let mut status = json!({"allocation": {"devices": {"results": [{
+            "request": "gpu", "driver": "d", "pool": "p", "device": "dev-0",
+            "bindingConditions": ["Attached"], "bindingFailureConditions": ["Failed"],
+        }]}}});
+        status["devices"] = device_status;
+        claim("c", exactly("gpu", "gpu"), status)
+    };
+    let device = |conditions: Value| json!([{"driver": "d", "pool": "p", "device": "dev-0", "conditions": conditions}]);
+    let condition = |t: &str, s: &str| json!({"type": t, "status": s, "reason": "R", "message": "m", "lastTransitionTime": "2026-01-01T00:00:00Z"});
+    let cases = [
+        ("no device status yet", with_conditions(json!(null)), Ok(false)),
+        (
+            "condition not true yet",
+            with_conditions(device(json!([condition("Attached", "False")]))),
+            Ok(false),
+        ),
+        (
+            "condition true",
+            with_conditions(device(json!([condition("Attached", "True")]))),
+            Ok(true),
+        ),
+        (
+            "failure condition",
+            with_conditions(device(json!([condition("Failed", "True")]))),
+            Err("device binding failed: claim=c, reason=R, message=\"m\"".to_string()),
+        ),
+    ];
+    for (name, c, want) in cases {
+        assert_eq!(DynamicResources::claim_ready_for_binding(&c), want, "{name}");
+    }
+}
+
+#[test]
+fn score_prefers_earlier_subrequests() {
+    let c = claim(
+        "c",
+        json!({"devices": {"requests": [{"name": "r", "firstAvailable": [
+            {"name": "big", "deviceClassName": "gpu"}, {"name": "small", "deviceClassName": "gpu"}]}]}}),
+        json!({}),
+    );
+    let result = |request: &str| -> AllocationResult {
+        serde_json::from_value(json!({"devices": {"results": [
+            {"request": request, "driver": "d", "pool": "p", "device": "x"}]}}))
+        .unwrap()
+    };
+    let claims = vec![Arc::new(c)];
+    assert_eq!(score::compute_score(&claims, &[result("r/big")]), Ok(8));
+    assert_eq!(score::compute_score(&claims, &[result("r/small")]), Ok(7));
+    assert!(score::compute_score(&claims, &[]).is_err());
+}
+
+#[test]
+fn filter_timeout_and_binding_timeout_come_from_args() {
+    let handle = Handle {
+        snapshot: Arc::default(),
+    };
+    let args = json!({"filterTimeout": "1m30s", "bindingTimeout": "0"});
+    assert!(new(Some(&args), &handle).is_ok());
+    assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
+    assert_eq!(parse_go_duration("250ms"), Some(Duration::from_millis(250)));
+    assert_eq!(parse_go_duration("ten"), None);
+    assert!(new(Some(&json!({"filterTimeout": "soon"})), &handle).is_err());
+}
+
+#[test]
+fn pre_enqueue_gates_pods_whose_claims_are_missing_or_unusable() {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+    let named = |name: &str, deleting: bool| ResourceClaim {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            deletion_timestamp: deleting.then_some(Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let pl = plugin(
+        vec![named("ok", false), named("gone", true), named("foreign", false)],
+        vec![],
+    );
+    let by_name = |n: &str| PodResourceClaim {
+        name: "c".into(),
+        resource_claim_name: Some(n.into()),
+        ..Default::default()
+    };
+    let with = |c: PodResourceClaim, statuses: Option<Vec<PodResourceClaimStatus>>| {
+        pod("p")
+            .with(move |p| {
+                p.spec.as_mut().unwrap().resource_claims = Some(vec![c]);
+                p.status
+                    .get_or_insert_with(Default::default)
+                    .resource_claim_statuses = statuses;
+            })
+            .info()
+    };
+    let template = PodResourceClaim {
+        name: "c".into(),
+        resource_claim_template_name: Some("t".into()),
+        ..Default::default()
+    };
+    let generated = |claim: Option<&str>| {
+        Some(vec![PodResourceClaimStatus {
+            name: "c".into(),
+            resource_claim_name: claim.map(str::to_string),
+        }])
+    };
+    let cases = [
+        ("existing claim", with(by_name("ok"), None), None),
+        (
+            "missing claim",
+            with(by_name("missing"), None),
+            Some("could not find ResourceClaim \"default/missing\""),
+        ),
+        (
+            "deleted claim",
+            with(by_name("gone"), None),
+            Some("resourceclaim \"gone\" is being deleted"),
+        ),
+        (
+            "template not generated yet",
+            with(template.clone(), None),
+            Some("pod \"default/p\": ResourceClaim not created yet"),
+        ),
+        (
+            "generated claim not owned by the pod",
+            with(template.clone(), generated(Some("foreign"))),
+            Some("ResourceClaim default/foreign was not created for Pod default/p (Pod is not owner)"),
+        ),
+        (
+            "generation skipped on purpose",
+            with(template, generated(None)),
+            None,
+        ),
+    ];
+    for (name, p, want) in cases {
+        let s = pl.pre_enqueue(&p);
+        match want {
+            None => assert!(s.is_success(), "{name}: {s:?}"),
+            Some(msg) => {
+                assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{name}");
+                assert_eq!(s.message(), msg, "{name}");
+            }
+        }
+    }
+}
