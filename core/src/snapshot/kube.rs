@@ -178,6 +178,7 @@ pub async fn load_from_api(
     let classes_api: Api<k8s_openapi::api::resource::v1::DeviceClass> = Api::all(cluster());
     let slices_api: Api<k8s_openapi::api::resource::v1::ResourceSlice> = Api::all(cluster());
     let templates_api = scoped!(k8s_openapi::api::resource::v1::ResourceClaimTemplate);
+    let taint_rules_api: Api<k8s_openapi::api::resource::v1::DeviceTaintRule> = Api::all(cluster());
 
     let (
         nodes,
@@ -199,6 +200,7 @@ pub async fn load_from_api(
         classes,
         slices,
         templates,
+        taint_rules,
     ) = futures::join!(
         list_all(&nodes_api, page, None),
         list_all(&pods_api, page, pod_fields),
@@ -219,6 +221,7 @@ pub async fn load_from_api(
         list_all(&classes_api, page, None),
         list_all(&slices_api, page, None),
         list_all(&templates_api, page, None),
+        list_all(&taint_rules_api, page, None),
     );
 
     let mut warnings = Vec::new();
@@ -243,6 +246,7 @@ pub async fn load_from_api(
         device_classes: settle(ObjectKind::DeviceClass, false, classes, w)?,
         resource_slices: settle(ObjectKind::ResourceSlice, false, slices, w)?,
         resource_claim_templates: settle(ObjectKind::ResourceClaimTemplate, false, templates, w)?,
+        device_taint_rules: settle(ObjectKind::DeviceTaintRule, false, taint_rules, w)?,
         placed_pods: Vec::new(),
     };
     Ok((objects, warnings))

@@ -4,6 +4,7 @@
 //! A `Snapshot` is immutable once built; evaluations that need to change a node (nominated pods,
 //! preemption dry runs) clone that node's `NodeInfo`.
 
+pub mod device_taint_rules;
 pub mod dra;
 #[cfg(feature = "kube")]
 pub mod kube;
@@ -21,7 +22,9 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 
@@ -78,6 +81,9 @@ pub struct ClusterObjects {
     /// ResourceClaimTemplates (resource.k8s.io/v1): what the resourceclaim controller makes a pod's
     /// claims from.
     pub resource_claim_templates: Vec<ResourceClaimTemplate>,
+    /// DeviceTaintRules (resource.k8s.io/v1): taints added to the devices they select, as if the
+    /// ResourceSlices had them (kube-scheduler's patched slices).
+    pub device_taint_rules: Vec<DeviceTaintRule>,
     /// Pods on nodes already reduced to their scheduling facts ([`PodInfo::placed`]), as a loader
     /// asked for [`PodDetail::CompactPlaced`] leaves them. They feed a snapshot like `pods` do (first,
     /// in their order) but are not written back by the snapshot writers: a compact load is for
@@ -325,6 +331,7 @@ impl Snapshot {
             device_classes,
             resource_slices,
             resource_claim_templates,
+            device_taint_rules,
             placed_pods,
         } = objects;
 
@@ -447,7 +454,10 @@ impl Snapshot {
             allocated_devices: dra::allocated_devices(&resource_claims),
             resource_claims: by_namespaced_name(resource_claims),
             device_classes: by_name(device_classes),
-            resource_slices: ResourceSlices::new(resource_slices),
+            resource_slices: ResourceSlices::new(device_taint_rules::apply(
+                resource_slices,
+                &device_taint_rules,
+            )),
             resource_claim_templates: by_namespaced_name(resource_claim_templates),
         }
     }

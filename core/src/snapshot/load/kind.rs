@@ -8,7 +8,9 @@ use k8s_openapi::api::core::v1::{
     Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use serde::Deserializer;
@@ -140,6 +142,8 @@ object_kinds! {
     ResourceSlice(ResourceSlice) = "resource.k8s.io/v1", "ResourceSlice" => resource_slices, shapes::METADATA_ONLY;
     ResourceClaimTemplate(ResourceClaimTemplate) = "resource.k8s.io/v1", "ResourceClaimTemplate" =>
         resource_claim_templates, shapes::METADATA_ONLY;
+    DeviceTaintRule(DeviceTaintRule) = "resource.k8s.io/v1", "DeviceTaintRule" => device_taint_rules,
+        shapes::METADATA_ONLY;
 }
 
 impl ObjectKind {

@@ -9,7 +9,9 @@ use k8s_openapi::api::core::v1::{
     PodStatus, PodTemplateSpec, ReplicationController, ResourceRequirements, Service, Volume,
 };
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice};
+use k8s_openapi::api::resource::v1::{
+    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
+};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -365,6 +367,7 @@ prune_metadata_only!(
     DeviceClass,
     ResourceSlice,
     ResourceClaimTemplate,
+    DeviceTaintRule,
 );
 
 impl ClusterObjects {
@@ -392,6 +395,7 @@ impl ClusterObjects {
         all(&mut self.device_classes);
         all(&mut self.resource_slices);
         all(&mut self.resource_claim_templates);
+        all(&mut self.device_taint_rules);
     }
 }
 
