@@ -14,7 +14,7 @@ use sched_core::schedule::{schedule, schedule_cycle};
 use sched_core::{ClusterObjects, Code, Engine, PodInfo, Snapshot};
 use serde::Serialize;
 
-use super::hints::{Hint, HintInput, hints};
+use super::hints::{Hint, HintInput, HintKind, hints};
 use super::load::{LoadError, Loaded, evaluation_detail, keep_until_exit, load};
 use super::pods::{ResolveError, Subject, subject};
 use crate::cli::{ExplainArgs, GlobalArgs};
@@ -123,6 +123,10 @@ pub struct ExplainReport {
     /// For a gated pod: the evaluation once its gates are removed (the table shows this one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub once_ungated: Option<Explanation>,
+    /// For a pod with ResourceClaims that does not fit: every claim's and request's device counts per
+    /// node, and why (the hints repeat its conclusions).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dra: Option<sched_core::dra::diagnose::Diagnosis>,
     /// The profile's score plugins and weights (the wide table's columns).
     #[serde(skip)]
     pub score_plugins: Vec<(String, i64)>,
@@ -277,13 +281,26 @@ fn explain_one(
     let basis = once_ungated.as_ref().unwrap_or(&explanation);
     lap("evaluated the pod", timings);
 
-    let hints = hints(&HintInput {
+    let mut hints = hints(&HintInput {
         explanation: basis,
         state: &basis_state,
         pod: &basis_pod,
         snapshot: &snapshot,
         framework: &fwk,
     });
+    // The claim-by-claim story matters when the pod does not fit; when it fits, the devices it would
+    // get are in `claim_allocations`.
+    let dra = (basis.outcome != Outcome::Scheduled)
+        .then(|| sched_core::dra::diagnose::diagnose(&snapshot, &basis_pod))
+        .flatten();
+    if let Some(d) = &dra {
+        hints.extend(d.hints.iter().map(|h| Hint {
+            kind: HintKind::ResourceClaims,
+            nodes: Vec::new(),
+            message: h.clone(),
+            snippet: None,
+        }));
+    }
     let bound = bound_node.map(|node| bound_check(basis, &snapshot, node));
     let node_detail = args
         .node
@@ -301,6 +318,7 @@ fn explain_one(
         hints,
         node_detail,
         once_ungated,
+        dra,
     })
 }
 

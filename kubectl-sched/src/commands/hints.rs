@@ -51,6 +51,8 @@ pub enum HintKind {
     NominatedNode,
     /// The pod is being deleted.
     Terminating,
+    /// Why the pod's ResourceClaims cannot get devices (DynamicResources).
+    ResourceClaims,
 }
 
 /// One hint.

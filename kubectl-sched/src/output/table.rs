@@ -4,6 +4,7 @@
 use sched_core::Code;
 use sched_core::action::Action;
 use sched_core::apply::{ActionResult, Outcome as ApplyOutcome};
+use sched_core::dra::diagnose::{Diagnosis, Wants};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome};
 use sched_core::preemption::{PreemptionResult, VictimRemoval, VictimView};
 
@@ -229,11 +230,107 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
         Some(d) => out.push_str(&node_detail(d)),
         None => out.push_str(&node_table(basis, &r.score_plugins, wide)),
     }
+    if let Some(d) = &r.dra {
+        out.push('\n');
+        out.push_str(&claims_section(d));
+    }
+    if !basis.claim_allocations.is_empty() {
+        out.push('\n');
+        out.push_str(&allocations_section(basis));
+    }
     if !r.hints.is_empty() {
         out.push('\n');
         out.push_str(&hint_lines(&r.hints));
     }
     out
+}
+
+fn wants_text(w: Wants) -> String {
+    match w {
+        Wants::Count(n) => n.to_string(),
+        Wants::All => "all".to_string(),
+    }
+}
+
+/// The pod's claims, one row per request: devices reachable from any node and how each filter
+/// narrows them, and on how many nodes the request alone has enough.
+fn claims_section(d: &Diagnosis) -> String {
+    let headers = [
+        "CLAIM",
+        "REQUEST",
+        "CLASS",
+        "WANTS",
+        "DEVICES",
+        "CLASS-OK",
+        "SELECTED",
+        "ALLOCATED",
+        "TAINTED",
+        "FREE",
+        "NODES-WITH-ENOUGH",
+    ]
+    .map(String::from);
+    let mut rows = Vec::new();
+    for claim in &d.claims {
+        if !claim.allocated_devices.is_empty() {
+            rows.push(vec![
+                claim.claim.clone(),
+                "(allocated)".to_string(),
+                String::new(),
+                String::new(),
+                claim.allocated_devices.join(","),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ]);
+        }
+        for r in &claim.requests {
+            let c = r.cluster;
+            rows.push(vec![
+                claim.claim.clone(),
+                r.request.clone(),
+                if r.class_exists {
+                    r.device_class.clone()
+                } else {
+                    format!("{} (missing)", r.device_class)
+                },
+                wants_text(r.wants),
+                c.devices.to_string(),
+                c.class_match.to_string(),
+                c.request_match.to_string(),
+                c.allocated.to_string(),
+                c.tainted.to_string(),
+                c.free.to_string(),
+                format!("{}/{}", r.nodes_with_enough, r.nodes.len()),
+            ]);
+        }
+    }
+    format!(
+        "Resource claims (devices reachable from any node, counted once; -o json has every node):\n{}",
+        columns(&headers, &rows)
+    )
+}
+
+/// The devices DynamicResources would allocate on the selected node.
+fn allocations_section(e: &Explanation) -> String {
+    let headers = ["CLAIM", "REQUEST", "DEVICE"].map(String::from);
+    let rows: Vec<Vec<String>> = e
+        .claim_allocations
+        .iter()
+        .flat_map(|c| {
+            c.devices.iter().map(|d| {
+                vec![
+                    c.claim.clone(),
+                    d.request.clone(),
+                    format!("{}/{}/{}", d.driver, d.pool, d.device),
+                ]
+            })
+        })
+        .collect();
+    let node = e.claim_allocations.first().map(|c| c.node.as_str()).unwrap_or("");
+    format!("Devices it would get on {node}:\n{}", columns(&headers, &rows))
 }
 
 /// `--node`: the node's verdict, each filter, each score.

@@ -42,7 +42,7 @@ use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo};
 
 use claims::is_allocated;
-pub use claims::{ERR_API_UNSUPPORTED, ERR_CLAIM_NOT_CREATED, claim_key, pod_resource_claims};
+pub use claims::{ERR_API_UNSUPPORTED, ERR_CLAIM_NOT_CREATED, claim_key, pod_resource_claims, requests};
 pub use score::FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE;
 
 /// Plugin name.
