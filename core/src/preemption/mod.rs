@@ -18,7 +18,7 @@ pub mod plan;
 #[cfg(test)]
 pub(crate) mod tests_support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -78,11 +78,51 @@ pub struct VictimView {
     pub start_time: Option<Time>,
     /// True when the pod is already terminating (the plan does not touch it again).
     pub terminating: bool,
+    /// The devices (`driver/pool/device`) of the ResourceClaims reserved for it. kube-scheduler's
+    /// preemption does not count them as freed: DynamicResources' rejections are unresolvable, so
+    /// preemption never helps a pod that waits for devices; they become free once the claims are
+    /// deallocated after the victim is gone.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<String>,
+}
+
+/// Devices of allocated claims by the UID of each pod they are reserved for.
+pub type DevicesByPod = HashMap<String, Vec<String>>;
+
+/// [`DevicesByPod`] of a snapshot.
+pub fn devices_by_pod(snapshot: &crate::snapshot::Snapshot) -> DevicesByPod {
+    let mut out: DevicesByPod = HashMap::new();
+    for claim in snapshot.resource_claims.values() {
+        let Some(status) = claim.status.as_ref() else {
+            continue;
+        };
+        let devices: Vec<String> = status
+            .allocation
+            .iter()
+            .flat_map(|a| a.devices.iter())
+            .flat_map(|d| d.results.iter().flatten())
+            .map(|r| format!("{}/{}/{}", r.driver, r.pool, r.device))
+            .collect();
+        if devices.is_empty() {
+            continue;
+        }
+        for consumer in status.reserved_for.iter().flatten() {
+            out.entry(consumer.uid.clone())
+                .or_default()
+                .extend(devices.iter().cloned());
+        }
+    }
+    for devices in out.values_mut() {
+        devices.sort();
+        devices.dedup();
+    }
+    out
 }
 
 impl VictimView {
-    fn new(v: &Victim) -> Self {
+    fn new(v: &Victim, devices: &DevicesByPod) -> Self {
         VictimView {
+            devices: devices.get(v.pod.uid()).cloned().unwrap_or_default(),
             namespace: v.pod.namespace().to_string(),
             name: v.pod.name().to_string(),
             uid: v.pod.uid().to_string(),
@@ -112,10 +152,10 @@ pub struct CandidateView {
 }
 
 impl CandidateView {
-    fn new(c: &Candidate) -> Self {
+    fn new(c: &Candidate, devices: &DevicesByPod) -> Self {
         CandidateView {
             node: c.node.clone(),
-            victims: c.victims.iter().map(VictimView::new).collect(),
+            victims: c.victims.iter().map(|v| VictimView::new(v, devices)).collect(),
             pdb_violations: c.num_pdb_violations,
         }
     }
@@ -238,6 +278,7 @@ pub fn dry_run(
         ),
         _ => Vec::new(),
     };
+    let devices = devices_by_pod(snapshot);
     PreemptionResult {
         pod: pod.key(),
         eligible: eval.eligibility.is_ok(),
@@ -247,10 +288,14 @@ pub fn dry_run(
         tied_nodes: eval.tied.clone(),
         decided_by: eval.decided_by,
         victims: chosen
-            .map(|c| c.victims.iter().map(VictimView::new).collect())
+            .map(|c| c.victims.iter().map(|v| VictimView::new(v, &devices)).collect())
             .unwrap_or_default(),
         pdb_violations: chosen.map_or(0, |c| c.num_pdb_violations),
-        candidates: eval.candidates.iter().map(CandidateView::new).collect(),
+        candidates: eval
+            .candidates
+            .iter()
+            .map(|c| CandidateView::new(c, &devices))
+            .collect(),
         nodes_total: eval.num_all_nodes,
         potential_nodes: eval.potential_nodes,
         kube_scheduler_would_sample: eval.num_candidates,
@@ -597,5 +642,43 @@ mod tests {
         assert_eq!(cands, vec![("n2", 1), ("n1", 2)]);
         assert_eq!(r.node.as_deref(), Some("n2"));
         assert_eq!(r.decided_by, Some(candidate::CRITERIA[2]));
+    }
+}
+
+#[cfg(test)]
+mod devices_tests {
+    use super::*;
+    use crate::snapshot::{ClusterObjects, Snapshot};
+
+    #[test]
+    fn devices_are_attributed_to_every_pod_their_claim_is_reserved_for() {
+        let claim = |name: &str, devices: &[&str], consumers: &[&str]| {
+            let results: Vec<_> = devices
+                .iter()
+                .map(|d| serde_json::json!({"request": "r", "driver": "gpu", "pool": "n1", "device": d}))
+                .collect();
+            let reserved: Vec<_> = consumers
+                .iter()
+                .map(|uid| serde_json::json!({"resource": "pods", "name": uid, "uid": uid}))
+                .collect();
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": name, "namespace": "ns"},
+                "spec": {},
+                "status": {"allocation": {"devices": {"results": results}}, "reservedFor": reserved},
+            }))
+            .unwrap()
+        };
+        let snapshot = Snapshot::new(ClusterObjects {
+            resource_claims: vec![
+                claim("a", &["g1", "g0"], &["pod-1"]),
+                claim("shared", &["g2"], &["pod-1", "pod-2"]),
+                claim("unreserved", &["g3"], &[]),
+            ],
+            ..Default::default()
+        });
+        let by_pod = devices_by_pod(&snapshot);
+        assert_eq!(by_pod["pod-1"], ["gpu/n1/g0", "gpu/n1/g1", "gpu/n1/g2"]);
+        assert_eq!(by_pod["pod-2"], ["gpu/n1/g2"]);
+        assert_eq!(by_pod.len(), 2);
     }
 }

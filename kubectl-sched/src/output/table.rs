@@ -540,10 +540,11 @@ fn candidate_table(p: &PreemptionResult) -> String {
 }
 
 fn victim_table(victims: &[VictimView]) -> String {
+    let with_devices = victims.iter().any(|v| !v.devices.is_empty());
     let rows: Vec<Vec<String>> = victims
         .iter()
         .map(|v| {
-            vec![
+            let mut row = vec![
                 victim_key(v),
                 v.priority.to_string(),
                 if v.pdb_violation { "violated" } else { "-" }.to_string(),
@@ -556,19 +557,24 @@ fn victim_table(victims: &[VictimView]) -> String {
                     "to remove"
                 }
                 .to_string(),
-            ]
+            ];
+            if with_devices {
+                row.push(if v.devices.is_empty() {
+                    "-".to_string()
+                } else {
+                    v.devices.join(",")
+                });
+            }
+            row
         })
         .collect();
-    columns(
-        &[
-            "VICTIM".into(),
-            "PRIORITY".into(),
-            "PDB".into(),
-            "STARTED".into(),
-            "STATE".into(),
-        ],
-        &rows,
-    )
+    let mut headers: Vec<String> = ["VICTIM", "PRIORITY", "PDB", "STARTED", "STATE"]
+        .map(String::from)
+        .into();
+    if with_devices {
+        headers.push("DEVICES (FREED ONCE ITS CLAIMS ARE DEALLOCATED)".to_string());
+    }
+    columns(&headers, &rows)
 }
 
 fn rejected_table(p: &PreemptionResult) -> String {
