@@ -184,7 +184,9 @@ pub(super) fn allocate<'s>(
     search.prepare().map_err(AllocateError::Fatal)?;
     match search.allocate_one(Indices::default(), false, Loc::default()) {
         Ok(true) => {}
-        Ok(false) | Err(SearchError::MaxSizeExceeded) => {
+        // Upstream returns this internal error as is when it reaches the top.
+        Err(e @ SearchError::MaxSizeExceeded) => return Err(AllocateError::Fatal(e.to_string())),
+        Ok(false) => {
             if search.pools.iter().any(|p| p.is_invalid) {
                 // Not fatal: other nodes may do; reported only when all fail.
                 return Err(AllocateError::FailedOnNode(

@@ -51,7 +51,7 @@ pub fn available<'a>(pool: &Pool<'a>, allocated: impl Fn(&str, &str, &str) -> bo
     sets
 }
 
-/// Adds (`sign` > 0) or removes what `device` consumes to or from `consumed`.
+/// Adds (`add`) or removes what `device` consumes to or from `consumed`.
 pub fn account<'a>(consumed: &mut CounterSets<'a>, device: &'a Device, add: bool) {
     for consumption in device.consumes_counters.iter().flatten() {
         let set = consumed.entry(consumption.counter_set.as_str()).or_default();
