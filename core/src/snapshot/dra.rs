@@ -1,13 +1,16 @@
 //! Dynamic Resource Allocation state of a snapshot: ResourceSlices grouped by where their devices
 //! are, and the devices allocated claims hold, as kube-scheduler's DRA manager derives them.
 //!
-//! Only allocated device IDs are derived so far: the counters (partitionable devices) and capacity
-//! (consumable capacity) that allocations consume are not tracked yet.
+//! What allocated claims hold is [`AllocatedState::from_claims`] (devices, shared devices and their
+//! consumed capacity); counters consumed by partitionable devices follow from the allocated
+//! devices, as the allocator derives them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use k8s_openapi::api::resource::v1::{ResourceClaim, ResourceSlice};
+use k8s_openapi::api::resource::v1::ResourceSlice;
+
+pub use crate::dra::structured::AllocatedState;
 
 /// One device: the driver, the pool in that driver and the device's name in the pool (as
 /// `status.allocation.devices.results` names it).
@@ -51,11 +54,14 @@ pub struct ResourceSlices {
     pub node_selector: Vec<Arc<ResourceSlice>>,
     /// Slices with `spec.allNodes`: their devices are reachable from every node.
     pub all_nodes: Vec<Arc<ResourceSlice>>,
+    /// Slices that say none of nodeName, nodeSelector, allNodes and perDeviceNodeSelection (the
+    /// API server rejects them): they serve no node, but still count towards their pool's slices
+    /// and generation, as in kube-scheduler.
+    pub other: Vec<Arc<ResourceSlice>>,
 }
 
 impl ResourceSlices {
-    /// Groups slices, keeping their order within each group. A slice that says none of nodeName,
-    /// nodeSelector, allNodes and perDeviceNodeSelection (the API server rejects it) is dropped.
+    /// Groups slices, keeping their order within each group.
     pub fn new(slices: Vec<ResourceSlice>) -> Self {
         let mut grouped = ResourceSlices::default();
         for slice in slices {
@@ -70,6 +76,8 @@ impl ResourceSlices {
                 grouped.node_selector.push(Arc::new(slice));
             } else if spec.all_nodes == Some(true) {
                 grouped.all_nodes.push(Arc::new(slice));
+            } else {
+                grouped.other.push(Arc::new(slice));
             }
         }
         grouped
@@ -86,9 +94,25 @@ impl ResourceSlices {
             .chain(&self.all_nodes)
     }
 
+    /// Every slice: the per-node ones (by node name), then the node-selector, all-nodes and other
+    /// ones.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<ResourceSlice>> + '_ {
+        let mut nodes: Vec<&String> = self.by_node.keys().collect();
+        nodes.sort();
+        nodes
+            .into_iter()
+            .flat_map(|n| &self.by_node[n])
+            .chain(&self.node_selector)
+            .chain(&self.all_nodes)
+            .chain(&self.other)
+    }
+
     /// How many slices there are in all.
     pub fn len(&self) -> usize {
-        self.by_node.values().map(Vec::len).sum::<usize>() + self.node_selector.len() + self.all_nodes.len()
+        self.by_node.values().map(Vec::len).sum::<usize>()
+            + self.node_selector.len()
+            + self.all_nodes.len()
+            + self.other.len()
     }
 
     /// True when there are no slices.
@@ -97,38 +121,17 @@ impl ResourceSlices {
     }
 }
 
-/// The devices that allocated claims hold exclusively, as kube-scheduler's DRA manager tracks them:
-/// every `status.allocation.devices.results[]` entry, except allocations with admin access (which do
-/// not make a device unavailable) and shared allocations of consumable-capacity devices (those
-/// with a `shareID`, which consume capacity instead). Consumed counters and capacity are not derived
-/// yet.
-pub fn allocated_devices<'a>(claims: impl IntoIterator<Item = &'a ResourceClaim>) -> HashSet<DeviceId> {
-    claims
-        .into_iter()
-        .filter_map(|c| {
-            c.status
-                .as_ref()?
-                .allocation
-                .as_ref()?
-                .devices
-                .as_ref()?
-                .results
-                .as_ref()
-        })
-        .flatten()
-        .filter(|r| r.admin_access != Some(true) && r.share_id.is_none())
-        .map(|r| DeviceId::new(&r.driver, &r.pool, &r.device))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use k8s_openapi::api::core::v1::NodeSelector;
     use k8s_openapi::api::resource::v1::{
-        AllocationResult, DeviceAllocationResult, DeviceRequestAllocationResult, ResourceClaimStatus,
-        ResourcePool, ResourceSliceSpec,
+        AllocationResult, DeviceAllocationResult, DeviceRequestAllocationResult, ResourceClaim,
+        ResourceClaimStatus, ResourcePool, ResourceSliceSpec,
     };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use crate::dra::structured::{ExactQuantity, SharedDeviceId};
 
     use super::*;
 
@@ -173,6 +176,15 @@ mod tests {
             share_id: Some("1234".into()),
             ..result("gpu.example.com", "n1", "gpu-3")
         };
+        let share = |id: &str, memory: &str| DeviceRequestAllocationResult {
+            share_id: Some(id.into()),
+            consumed_capacity: Some([("memory".to_string(), Quantity(memory.into()))].into()),
+            ..result("gpu.example.com", "n1", "gpu-4")
+        };
+        let admin_share = DeviceRequestAllocationResult {
+            admin_access: Some(true),
+            ..share("9", "1Gi")
+        };
         let claims = [
             claim("pending", None),
             claim(
@@ -193,9 +205,11 @@ mod tests {
             claim("admin", Some(vec![admin])),
             claim("shared", Some(vec![shared])),
             claim("empty", Some(vec![])),
+            claim("share-a", Some(vec![share("a", "10Gi"), share("b", "512Mi")])),
+            claim("share-c", Some(vec![share("c", "70Gi"), admin_share])),
         ];
-        let got = allocated_devices(&claims);
-        let mut got: Vec<String> = got.iter().map(DeviceId::to_string).collect();
+        let state = AllocatedState::from_claims(&claims);
+        let mut got: Vec<String> = state.allocated_devices.iter().map(DeviceId::to_string).collect();
         got.sort();
         assert_eq!(
             got,
@@ -206,6 +220,35 @@ mod tests {
                 "nic.example.com/n1/gpu-0",
             ]
         );
+        let mut shares: Vec<&SharedDeviceId> = state.allocated_shared_device_ids.iter().collect();
+        shares.sort();
+        let shares: Vec<String> = shares
+            .iter()
+            .map(|s| format!("{}#{}", s.device, s.share_id))
+            .collect();
+        assert_eq!(
+            shares,
+            [
+                "gpu.example.com/n1/gpu-3#1234",
+                "gpu.example.com/n1/gpu-4#a",
+                "gpu.example.com/n1/gpu-4#b",
+                "gpu.example.com/n1/gpu-4#c",
+            ]
+        );
+        let gpu4 = DeviceId::new("gpu.example.com", "n1", "gpu-4");
+        assert_eq!(
+            state.aggregated_capacity.len(),
+            1,
+            "gpu-3's share consumed nothing"
+        );
+        assert_eq!(
+            state.aggregated_capacity[&gpu4]["memory"],
+            ExactQuantity::parse("82432Mi").unwrap(),
+            "80Gi + 512Mi, exactly"
+        );
+        assert!(state.is_device_allocated(&gpu4));
+        assert!(state.is_device_allocated(&DeviceId::new("gpu.example.com", "n1", "gpu-3")));
+        assert!(!state.is_device_allocated(&DeviceId::new("gpu.example.com", "n1", "gpu-2")));
     }
 
     fn slice(name: &str, node: Option<&str>, selector: bool, all: bool) -> ResourceSlice {
@@ -239,7 +282,9 @@ mod tests {
             slice("a2", Some("a"), false, false),
             slice("none", None, false, false),
         ]);
-        assert_eq!(slices.len(), 5);
+        assert_eq!(slices.other.len(), 1);
+        assert_eq!(slices.len(), 6);
+        assert_eq!(slices.all().count(), 6);
         let names = |node: &str| -> Vec<String> {
             slices
                 .for_node(node)

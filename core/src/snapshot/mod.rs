@@ -25,7 +25,7 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTe
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
 
-pub use dra::{DeviceId, ResourceSlices};
+pub use dra::{AllocatedState, DeviceId, ResourceSlices};
 pub use load::{
     DecodeError, Format, LoadError, LoadReport, Location, ObjectKind, Prune, load_bytes, load_file,
     load_file_with, write_list_json, write_list_yaml,
@@ -234,8 +234,12 @@ pub struct Snapshot {
     pub resource_slices: ResourceSlices,
     /// ResourceClaimTemplates by `namespace/name`.
     pub resource_claim_templates: HashMap<String, Arc<ResourceClaimTemplate>>,
-    /// The devices allocated claims hold (see [`dra::allocated_devices`]), as kube-scheduler's DRA
-    /// manager tracks them. Consumed counters and capacity are not derived yet.
+    /// What allocated claims hold (see [`AllocatedState::from_claims`]): devices, shared devices
+    /// and their consumed capacity, as kube-scheduler's DRA manager tracks them; the allocator's
+    /// input.
+    pub allocated: AllocatedState,
+    /// The devices allocated claims hold exclusively: `allocated.allocated_devices`, kept for
+    /// existing readers.
     pub allocated_devices: HashSet<DeviceId>,
 }
 
@@ -327,6 +331,7 @@ impl Snapshot {
             resource_claim_templates,
             placed_pods,
         } = objects;
+        let allocated = AllocatedState::from_claims(&resource_claims);
 
         let mut infos: Vec<NodeInfo> = nodes.into_iter().map(|n| NodeInfo::new(Arc::new(n))).collect();
         let node_index: HashMap<String, usize> = infos
@@ -444,7 +449,8 @@ impl Snapshot {
             replication_controllers: replication_controllers.into_iter().map(Arc::new).collect(),
             replica_sets: replica_sets.into_iter().map(Arc::new).collect(),
             stateful_sets: stateful_sets.into_iter().map(Arc::new).collect(),
-            allocated_devices: dra::allocated_devices(&resource_claims),
+            allocated_devices: allocated.allocated_devices.clone(),
+            allocated,
             resource_claims: by_namespaced_name(resource_claims),
             device_classes: by_name(device_classes),
             resource_slices: ResourceSlices::new(resource_slices),

@@ -2,12 +2,46 @@
 //! `ResourceClaim.spec.devices.requests[].exactly.selectors[]`) compiled once and evaluated against
 //! one device at a time, as `k8s.io/dynamic-resource-allocation/cel` does.
 //!
-//! CONTRACT (placeholder until the CEL work lands): the public API below is what the allocator and
-//! the plugin use; the bodies are being written.
+//! Parsing and evaluation use the `cel` crate (cel-rust); this module adds what Kubernetes
+//! selectors use on top of standard CEL:
+//!
+//! - the `device` variable ([`device`]): `device.driver`, `device.attributes` and
+//!   `device.capacity` (`map domain → map id → value`; unqualified names use the driver as domain;
+//!   a missing domain is an empty map, a missing id the runtime error `no such key: <id>`),
+//!   `device.allowMultipleAllocations`;
+//! - the Kubernetes quantity ([`quantity`]), semver ([`semver`]), lists and `ext.Sets`
+//!   ([`lists`]) and regex ([`regex`]) libraries;
+//! - cel-go's `ext.Strings` (`charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`, `upperAscii`,
+//!   `replace`, `split`, `substring`, `trim`, `join`, `format`, `strings.quote`) and `ext.Lists`
+//!   (`slice`, `flatten`, `distinct`, `reverse`, `sort`, `sortBy`) as the crate provides them;
+//! - `cel.bind(var, init, expr)` ([`env`]), optional syntax (`a.?b`, `a[?k]`, `optional.of`,
+//!   `optional.none`, `hasValue`, `value`, `orValue`, `or`) as the crate provides it;
+//! - the runtime cost limit `CELSelectorExpressionMaxCost` ([`cost`]), metered approximately;
+//! - upstream's error texts where users see them: `no such key: <k>` with `EnhanceRuntimeError`'s
+//!   hint, `CEL result of type <t> could not be converted to bool`, cel-go's cost limit text.
+//!
+//! Not supported (compile error `undeclared reference`): `lists.range`, the URL, IP, CIDR,
+//! `format`-library (`named format`), authz and JSON-patch libraries, two-variable comprehensions
+//! (`all(k, v, ...)`, `transformList`, ...). Compile errors are one readable line, not cel-go's
+//! byte-exact checker output; the static check is not a full type checker (see [`env`]).
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+pub mod cost;
+pub mod device;
+pub mod env;
+pub mod lists;
+pub mod quantity;
+pub mod regex;
+pub mod semver;
 
+#[cfg(test)]
+mod tests;
+
+use std::collections::{BTreeMap, HashMap};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex};
+
+use ::cel::common::types::CelBool;
+use ::cel::{Context, ExecutionError, Value};
 use k8s_openapi::api::resource::v1::{DeviceAttribute, DeviceCapacity};
 
 /// One device as a selector sees it (`cel.Device` upstream).
@@ -42,30 +76,173 @@ pub struct CompilationResult {
     pub expression: String,
     /// Why it did not compile, if it did not.
     pub error: Option<CelError>,
+    program: Option<env::Program>,
+    cost_limit: u64,
 }
 
-impl CompilationResult {
-    /// Evaluates the selector against `device` (`DeviceMatches`).
-    pub fn device_matches(&self, _device: &Device<'_>) -> Result<bool, CelError> {
-        Err(CelError::Runtime("CEL evaluation is not implemented yet".into()))
+/// `EnhanceRuntimeError`'s hint after a `no such key` error.
+const NO_SUCH_KEY_HINT: &str = ". consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() for optional fields";
+
+/// A runtime error as cel-go words it.
+fn runtime_text(e: &ExecutionError) -> String {
+    let text = match e {
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::NoSuchOverload(o) => format!("no such overload: {o}"),
+        ExecutionError::DivisionByZero(_) => "division by zero".to_string(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
+        ExecutionError::Overflow(..) => "integer overflow".to_string(),
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        ExecutionError::UndeclaredReference(n) => format!("undeclared reference to '{n}'"),
+        ExecutionError::UnexpectedType { got, want } => {
+            format!("got '{got}', expected {want} type")
+        }
+        ExecutionError::IndexOutOfBounds(i) => format!("index out of range: {i:?}"),
+        other => other.to_string(),
+    };
+    if text.contains("no such key:") {
+        format!("{text}{NO_SUCH_KEY_HINT}")
+    } else {
+        text
     }
 }
 
-/// Compiled selectors by expression (`cel.Cache`), shared by every node's allocation.
+impl CompilationResult {
+    /// Compiles `expression` (`CompileCELExpression` with the default cost limit).
+    pub fn compile(expression: &str) -> Self {
+        Self::compile_with_cost_limit(expression, cost::CEL_SELECTOR_EXPRESSION_MAX_COST)
+    }
+
+    /// Compiles `expression` with another runtime cost limit (`Options.CostLimit`).
+    pub fn compile_with_cost_limit(expression: &str, cost_limit: u64) -> Self {
+        let compiled = catch_unwind(|| env::compile(expression))
+            .unwrap_or_else(|_| Err("compilation failed: internal error".to_string()));
+        let (program, error) = match compiled {
+            Ok(p) => (Some(p), None),
+            Err(e) => (None, Some(CelError::Compile(e))),
+        };
+        CompilationResult {
+            expression: expression.to_string(),
+            error,
+            program,
+            cost_limit,
+        }
+    }
+
+    /// Evaluates the selector against `device` (`DeviceMatches`).
+    pub fn device_matches(&self, device: &Device<'_>) -> Result<bool, CelError> {
+        if let Some(e) = &self.error {
+            return Err(e.clone());
+        }
+        let Some(program) = &self.program else {
+            return Err(CelError::Compile("not compiled".to_string()));
+        };
+        let env = match &*env::ENV {
+            Ok(env) => env.clone(),
+            Err(e) => return Err(CelError::Compile(e.to_string())),
+        };
+        let value = device::device_value(device).map_err(|e| CelError::Runtime(e.to_string()))?;
+        let evaluated = catch_unwind(AssertUnwindSafe(|| {
+            let meter = cost::Meter::start(self.cost_limit);
+            let mut ctx = Context::with_env(env);
+            ctx.add_variable_as_val(env::DEVICE_VAR, Box::new(value));
+            let result = Value::resolve_val(&program.ast, &ctx);
+            match result {
+                _ if meter.exceeded() => Err(cost::COST_LIMIT_EXCEEDED.to_string()),
+                Err(e) => Err(runtime_text(&e)),
+                Ok(v) => match v.downcast_ref::<CelBool>() {
+                    Some(b) => Ok(*b.inner()),
+                    None => Err(format!(
+                        "CEL result of type {} could not be converted to bool: type conversion error from '{}' to 'bool'",
+                        v.get_type().name(),
+                        v.get_type().name()
+                    )),
+                },
+            }
+        }));
+        match evaluated {
+            Ok(Ok(b)) => Ok(b),
+            Ok(Err(e)) => Err(CelError::Runtime(e)),
+            Err(_) => Err(CelError::Runtime(
+                "CEL evaluation failed: internal error".to_string(),
+            )),
+        }
+    }
+}
+
+/// Bounded least-recently-used map of successful compilations.
 #[derive(Debug, Default)]
-pub struct Cache {}
+struct Lru {
+    entries: HashMap<String, (Arc<CompilationResult>, u64)>,
+    order: BTreeMap<u64, String>,
+    tick: u64,
+}
+
+/// Compiled selectors by expression (`cel.Cache`), shared by every node's allocation.
+///
+/// Only successful compilations are kept (as upstream), at most `max_entries` of them, the least
+/// recently used evicted first; `max_entries == 0` caches nothing. Two threads compiling the same
+/// new expression at once may both compile it (upstream serialises them per key).
+#[derive(Debug, Default)]
+pub struct Cache {
+    max_entries: usize,
+    lru: Mutex<Lru>,
+}
 
 impl Cache {
     /// A cache holding at most `max_entries` compiled expressions.
-    pub fn new(_max_entries: usize) -> Self {
-        Cache {}
+    pub fn new(max_entries: usize) -> Self {
+        Cache {
+            max_entries,
+            lru: Mutex::new(Lru::default()),
+        }
     }
 
     /// The compiled form of `expression`, compiling it on first use (`GetOrCompile`).
     pub fn get_or_compile(&self, expression: &str) -> Arc<CompilationResult> {
-        Arc::new(CompilationResult {
-            expression: expression.to_string(),
-            error: Some(CelError::Compile("CEL compilation is not implemented yet".into())),
-        })
+        if let Some(hit) = self.get(expression) {
+            return hit;
+        }
+        let compiled = Arc::new(CompilationResult::compile(expression));
+        if compiled.error.is_none() && self.max_entries > 0 {
+            self.add(expression, compiled.clone());
+        }
+        compiled
+    }
+
+    /// Number of cached compilations.
+    pub fn len(&self) -> usize {
+        self.lru.lock().map_or(0, |l| l.entries.len())
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn get(&self, expression: &str) -> Option<Arc<CompilationResult>> {
+        let mut lru = self.lru.lock().unwrap_or_else(|p| p.into_inner());
+        let Lru { entries, order, tick } = &mut *lru;
+        let (result, used) = entries.get_mut(expression)?;
+        order.remove(used);
+        *tick += 1;
+        *used = *tick;
+        order.insert(*tick, expression.to_string());
+        Some(result.clone())
+    }
+
+    fn add(&self, expression: &str, result: Arc<CompilationResult>) {
+        let mut lru = self.lru.lock().unwrap_or_else(|p| p.into_inner());
+        let Lru { entries, order, tick } = &mut *lru;
+        *tick += 1;
+        if let Some((_, old)) = entries.insert(expression.to_string(), (result, *tick)) {
+            order.remove(&old);
+        }
+        order.insert(*tick, expression.to_string());
+        while entries.len() > self.max_entries {
+            let Some((_, oldest)) = order.pop_first() else {
+                break;
+            };
+            entries.remove(&oldest);
+        }
     }
 }

@@ -1,18 +1,39 @@
 //! The structured-parameters allocator of `k8s.io/dynamic-resource-allocation/structured` v1.37.1
-//! (its "incubating" implementation, which v1.37.1's default DRA feature gates select).
+//! (its "incubating" implementation, which v1.37.1's default DRA feature gates select), ported
+//! with the same search order so the same devices are chosen as kube-scheduler would choose.
 //!
-//! CONTRACT (placeholder until the allocator work lands): the public API below is what the
-//! DynamicResources plugin calls; the bodies are being written.
+//! - [`pools`]: `GatherPools` (pools reachable from a node, generations, completeness, validity).
+//! - [`allocator`]: the search (`Allocate`, `allocateOne`, `allocateDevice`) and the results.
+//! - [`request`], [`constraints`], [`taints`], [`counters`], [`consumable_capacity`],
+//!   [`node_selector`]: what the search checks per request and device, and the result's node
+//!   selector.
+//! - [`state`]: what allocated claims hold ([`AllocatedState`]); [`quantity`]: exact quantities.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Node;
-use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim};
+use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
 
 use crate::dra::cel;
-use crate::snapshot::{DeviceId, ResourceSlices};
+use crate::snapshot::ResourceSlices;
+
+pub mod allocator;
+pub mod constraints;
+pub mod consumable_capacity;
+pub mod counters;
+pub mod node_selector;
+pub mod pools;
+pub mod quantity;
+pub mod request;
+pub mod state;
+pub mod taints;
+#[cfg(test)]
+mod tests;
+
+pub use quantity::{ExactQuantity, QuantityFormat};
+pub use state::{AllocatedState, ConsumedCapacity, SharedDeviceId};
 
 /// The DRA feature gates the allocator honours (`structured.Features`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,13 +67,6 @@ impl Features {
     };
 }
 
-/// What allocated claims hold (`schedulerapi.AllocatedState`).
-#[derive(Debug, Clone, Default)]
-pub struct AllocatedState {
-    /// Devices allocated exclusively.
-    pub allocated_devices: HashSet<DeviceId>,
-}
-
 /// Why allocation could not be decided on a node.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AllocateError {
@@ -69,13 +83,49 @@ pub enum AllocateError {
     Timeout,
 }
 
-/// An allocator over one snapshot's slices, classes and allocated state; used for every node.
+/// A device ID borrowed from the slices or the allocated state (`DeviceID`, printed
+/// `driver/pool/device`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DevKey<'a> {
+    /// The driver.
+    pub driver: &'a str,
+    /// The pool.
+    pub pool: &'a str,
+    /// The device.
+    pub device: &'a str,
+}
+
+impl std::fmt::Display for DevKey<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}/{}", self.driver, self.pool, self.device)
+    }
+}
+
+impl<'a> From<&'a crate::snapshot::DeviceId> for DevKey<'a> {
+    fn from(id: &'a crate::snapshot::DeviceId) -> Self {
+        DevKey {
+            driver: &id.driver,
+            pool: &id.pool,
+            device: &id.device,
+        }
+    }
+}
+
+/// An allocator over one snapshot's slices, classes and allocated state; used for every node
+/// (`NewAllocator`). It holds no per-call state, so several threads may share it.
 pub struct Allocator<'a> {
-    _features: Features,
-    _allocated: &'a AllocatedState,
-    _classes: &'a HashMap<String, Arc<DeviceClass>>,
-    _slices: &'a ResourceSlices,
-    _cel: &'a cel::Cache,
+    features: Features,
+    classes: &'a HashMap<String, Arc<DeviceClass>>,
+    slices: &'a ResourceSlices,
+    cel: &'a cel::Cache,
+    /// Every slice, for pools whose slices do not all serve the node.
+    all_slices: Vec<&'a ResourceSlice>,
+    /// `AllocatedDevices`.
+    allocated_devices: HashSet<DevKey<'a>>,
+    /// The devices of `AllocatedSharedDeviceIDs`.
+    shared_devices: HashSet<DevKey<'a>>,
+    /// `AggregatedCapacity`.
+    aggregated_capacity: HashMap<DevKey<'a>, &'a ConsumedCapacity>,
 }
 
 impl<'a> Allocator<'a> {
@@ -88,24 +138,41 @@ impl<'a> Allocator<'a> {
         cel: &'a cel::Cache,
     ) -> Self {
         Allocator {
-            _features: features,
-            _allocated: allocated,
-            _classes: classes,
-            _slices: slices,
-            _cel: cel,
+            features,
+            classes,
+            slices,
+            cel,
+            all_slices: slices.all().map(|s| &**s).collect(),
+            allocated_devices: allocated.allocated_devices.iter().map(DevKey::from).collect(),
+            shared_devices: allocated
+                .allocated_shared_device_ids
+                .iter()
+                .map(|s| DevKey::from(&s.device))
+                .collect(),
+            aggregated_capacity: allocated
+                .aggregated_capacity
+                .iter()
+                .map(|(id, c)| (DevKey::from(id), c))
+                .collect(),
         }
     }
 
-    /// `Allocate`: one allocation result per claim when every claim can be allocated on `node`,
-    /// `Ok(None)` when they cannot, an error as [`AllocateError`] says.
+    /// `IsDeviceAllocated`.
+    fn is_device_allocated(&self, id: DevKey<'_>) -> bool {
+        self.allocated_devices.contains(&id)
+            || self.shared_devices.contains(&id)
+            || self.aggregated_capacity.contains_key(&id)
+    }
+
+    /// `Allocate`: one allocation result per claim (in the claims' order) when every claim can be
+    /// allocated on `node`, `Ok(None)` when they cannot, an error as [`AllocateError`] says. The
+    /// deadline is checked at every step of the search.
     pub fn allocate(
         &self,
-        _node: &Node,
-        _claims: &[&ResourceClaim],
-        _deadline: Option<Instant>,
+        node: &Node,
+        claims: &[&ResourceClaim],
+        deadline: Option<Instant>,
     ) -> Result<Option<Vec<AllocationResult>>, AllocateError> {
-        Err(AllocateError::Fatal(
-            "the allocator is not implemented yet".into(),
-        ))
+        allocator::allocate(self, node, claims, deadline)
     }
 }

@@ -1,0 +1,88 @@
+//! The Kubernetes regex CEL library (`k8s.io/apiserver/pkg/cel/library/regex.go`):
+//! `string.find(regex)`, `string.findAll(regex)` and `string.findAll(regex, limit)`. Patterns are
+//! RE2 syntax, which the `regex` crate follows (`matches` is the standard library's).
+
+use cel::common::types::{CelInt, CelList, CelString, INT_TYPE, STRING_TYPE};
+use cel::common::value::{CowVal, Val};
+use cel::{DeclarationError, Env, ExecutionError};
+
+type Args<'b, 'v> = Vec<CowVal<'b, 'v>>;
+type Out<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
+
+/// Upper bound on a compiled pattern, so a pathological one fails rather than eating memory.
+const REGEX_SIZE_LIMIT: usize = 1 << 20;
+
+fn compile(function: &str, pattern: &str) -> Result<regex::Regex, ExecutionError> {
+    regex::RegexBuilder::new(pattern)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| ExecutionError::function_error(function, format!("error parsing regexp: {e}")))
+}
+
+fn string_arg<'a>(function: &str, v: &'a dyn Val) -> Result<&'a str, ExecutionError> {
+    v.downcast_ref::<CelString<'_>>()
+        .map(|s| s.inner())
+        .ok_or_else(|| ExecutionError::function_error(function, "expected a string"))
+}
+
+fn find<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    let [s, re] = <[CowVal<'b, 'v>; 2]>::try_from(args)
+        .map_err(|a| ExecutionError::invalid_argument_count(2, a.len()))?;
+    let re = compile("find", string_arg("find", re.as_ref())?)?;
+    let s = string_arg("find", s.as_ref())?;
+    let found = re.find(s).map(|m| m.as_str().to_string()).unwrap_or_default();
+    Ok(CowVal::owned(CelString::from(found)))
+}
+
+fn find_all_limited<'b, 'v>(s: &str, re: &str, limit: i64) -> Out<'b, 'v> {
+    let re = compile("findAll", re)?;
+    let limit = if limit < 0 { usize::MAX } else { limit as usize };
+    let items: Vec<Box<dyn Val + 'v>> = re
+        .find_iter(s)
+        .take(limit)
+        .map(|m| Box::new(CelString::from(m.as_str().to_string())) as Box<dyn Val + 'v>)
+        .collect();
+    Ok(CowVal::owned(CelList::from(items)))
+}
+
+fn find_all<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
+    match args.as_slice() {
+        [s, re] => find_all_limited(
+            string_arg("findAll", s.as_ref())?,
+            string_arg("findAll", re.as_ref())?,
+            -1,
+        ),
+        [s, re, n] => {
+            let n = n
+                .downcast_ref::<CelInt>()
+                .map(|n| *n.inner())
+                .ok_or_else(|| ExecutionError::function_error("findAll", "expected an int"))?;
+            find_all_limited(
+                string_arg("findAll", s.as_ref())?,
+                string_arg("findAll", re.as_ref())?,
+                n,
+            )
+        }
+        _ => Err(ExecutionError::invalid_argument_count(2, args.len())),
+    }
+}
+
+/// Registers the regex library on `env`.
+pub fn extension(env: &mut Env) -> Result<(), DeclarationError> {
+    env.add_member_overload("find", "string_find_string", STRING_TYPE, vec![STRING_TYPE], find)?;
+    env.add_member_overload(
+        "findAll",
+        "string_find_all_string",
+        STRING_TYPE,
+        vec![STRING_TYPE],
+        find_all,
+    )?;
+    env.add_member_overload(
+        "findAll",
+        "string_find_all_string_int",
+        STRING_TYPE,
+        vec![STRING_TYPE, INT_TYPE],
+        find_all,
+    )?;
+    Ok(())
+}
