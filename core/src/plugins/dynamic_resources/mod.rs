@@ -193,9 +193,7 @@ fn parse_go_duration(s: &str) -> Option<Duration> {
 impl DynamicResources {
     /// The plugin over `snapshot` with v1.37.1's default gates and args.
     pub fn for_snapshot(snapshot: Arc<crate::snapshot::Snapshot>) -> Self {
-        let allocated = AllocatedState {
-            allocated_devices: snapshot.allocated_devices.clone(),
-        };
+        let allocated = snapshot.allocated.clone();
         DynamicResources {
             resolver: DeviceClassResolver::for_snapshot(&snapshot),
             snapshot,
