@@ -441,3 +441,7 @@ pub fn create_requests_and_mappings(
     device_requests.sort_by(|a, b| a.name.cmp(&b.name));
     (device_requests, mappings)
 }
+
+#[cfg(test)]
+#[path = "extended_tests.rs"]
+mod tests;
