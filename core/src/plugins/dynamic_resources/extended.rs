@@ -133,6 +133,32 @@ pub struct PodExtendedResources {
     pub pod_scalar_resources: BTreeMap<String, i64>,
 }
 
+/// `hasDeviceClassMappedExtendedResource`: some non-zero request is an extended resource a class
+/// maps.
+fn has_device_class_mapped_extended_resource(
+    scalar: &BTreeMap<String, i64>,
+    resolver: &DeviceClassResolver,
+) -> bool {
+    scalar.iter().any(|(name, &q)| {
+        q != 0 && is_dra_extended_resource_name(name) && resolver.get_device_class(name).is_some()
+    })
+}
+
+/// True when kube-scheduler handles the pod's extended resources through DRA on some node: it
+/// requests one a DeviceClass maps. Such a pod gets its devices (and a ResourceClaim created by
+/// kube-scheduler in PreBind) only when kube-scheduler binds it, like a pod with
+/// `spec.resourceClaims`.
+pub fn uses_dra_extended_resources(
+    pod: &k8s_openapi::api::core::v1::Pod,
+    resolver: &DeviceClassResolver,
+) -> bool {
+    !resolver.is_empty()
+        && has_device_class_mapped_extended_resource(
+            &compute_pod_resource_request(pod).scalar_resources,
+            resolver,
+        )
+}
+
 /// `preFilterExtendedResources`: `None` when no requested extended resource maps to a class.
 pub fn pre_filter_extended_resources(
     pod: &PodInfo,
@@ -143,11 +169,7 @@ pub fn pre_filter_extended_resources(
         return None;
     }
     let scalar = compute_pod_resource_request(&pod.pod).scalar_resources;
-    // `hasDeviceClassMappedExtendedResource`: only non-zero requests count.
-    let mapped = scalar.iter().any(|(name, &q)| {
-        q != 0 && is_dra_extended_resource_name(name) && resolver.get_device_class(name).is_some()
-    });
-    if !mapped {
+    if !has_device_class_mapped_extended_resource(&scalar, resolver) {
         return None;
     }
     let claim = find_extended_resource_claim(pod, snapshot).unwrap_or_else(|| Arc::new(in_memory_claim(pod)));

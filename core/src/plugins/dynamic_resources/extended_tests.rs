@@ -733,3 +733,103 @@ fn balanced_allocation_counts_devices_too() {
     // Without a class the gpu is left out: one fraction, std 0 both ways → 75.
     assert_eq!(score(snapshot(vec![], vec![slice("dra", 4)], vec![])), 75);
 }
+
+/// The pod's own claim `user` (one device of `gpu-class`).
+fn user_claim() -> ResourceClaim {
+    serde_json::from_value(json!({
+        "metadata": {"name": "user", "namespace": "default", "uid": "uid-user"},
+        "spec": {"devices": {"requests": [{"name": "one", "exactly": {"deviceClassName": "gpu-class"}}]}},
+    }))
+    .expect("claim JSON")
+}
+
+fn with_user_claim(p: crate::testing::PodBuilder) -> PodInfo {
+    p.with(|p| {
+        p.spec.as_mut().unwrap().resource_claims = Some(vec![k8s_openapi::api::core::v1::PodResourceClaim {
+            name: "mine".into(),
+            resource_claim_name: Some("user".into()),
+            ..Default::default()
+        }]);
+    })
+    .info()
+}
+
+#[test]
+fn the_extended_claim_comes_after_the_pods_own_claims() {
+    let p = with_user_claim(pod("p").req(GPU, "2"));
+    // On a DRA node both claims get devices: 1 for the user claim, 2 for the extended one.
+    let n = node("dra").info_with(vec![]);
+    let mut r = run(cluster(vec![user_claim()]), None, &p);
+    let (fit, dra) = r.filter(&p, &n);
+    assert!(fit.is_success() && dra.is_success(), "{fit:?} {dra:?}");
+    let allocations = claim_allocations(&r.state, "dra");
+    let summary: Vec<(&str, usize)> = allocations
+        .iter()
+        .map(|a| (a.claim.as_str(), a.devices.len()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![("default/user", 1), ("default/<extended-resources>", 2)]
+    );
+    assert!(r.dra.reserve(&mut r.state, &p, "dra").is_success());
+
+    // On a device-plugin node kube-scheduler still allocates the extended claim, without requests
+    // (and would create it in PreBind).
+    let dp = node("dp").allocatable(GPU, "4").info_with(vec![]);
+    let r = run(
+        snapshot(
+            vec![class("gpu-class", Some(GPU), "2025-01-01T00:00:00Z")],
+            vec![slice("dp", 1)],
+            vec![user_claim()],
+        ),
+        None,
+        &p,
+    );
+    let (fit, dra) = r.filter(&p, &dp);
+    assert!(fit.is_success() && dra.is_success(), "{fit:?} {dra:?}");
+    let summary: Vec<(String, usize)> = claim_allocations(&r.state, "dp")
+        .into_iter()
+        .map(|a| (a.claim, a.devices.len()))
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            ("default/user".to_string(), 1),
+            ("default/<extended-resources>".to_string(), 0)
+        ]
+    );
+}
+
+#[test]
+fn which_pods_use_dra_extended_resources() {
+    let resolver = DeviceClassResolver::for_snapshot(&cluster(vec![]));
+    let cases = [
+        ("a mapped resource", pod("p").req(GPU, "1").obj(), true),
+        (
+            "the implicit name",
+            pod("p")
+                .req("deviceclass.resource.kubernetes.io/gpu-class", "1")
+                .obj(),
+            true,
+        ),
+        (
+            "in an init container",
+            pod("p").init_container("i", &[(GPU, "1")], false).obj(),
+            true,
+        ),
+        ("zero", pod("p").req(GPU, "0").obj(), false),
+        (
+            "an unmapped resource",
+            pod("p").req("example.com/other", "1").obj(),
+            false,
+        ),
+        ("cpu only", pod("p").cpu("1").obj(), false),
+    ];
+    for (name, p, want) in cases {
+        assert_eq!(uses_dra_extended_resources(&p, &resolver), want, "{name}");
+    }
+    assert!(!uses_dra_extended_resources(
+        &pod("p").req(GPU, "1").obj(),
+        &DeviceClassResolver::default()
+    ));
+}
