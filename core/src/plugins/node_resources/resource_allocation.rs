@@ -310,7 +310,9 @@ impl DraExtendedResources {
     /// matches the class, whatever its pool generation.
     fn resource_totals(&self, node: &NodeInfo, class: &DeviceClass) -> Result<(i64, i64), String> {
         let (mut capacity, mut allocated) = (0_i64, 0_i64);
-        for slice in self.snapshot.resource_slices.for_node(node.name()) {
+        let slices = &self.snapshot.resource_slices;
+        // Slices naming no node at all (the API server rejects them) pass kube-scheduler's checks.
+        for slice in slices.for_node(node.name()).chain(&slices.other) {
             for device in devices_for_node(slice, node)? {
                 if self.device_matches_class(device, class, &slice.spec.driver)? {
                     capacity += 1;
