@@ -403,6 +403,7 @@ fn device_plugin_or_dra_decides_per_node() {
     let dra = node("dra").info_with(vec![]);
     let dra_small = node("dra-small").info_with(vec![]);
     let none = node("none").info_with(vec![]);
+    let advertises_zero = node("dra").allocatable(GPU, "0").info_with(vec![]);
     type Case<'a> = (
         &'a str,
         Arc<Snapshot>,
@@ -432,6 +433,14 @@ fn device_plugin_or_dra_decides_per_node() {
             "(b) no device plugin, a class maps it: Fit leaves it to DRA, which allocates 2 devices",
             cluster(vec![]),
             &dra,
+            (Code::Success, ""),
+            (Code::Success, ""),
+            2,
+        ),
+        (
+            "(b) a node advertising 0 has no device plugin for it: DRA allocates",
+            cluster(vec![]),
+            &advertises_zero,
             (Code::Success, ""),
             (Code::Success, ""),
             2,
@@ -832,4 +841,22 @@ fn which_pods_use_dra_extended_resources() {
         &pod("p").req(GPU, "1").obj(),
         &DeviceClassResolver::default()
     ));
+}
+
+#[test]
+fn whole_quantities_only() {
+    let cases = [
+        ("2", Some(2)),
+        ("2.0", Some(2)),
+        ("1k", Some(1000)),
+        ("1e3", Some(1000)),
+        ("0", Some(0)),
+        ("500m", None),
+        ("1.5", None),
+        ("1Ki", Some(1024)),
+        ("junk", None),
+    ];
+    for (q, want) in cases {
+        assert_eq!(as_int64(q), want, "{q}");
+    }
 }
