@@ -860,3 +860,83 @@ fn whole_quantities_only() {
         assert_eq!(as_int64(q), want, "{q}");
     }
 }
+
+/// The default profile over a cluster: what kube-scheduler would say.
+fn explain(
+    nodes: Vec<k8s_openapi::api::core::v1::Node>,
+    classes: Vec<DeviceClass>,
+    slices: Vec<ResourceSlice>,
+    claims: Vec<ResourceClaim>,
+    pending: k8s_openapi::api::core::v1::Pod,
+) -> crate::explain::Explanation {
+    use crate::framework::profile::SchedulerConfig;
+    use crate::framework::runtime::Framework;
+    let registry = crate::plugins::in_tree_registry();
+    let config = SchedulerConfig::default_config(&registry);
+    let profile = config.profile("default-scheduler").expect("default profile");
+    let snapshot = Snapshot::new(ClusterObjects {
+        nodes,
+        device_classes: classes,
+        resource_slices: slices,
+        resource_claims: claims,
+        ..Default::default()
+    });
+    let fwk = Framework::new(profile, &registry, Arc::new(snapshot)).expect("framework");
+    crate::schedule::schedule(
+        &fwk,
+        &PodInfo::new(pending),
+        crate::schedule::ScheduleOptions::default(),
+    )
+}
+
+#[test]
+fn the_default_profile_end_to_end() {
+    use crate::explain::Outcome;
+    let nodes = || {
+        vec![
+            node("dp-small").allocatable(GPU, "1").obj(),
+            node("dra").obj(),
+            node("none").obj(),
+        ]
+    };
+    let gpu_class = || vec![class("gpu-class", Some(GPU), "2025-01-01T00:00:00Z")];
+    let p = || pod("p").req(GPU, "2").obj();
+
+    let e = explain(nodes(), gpu_class(), vec![slice("dra", 4)], vec![], p());
+    assert_eq!(e.outcome, Outcome::Scheduled, "{}", e.message);
+    assert_eq!(e.selected, vec!["dra".to_string()]);
+    assert_eq!(e.claim_allocations.len(), 1);
+    assert_eq!(e.claim_allocations[0].claim, "default/<extended-resources>");
+    assert_eq!(e.claim_allocations[0].devices.len(), 2);
+
+    let e = explain(nodes(), gpu_class(), vec![slice("dra", 1)], vec![], p());
+    assert_eq!(e.outcome, Outcome::Unschedulable);
+    // dp-small's device plugin has too little (Fit runs first); the DRA nodes too few devices.
+    assert_eq!(
+        e.message,
+        "0/3 nodes are available: 1 Insufficient example.com/gpu, 2 cannot allocate all claims. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    );
+
+    let e = explain(nodes(), vec![], vec![slice("dra", 4)], vec![], p());
+    assert_eq!(e.outcome, Outcome::Unschedulable);
+    // Without a class nothing is DRA's: Fit rejects every node, DynamicResources skips the pod.
+    assert_eq!(
+        e.message,
+        "0/3 nodes are available: 3 Insufficient example.com/gpu. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    );
+
+    let e = explain(
+        nodes(),
+        gpu_class(),
+        vec![slice("dra", 4)],
+        vec![leftover_claim("default-p")],
+        p(),
+    );
+    assert_eq!(e.outcome, Outcome::Unschedulable);
+    // DynamicResources' PostFilter (before DefaultPreemption) deletes the leftover claim; its
+    // Unschedulable reason joins the preemption message.
+    assert_eq!(
+        e.message,
+        "0/3 nodes are available: 1 Insufficient example.com/gpu, 2 cannot schedule extended resource claim. deletion of ResourceClaim completed, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    );
+}
