@@ -940,3 +940,227 @@ fn the_default_profile_end_to_end() {
         "0/3 nodes are available: 1 Insufficient example.com/gpu, 2 cannot schedule extended resource claim. deletion of ResourceClaim completed, preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     );
 }
+
+/// A pod as kube-scheduler's `st.MakePod()` builds it: regular containers `con<i>`, init containers
+/// `init-con<i>` or (sidecars) `sidecar-con<i>`.
+fn make_pod(init: &[(&[(&str, &str)], bool)], containers: &[&[(&str, &str)]]) -> PodInfo {
+    let mut b = pod("p").with(|p| p.spec.as_mut().unwrap().containers.clear());
+    for (i, (requests, sidecar)) in init.iter().enumerate() {
+        let name = if *sidecar {
+            format!("sidecar-con{i}")
+        } else {
+            format!("init-con{i}")
+        };
+        b = b.init_container(&name, requests, *sidecar);
+    }
+    for (i, requests) in containers.iter().enumerate() {
+        b = b.container(&format!("con{i}"), requests);
+    }
+    b.info()
+}
+
+/// kube-scheduler's own `Test_createRequestsAndMappings_requests` and `_mappings` cases.
+#[test]
+fn upstream_create_requests_and_mappings_cases() {
+    const GPU1: &str = "example.com/gpu1";
+    const INIT: &str = "example.com/gpuinit";
+    const IMPLICIT: &str = "deviceclass.resource.kubernetes.io/classInit";
+    let t = "2025-01-01T00:00:00Z";
+    let dev_map = [class("class", Some(GPU), t)];
+    let dev_map2 = [class("class", Some(GPU), t), class("class1", Some(GPU1), t)];
+    let dev_map_init = [class("class", Some(GPU), t), class("classInit", Some(INIT), t)];
+    let pod1 = make_pod(&[], &[&[(GPU, "1"), (GPU1, "2")]]);
+    let pod1_init_implicit = make_pod(&[(&[(INIT, "1"), (IMPLICIT, "2")], false)], &[]);
+    let pod2 = make_pod(&[], &[&[(GPU, "1")], &[(GPU1, "2")]]);
+    let pod_init = make_pod(&[(&[(INIT, "2")], false)], &[&[(GPU, "1")]]);
+    let pod_init2 = make_pod(
+        &[(&[(INIT, "1")], false), (&[(INIT, "2")], false)],
+        &[&[(GPU, "1")]],
+    );
+    let pod_init_implicit = make_pod(
+        &[(&[(INIT, "1")], false), (&[(IMPLICIT, "2")], false)],
+        &[&[(GPU, "1")]],
+    );
+    let pod_init3 = make_pod(
+        &[
+            (&[(INIT, "1")], false),
+            (&[(INIT, "1")], true),
+            (&[(INIT, "2")], false),
+        ],
+        &[&[(GPU, "1")]],
+    );
+    let res: &[(&str, i64)] = &[(GPU, 1)];
+    let res2: &[(&str, i64)] = &[(GPU, 1), (GPU1, 2)];
+    let res_init: &[(&str, i64)] = &[(GPU, 1), (INIT, 2)];
+    let res_init_implicit: &[(&str, i64)] = &[(GPU, 1), (INIT, 2), (IMPLICIT, 2)];
+    type Want = (
+        &'static [(&'static str, &'static str, i64)],
+        &'static [(&'static str, &'static str, &'static str)],
+    );
+    // (pod, extended resources, classes, requests (name, class, count), mappings sorted by request
+    // then container (container, resource, request)).
+    let cases: Vec<(&str, &PodInfo, &[(&str, i64)], &[DeviceClass], Want)> = vec![
+        ("nil", &pod1, &[], &[], (&[], &[])),
+        (
+            "one resource match",
+            &pod1,
+            res,
+            &dev_map,
+            (
+                &[("container-0-request-0", "class", 1)],
+                &[("con0", GPU, "container-0-request-0")],
+            ),
+        ),
+        (
+            "one resource match, one resource not match",
+            &pod1,
+            res2,
+            &dev_map,
+            (
+                &[("container-0-request-0", "class", 1)],
+                &[("con0", GPU, "container-0-request-0")],
+            ),
+        ),
+        (
+            "two resources match",
+            &pod1,
+            res2,
+            &dev_map2,
+            (
+                &[
+                    ("container-0-request-0", "class", 1),
+                    ("container-0-request-1", "class1", 2),
+                ],
+                &[
+                    ("con0", GPU, "container-0-request-0"),
+                    ("con0", GPU1, "container-0-request-1"),
+                ],
+            ),
+        ),
+        (
+            "two containers match",
+            &pod2,
+            res2,
+            &dev_map2,
+            (
+                &[
+                    ("container-0-request-0", "class", 1),
+                    ("container-1-request-0", "class1", 2),
+                ],
+                &[
+                    ("con0", GPU, "container-0-request-0"),
+                    ("con1", GPU1, "container-1-request-0"),
+                ],
+            ),
+        ),
+        (
+            "one container, one explicit and one implicit request",
+            &pod1_init_implicit,
+            res_init_implicit,
+            &dev_map_init,
+            (
+                &[
+                    ("container-0-request-0", "classInit", 2),
+                    ("container-0-request-1", "classInit", 1),
+                ],
+                &[
+                    ("init-con0", IMPLICIT, "container-0-request-0"),
+                    ("init-con0", INIT, "container-0-request-1"),
+                ],
+            ),
+        ),
+        (
+            "one init container, one regular container",
+            &pod_init,
+            res_init,
+            &dev_map_init,
+            (
+                &[
+                    ("container-0-request-0", "classInit", 2),
+                    ("container-1-request-0", "class", 1),
+                ],
+                &[
+                    ("init-con0", INIT, "container-0-request-0"),
+                    ("con0", GPU, "container-1-request-0"),
+                ],
+            ),
+        ),
+        (
+            "two init containers, one regular container",
+            &pod_init2,
+            res_init,
+            &dev_map_init,
+            (
+                &[
+                    ("container-1-request-0", "classInit", 2),
+                    ("container-2-request-0", "class", 1),
+                ],
+                &[
+                    ("init-con0", INIT, "container-1-request-0"),
+                    ("init-con1", INIT, "container-1-request-0"),
+                    ("con0", GPU, "container-2-request-0"),
+                ],
+            ),
+        ),
+        (
+            "two init containers (explicit and implicit), one regular container",
+            &pod_init_implicit,
+            res_init_implicit,
+            &dev_map_init,
+            (
+                &[
+                    ("container-0-request-0", "classInit", 1),
+                    ("container-1-request-0", "classInit", 2),
+                    ("container-2-request-0", "class", 1),
+                ],
+                &[
+                    ("init-con0", INIT, "container-0-request-0"),
+                    ("init-con1", IMPLICIT, "container-1-request-0"),
+                    ("con0", GPU, "container-2-request-0"),
+                ],
+            ),
+        ),
+        (
+            "two init containers, one sidecar, one regular container",
+            &pod_init3,
+            res_init,
+            &dev_map_init,
+            (
+                &[
+                    ("container-1-request-0", "classInit", 1),
+                    ("container-2-request-0", "classInit", 2),
+                    ("container-3-request-0", "class", 1),
+                ],
+                &[
+                    ("init-con0", INIT, "container-1-request-0"),
+                    ("sidecar-con1", INIT, "container-1-request-0"),
+                    ("init-con2", INIT, "container-2-request-0"),
+                    ("con0", GPU, "container-3-request-0"),
+                ],
+            ),
+        ),
+    ];
+    for (name, p, extended, classes, (want_requests, want_mappings)) in cases {
+        let classes: Vec<Arc<DeviceClass>> = classes.iter().cloned().map(Arc::new).collect();
+        let resolver = DeviceClassResolver::new(classes.iter());
+        let extended = extended.iter().map(|(n, q)| (n.to_string(), *q)).collect();
+        let (requests, mut mappings) = create_requests_and_mappings(p, &extended, &resolver);
+        let got: Vec<(&str, &str, i64)> = requests
+            .iter()
+            .map(|r| {
+                let e = r.exactly.as_ref().unwrap();
+                assert_eq!(e.allocation_mode.as_deref(), Some("ExactCount"));
+                (
+                    r.name.as_str(),
+                    e.device_class_name.as_str(),
+                    e.count.unwrap_or(0),
+                )
+            })
+            .collect();
+        assert_eq!(got, want_requests, "{name}: requests");
+        mappings
+            .sort_by(|a, b| (&a.request_name, &a.container_name).cmp(&(&b.request_name, &b.container_name)));
+        let want: Vec<_> = want_mappings.iter().map(|(c, r, q)| mapping(c, r, q)).collect();
+        assert_eq!(mappings, want, "{name}: mappings");
+    }
+}
