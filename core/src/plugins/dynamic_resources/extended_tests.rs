@@ -999,7 +999,14 @@ fn upstream_create_requests_and_mappings_cases() {
     );
     // (pod, extended resources, classes, requests (name, class, count), mappings sorted by request
     // then container (container, resource, request)).
-    let cases: Vec<(&str, &PodInfo, &[(&str, i64)], &[DeviceClass], Want)> = vec![
+    type Case<'a> = (
+        &'a str,
+        &'a PodInfo,
+        &'a [(&'a str, i64)],
+        &'a [DeviceClass],
+        Want,
+    );
+    let cases: Vec<Case<'_>> = vec![
         ("nil", &pod1, &[], &[], (&[], &[])),
         (
             "one resource match",
