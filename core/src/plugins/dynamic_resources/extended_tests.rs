@@ -1171,3 +1171,20 @@ fn upstream_create_requests_and_mappings_cases() {
         assert_eq!(mappings, want, "{name}: mappings");
     }
 }
+
+#[test]
+fn shortfall_leaves_dra_backed_resources_out() {
+    let resolver = DeviceClassResolver::for_snapshot(&cluster(vec![]));
+    let p = pod("p").cpu("2").req(GPU, "2").info();
+    let short = |n: &NodeInfo, dra: Option<&DeviceClassResolver>| -> Vec<String> {
+        fit::shortfall_with_dra(n, &p, dra)
+            .into_iter()
+            .map(|s| s.resource)
+            .collect()
+    };
+    let dra_node = node("dra").cpu("1").info_with(vec![]);
+    let device_plugin = node("dp").cpu("1").allocatable(GPU, "1").info_with(vec![]);
+    assert_eq!(short(&dra_node, Some(&resolver)), vec!["cpu"]);
+    assert_eq!(short(&dra_node, None), vec!["cpu", GPU]);
+    assert_eq!(short(&device_plugin, Some(&resolver)), vec!["cpu", GPU]);
+}

@@ -509,19 +509,40 @@ pub fn fits_request_with_dra(
     out
 }
 
-/// Go's `Fits`: what the node is short of for this pod (no ignored resources).
+/// Go's `Fits` without a DRA manager: what the node is short of for this pod (no ignored
+/// resources), every extended resource checked against allocatable.
 pub fn fits(pod: &PodInfo, node: &NodeInfo) -> Vec<InsufficientResource> {
-    fits_request(
+    fits_with_dra(pod, node, None)
+}
+
+/// Go's `Fits`: what the node is short of for this pod, leaving the extended resources `dra` says a
+/// DeviceClass backs (and the node does not advertise) to DynamicResources.
+pub fn fits_with_dra(
+    pod: &PodInfo,
+    node: &NodeInfo,
+    dra: Option<&DeviceClassResolver>,
+) -> Vec<InsufficientResource> {
+    fits_request_with_dra(
         &compute_pod_resource_request(&pod.pod),
         node,
         &BTreeSet::new(),
         &BTreeSet::new(),
+        dra,
     )
 }
 
 /// Per resource the node is short of: the pod's request and what the node has free.
 pub fn shortfall(node: &NodeInfo, pod: &PodInfo) -> Vec<Shortfall> {
-    fits(pod, node)
+    shortfall_with_dra(node, pod, None)
+}
+
+/// [`shortfall`] without the extended resources backed by DRA on this node (see [`fits_with_dra`]).
+pub fn shortfall_with_dra(
+    node: &NodeInfo,
+    pod: &PodInfo,
+    dra: Option<&DeviceClassResolver>,
+) -> Vec<Shortfall> {
+    fits_with_dra(pod, node, dra)
         .into_iter()
         .map(|r| Shortfall {
             free: r.capacity.saturating_sub(r.used),
