@@ -1334,3 +1334,155 @@ fn results_carry_admin_access_and_names() {
     assert_eq!(r.share_id, None);
     assert!(got[0].devices.as_ref().unwrap().config.is_none());
 }
+
+// ---- CEL selectors ------------------------------------------------------------------------------
+
+fn cel_selector(expression: &str) -> DeviceSelector {
+    DeviceSelector {
+        cel: Some(CELDeviceSelector {
+            expression: expression.into(),
+        }),
+    }
+}
+
+fn with_class_selectors(mut e: Env, expressions: &[&str]) -> Env {
+    let mut gpu = class("gpu");
+    gpu.spec = Some(DeviceClassSpec {
+        selectors: Some(expressions.iter().map(|x| cel_selector(x)).collect()),
+        ..Default::default()
+    });
+    e.classes.insert("gpu".into(), Arc::new(gpu));
+    e
+}
+
+#[test]
+fn selectors_pick_devices() {
+    let devices = vec![
+        with_attr(dev("gpu-0"), "model", s_attr("small")),
+        with_attr(
+            Device {
+                capacity: Some(
+                    [(
+                        "memory".to_string(),
+                        DeviceCapacity {
+                            value: qty("80Gi"),
+                            request_policy: None,
+                        },
+                    )]
+                    .into(),
+                ),
+                ..dev("gpu-1")
+            },
+            "model",
+            s_attr("big"),
+        ),
+        with_attr(dev("gpu-2"), "model", s_attr("big")),
+    ];
+    let other_driver = {
+        let mut s = slice_at("other", "other", At::Node(NODE), devs(&["nic-0"]));
+        s.spec.driver = "nic.example.com".into();
+        s
+    };
+    let e = with_class_selectors(
+        env(vec![local(devices), other_driver]),
+        &["device.driver == 'gpu.example.com'"],
+    );
+    let big = |count| {
+        edit(exact("r", count), |x| {
+            x.selectors = Some(vec![cel_selector(
+                "device.attributes['gpu.example.com'].model == 'big'",
+            )])
+        })
+    };
+    assert_eq!(
+        e.picked(&[claim("c", vec![big(1)])]),
+        names(&[&["r=node-1/gpu-1"]])
+    );
+    assert_eq!(
+        e.picked(&[claim("c", vec![big(2)])]),
+        names(&[&["r=node-1/gpu-1", "r=node-1/gpu-2"]])
+    );
+    assert_eq!(e.picked(&[claim("c", vec![big(3)])]), None);
+    // The class alone: every device of the driver, none of the other driver.
+    assert_eq!(
+        e.picked(&[claim("c", vec![all("r")])]),
+        names(&[&["r=node-1/gpu-0", "r=node-1/gpu-1", "r=node-1/gpu-2"]])
+    );
+    // Capacity in a selector, with exact quantities.
+    let memory = edit(exact("r", 1), |x| {
+        x.selectors = Some(vec![cel_selector(
+            "has(device.capacity['gpu.example.com'].memory) && \
+             device.capacity['gpu.example.com'].memory.compareTo(quantity('64Gi')) >= 0",
+        )])
+    });
+    assert_eq!(
+        e.picked(&[claim("c", vec![memory])]),
+        names(&[&["r=node-1/gpu-1"]])
+    );
+    // firstAvailable: the first subrequest's selector matches nothing, the second's does.
+    let mut none = sub("none", 1);
+    none.selectors = Some(vec![cel_selector(
+        "device.attributes['gpu.example.com'].model == 'huge'",
+    )]);
+    let mut small = sub("small", 1);
+    small.selectors = Some(vec![cel_selector(
+        "device.attributes['gpu.example.com'].model == 'small'",
+    )]);
+    assert_eq!(
+        e.picked(&[claim("c", vec![first_available("r", vec![none, small])])]),
+        names(&[&["r/small=node-1/gpu-0"]])
+    );
+}
+
+#[test]
+fn selector_errors() {
+    let e = env(vec![local(devs(&["gpu-0"]))]);
+    // Runtime error: the device has no such attribute.
+    let request = edit(exact("r", 1), |x| {
+        x.selectors = Some(vec![cel_selector(
+            "device.attributes['gpu.example.com'].model == 'big'",
+        )])
+    });
+    match e.run(&[claim("c", vec![request])]) {
+        Err(AllocateError::Fatal(text)) => assert!(
+            text.starts_with(
+                "claim ns/c: selector #0 on device gpu.example.com/node-1/gpu-0: CEL runtime error: no such key: model"
+            ),
+            "{text}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // Compile error in a claim's selector.
+    let request = edit(exact("r", 1), |x| {
+        x.selectors = Some(vec![cel_selector("device.driver ==")])
+    });
+    match e.run(&[claim("c", vec![request])]) {
+        Err(AllocateError::Fatal(text)) => {
+            assert!(
+                text.starts_with("claim ns/c: selector #0: CEL compile error: "),
+                "{text}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // The second class selector is the one that fails.
+    let e = with_class_selectors(
+        env(vec![local(devs(&["gpu-0"]))]),
+        &["true", "device.attributes['x'].y"],
+    );
+    match e.run(&[claim("c", vec![exact("r", 1)])]) {
+        Err(AllocateError::Fatal(text)) => assert!(
+            text.starts_with(
+                "class gpu: selector #1 on device gpu.example.com/node-1/gpu-0: CEL runtime error: "
+            ),
+            "{text}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // A selector that does not match comes before one that would fail: no error.
+    let e = with_class_selectors(
+        env(vec![local(devs(&["gpu-0"]))]),
+        &["false", "device.attributes['x'].y"],
+    );
+    assert_eq!(e.run(&[claim("c", vec![exact("r", 1)])]).unwrap(), None);
+}
