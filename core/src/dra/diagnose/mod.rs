@@ -206,14 +206,7 @@ struct Pools {
 impl Pools {
     fn new(snapshot: &Snapshot) -> Self {
         let mut counts: HashMap<(String, String), (i64, i64, usize)> = HashMap::new();
-        let slices = &snapshot.resource_slices;
-        let all = slices
-            .by_node
-            .values()
-            .flatten()
-            .chain(&slices.node_selector)
-            .chain(&slices.all_nodes);
-        for slice in all {
+        for slice in snapshot.resource_slices.all() {
             let key = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
             let generation = slice.spec.pool.generation;
             let expected = slice.spec.pool.resource_slice_count;

@@ -55,7 +55,10 @@ pub struct Features {
 }
 
 impl Features {
-    /// The gates that are on by default in v1.37.1.
+    /// The gates that are on in a v1.37.1 kube-scheduler started without `--feature-gates`.
+    /// DRAFractionalCapacityRange is beta and on by default but has MinCompatibilityVersion 1.37,
+    /// and a v1.37 binary's default compatibility version is 1.36, so it is off (kube-scheduler
+    /// reports `BETA - default=false`).
     pub const V1_37_DEFAULTS: Features = Features {
         admin_access: true,
         prioritized_list: true,
@@ -63,7 +66,7 @@ impl Features {
         device_taints: true,
         device_binding_and_status: true,
         consumable_capacity: true,
-        fractional_capacity_range: true,
+        fractional_capacity_range: false,
     };
 }
 

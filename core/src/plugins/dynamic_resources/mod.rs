@@ -16,11 +16,16 @@
 //! never helps a pod whose claims cannot be allocated: kube-scheduler's preemption does not free
 //! the victims' devices.
 //!
+//! Extended resources backed by DRA (`example.com/gpu: 2` served by a DeviceClass rather than a
+//! device plugin) go through one more, scheduler-owned claim, `<extended-resources>`, after the
+//! pod's own claims: see [`extended`].
+//!
 //! One quirk is kept on purpose: when an earlier PreFilter rejected the pod as unresolvable, this
 //! plugin's PreFilter never ran, its PostFilter finds no cycle state and fails with `not found` — and
 //! kube-scheduler appends that text to the FailedScheduling message.
 
 mod claims;
+pub mod extended;
 mod score;
 
 use std::collections::{BTreeSet, HashMap};
@@ -30,7 +35,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
 use crate::dra::cel;
-use crate::dra::structured::{AllocateError, AllocatedState, Allocator, Features};
+use crate::dra::structured::{AllocateError, Allocator, Features};
 use crate::explain::{AllocatedDevice, ClaimAllocation};
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::*;
@@ -43,6 +48,10 @@ use crate::snapshot::{NodeInfo, PodInfo};
 
 use claims::is_allocated;
 pub use claims::{ERR_API_UNSUPPORTED, ERR_CLAIM_NOT_CREATED, claim_key, pod_resource_claims, requests};
+pub use extended::{
+    DeviceClassResolver, ERR_CANNOT_FIT_RESOURCE, ERR_CANNOT_SCHEDULE_EXTENDED_CLAIM,
+    MSG_EXTENDED_CLAIM_DELETED, SPECIAL_CLAIM_IN_MEM_NAME,
+};
 pub use score::FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE;
 
 /// Plugin name.
@@ -82,9 +91,20 @@ struct CycleClaims {
     unavailable_claims: Mutex<BTreeSet<usize>>,
     /// The allocations Reserve recorded for the chosen node, by claim index.
     reserved: Mutex<HashMap<usize, AllocationResult>>,
+    // --- extended resources backed by DRA (extended.rs) ---
+    /// How many of `claims` are the pod's own; the extended-resource claim, if any, follows them.
+    num_user_owned: usize,
+    /// The pod's extended resources backed by DRA, when some requested one maps to a class.
+    extended: Option<extended::PodExtendedResources>,
+    /// Per node: the node's variant of the extended-resource claim (`nodeAllocation.extendedResourceClaim`).
+    node_extended_claims: Mutex<HashMap<String, extended::NodeExtendedClaim>>,
 }
 
 impl CycleClaims {
+    /// The index of the extended-resource claim (`claimStore.extendedResourceClaim`).
+    fn extended_index(&self) -> Option<usize> {
+        (self.num_user_owned < self.claims.len()).then_some(self.num_user_owned)
+    }
     fn to_allocate(&self) -> impl Iterator<Item = (usize, &Arc<ResourceClaim>)> {
         self.claims.iter().enumerate().filter(|(_, c)| !is_allocated(c))
     }
@@ -96,11 +116,12 @@ const STATE_KEY: StateKey<StateData> = StateKey::new("PreFilterDynamicResources"
 #[derive(Debug)]
 pub struct DynamicResources {
     snapshot: Arc<crate::snapshot::Snapshot>,
-    allocated: AllocatedState,
     cel_cache: cel::Cache,
     features: Features,
     filter_timeout: Duration,
     binding_timeout: Duration,
+    /// Classes by extended resource name, built once for the snapshot.
+    resolver: DeviceClassResolver,
 }
 
 impl Default for DynamicResources {
@@ -171,12 +192,9 @@ fn parse_go_duration(s: &str) -> Option<Duration> {
 impl DynamicResources {
     /// The plugin over `snapshot` with v1.37.1's default gates and args.
     pub fn for_snapshot(snapshot: Arc<crate::snapshot::Snapshot>) -> Self {
-        let allocated = AllocatedState {
-            allocated_devices: snapshot.allocated_devices.clone(),
-        };
         DynamicResources {
+            resolver: DeviceClassResolver::for_snapshot(&snapshot),
             snapshot,
-            allocated,
             cel_cache: cel::Cache::new(CEL_CACHE_SIZE),
             features: Features::V1_37_DEFAULTS,
             filter_timeout: DEFAULT_FILTER_TIMEOUT,
@@ -303,16 +321,20 @@ impl PreFilterPlugin for DynamicResources {
     ) -> (Option<PreFilterResult>, Status) {
         // An empty state first: PostFilter and Score read it even when PreFilter rejects.
         state.write(&STATE_KEY, StateData::default());
-        let claims = match pod_resource_claims(&self.snapshot, pod) {
+        let mut claims = match pod_resource_claims(&self.snapshot, pod) {
             Ok(claims) => claims,
             Err(reason) => return (None, Status::unresolvable(reason)),
         };
+        // Extended resources backed by DRA: their claim comes after the pod's own.
+        let num_user_owned = claims.len();
+        let extended = extended::pre_filter_extended_resources(pod, &self.resolver, &self.snapshot);
+        claims.extend(extended.as_ref().map(|e| e.claim.clone()));
         if claims.is_empty() {
             return (None, Status::skip());
         }
         let mut available_on_nodes = Vec::with_capacity(claims.len());
         let mut allocate = false;
-        for claim in &claims {
+        for (index, claim) in claims.iter().enumerate() {
             let allocation = claim.status.as_ref().and_then(|s| s.allocation.as_ref());
             if let Some(allocation) = allocation {
                 // `CanBeReserved` is always true in v1.37.1 (an allocated claim takes any number of
@@ -327,6 +349,11 @@ impl PreFilterPlugin for DynamicResources {
             }
             available_on_nodes.push(None);
             allocate = true;
+            // The extended-resource claim is not validated here: the in-memory one has no requests
+            // yet, and Filter rejects one left over from an earlier cycle.
+            if index >= num_user_owned {
+                continue;
+            }
             for request in claims::requests(claim) {
                 if let Some(exactly) = &request.exactly {
                     if let Some(s) = self.validate_device_class(&exactly.device_class_name, &request.name) {
@@ -357,6 +384,8 @@ impl PreFilterPlugin for DynamicResources {
                 claims,
                 available_on_nodes,
                 allocate,
+                num_user_owned,
+                extended,
                 ..CycleClaims::default()
             })),
         );
@@ -365,13 +394,29 @@ impl PreFilterPlugin for DynamicResources {
 }
 
 impl FilterPlugin for DynamicResources {
-    fn filter(&self, state: &CycleState, _: &PodInfo, node_info: &NodeInfo) -> Status {
+    fn filter(&self, state: &CycleState, pod: &PodInfo, node_info: &NodeInfo) -> Status {
         let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
             return Status::error(ERR_NOT_FOUND);
         };
         if cycle.claims.is_empty() {
             return Status::success();
         }
+        // --- extended resources backed by DRA ---
+        let node_extended = match extended::filter_extended_resources(
+            cycle.extended.as_ref(),
+            cycle.num_user_owned == 0,
+            pod,
+            node_info,
+            &self.resolver,
+        ) {
+            Ok(node_extended) => node_extended,
+            Err(status) => return status,
+        };
+        // Only device-plugin resources and no claim of the pod's own: nothing left to do here.
+        if node_extended.is_none() && cycle.num_user_owned == 0 {
+            return Status::success();
+        }
+        // --- end extended resources ---
         let node = &node_info.node;
         let mut unavailable = Vec::new();
         for (index, claim) in cycle.claims.iter().enumerate() {
@@ -391,10 +436,17 @@ impl FilterPlugin for DynamicResources {
         }
         let mut allocations = None;
         if cycle.allocate {
-            let to_allocate: Vec<&ResourceClaim> = cycle.to_allocate().map(|(_, c)| c.as_ref()).collect();
+            // The extended-resource claim is replaced by the node's variant of it.
+            let to_allocate: Vec<&ResourceClaim> = cycle
+                .to_allocate()
+                .map(|(i, c)| match &node_extended {
+                    Some(n) if Some(i) == cycle.extended_index() => n.claim.as_ref(),
+                    _ => c.as_ref(),
+                })
+                .collect();
             let allocator = Allocator::new(
                 self.features,
-                &self.allocated,
+                &self.snapshot.allocated,
                 &self.snapshot.device_classes,
                 &self.snapshot.resource_slices,
                 &self.cel_cache,
@@ -419,6 +471,9 @@ impl FilterPlugin for DynamicResources {
         }
         if let Some(results) = allocations {
             lock(&cycle.node_allocations).insert(node_info.name().to_string(), results);
+            if let Some(n) = node_extended {
+                lock(&cycle.node_extended_claims).insert(node_info.name().to_string(), n);
+            }
         }
         Status::success()
     }
@@ -444,13 +499,28 @@ impl PostFilterPlugin for DynamicResources {
 
 /// `deallocateOrDeletePodClaims` as a dry run: the status PostFilter returns. kube-scheduler picks
 /// one unavailable claim at random (map order), deallocates it when nobody else has it reserved and
-/// says so; here the lowest index is picked.
+/// says so; here the lowest index is picked. A pod's extended-resource claim left over from an
+/// earlier cycle is deleted instead (`deletion of ResourceClaim completed`) unless a user claim was
+/// deallocated first.
 fn deallocate_status(state: &CycleState, pod: &PodInfo) -> Status {
     let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
         return Status::error(ERR_NOT_FOUND);
     };
+    // An extended-resource claim with a real name is left over from an earlier cycle.
+    let stale_extended = cycle
+        .extended_index()
+        .and_then(|i| cycle.claims.get(i))
+        .filter(|c| !extended::is_special_claim_name(c));
     for &index in lock(&cycle.unavailable_claims).iter() {
-        let claim = &cycle.claims[index];
+        if Some(index) == cycle.extended_index() {
+            if stale_extended.is_some() {
+                break;
+            }
+            continue;
+        }
+        let Some(claim) = cycle.claims.get(index) else {
+            continue;
+        };
         let reserved_for = claim
             .status
             .as_ref()
@@ -459,6 +529,9 @@ fn deallocate_status(state: &CycleState, pod: &PodInfo) -> Status {
         if reserved_for.is_empty() || (reserved_for.len() == 1 && reserved_for[0].uid == pod.uid()) {
             return Status::new(Code::Unschedulable, MSG_DEALLOCATED);
         }
+    }
+    if stale_extended.is_some() {
+        return Status::new(Code::Unschedulable, MSG_EXTENDED_CLAIM_DELETED);
     }
     Status::with_reasons(Code::Unschedulable, Vec::new())
 }
@@ -500,6 +573,10 @@ impl ReservePlugin for DynamicResources {
         }
         let allocations = lock(&cycle.node_allocations);
         let Some(results) = allocations.get(node_name).filter(|r| !r.is_empty()) else {
+            // Only the extended-resource claim, served by the node's device plugin: nothing to do.
+            if to_allocate.iter().all(|&i| Some(i) == cycle.extended_index()) {
+                return Status::success();
+            }
             return Status::error("claim allocation not found for node");
         };
         if results.len() != to_allocate.len() {

@@ -11,10 +11,11 @@ use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{Plugin, PreScorePlugin, ScorePlugin};
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::framework::status::Status;
+use crate::plugins::dynamic_resources::DeviceClassResolver;
 use crate::plugins::names;
 use crate::plugins::node_resources::resource_allocation::{
-    RequestMode, ResourceAllocationScorer, ResourceSpec, ScoringFunction, aggregate, default_resources,
-    field_error, is_best_effort,
+    DraExtendedResources, RequestMode, ResourceAllocationScorer, ResourceSpec, ScoringFunction, aggregate,
+    default_resources, field_error, is_best_effort,
 };
 use crate::snapshot::{NodeInfo, PodInfo};
 
@@ -89,16 +90,20 @@ impl NodeResourcesBalancedAllocationArgs {
 #[derive(Debug)]
 pub struct BalancedAllocation {
     scorer: ResourceAllocationScorer,
+    /// Set when a scored resource is an extended resource backed by DRA (counted in devices).
+    dra_score: Option<Arc<DraExtendedResources>>,
 }
 
 /// Builds the plugin from its `NodeResourcesBalancedAllocationArgs`.
-pub fn new(args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
     let args = decode_args::<NodeResourcesBalancedAllocationArgs>(NAME, args)?.defaulted();
     args.validate().map_err(|message| PluginError::InvalidArgs {
         plugin: NAME.to_string(),
         message,
     })?;
+    let resolver = Arc::new(DeviceClassResolver::for_snapshot(&handle.snapshot));
     Ok(Arc::new(BalancedAllocation {
+        dra_score: DraExtendedResources::for_scoring(&handle.snapshot, &resolver, &args.resources),
         scorer: ResourceAllocationScorer {
             resources: args.resources,
             function: ScoringFunction::Balanced,
@@ -135,13 +140,16 @@ impl PreScorePlugin for BalancedAllocation {
 impl ScorePlugin for BalancedAllocation {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> (i64, Status) {
         if let Some(s) = state.read(&PRE_SCORE_STATE_KEY) {
-            return self.scorer.score(node, &s.pod_requests);
+            return self
+                .scorer
+                .score_with_dra(node, &s.pod_requests, self.dra_score.as_deref());
         }
         let pod_requests = self.scorer.pod_request_list(&pod.pod);
         if is_best_effort(&pod_requests) {
             return (0, Status::success());
         }
-        self.scorer.score(node, &pod_requests)
+        self.scorer
+            .score_with_dra(node, &pod_requests, self.dra_score.as_deref())
     }
 }
 

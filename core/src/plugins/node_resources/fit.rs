@@ -4,6 +4,11 @@
 //!
 //! [`fits`] and [`shortfall`] expose the same check as pure functions, for callers that want to say how
 //! much is missing ("needs 300m more cpu").
+//!
+//! Extended resources backed by DRA (DRAExtendedResource, GA in v1.37.1): a requested resource the
+//! node does not advertise (allocatable absent or 0) but a DeviceClass maps is left to
+//! DynamicResources, which allocates devices for it; scoring counts such a resource in devices of
+//! the class (see `resource_allocation`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -17,11 +22,12 @@ use crate::framework::interface::{
 };
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::framework::status::{Code, Status};
+use crate::plugins::dynamic_resources::DeviceClassResolver;
 use crate::plugins::helper::shape_score::ShapePoint;
 use crate::plugins::names;
 use crate::plugins::node_resources::resource_allocation::{
-    MAX_CUSTOM_PRIORITY_SCORE, RequestMode, ResourceAllocationScorer, ResourceSpec, ScoringFunction,
-    aggregate, default_resources, field_error, spec_requests,
+    DraExtendedResources, MAX_CUSTOM_PRIORITY_SCORE, RequestMode, ResourceAllocationScorer, ResourceSpec,
+    ScoringFunction, aggregate, default_resources, field_error, spec_requests,
 };
 use crate::resource::{
     CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource, format_amount, is_extended_resource_name,
@@ -397,6 +403,34 @@ pub fn fits_request(
     ignored: &BTreeSet<String>,
     ignored_groups: &BTreeSet<String>,
 ) -> Vec<InsufficientResource> {
+    fits_request_with_dra(request, node, ignored, ignored_groups, None)
+}
+
+/// `shouldDelegateResourceToDRA`: the node does not advertise the resource (no device plugin) and a
+/// DeviceClass maps it, so DynamicResources decides.
+pub fn should_delegate_resource_to_dra(
+    name: &str,
+    node: &NodeInfo,
+    dra: Option<&DeviceClassResolver>,
+) -> bool {
+    let Some(resolver) = dra else {
+        return false;
+    };
+    if node.allocatable.scalar_resources.get(name).copied().unwrap_or(0) > 0 {
+        return false;
+    }
+    resolver.get_device_class(name).is_some()
+}
+
+/// [`fits_request`] with extended resources backed by DRA left to DynamicResources (`dra` resolves
+/// them; `None` checks every resource against allocatable).
+pub fn fits_request_with_dra(
+    request: &Resource,
+    node: &NodeInfo,
+    ignored: &BTreeSet<String>,
+    ignored_groups: &BTreeSet<String>,
+    dra: Option<&DeviceClassResolver>,
+) -> Vec<InsufficientResource> {
     let mut out = Vec::new();
     let allowed_pods = node.allocatable.allowed_pod_number;
     let pod_count = node.pods.len() as i64;
@@ -461,8 +495,9 @@ pub fn fits_request(
                 continue;
             }
         }
-        // Without DRA objects in the snapshot no extended resource is delegated to DynamicResources:
-        // every one is checked against node allocatable, exactly as for device-plugin resources.
+        if should_delegate_resource_to_dra(name, node, dra) {
+            continue;
+        }
         check(
             name,
             &format!("{ERR_REASON_INSUFFICIENT_PREFIX}{name}"),
@@ -474,19 +509,40 @@ pub fn fits_request(
     out
 }
 
-/// Go's `Fits`: what the node is short of for this pod (no ignored resources).
+/// Go's `Fits` without a DRA manager: what the node is short of for this pod (no ignored
+/// resources), every extended resource checked against allocatable.
 pub fn fits(pod: &PodInfo, node: &NodeInfo) -> Vec<InsufficientResource> {
-    fits_request(
+    fits_with_dra(pod, node, None)
+}
+
+/// Go's `Fits`: what the node is short of for this pod, leaving the extended resources `dra` says a
+/// DeviceClass backs (and the node does not advertise) to DynamicResources.
+pub fn fits_with_dra(
+    pod: &PodInfo,
+    node: &NodeInfo,
+    dra: Option<&DeviceClassResolver>,
+) -> Vec<InsufficientResource> {
+    fits_request_with_dra(
         &compute_pod_resource_request(&pod.pod),
         node,
         &BTreeSet::new(),
         &BTreeSet::new(),
+        dra,
     )
 }
 
 /// Per resource the node is short of: the pod's request and what the node has free.
 pub fn shortfall(node: &NodeInfo, pod: &PodInfo) -> Vec<Shortfall> {
-    fits(pod, node)
+    shortfall_with_dra(node, pod, None)
+}
+
+/// [`shortfall`] without the extended resources backed by DRA on this node (see [`fits_with_dra`]).
+pub fn shortfall_with_dra(
+    node: &NodeInfo,
+    pod: &PodInfo,
+    dra: Option<&DeviceClassResolver>,
+) -> Vec<Shortfall> {
+    fits_with_dra(pod, node, dra)
         .into_iter()
         .map(|r| Shortfall {
             free: r.capacity.saturating_sub(r.used),
@@ -516,10 +572,14 @@ pub struct Fit {
     ignored_resources: BTreeSet<String>,
     ignored_resource_groups: BTreeSet<String>,
     scorer: ResourceAllocationScorer,
+    /// Classes by extended resource name: Filter leaves resources they back to DynamicResources.
+    resolver: Arc<DeviceClassResolver>,
+    /// Set when a scored resource is backed by DRA (upstream's `draPreScoreState`).
+    dra_score: Option<Arc<DraExtendedResources>>,
 }
 
 /// Builds the plugin from its `NodeResourcesFitArgs`.
-pub fn new(args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
     let invalid = |message: String| PluginError::InvalidArgs {
         plugin: NAME.to_string(),
         message,
@@ -545,9 +605,13 @@ pub fn new(args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn
         ),
         other => return Err(invalid(format!("scoring strategy {other} is not supported"))),
     };
+    let resolver = Arc::new(DeviceClassResolver::for_snapshot(&handle.snapshot));
+    let dra_score = DraExtendedResources::for_scoring(&handle.snapshot, &resolver, &strategy.resources);
     Ok(Arc::new(Fit {
         ignored_resources: args.ignored_resources.into_iter().collect(),
         ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
+        resolver,
+        dra_score,
         scorer: ResourceAllocationScorer {
             resources: strategy.resources,
             function,
@@ -606,11 +670,12 @@ impl FilterPlugin for Fit {
                 PRE_FILTER_STATE_KEY.name()
             ));
         };
-        status_for(&fits_request(
+        status_for(&fits_request_with_dra(
             &s.request,
             node,
             &self.ignored_resources,
             &self.ignored_resource_groups,
+            Some(&self.resolver),
         ))
     }
 }
@@ -630,9 +695,15 @@ impl PreScorePlugin for Fit {
 impl ScorePlugin for Fit {
     fn score(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> (i64, Status) {
         match state.read(&PRE_SCORE_STATE_KEY) {
-            Some(s) => self.scorer.score(node, &s.pod_requests),
+            Some(s) => self
+                .scorer
+                .score_with_dra(node, &s.pod_requests, self.dra_score.as_deref()),
             // Like upstream, Score works without PreScore by computing the requests itself.
-            None => self.scorer.score(node, &self.scorer.pod_request_list(&pod.pod)),
+            None => self.scorer.score_with_dra(
+                node,
+                &self.scorer.pod_request_list(&pod.pod),
+                self.dra_score.as_deref(),
+            ),
         }
     }
 }

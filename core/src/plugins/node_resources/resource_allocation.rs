@@ -3,17 +3,29 @@
 //! resources, plus the incoming pod's requests, into one score with a pluggable function
 //! (LeastAllocated, MostAllocated, RequestedToCapacityRatio, or the balance of the fractions).
 //!
+//! Extended resources backed by DRA (a scored resource no device plugin advertises on the node but a
+//! DeviceClass maps) are scored by device counts: how many devices of the class the node can reach
+//! and how many of those are allocated ([`DraExtendedResources`]).
+//!
 //! Also home of the `ResourceSpec` arg type and of the arg-validation helpers both plugins use.
 
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::resource::v1::{Device, DeviceClass, ResourceSlice};
 use serde::{Deserialize, Serialize};
 
+use crate::dra::cel;
 use crate::framework::interface::MAX_NODE_SCORE;
 use crate::framework::status::Status;
+use crate::labels::NodeSelectorMatcher;
+use crate::plugins::dynamic_resources::DeviceClassResolver;
+use crate::plugins::dynamic_resources::extended::is_dra_extended_resource_name;
 use crate::plugins::helper::shape_score::{ShapePoint, utilization_score};
 use crate::resource::{CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name};
-use crate::snapshot::NodeInfo;
 use crate::snapshot::requests::{Amounts, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, pod_requests};
+use crate::snapshot::{DeviceId, NodeInfo, Snapshot};
 
 /// The highest score a utilization shape point may give (`MaxCustomPriorityScore`); shape scores are
 /// scaled by `MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE` before use.
@@ -128,10 +140,22 @@ impl ResourceAllocationScorer {
 
     /// The node's score for a pod whose requests are `pod_requests` (from `pod_request_list`).
     pub fn score(&self, node: &NodeInfo, pod_requests: &[i64]) -> (i64, Status) {
+        self.score_with_dra(node, pod_requests, None)
+    }
+
+    /// [`Self::score`] counting extended resources backed by DRA through `dra` (upstream's
+    /// `draPreScoreState`, absent when no scored resource maps to a DeviceClass).
+    pub fn score_with_dra(
+        &self,
+        node: &NodeInfo,
+        pod_requests: &[i64],
+        dra: Option<&DraExtendedResources>,
+    ) -> (i64, Status) {
         if self.resources.is_empty() {
             return (0, Status::error("resources not found"));
         }
-        let (requested, allocated, allocatable) = self.node_allocatable_request(node, pod_requests);
+        let (requested, allocated, allocatable) =
+            self.node_allocatable_request_with_dra(node, pod_requests, dra);
         let score = match &self.function {
             ScoringFunction::LeastAllocated => {
                 weighted_mean(&self.resources, &requested, &allocatable, least_requested_score)
@@ -155,6 +179,16 @@ impl ResourceAllocationScorer {
         node: &NodeInfo,
         pod_requests: &[i64],
     ) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
+        self.node_allocatable_request_with_dra(node, pod_requests, None)
+    }
+
+    /// [`Self::node_allocatable_request`] with extended resources backed by DRA counted in devices.
+    pub fn node_allocatable_request_with_dra(
+        &self,
+        node: &NodeInfo,
+        pod_requests: &[i64],
+        dra: Option<&DraExtendedResources>,
+    ) -> (Vec<i64>, Vec<i64>, Vec<i64>) {
         let n = self.resources.len();
         let (mut requested, mut allocated, mut allocatable) = (vec![0; n], vec![0; n], vec![0; n]);
         for (i, spec) in self.resources.iter().enumerate() {
@@ -162,7 +196,7 @@ impl ResourceAllocationScorer {
             if pod_request == 0 && is_scalar_resource_name(&spec.name) {
                 continue;
             }
-            let (node_allocatable, node_allocated) = self.resource_allocatable_request(node, &spec.name);
+            let (node_allocatable, node_allocated) = self.resource_allocatable_request(node, &spec.name, dra);
             if node_allocatable == 0 {
                 continue;
             }
@@ -173,7 +207,12 @@ impl ResourceAllocationScorer {
         (requested, allocated, allocatable)
     }
 
-    fn resource_allocatable_request(&self, node: &NodeInfo, name: &str) -> (i64, i64) {
+    fn resource_allocatable_request(
+        &self,
+        node: &NodeInfo,
+        name: &str,
+        dra: Option<&DraExtendedResources>,
+    ) -> (i64, i64) {
         let usage = match self.mode {
             RequestMode::NonZero => &node.non_zero_requested,
             RequestMode::Requested => &node.requested,
@@ -186,12 +225,193 @@ impl ResourceAllocationScorer {
                 node.allocatable.ephemeral_storage,
                 node.requested.ephemeral_storage,
             ),
-            _ => match node.allocatable.scalar_resources.get(name) {
-                Some(&alloc) => (alloc, node.requested.get(name)),
-                None => (0, 0),
-            },
+            _ => {
+                let alloc = node.allocatable.scalar_resources.get(name).copied();
+                // No device plugin's amount (absent or 0): count the devices of the class backing it.
+                if alloc.unwrap_or(0) == 0
+                    && let Some(dra) = dra
+                {
+                    let (capacity, allocated) = dra.allocatable_request(node, name);
+                    if capacity > 0 {
+                        return (capacity, allocated);
+                    }
+                }
+                match alloc {
+                    Some(alloc) => (alloc, node.requested.get(name)),
+                    None => (0, 0),
+                }
+            }
         }
     }
+}
+
+/// What scoring needs to count the devices behind extended resources backed by DRA (upstream's
+/// `draPreScoreState` with the scorer's DRA manager and CEL cache), built once per snapshot.
+#[derive(Debug)]
+pub struct DraExtendedResources {
+    resolver: Arc<DeviceClassResolver>,
+    snapshot: Arc<Snapshot>,
+    /// Devices held by allocated claims, dedicated or shared (`structured.IsDeviceAllocated` over
+    /// `GatherAllocatedState`): admin-access allocations do not count.
+    allocated: HashSet<DeviceId>,
+    cel: cel::Cache,
+}
+
+impl DraExtendedResources {
+    /// `getDRAPreScoredParams`: `None` unless one of the scored `resources` is an extended resource
+    /// name a DeviceClass maps (then nothing is backed by DRA and scoring stays as before).
+    pub fn for_scoring(
+        snapshot: &Arc<Snapshot>,
+        resolver: &Arc<DeviceClassResolver>,
+        resources: &[ResourceSpec],
+    ) -> Option<Arc<Self>> {
+        let any_backed_by_dra = resources
+            .iter()
+            .any(|r| is_dra_extended_resource_name(&r.name) && resolver.get_device_class(&r.name).is_some());
+        if !any_backed_by_dra {
+            return None;
+        }
+        let allocated = snapshot
+            .resource_claims
+            .values()
+            .filter_map(|c| {
+                c.status
+                    .as_ref()?
+                    .allocation
+                    .as_ref()?
+                    .devices
+                    .as_ref()?
+                    .results
+                    .as_ref()
+            })
+            .flatten()
+            .filter(|r| r.admin_access != Some(true))
+            .map(|r| DeviceId::new(&r.driver, &r.pool, &r.device))
+            .collect();
+        Some(Arc::new(DraExtendedResources {
+            resolver: resolver.clone(),
+            snapshot: snapshot.clone(),
+            allocated,
+            cel: cel::Cache::new(DRA_CEL_CACHE_SIZE),
+        }))
+    }
+
+    /// `calculateDRAExtendedResourceAllocatableRequest`: (devices of the class backing `resource`
+    /// that the node reaches, how many of them are allocated); (0, 0) when no class backs it or a
+    /// node selector or CEL selector fails (kube-scheduler logs the error and scores without it).
+    pub fn allocatable_request(&self, node: &NodeInfo, resource: &str) -> (i64, i64) {
+        let Some(class) = self.resolver.get_device_class(resource) else {
+            return (0, 0);
+        };
+        self.resource_totals(node, class).unwrap_or((0, 0))
+    }
+
+    /// `calculateDRAResourceTotals`: counts every device of every slice that reaches the node and
+    /// matches the class, whatever its pool generation.
+    fn resource_totals(&self, node: &NodeInfo, class: &DeviceClass) -> Result<(i64, i64), String> {
+        let (mut capacity, mut allocated) = (0_i64, 0_i64);
+        let slices = &self.snapshot.resource_slices;
+        // Slices naming no node at all (the API server rejects them) pass kube-scheduler's checks.
+        for slice in slices.for_node(node.name()).chain(&slices.other) {
+            for device in devices_for_node(slice, node)? {
+                if self.device_matches_class(device, class, &slice.spec.driver)? {
+                    capacity += 1;
+                    let id = DeviceId::new(&slice.spec.driver, &slice.spec.pool.name, &device.name);
+                    if self.allocated.contains(&id) {
+                        allocated += 1;
+                    }
+                }
+            }
+        }
+        Ok((capacity, allocated))
+    }
+
+    /// `deviceMatchesClass`: every CEL selector of the class accepts the device.
+    fn device_matches_class(
+        &self,
+        device: &Device,
+        class: &DeviceClass,
+        driver: &str,
+    ) -> Result<bool, String> {
+        let empty_attributes = BTreeMap::new();
+        let empty_capacity = BTreeMap::new();
+        for selector in class.spec.iter().flat_map(|s| s.selectors.iter().flatten()) {
+            let Some(expression) = selector.cel.as_ref().map(|c| c.expression.as_str()) else {
+                continue;
+            };
+            let compiled = self.cel.get_or_compile(expression);
+            if let Some(e) = &compiled.error {
+                return Err(e.to_string());
+            }
+            // Scoring gives the selector the driver, attributes and capacity only.
+            let cel_device = cel::Device {
+                driver,
+                attributes: device.attributes.as_ref().unwrap_or(&empty_attributes),
+                capacity: device.capacity.as_ref().unwrap_or(&empty_capacity),
+                allow_multiple_allocations: None,
+            };
+            if !compiled.device_matches(&cel_device).map_err(|e| e.to_string())? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// How many compiled selectors scoring keeps (`cel.NewCache(10, ...)` upstream).
+const DRA_CEL_CACHE_SIZE: usize = 10;
+
+/// The devices of `slice` reachable from `node`, as `calculateDRAResourceTotals` selects them: per
+/// device with `perDeviceNodeSelection`, else the whole slice by node name, all nodes or selector.
+fn devices_for_node<'a>(slice: &'a ResourceSlice, node: &NodeInfo) -> Result<Vec<&'a Device>, String> {
+    let spec = &slice.spec;
+    let node_name = node.name();
+    let devices = spec.devices.as_deref().unwrap_or_default();
+    let selector_matches = |selector: &k8s_openapi::api::core::v1::NodeSelector| {
+        NodeSelectorMatcher::parse(selector)
+            .map(|m| m.matches(node.labels(), node_name))
+            .map_err(|e| format!("failed to parse node selector: {e}"))
+    };
+    if spec.per_device_node_selection == Some(true) {
+        let mut out = Vec::with_capacity(devices.len());
+        for device in devices {
+            let device_node = device.node_name.as_deref().unwrap_or("");
+            let all_nodes = device.all_nodes == Some(true);
+            if all_nodes || (!device_node.is_empty() && device_node == node_name) {
+                out.push(device);
+                continue;
+            }
+            if let Some(selector) = &device.node_selector {
+                // `NodeMatches` checks a node name first, then all nodes, then the selector.
+                let matches = if !device_node.is_empty() {
+                    false
+                } else {
+                    selector_matches(selector)?
+                };
+                if matches {
+                    out.push(device);
+                }
+            }
+        }
+        return Ok(out);
+    }
+    let slice_node = spec.node_name.as_deref().unwrap_or("");
+    let all_nodes = spec.all_nodes == Some(true);
+    if !all_nodes && slice_node != node_name && spec.node_selector.is_some() {
+        let matches = if !slice_node.is_empty() {
+            false
+        } else if let Some(selector) = &spec.node_selector {
+            selector_matches(selector)?
+        } else {
+            false
+        };
+        if !matches {
+            return Ok(Vec::new());
+        }
+    } else if !all_nodes && !slice_node.is_empty() && slice_node != node_name {
+        return Ok(Vec::new());
+    }
+    Ok(devices.iter().collect())
 }
 
 /// True when the pod requests none of the scored resources.
