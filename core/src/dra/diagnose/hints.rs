@@ -152,17 +152,32 @@ pub(super) fn for_request(
             } else {
                 format!("class {} and the request's selectors", d.device_class)
             };
-            let unavailable = best.counts.request_match - best.counts.free;
-            let why = if unavailable > 0 {
-                format!(" ({unavailable} more are allocated, tainted or in incomplete pools)")
-            } else {
+            let b = best.counts;
+            let mut unavailable = Vec::new();
+            if b.allocated > 0 {
+                let holders: Vec<&String> = findings.holders.iter().collect();
+                unavailable.push(format!(
+                    "{} more allocated to other claims ({})",
+                    b.allocated,
+                    name_list(&holders, 5)
+                ));
+            }
+            if b.tainted > 0 {
+                unavailable.push(format!("{} more tainted", b.tainted));
+            }
+            if b.incomplete_pool > 0 {
+                unavailable.push(format!("{} more in incomplete pools", b.incomplete_pool));
+            }
+            let why = if unavailable.is_empty() {
                 String::new()
+            } else {
+                format!(", and {}", unavailable.join(", "))
             };
             hints.push(format!(
-                "{who}: the closest node, {}, has {} matching {matching}{why}, but the request asks for {}",
+                "{who}: asks for {}; the closest node, {}, has {} matching {matching}{why}",
+                wants_text(d.wants),
                 best.node,
                 plural(best.counts.free, "free device", "free devices"),
-                wants_text(d.wants)
             ));
         }
     }

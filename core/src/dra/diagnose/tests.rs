@@ -120,8 +120,8 @@ fn counts_and_hints_follow_what_keeps_devices_from_the_request() {
             slices: two_per_node(),
             classes: vec![class("gpu")],
             nodes: vec![("n1", 2, 2), ("n2", 2, 1)],
-            hint: "claim default/want request gpu: the closest node, n1, has 2 free devices matching class gpu, \
-                   but the request asks for 4 devices",
+            hint: "claim default/want request gpu: asks for 4 devices; the closest node, n1, has 2 free devices \
+                   matching class gpu",
         },
         Case {
             name: "every device allocated",
@@ -174,8 +174,8 @@ fn counts_and_hints_follow_what_keeps_devices_from_the_request() {
             ],
             classes: vec![class("gpu")],
             nodes: vec![("n1", 1, 1), ("n2", 2, 2)],
-            hint: "claim default/want request gpu: the closest node, n2, has 2 free devices matching class gpu, \
-                   but the request asks for 3 devices",
+            hint: "claim default/want request gpu: asks for 3 devices; the closest node, n2, has 2 free devices \
+                   matching class gpu",
         },
     ];
     for case in cases {
@@ -236,4 +236,88 @@ fn selector_references_are_found_in_expressions() {
         ]
     );
     assert!(hints::references("device.driver == \"x\"").is_empty());
+}
+
+fn memory_gpus(sizes: &[&str]) -> Value {
+    Value::Array(
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                json!({"name": format!("gpu-{i}"), "attributes": {"model": {"string": format!("m{i}")}},
+                       "capacity": {"memory": {"value": m}}})
+            })
+            .collect(),
+    )
+}
+
+fn selecting(expression: &str) -> Value {
+    json!({"name": "gpu", "exactly": {"deviceClassName": "gpu", "selectors": [{"cel": {"expression": expression}}]}})
+}
+
+#[test]
+fn selector_hints_name_the_selector_and_what_devices_have() {
+    let slices = || {
+        vec![slice(
+            "n1",
+            json!({"nodeName": "n1"}),
+            ("n1", 1, 1),
+            memory_gpus(&["40Gi", "80Gi"]),
+        )]
+    };
+    let cases = [
+        (
+            "capacity out of reach",
+            selecting(r#"device.capacity["gpu.example.com"].memory.compareTo(quantity("160Gi")) >= 0"#),
+            "selector `device.capacity[\"gpu.example.com\"].memory.compareTo(quantity(\"160Gi\")) >= 0` matches \
+             none of the 2 devices of class gpu on any node; memory ranges from 40Gi to 80Gi (the largest)",
+        ),
+        (
+            "attribute value nobody has",
+            selecting(r#"device.attributes["gpu.example.com"].model == "h100""#),
+            "selector `device.attributes[\"gpu.example.com\"].model == \"h100\"` matches none of the 2 devices \
+             of class gpu on any node; model is one of \"m0\", \"m1\"",
+        ),
+        (
+            "runtime error",
+            selecting(r#"device.attributes["gpu.example.com"].vendor == "acme""#),
+            "selector #0 of request `device.attributes[\"gpu.example.com\"].vendor == \"acme\"` fails on device \
+             gpu.example.com/n1/gpu-0: CEL runtime error: no such key: vendor",
+        ),
+    ];
+    for (name, request, want) in cases {
+        let d = diagnose_pod(
+            vec![claim("want", request, json!({}))],
+            slices(),
+            vec![class("gpu")],
+        );
+        let want = format!(
+            "claim default/want request gpu: {}",
+            want.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+        assert!(
+            d.hints.iter().any(|h| h.starts_with(&want)),
+            "{name}: want a hint starting {want:?}, got {:?}",
+            d.hints
+        );
+    }
+    let selective: DeviceClass =
+        serde_json::from_value(json!({"metadata": {"name": "gpu"}, "spec": {"selectors": [
+        {"cel": {"expression": "device.driver == \"nic.example.com\""}}]}}))
+        .unwrap();
+    let d = diagnose_pod(
+        vec![claim("want", count(1), json!({}))],
+        slices(),
+        vec![selective],
+    );
+    let miss = &d.claims[0].requests[0].selector_misses[0];
+    assert_eq!(
+        (miss.source.as_str(), miss.index, miss.rejected),
+        ("class gpu", 0, 2)
+    );
+    assert!(
+        d.hints[0].contains("none of the 2 devices on any node matches device class gpu"),
+        "{:?}",
+        d.hints
+    );
 }
