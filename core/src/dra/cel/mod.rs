@@ -88,6 +88,18 @@ fn runtime_text(e: &ExecutionError) -> String {
     let text = match e {
         ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
         ExecutionError::NoSuchOverload(o) => format!("no such overload: {o}"),
+        ExecutionError::UnsupportedBinaryOperator(op, l, r) => {
+            format!(
+                "no such overload: found no matching overload for '{op}' applied to '({}, {})'",
+                l.type_of(),
+                r.type_of()
+            )
+        }
+        ExecutionError::ValuesNotComparable(l, r) => format!(
+            "no such overload: {} and {} are not comparable",
+            l.type_of(),
+            r.type_of()
+        ),
         ExecutionError::DivisionByZero(_) => "division by zero".to_string(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
         ExecutionError::Overflow(..) => "integer overflow".to_string(),
@@ -141,10 +153,32 @@ impl CompilationResult {
             Err(e) => return Err(CelError::Compile(e.to_string())),
         };
         let value = device::device_value(device).map_err(|e| CelError::Runtime(e.to_string()))?;
+        let stack = program.eval_stack;
         let evaluated = catch_unwind(AssertUnwindSafe(|| {
-            let meter = cost::Meter::start(self.cost_limit);
+            stacker::maybe_grow(stack, stack, || evaluate(program, env, value, self.cost_limit))
+        }));
+        match evaluated {
+            Ok(Ok(b)) => Ok(b),
+            Ok(Err(e)) => Err(CelError::Runtime(e)),
+            Err(_) => Err(CelError::Runtime(
+                "CEL evaluation failed: internal error".to_string(),
+            )),
+        }
+    }
+}
+
+/// Evaluates `program` with `device` as the `device` variable, metering its cost.
+fn evaluate(
+    program: &env::Program,
+    env: Arc<::cel::Env>,
+    device: ::cel::common::types::CelMap<'static>,
+    cost_limit: u64,
+) -> Result<bool, String> {
+    {
+        {
+            let meter = cost::Meter::start(cost_limit);
             let mut ctx = Context::with_env(env);
-            ctx.add_variable_as_val(env::DEVICE_VAR, Box::new(value));
+            ctx.add_variable_as_val(env::DEVICE_VAR, Box::new(device));
             let result = Value::resolve_val(&program.ast, &ctx);
             match result {
                 _ if meter.exceeded() => Err(cost::COST_LIMIT_EXCEEDED.to_string()),
@@ -158,13 +192,6 @@ impl CompilationResult {
                     )),
                 },
             }
-        }));
-        match evaluated {
-            Ok(Ok(b)) => Ok(b),
-            Ok(Err(e)) => Err(CelError::Runtime(e)),
-            Err(_) => Err(CelError::Runtime(
-                "CEL evaluation failed: internal error".to_string(),
-            )),
         }
     }
 }
