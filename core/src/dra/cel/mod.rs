@@ -20,10 +20,27 @@
 //! - upstream's error texts where users see them: `no such key: <k>` with `EnhanceRuntimeError`'s
 //!   hint, `CEL result of type <t> could not be converted to bool`, cel-go's cost limit text.
 //!
-//! Not supported (compile error `undeclared reference`): `lists.range`, the URL, IP, CIDR,
-//! `format`-library (`named format`), authz and JSON-patch libraries, two-variable comprehensions
-//! (`all(k, v, ...)`, `transformList`, ...). Compile errors are one readable line, not cel-go's
-//! byte-exact checker output; the static check is not a full type checker (see [`env`]).
+//! Differences from cel-go and the Kubernetes CEL environment:
+//!
+//! - not supported (compile error `undeclared reference to ...`): `lists.range` (it allocates
+//!   before any cost can be charged), two-variable comprehensions (`all(k, v, p)`, `existsOne`,
+//!   `transformList`, `transformMap`, ...: the interpreter has no second iteration variable), the
+//!   URL, IP, CIDR, named-`format`, authz and JSON-patch libraries, `math.*`, struct literals;
+//! - no type checker: compile time rejects unknown identifiers, functions and `device` fields and
+//!   visibly non-`bool` results; other type errors (e.g. `quantity("1") < quantity("2")`,
+//!   `device.attributes["d"].model + 1`) are runtime `no such overload` errors instead of compile
+//!   errors. Compile errors are one line of our own wording, not cel-go's checker output;
+//! - string `reverse()` (cel-go `ext.Strings` v3; the base environment has v2) is accepted;
+//! - the cost limit is metered approximately ([`cost`]): the units differ from cel-go's, so an
+//!   expression near the limit may be accepted by one and rejected by the other;
+//! - quantities are exact only within about ±1.7e29 (out-of-range ones fail to parse);
+//! - expressions longer than `CELSelectorExpressionMaxLength` (10 KiB) or nested deeper than
+//!   [`env::MAX_AST_DEPTH`] fail to compile (the API server rejects the former too);
+//! - runtime error texts follow cel-go for `no such key`, `no such overload` (followed by the
+//!   crate's detail), `division by zero`, `modulus by zero`, `integer overflow`, `index out of
+//!   range`, the cost limit and the bool conversion; other texts are the crate's;
+//! - [`Cache`] does not serialise concurrent compilations of one expression, and `Cache::new(0)`
+//!   caches nothing (upstream's `lru.New(0)` is unbounded).
 
 pub mod cost;
 pub mod device;
@@ -108,6 +125,8 @@ fn runtime_text(e: &ExecutionError) -> String {
         ExecutionError::UnexpectedType { got, want } => {
             format!("got '{got}', expected {want} type")
         }
+        ExecutionError::IndexOutOfBounds(Value::Int(i)) => format!("index out of range: {i}"),
+        ExecutionError::IndexOutOfBounds(Value::UInt(i)) => format!("index out of range: {i}"),
         ExecutionError::IndexOutOfBounds(i) => format!("index out of range: {i:?}"),
         other => other.to_string(),
     };

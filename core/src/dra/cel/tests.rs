@@ -294,6 +294,27 @@ fn device_matches_realistic_selectors() {
             r#"9223372036854775807 + device.attributes["gpu.example.com"].index > 0"#,
             Runtime("overflow"),
         ),
+        (r#"[1, 2][5] == 1"#, Runtime("index out of range: 5")),
+        (r#"{"a": 1}["b"] == 1"#, Runtime("no such key: b. consider using")),
+        // Heterogeneous equality and cross-type numeric comparisons, as the base environment.
+        (
+            r#"device.attributes["gpu.example.com"].index == "3""#,
+            Match(false),
+        ),
+        (
+            r#"device.attributes["gpu.example.com"].index < 3.5 && 1u == 1"#,
+            Match(true),
+        ),
+        (
+            r#"type(device.attributes["gpu.example.com"].model) == string"#,
+            Match(true),
+        ),
+        // `has` on a domain sees the default empty map, as upstream's Find wrapper.
+        (r#"has(device.attributes.foo)"#, Match(true)),
+        (
+            r#"device.attributes.exists(d, d == "numa.example.com")"#,
+            Match(true),
+        ),
         // Errors absorbed by logical operators, as in cel-go.
         (
             r#"device.attributes["gpu.example.com"].missing || true"#,
@@ -737,5 +758,37 @@ fn nesting_depths_compile_and_evaluate_without_overflow() {
                 assert!(!e.to_string().contains('\n'), "{name} {depth}: {e}");
             }
         }
+    }
+}
+
+#[test]
+fn allow_multiple_allocations_and_driver_domain() {
+    let attributes = BTreeMap::from([
+        ("model".to_string(), string("x")),
+        ("other.example.com/model".to_string(), string("y")),
+    ]);
+    let capacity = BTreeMap::from([("slots".to_string(), cap("4"))]);
+    let device = Device {
+        driver: "nic.example.com",
+        attributes: &attributes,
+        capacity: &capacity,
+        allow_multiple_allocations: Some(true),
+    };
+    let cases = [
+        ("device.allowMultipleAllocations", true),
+        (r#"device.attributes["nic.example.com"].model == "x""#, true),
+        (r#"device.attributes["other.example.com"].model == "y""#, true),
+        (
+            r#"device.capacity["nic.example.com"].slots.asInteger() == 4"#,
+            true,
+        ),
+        (r#"device.driver.endsWith(".example.com")"#, true),
+    ];
+    for (expr, want) in cases {
+        assert_eq!(
+            CompilationResult::compile(expr).device_matches(&device),
+            Ok(want),
+            "{expr}"
+        );
     }
 }
