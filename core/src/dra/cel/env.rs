@@ -16,7 +16,7 @@ use cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, L
 use cel::parser::{Macro, MacroExprHelper, ParseError, ParseErrors};
 use cel::{DeclarationError, Env};
 
-use super::{cost, lists, quantity, regex, semver};
+use super::{cost, lists, quantity, regex, semver, twovar};
 
 /// The variable selectors see.
 pub const DEVICE_VAR: &str = "device";
@@ -45,6 +45,7 @@ fn build() -> Result<Env, EnvError> {
     env.add_extension(lists::extension)?;
     env.add_extension(lists::sets_extension)?;
     env.add_extension(regex::extension)?;
+    env.add_extension(twovar::extension)?;
     env.add_extension(cost::extension)?;
     env.add_macro(Macro::receiver("bind", 3, bind_macro))?;
     Ok(env)

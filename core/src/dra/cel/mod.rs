@@ -14,7 +14,9 @@
 //! - cel-go's `ext.Strings` (`charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`, `upperAscii`,
 //!   `replace`, `split`, `substring`, `trim`, `join`, `format`, `strings.quote`) and `ext.Lists`
 //!   (`slice`, `flatten`, `distinct`, `reverse`, `sort`, `sortBy`) as the crate provides them;
-//! - `cel.bind(var, init, expr)` ([`env`]), optional syntax (`a.?b`, `a[?k]`, `optional.of`,
+//! - two-variable comprehensions ([`twovar`]: `all`, `exists`, `existsOne`, `transformList`,
+//!   `transformMap` with `k, v`);
+//! - `cel.bind(var, init, expr)` ([`mod@env`]), optional syntax (`a.?b`, `a[?k]`, `optional.of`,
 //!   `optional.none`, `hasValue`, `value`, `orValue`, `or`) as the crate provides it;
 //! - the runtime cost limit `CELSelectorExpressionMaxCost` ([`cost`]), metered approximately;
 //! - upstream's error texts where users see them: `no such key: <k>` with `EnhanceRuntimeError`'s
@@ -23,9 +25,8 @@
 //! Differences from cel-go and the Kubernetes CEL environment:
 //!
 //! - not supported (compile error `undeclared reference to ...`): `lists.range` (it allocates
-//!   before any cost can be charged), two-variable comprehensions (`all(k, v, p)`, `existsOne`,
-//!   `transformList`, `transformMap`, ...: the interpreter has no second iteration variable), the
-//!   URL, IP, CIDR, named-`format`, authz and JSON-patch libraries, `math.*`, struct literals;
+//!   before any cost can be charged), `transformMapEntry`, the URL, IP, CIDR, named-`format`,
+//!   authz and JSON-patch libraries, `math.*`, struct literals;
 //! - no type checker: compile time rejects unknown identifiers, functions and `device` fields and
 //!   visibly non-`bool` results; other type errors (e.g. `quantity("1") < quantity("2")`,
 //!   `device.attributes["d"].model + 1`) are runtime `no such overload` errors instead of compile
@@ -49,6 +50,7 @@ pub mod lists;
 pub mod quantity;
 pub mod regex;
 pub mod semver;
+pub mod twovar;
 
 #[cfg(test)]
 mod tests;

@@ -526,6 +526,34 @@ fn strings_lists_regex_and_sets() {
         ("sets.equivalent([1, 2], [2, 1, 1])", Match(true)),
         ("sets.intersects([1, 2], [3, 2])", Match(true)),
         ("sets.intersects([1], [])", Match(false)),
+        // two-variable comprehensions
+        (
+            r#"device.attributes["gpu.example.com"].all(k, v, k != "")"#,
+            Match(true),
+        ),
+        (
+            r#"device.attributes["gpu.example.com"].exists(k, v, k == "model" && v == "a100")"#,
+            Match(true),
+        ),
+        (r#"{"a": 1, "b": 2}.existsOne(k, v, v > 1)"#, Match(true)),
+        ("[10, 20, 30].all(i, v, v == (i + 1) * 10)", Match(true)),
+        ("[10, 20, 30].exists(i, v, i == 5)", Match(false)),
+        ("[1, 2, 3].transformList(i, v, i * v) == [0, 2, 6]", Match(true)),
+        ("[1, 2, 3].transformList(i, v, v > 1, v) == [2, 3]", Match(true)),
+        (
+            r#"{"a": 1, "b": 2}.transformMap(k, v, v * 10) == {"a": 10, "b": 20}"#,
+            Match(true),
+        ),
+        (
+            r#"{"a": 1, "b": 2}.transformMap(k, v, v > 1, v) == {"b": 2}"#,
+            Match(true),
+        ),
+        (
+            "[1].all(x, x, true)",
+            Compile("second variable must be different"),
+        ),
+        ("[1].all(1, x, true)", Compile("simple identifiers")),
+        ("1.all(i, v, true)", Runtime("expected iterable")),
         // optional values
         ("optional.of(1).hasValue()", Match(true)),
         ("optional.none().orValue(2) == 2", Match(true)),
