@@ -2,6 +2,8 @@
 //! `string.find(regex)`, `string.findAll(regex)` and `string.findAll(regex, limit)`. Patterns are
 //! RE2 syntax, which the `regex` crate follows (`matches` is the standard library's).
 
+use std::cell::RefCell;
+
 use cel::common::types::{CelInt, CelList, CelString, INT_TYPE, STRING_TYPE};
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
@@ -12,11 +14,36 @@ type Out<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 /// Upper bound on a compiled pattern, so a pathological one fails rather than eating memory.
 const REGEX_SIZE_LIMIT: usize = 1 << 20;
 
+/// Patterns compiled lately on this thread: selectors use constant patterns, evaluated once per
+/// device (cel-go compiles constant patterns once per program).
+const REGEX_CACHE_ENTRIES: usize = 32;
+
+thread_local! {
+    static REGEX_CACHE: RefCell<Vec<(String, regex::Regex)>> = const { RefCell::new(Vec::new()) };
+}
+
 fn compile(function: &str, pattern: &str) -> Result<regex::Regex, ExecutionError> {
-    regex::RegexBuilder::new(pattern)
+    let cached = REGEX_CACHE.with(|c| {
+        c.borrow()
+            .iter()
+            .find(|(p, _)| p == pattern)
+            .map(|(_, r)| r.clone())
+    });
+    if let Some(re) = cached {
+        return Ok(re);
+    }
+    let re = regex::RegexBuilder::new(pattern)
         .size_limit(REGEX_SIZE_LIMIT)
         .build()
-        .map_err(|e| ExecutionError::function_error(function, format!("error parsing regexp: {e}")))
+        .map_err(|e| ExecutionError::function_error(function, format!("error parsing regexp: {e}")))?;
+    REGEX_CACHE.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= REGEX_CACHE_ENTRIES {
+            c.remove(0);
+        }
+        c.push((pattern.to_string(), re.clone()));
+    });
+    Ok(re)
 }
 
 fn string_arg<'a>(function: &str, v: &'a dyn Val) -> Result<&'a str, ExecutionError> {
