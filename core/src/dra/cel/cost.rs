@@ -6,7 +6,8 @@
 //! condition too, so it runs once per iteration. At run time `@cost` charges the evaluation's
 //! budget (a thread-local meter armed by [`Meter::start`]) 1 unit plus 1 per 10 elements, bytes or
 //! entries of the value it passes through, the way cel-go charges calls, list and string building
-//! by size; once the budget is spent it fails with cel-go's text
+//! by size; list and map literals are charged cel-go's base costs (10 and 30) the same way. Once
+//! the budget is spent it fails with cel-go's text
 //! `operation cancelled: actual cost limit exceeded`, which stops loops at their next condition.
 //!
 //! This is an approximation of cel-go's cost tracker, not a copy: the units differ in detail (cel-go

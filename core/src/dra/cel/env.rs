@@ -365,7 +365,7 @@ pub const MAX_AST_DEPTH: usize = 200;
 /// Stack compilation runs on: the generated ANTLR parser uses a lot of stack per nesting level,
 /// far more than a caller's thread may have (a test thread has 2 MiB), so compilation switches to
 /// a stack of this size (reserved, committed as used) when less is left.
-const PARSER_STACK_SIZE: usize = 256 << 20;
+const PARSER_STACK_SIZE: usize = 64 << 20;
 
 /// Stack one level of the AST may need while evaluating (a debug build's interpreter frames are
 /// several times a release build's).

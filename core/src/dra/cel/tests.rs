@@ -823,3 +823,67 @@ fn allow_multiple_allocations_and_driver_domain() {
         );
     }
 }
+
+#[test]
+fn edge_cases_fail_cleanly() {
+    let cases = [
+        r#""abc".substring(-5) == """#,
+        r#""abc".substring(2, 1) == """#,
+        r#""abc".charAt(99) == """#,
+        r#""abc".charAt(-1) == """#,
+        r#""a,b".split(",", -1).size() == 2"#,
+        r#""a,b".split(",", 0).size() == 0"#,
+        r#""a1".findAll("[0-9]", -1).size() == 1"#,
+        r#""x".indexOf("", 99) == 0"#,
+        r#""x".lastIndexOf("x", -3) == 0"#,
+        r#""%d".format(["x"]) == """#,
+        r#""%s %s".format(["x"]) == """#,
+        r#""%.999999999f".format([1.0]) == """#,
+        r#""x".replace("", "yy", 3) == """#,
+        "-9223372036854775808 / -1 == 0",
+        "-9223372036854775808 % -1 == 0",
+        "9223372036854775807 * 2 == 0",
+        "-(-9223372036854775808) == 0",
+        "18446744073709551615u + 1u == 0u",
+        "int(1e300) == 0",
+        "uint(-1) == 0u",
+        "[].max() == 0",
+        "[1, 'a'].sum() == 0",
+        "[1, 'a'].isSorted()",
+        "[1, 'a'].sort() == []",
+        "[1, 2].slice(2, 1) == []",
+        "[[1]].flatten(-1) == []",
+        r#"semver("99999999999999999999.0.0").major() == 0"#,
+        r#"quantity("99999999999999999999999999999999999999999") == quantity("1")"#,
+        r#"quantity("1e99999999999999999999") == quantity("1")"#,
+        r#"quantity("9223372036854775807").add(9223372036854775807).isInteger()"#,
+        r#"quantity("8Ei").asInteger() > 0"#,
+        r#"{1: 2, 1: 3}.size() == 1"#,
+        r#"{[1]: 2}.size() == 1"#,
+        r#"optional.none().value() == 1"#,
+        r#"device.attributes[1] == {}"#,
+        r#"device.attributes[null] == {}"#,
+        r#"device.attributes["gpu.example.com"][1] == 1"#,
+        r#"timestamp("not a time") == timestamp("2020-01-01T00:00:00Z")"#,
+        r#"duration("999999999999999999h") > duration("1s")"#,
+        r#"bytes("\xff").size() == 1"#,
+        r#"string(b"\xff") == """#,
+        r#"type(device) == map"#,
+        r#"device == device"#,
+        r#"device.attributes == device.attributes"#,
+        r#"cel.bind(device, 1, device == 1)"#,
+        r#"[1, 2].map(x, [x].map(x, x)).size() == 2"#,
+        r#"{"a": 1}.all(k, k == "a")"#,
+        r#"[1,2,3].exists_one(x, x > 5)"#,
+    ];
+    let g = gpu();
+    for expr in cases {
+        let r = CompilationResult::compile(expr);
+        let got = r.device_matches(&g.device());
+        if let Err(e) = &got {
+            let text = e.to_string();
+            assert!(!text.contains("internal error"), "{expr}: {text}");
+            assert!(!text.is_empty(), "{expr}");
+        }
+    }
+}
