@@ -32,6 +32,14 @@ pub const COST_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit ex
 /// The internal metering function's name.
 pub const COST_FN: &str = "@cost";
 
+/// Why metering stopped an evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CostError {
+    /// The evaluation's budget is spent.
+    #[error("operation cancelled: actual cost limit exceeded")]
+    LimitExceeded,
+}
+
 #[derive(Clone, Copy)]
 struct State {
     used: u64,
@@ -117,7 +125,7 @@ fn charge<'b, 'v>(mut args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
         None => false,
     });
     if over {
-        return Err(ExecutionError::function_error(COST_FN, COST_LIMIT_EXCEEDED));
+        return Err(ExecutionError::function_error(COST_FN, CostError::LimitExceeded));
     }
     Ok(value)
 }
