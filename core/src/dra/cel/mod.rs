@@ -17,7 +17,8 @@
 //! - two-variable comprehensions ([`twovar`]: `all`, `exists`, `existsOne`, `transformList`,
 //!   `transformMap` with `k, v`);
 //! - `cel.bind(var, init, expr)` ([`mod@env`]), optional syntax (`a.?b`, `a[?k]`, `optional.of`,
-//!   `optional.none`, `hasValue`, `value`, `orValue`, `or`) as the crate provides it;
+//!   `optional.none`, `hasValue`, `value`, `orValue`, `or`, `optMap`, `optFlatMap`) as the crate
+//!   provides it;
 //! - the runtime cost limit `CELSelectorExpressionMaxCost` ([`cost`]), metered approximately;
 //! - upstream's error texts where users see them: `no such key: <k>` with `EnhanceRuntimeError`'s
 //!   hint, `CEL result of type <t> could not be converted to bool`, cel-go's cost limit text.
@@ -25,8 +26,8 @@
 //! Differences from cel-go and the Kubernetes CEL environment:
 //!
 //! - not supported (compile error `undeclared reference to ...`): `lists.range` (it allocates
-//!   before any cost can be charged), `transformMapEntry`, the URL, IP, CIDR, named-`format`,
-//!   authz and JSON-patch libraries, `math.*`, struct literals;
+//!   before any cost can be charged), `transformMapEntry`, `ext.Lists`' `first`/`last`, the URL,
+//!   IP, CIDR, named-`format`, authz and JSON-patch libraries, `math.*`, struct literals;
 //! - no type checker: compile time rejects unknown identifiers, functions and `device` fields and
 //!   visibly non-`bool` results; other type errors (e.g. `quantity("1") < quantity("2")`,
 //!   `device.attributes["d"].model + 1`) are runtime `no such overload` errors instead of compile

@@ -556,6 +556,11 @@ fn strings_lists_regex_and_sets() {
         ("1.all(i, v, true)", Runtime("expected iterable")),
         // optional values
         ("optional.of(1).hasValue()", Match(true)),
+        ("optional.of(2).optMap(x, x * 2).value() == 4", Match(true)),
+        (
+            "optional.none().optFlatMap(x, optional.of(x)).hasValue()",
+            Match(false),
+        ),
         ("optional.none().orValue(2) == 2", Match(true)),
         (r#"{"a": 1}.?b.orValue(5) == 5"#, Match(true)),
     ]);
