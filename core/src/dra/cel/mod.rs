@@ -41,8 +41,7 @@
 //! - runtime error texts follow cel-go for `no such key`, `no such overload` (followed by the
 //!   crate's detail), `division by zero`, `modulus by zero`, `integer overflow`, `index out of
 //!   range`, the cost limit and the bool conversion; other texts are the crate's;
-//! - [`Cache`] does not serialise concurrent compilations of one expression, and `Cache::new(0)`
-//!   caches nothing (upstream's `lru.New(0)` is unbounded).
+//! - `Cache::new(0)` caches nothing (upstream's `lru.New(0)` is unbounded).
 
 pub mod cost;
 pub mod device;
@@ -57,6 +56,7 @@ pub mod twovar;
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
@@ -229,25 +229,38 @@ struct Lru {
 /// Compiled selectors by expression (`cel.Cache`), shared by every node's allocation.
 ///
 /// Only successful compilations are kept (as upstream), at most `max_entries` of them, the least
-/// recently used evicted first; `max_entries == 0` caches nothing. Two threads compiling the same
-/// new expression at once may both compile it (upstream serialises them per key).
+/// recently used evicted first; `max_entries == 0` caches nothing. Compilations of one expression
+/// are serialised (through a small set of hashed locks, as upstream's `keymutex.NewHashed`), so
+/// concurrent callers compile it once.
 #[derive(Debug, Default)]
 pub struct Cache {
     max_entries: usize,
     lru: Mutex<Lru>,
+    /// Serialises compilations of one expression (`keymutex.NewHashed`): a hashed set of locks.
+    compile_locks: [Mutex<()>; COMPILE_LOCKS],
 }
+
+/// Number of hashed compile locks.
+const COMPILE_LOCKS: usize = 16;
 
 impl Cache {
     /// A cache holding at most `max_entries` compiled expressions.
     pub fn new(max_entries: usize) -> Self {
         Cache {
             max_entries,
-            lru: Mutex::new(Lru::default()),
+            ..Cache::default()
         }
     }
 
     /// The compiled form of `expression`, compiling it on first use (`GetOrCompile`).
     pub fn get_or_compile(&self, expression: &str) -> Arc<CompilationResult> {
+        if let Some(hit) = self.get(expression) {
+            return hit;
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        expression.hash(&mut hasher);
+        let lock = &self.compile_locks[(hasher.finish() % COMPILE_LOCKS as u64) as usize];
+        let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(hit) = self.get(expression) {
             return hit;
         }

@@ -640,6 +640,15 @@ fn cache_is_bounded_lru_and_keeps_only_successes() {
     cache.get_or_compile("1 == 1"); // evicts "false"
     assert_eq!(cache.len(), 2);
     assert!(Arc::ptr_eq(&a, &cache.get_or_compile("true")));
+    // Concurrent callers compile a new expression once and share the result.
+    let shared = Cache::new(8);
+    let results: Vec<Arc<CompilationResult>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| shared.get_or_compile("[1, 2].all(x, x > 0)")))
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("thread")).collect()
+    });
+    assert!(results.iter().all(|r| Arc::ptr_eq(r, &results[0])));
     let none = Cache::new(0);
     none.get_or_compile("true");
     assert!(none.is_empty());
