@@ -17,7 +17,9 @@ mod common;
 use std::time::Duration;
 
 use anyhow::{Result, bail, ensure};
-use common::dra::{EXTENDED_RESOURCES, claim, device, first_available, request};
+use common::dra::{
+    EXTENDED_RESOURCES, KubeAllocation, claim, compare_allocations, device, first_available, request,
+};
 use common::{Lab, Verdict, pod};
 use e2e::{ControlPlane, Options};
 use sched_core::explain::Outcome;
@@ -518,6 +520,29 @@ async fn device_taint_not_tolerated() -> Result<()> {
     trial.expect_failed(&["0/1 nodes are available", "cannot allocate all claims"])
 }
 
+/// A DeviceTaintRule taints n1's only GPU (the slice has no taint): the device is not allocated.
+#[tokio::test]
+async fn device_taint_rule() -> Result<()> {
+    let lab = begin("dra-taintrule").await?;
+    let class = nodes_and_class(&lab, &["n1"]).await?;
+    lab.create_slices([lab.node_slice("n1", [gpu("gpu-0")])]).await?;
+    let created = lab
+        .try_create_taint_rule(
+            "broken",
+            &lab.n("n1"),
+            "gpu-0",
+            json!({"key": BROKEN, "value": "true", "effect": "NoSchedule"}),
+        )
+        .await?;
+    if let Err(e) = created {
+        bail!("dra-taintrule: the API server refused the DeviceTaintRule: {e}");
+    }
+    lab.create_claims([claim("c").request(request("gpu", &class))])
+        .await?;
+    let trial = lab.trial(claim_pod("p", "c")).await?;
+    trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
+}
+
 /// The only GPU is tainted: a request tolerating the taint gets it.
 #[tokio::test]
 async fn device_taint_tolerated() -> Result<()> {
@@ -551,7 +576,10 @@ const FAILED: &str = "example.com/failed";
 /// and waits in PreBind for the (absent) driver: the trial must see it silent with the allocation
 /// written (binding conditions copied). Then the scenario reports `condition` as the driver
 /// would, and returns the trial and kube-scheduler's final verdict.
-async fn binding_condition_reported(lab: &Lab, condition: &str) -> Result<(common::Trial, Verdict)> {
+async fn binding_condition_reported(
+    lab: &Lab,
+    condition: &str,
+) -> Result<(common::Trial, Verdict, Vec<KubeAllocation>)> {
     let class = nodes_and_class(lab, &["n1"]).await?;
     lab.create_slices([lab.node_slice(
         "n1",
@@ -604,12 +632,13 @@ async fn binding_condition_reported(lab: &Lab, condition: &str) -> Result<(commo
     .await?;
     let verdict = lab.wait_verdict(&trial.pod).await?;
     eprintln!("  once {condition} was reported, kube-scheduler: {verdict:?}");
-    Ok((trial, verdict))
+    Ok((trial, verdict, waiting))
 }
 
 /// sched-core answers for the scheduling cycle (binding conditions are PreBind's business): it
-/// must select n1, where kube-scheduler allocated and waited.
-fn expect_cycle_selected(trial: &common::Trial, node: &str) -> Result<()> {
+/// must select n1, where kube-scheduler allocated and waited, and pick the device kube-scheduler
+/// allocated.
+fn expect_cycle_selected(trial: &common::Trial, node: &str, waiting: &[KubeAllocation]) -> Result<()> {
     ensure!(
         trial.ours.outcome == Outcome::Scheduled && trial.ours.selected.iter().any(|n| n == node),
         "MISMATCH in {}: kube-scheduler's scheduling cycle picked {node}; sched-core: {:?} {:?} \
@@ -619,19 +648,20 @@ fn expect_cycle_selected(trial: &common::Trial, node: &str) -> Result<()> {
         trial.ours.message,
         trial.ours.selected
     );
-    Ok(())
+    let fresh: Vec<(&str, &[String])> = waiting.iter().map(|a| (a.pod_claim.as_str(), &[][..])).collect();
+    compare_allocations(trial, node, waiting, &fresh)
 }
 
 /// The driver reports the binding condition: the pod is bound.
 #[tokio::test]
 async fn binding_conditions_met() -> Result<()> {
     let lab = begin("dra-binding").await?;
-    let (trial, verdict) = binding_condition_reported(&lab, READY).await?;
+    let (trial, verdict, waiting) = binding_condition_reported(&lab, READY).await?;
     ensure!(
         verdict == Verdict::Bound(lab.n("n1")),
         "dra-binding: kube-scheduler: {verdict:?}"
     );
-    expect_cycle_selected(&trial, &lab.n("n1"))
+    expect_cycle_selected(&trial, &lab.n("n1"), &waiting)
 }
 
 /// The driver reports a binding failure condition: PreBind fails (kube-scheduler's message is
@@ -639,7 +669,7 @@ async fn binding_conditions_met() -> Result<()> {
 #[tokio::test]
 async fn binding_failure_condition() -> Result<()> {
     let lab = begin("dra-bindfail").await?;
-    let (trial, verdict) = binding_condition_reported(&lab, FAILED).await?;
+    let (trial, verdict, waiting) = binding_condition_reported(&lab, FAILED).await?;
     let Verdict::Failed(message) = &verdict else {
         bail!("dra-bindfail: expected FailedScheduling, kube-scheduler: {verdict:?}");
     };
@@ -650,7 +680,7 @@ async fn binding_failure_condition() -> Result<()> {
         ),
         "dra-bindfail: kube-scheduler's message {message:?} is not about the binding failure"
     );
-    expect_cycle_selected(&trial, &lab.n("n1"))
+    expect_cycle_selected(&trial, &lab.n("n1"), &waiting)
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -48,6 +48,10 @@ fn resource_claim_templates() -> ApiResource {
     resource_api("ResourceClaimTemplate", "resourceclaimtemplates")
 }
 
+fn device_taint_rules() -> ApiResource {
+    resource_api("DeviceTaintRule", "devicetaintrules")
+}
+
 fn pods() -> ApiResource {
     ApiResource::erase::<Pod>(&())
 }
@@ -465,6 +469,30 @@ impl Lab {
         Ok(())
     }
 
+    /// Creates a DeviceTaintRule `<id>-<short>` putting `taint` on the device `device` of the
+    /// pool `pool` (full name) of the scenario's driver; the API server's refusal is handed back
+    /// (the outer error is anything else).
+    pub async fn try_create_taint_rule(
+        &self,
+        short: &str,
+        pool: &str,
+        device: &str,
+        taint: Value,
+    ) -> Result<Result<(), kube::Error>> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &device_taint_rules());
+        let object = dynamic(
+            &device_taint_rules(),
+            json!({
+                "metadata": {"name": self.n(short)},
+                "spec": {
+                    "deviceSelector": {"driver": self.driver(), "pool": pool, "device": device},
+                    "taint": taint,
+                },
+            }),
+        )?;
+        Ok(api.create(&PostParams::default(), &object).await.map(|_| ()))
+    }
+
     /// Creates ResourceClaims in the scenario's namespace.
     pub async fn create_claims(&self, claims: impl IntoIterator<Item = ClaimBuilder>) -> Result<()> {
         for claim in claims {
@@ -775,8 +803,8 @@ impl Trial {
 }
 
 /// sched-core's `claim_allocations` against kube-scheduler's, for the claims kube-scheduler
-/// allocated in this trial (`fresh`: the pod claims of `expected`).
-fn compare_allocations(
+/// allocated in this trial (`fresh`: the pod claims of `expected`) on node `bound`.
+pub fn compare_allocations(
     trial: &Trial,
     bound: &str,
     kube: &[KubeAllocation],
@@ -862,6 +890,15 @@ pub async fn clean_dra(client: &Client) -> Result<()> {
     classes
         .delete_collection(&DeleteParams::default(), &ListParams::default())
         .await?;
+    // DeviceTaintRules are served only when their feature is on.
+    let rules: Api<DynamicObject> = Api::all_with(client.clone(), &device_taint_rules());
+    match rules
+        .delete_collection(&DeleteParams::default(), &ListParams::default())
+        .await
+    {
+        Err(e) if !is_not_found(&e) => return Err(e).context("deleting DeviceTaintRules"),
+        _ => {}
+    }
     eventually(
         "every claim, slice and class to be gone",
         SETUP_TIMEOUT,
