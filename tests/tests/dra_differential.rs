@@ -126,7 +126,7 @@ async fn selector_matches_no_device() -> Result<()> {
     )))])
     .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&["0/2 nodes are available", "cannot allocate all claims"])
+    trial.expect_failed(&["0/2 nodes are available: 2 cannot allocate all claims."])
 }
 
 /// A selector reading an attribute the device does not have: a CEL runtime error, not a mismatch.
@@ -140,7 +140,13 @@ async fn cel_runtime_error_missing_attribute() -> Result<()> {
     ])
     .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&["model"])
+    trial.expect_failed(&[&format!(
+        "running \"DynamicResources\" filter plugin: claim {}/c: selector #0 on device {}/{}/gpu-0: \
+         CEL runtime error: no such key: model.",
+        lab.ns,
+        lab.driver(),
+        lab.n("n1")
+    )])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -209,7 +215,7 @@ async fn allocation_mode_all_with_one_device_taken() -> Result<()> {
     lab.allocate_by_hand("other", Some(&lab.n("n1")), &[("gpu", &lab.n("n1"), "gpu-1")])
         .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&["0/1 nodes are available", "cannot allocate all claims"])
+    trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
 }
 
 /// The only device is held by a claim kube-scheduler allocated for an earlier pod.
@@ -225,7 +231,7 @@ async fn device_already_allocated() -> Result<()> {
     .await?;
     lab.schedule_first(claim_pod("first", "first")).await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&["0/2 nodes are available", "cannot allocate all claims"])
+    trial.expect_failed(&["0/2 nodes are available: 2 cannot allocate all claims."])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -382,7 +388,7 @@ async fn match_attribute_unsatisfiable() -> Result<()> {
         .match_attribute(&format!("{}/numa", lab.driver()), &["a", "b"])])
         .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&["0/1 nodes are available", "cannot allocate all claims"])
+    trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -427,7 +433,7 @@ async fn partitionable_counters_exhausted() -> Result<()> {
     .await?;
     lab.schedule_first(claim_pod("first", "first")).await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&["0/1 nodes are available", "cannot allocate all claims"])
+    trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
 }
 
 /// One partition is allocated: the other one still fits in the counters.
@@ -479,10 +485,12 @@ async fn shared_gpu_with_6gi_taken(lab: &Lab, request_gi: &str) -> Result<()> {
     Ok(())
 }
 
+/// A second claim gets a share of the same device; the share records the rounded amount.
 #[tokio::test]
 async fn consumable_capacity_shared_device() -> Result<()> {
     let lab = begin("dra-capacity").await?;
-    shared_gpu_with_6gi_taken(&lab, "2Gi").await?;
+    // 1025Mi, rounded up to the 1Gi step: a 2Gi share, which still fits (6Gi + 2Gi = 8Gi).
+    shared_gpu_with_6gi_taken(&lab, "1025Mi").await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
     let expected = [("gpu", &[on(&lab, "gpu", "n1", "gpu-0")][..])];
     let kube = trial.kube_allocated(&lab, Some(&lab.n("n1")), &expected).await?;
@@ -500,7 +508,17 @@ async fn consumable_capacity_exceeded() -> Result<()> {
     let lab = begin("dra-capfull").await?;
     shared_gpu_with_6gi_taken(&lab, "3Gi").await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&["0/1 nodes are available", "cannot allocate all claims"])
+    trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
+}
+
+/// 2049Mi is rounded up to the policy's 1Gi step: 3Gi do not fit next to the 6Gi taken (2049Mi
+/// alone would).
+#[tokio::test]
+async fn consumable_capacity_rounds_up_to_the_step() -> Result<()> {
+    let lab = begin("dra-capstep").await?;
+    shared_gpu_with_6gi_taken(&lab, "2049Mi").await?;
+    let trial = lab.trial(claim_pod("p", "c")).await?;
+    trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -517,7 +535,7 @@ async fn device_taint_not_tolerated() -> Result<()> {
     lab.create_claims([claim("c").request(request("gpu", &class))])
         .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&["0/1 nodes are available", "cannot allocate all claims"])
+    trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
 }
 
 /// A DeviceTaintRule taints n1's only GPU (the slice has no taint): the device is not allocated.
@@ -870,7 +888,10 @@ async fn missing_device_class() -> Result<()> {
     lab.create_claims([claim("c").request(request("gpu", &lab.n("missing")))])
         .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&[&lab.n("missing")])
+    trial.expect_failed(&[&format!(
+        "0/1 nodes are available: request gpu: device class {} does not exist.",
+        lab.n("missing")
+    )])
 }
 
 /// A claim already reserved for the maximum number of consumers (256, non-pod ones, which
@@ -943,7 +964,9 @@ async fn shared_claim_allocated_elsewhere() -> Result<()> {
     lab.schedule_first(pod("first").cpu("3").resource_claim("gpu", "c"))
         .await?;
     let trial = lab.trial(pod("p").cpu("2").resource_claim("gpu", "c")).await?;
-    trial.expect_failed(&["0/2 nodes are available", "1 Insufficient cpu"])
+    trial.expect_failed(&[
+        "0/2 nodes are available: 1 Insufficient cpu, 1 resourceclaim not available on the node.",
+    ])
 }
 
 /// Two claims: a GPU and a NIC; only n2 has both.
@@ -1014,6 +1037,64 @@ async fn node_selector_slice() -> Result<()> {
     trial.expect_devices(&kube, &expected)
 }
 
+/// `perDeviceNodeSelection`: each device of the slice says where it is reachable; the request
+/// selects the device of n2.
+#[tokio::test]
+async fn per_device_node_selection() -> Result<()> {
+    let lab = begin("dra-perdevice").await?;
+    let class = nodes_and_class(&lab, &["n1", "n2"]).await?;
+    lab.create_slices([lab
+        .slice("fabric")
+        .spec("perDeviceNodeSelection", json!(true))
+        .devices([
+            gpu("gpu-a")
+                .attr("model", json!("a"))
+                .field("nodeName", json!(lab.n("n1"))),
+            gpu("gpu-b")
+                .attr("model", json!("b"))
+                .field("nodeName", json!(lab.n("n2"))),
+        ])])
+    .await?;
+    lab.create_claims([
+        claim("c").request(request("gpu", &class).selector(&format!("{} == \"b\"", lab.attr("model"))))
+    ])
+    .await?;
+    let trial = lab.trial(claim_pod("p", "c")).await?;
+    trial
+        .expect_allocated(
+            &lab,
+            Some(&lab.n("n2")),
+            &[("gpu", &[format!("gpu:{}/gpu-b", lab.n("fabric"))])],
+        )
+        .await?;
+    Ok(())
+}
+
+/// A claim already allocated for (and reserved by) a pod on one node: a second pod sharing it goes
+/// to that node, with nothing new to allocate.
+#[tokio::test]
+async fn shared_claim_follows_its_allocation() -> Result<()> {
+    let lab = begin("dra-follow").await?;
+    let class = nodes_and_class(&lab, &["n1", "n2"]).await?;
+    lab.create_slices([
+        lab.node_slice("n1", [gpu("gpu-0")]),
+        lab.node_slice("n2", [gpu("gpu-0")]),
+    ])
+    .await?;
+    lab.create_claims([claim("c").request(request("gpu", &class))])
+        .await?;
+    let node = lab.schedule_first(claim_pod("first", "c")).await?;
+    // The second pod would rather go to the other, empty node.
+    let trial = lab.trial(claim_pod("p", "c").cpu("1")).await?;
+    trial.expect_allocated(&lab, Some(&node), &[]).await?;
+    ensure!(
+        trial.ours.claim_allocations.is_empty(),
+        "MISMATCH in dra-follow: the claim was already allocated; sched-core allocates {:?}",
+        trial.ours.claim_allocations
+    );
+    Ok(())
+}
+
 /// A network-attached device reachable from every node: the least allocated node wins.
 #[tokio::test]
 async fn all_nodes_slice() -> Result<()> {
@@ -1045,7 +1126,7 @@ async fn incomplete_pool() -> Result<()> {
     lab.create_claims([claim("c").request(request("gpu", &class))])
         .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&["0/1 nodes are available", "cannot allocate all claims"])
+    trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
 }
 
 /// `allocationMode: All` on an incomplete pool: all devices cannot be known.
