@@ -830,6 +830,69 @@ async fn implicit_extended_resource_name() -> Result<()> {
     Ok(())
 }
 
+/// Two containers asking for the extended resource: one claim with a request per container.
+#[tokio::test]
+async fn extended_resource_two_containers() -> Result<()> {
+    let lab = begin("dra-ertwo").await?;
+    lab.create_nodes([lab.node("n1", "4", "8Gi")]).await?;
+    lab.create_classes([lab.class("gpu").extended_resource(&extended(&lab))])
+        .await?;
+    lab.create_slices([lab.node_slice("n1", ["gpu-0", "gpu-1", "gpu-2"].map(gpu))])
+        .await?;
+    let container = |name: &str, gpus: &str| {
+        json!({"name": name, "image": common::PAUSE_IMAGE, "resources": {
+            "requests": {"cpu": "100m"},
+            "limits": {extended(&lab): gpus},
+        }})
+    };
+    let pending = pod("p").spec("containers", json!([container("a", "1"), container("b", "2")]));
+    let trial = lab.trial(pending).await?;
+    trial
+        .expect_allocated(
+            &lab,
+            Some(&lab.n("n1")),
+            &[(
+                EXTENDED_RESOURCES,
+                &[
+                    on(&lab, "container-0-request-1", "n1", "gpu-0"),
+                    on(&lab, "container-1-request-1", "n1", "gpu-1"),
+                    on(&lab, "container-1-request-1", "n1", "gpu-2"),
+                ],
+            )],
+        )
+        .await?;
+    Ok(())
+}
+
+/// A pod with a ResourceClaim and the extended resource of the same class: two different devices.
+#[tokio::test]
+async fn extended_resource_and_claim_in_one_pod() -> Result<()> {
+    let lab = begin("dra-erclaim").await?;
+    lab.create_nodes([lab.node("n1", "4", "8Gi")]).await?;
+    let class = lab.class("gpu").extended_resource(&extended(&lab));
+    let class_name = class.name().to_owned();
+    lab.create_classes([class]).await?;
+    lab.create_slices([lab.node_slice("n1", ["gpu-0", "gpu-1"].map(gpu))])
+        .await?;
+    lab.create_claims([claim("c").request(request("gpu", &class_name))])
+        .await?;
+    let trial = lab.trial(claim_pod("p", "c").limit(&extended(&lab), "1")).await?;
+    trial
+        .expect_allocated(
+            &lab,
+            Some(&lab.n("n1")),
+            &[
+                ("gpu", &[on(&lab, "gpu", "n1", "gpu-0")]),
+                (
+                    EXTENDED_RESOURCES,
+                    &[on(&lab, "container-0-request-1", "n1", "gpu-1")],
+                ),
+            ],
+        )
+        .await?;
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // Claims and templates
 
@@ -892,6 +955,126 @@ async fn missing_device_class() -> Result<()> {
         "0/1 nodes are available: request gpu: device class {} does not exist.",
         lab.n("missing")
     )])
+}
+
+/// A claim being deleted (held by a finalizer): DynamicResources' PreEnqueue holds the pod.
+#[tokio::test]
+async fn claim_being_deleted() -> Result<()> {
+    let lab = begin("dra-deleting").await?;
+    let class = nodes_and_class(&lab, &["n1"]).await?;
+    lab.create_slices([lab.node_slice("n1", [gpu("gpu-0")])]).await?;
+    lab.create_claims([claim("c")
+        .request(request("gpu", &class))
+        .finalizer("e2e.example.com/hold")])
+        .await?;
+    lab.delete_claim("c").await?;
+    let trial = lab.trial_silent(claim_pod("p", "c")).await?;
+    trial.report();
+    ensure!(
+        matches!(&trial.kube, Verdict::Silent { reason: None, .. }),
+        "kube-scheduler: {:?}",
+        trial.kube
+    );
+    let expected = "resourceclaim \"c\" is being deleted";
+    ensure!(
+        trial.ours.outcome == Outcome::Gated && trial.ours.message == expected,
+        "MISMATCH in dra-deleting: kube-scheduler holds the pod in PreEnqueue \
+         (DynamicResources: {expected:?}); sched-core: {:?} {:?}",
+        trial.ours.outcome,
+        trial.ours.message
+    );
+    Ok(())
+}
+
+/// The pod's node selector rules out the node with the device: both reasons in the message.
+#[tokio::test]
+async fn node_selector_and_claim() -> Result<()> {
+    let lab = begin("dra-nodesel").await?;
+    lab.create_nodes([
+        lab.node("n1", "4", "8Gi").label("example.com/pool", "x"),
+        lab.node("n2", "4", "8Gi").label("example.com/pool", "y"),
+    ])
+    .await?;
+    let class = lab.class("gpu");
+    let class_name = class.name().to_owned();
+    lab.create_classes([class]).await?;
+    lab.create_slices([lab.node_slice("n1", [gpu("gpu-0")])]).await?;
+    lab.create_claims([claim("c").request(request("gpu", &class_name))])
+        .await?;
+    let pending = claim_pod("p", "c").spec("nodeSelector", json!({"example.com/pool": "y"}));
+    let trial = lab.trial(pending).await?;
+    trial.expect_failed(&[
+        "0/2 nodes are available: 1 cannot allocate all claims, 1 node(s) didn't match Pod's node \
+         affinity/selector.",
+    ])
+}
+
+/// The class's own selector reads a missing attribute: the CEL runtime error names the class.
+#[tokio::test]
+async fn cel_runtime_error_in_class() -> Result<()> {
+    let lab = begin("dra-classerr").await?;
+    lab.create_nodes([lab.node("n1", "4", "8Gi")]).await?;
+    let class = lab
+        .class("gpu")
+        .selector(&format!("{} == \"a100\"", lab.attr("model")));
+    let class_name = class.name().to_owned();
+    lab.create_classes([class]).await?;
+    lab.create_slices([lab.node_slice("n1", [gpu("gpu-0")])]).await?;
+    lab.create_claims([claim("c").request(request("gpu", &class_name))])
+        .await?;
+    let trial = lab.trial(claim_pod("p", "c")).await?;
+    // Selector #0 is the class's driver selector (see `Lab::class`).
+    trial.expect_failed(&[&format!(
+        "running \"DynamicResources\" filter plugin: class {class_name}: selector #1 on device \
+         {}/{}/gpu-0: CEL runtime error: no such key: model.",
+        lab.driver(),
+        lab.n("n1")
+    )])
+}
+
+/// Two generations of one pool (one slice each): only the newest counts.
+async fn two_generations(lab: &Lab, generation: i64) -> Result<common::Trial> {
+    let class = nodes_and_class(lab, &["n1"]).await?;
+    let pool = lab.n("n1");
+    lab.create_slices([
+        lab.slice("old")
+            .node(&pool)
+            .pool(&pool, 1, 1)
+            .device(gpu("gpu-old").attr("gen", json!(1))),
+        lab.slice("new")
+            .node(&pool)
+            .pool(&pool, 2, 1)
+            .device(gpu("gpu-new").attr("gen", json!(2))),
+    ])
+    .await?;
+    lab.create_claims([
+        claim("c").request(request("gpu", &class).selector(&format!("{} == {generation}", lab.attr("gen"))))
+    ])
+    .await?;
+    lab.trial(claim_pod("p", "c")).await
+}
+
+/// The device of generation 1 is gone.
+#[tokio::test]
+async fn pool_generation_old_device_is_gone() -> Result<()> {
+    let lab = begin("dra-oldgen").await?;
+    let trial = two_generations(&lab, 1).await?;
+    trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
+}
+
+/// The device of generation 2 is there (the pool is complete at its newest generation).
+#[tokio::test]
+async fn pool_generation_new_device_is_used() -> Result<()> {
+    let lab = begin("dra-newgen").await?;
+    let trial = two_generations(&lab, 2).await?;
+    trial
+        .expect_allocated(
+            &lab,
+            Some(&lab.n("n1")),
+            &[("gpu", &[on(&lab, "gpu", "n1", "gpu-new")])],
+        )
+        .await?;
+    Ok(())
 }
 
 /// A claim already reserved for the maximum number of consumers (256, non-pod ones, which

@@ -341,6 +341,12 @@ impl ClaimBuilder {
         self
     }
 
+    /// A finalizer (keeps a deleted claim around, being deleted).
+    pub fn finalizer(mut self, finalizer: &str) -> Self {
+        self.0["metadata"]["finalizers"] = json!([finalizer]);
+        self
+    }
+
     pub fn name(&self) -> &str {
         self.0["metadata"]["name"].as_str().unwrap_or_default()
     }
@@ -507,6 +513,16 @@ impl Lab {
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.ns, &resource_claims());
         let object = dynamic(&resource_claims(), claim.0)?;
         Ok(api.create(&PostParams::default(), &object).await.map(|_| ()))
+    }
+
+    /// Deletes the claim `name` of the scenario's namespace (it stays, being deleted, while a
+    /// finalizer holds it).
+    pub async fn delete_claim(&self, name: &str) -> Result<()> {
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), &self.ns, &resource_claims());
+        api.delete(name, &DeleteParams::default())
+            .await
+            .with_context(|| format!("deleting claim {name}"))?;
+        Ok(())
     }
 
     /// Creates a ResourceClaimTemplate `name` whose claims are `claim`'s spec.
