@@ -140,7 +140,7 @@ async fn cel_runtime_error_missing_attribute() -> Result<()> {
     ])
     .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&[&format!(
+    trial.expect_error(&[&format!(
         "running \"DynamicResources\" filter plugin: claim {}/c: selector #0 on device {}/{}/gpu-0: \
          CEL runtime error: no such key: model.",
         lab.ns,
@@ -1024,7 +1024,7 @@ async fn cel_runtime_error_in_class() -> Result<()> {
         .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
     // Selector #0 is the class's driver selector (see `Lab::class`).
-    trial.expect_failed(&[&format!(
+    trial.expect_error(&[&format!(
         "running \"DynamicResources\" filter plugin: class {class_name}: selector #1 on device \
          {}/{}/gpu-0: CEL runtime error: no such key: model.",
         lab.driver(),
@@ -1322,7 +1322,7 @@ async fn incomplete_pool_allocation_mode_all() -> Result<()> {
     lab.create_claims([claim("c").request(request("gpu", &class).all())])
         .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial.expect_failed(&[&format!(
+    trial.expect_error(&[&format!(
         "request gpu: asks for all devices, but resource pool {}/{} is currently being updated",
         lab.driver(),
         lab.n("n1")

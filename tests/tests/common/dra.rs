@@ -16,7 +16,7 @@ use e2e::fixtures::eventually;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use sched_core::explain::{AllocatedDevice, ClaimAllocation};
+use sched_core::explain::{AllocatedDevice, ClaimAllocation, Outcome};
 use serde_json::{Value, json};
 
 use super::{Lab, PodBuilder, SETUP_TIMEOUT, Trial, Verdict, evaluate, is_not_found};
@@ -805,6 +805,42 @@ impl Trial {
             );
         }
         Ok(kube)
+    }
+
+    /// kube-scheduler's scheduling cycle failed with an error (a CEL runtime error, an incomplete
+    /// pool for `allocationMode: All`): its FailedScheduling message is the error itself, not a
+    /// "0/N nodes are available" summary, and contains each of `reasons`. sched-core must end with
+    /// `Outcome::Error` and the same message, byte for byte.
+    pub fn expect_error(&self, reasons: &[&str]) -> Result<()> {
+        self.report();
+        let Verdict::Failed(message) = &self.kube else {
+            bail!(
+                "{}: expected FailedScheduling, kube-scheduler: {:?}",
+                self.scenario,
+                self.kube
+            );
+        };
+        ensure!(
+            !message.starts_with("0/"),
+            "{}: kube-scheduler's message {message:?} is an unschedulable summary, not an error",
+            self.scenario
+        );
+        for reason in reasons {
+            ensure!(
+                message.contains(reason),
+                "{}: kube-scheduler's message {message:?} lacks {reason:?} (the scenario does not \
+                 exercise what it claims)",
+                self.scenario
+            );
+        }
+        ensure!(
+            self.ours.outcome == Outcome::Error && &self.ours.message == message,
+            "MISMATCH in {}:\n  kube-scheduler: {message:?} (an error)\n  sched-core:     {:?} ({:?})",
+            self.scenario,
+            self.ours.message,
+            self.ours.outcome
+        );
+        Ok(())
     }
 
     /// The sched-core half of [`Self::expect_allocated`]: the same node, and the same devices
