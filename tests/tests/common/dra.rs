@@ -6,7 +6,7 @@
 //!
 //! Names are unique per scenario: the driver is `<id>.example.com`, classes, slices and pools are
 //! `<id>-<short>`, so no cluster-scoped object of one scenario can match a request of another;
-//! [`clean_dra`] (run when a lab begins) also deletes every claim, slice and class.
+//! [`clean_dra`] (run when a lab begins) also deletes every claim, slice, class and DeviceTaintRule.
 //!
 //! Objects are created through `DynamicObject` so that every field reaches the API server exactly
 //! as written (a typed round trip would silently drop a field the client types lack).
