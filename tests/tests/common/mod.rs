@@ -14,6 +14,8 @@
 
 #![allow(dead_code)] // Each test binary uses its own subset of the lab.
 
+pub mod dra;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -387,6 +389,7 @@ impl Lab {
         let cp = control_plane().await?;
         let client = cp.client()?;
         clean_slate(&client).await?;
+        dra::clean_dra(&client).await?;
         ensure_priority_classes(&client).await?;
         let ns = cp.new_namespace(id).await?;
         Ok(Lab {
