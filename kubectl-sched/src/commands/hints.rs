@@ -12,7 +12,8 @@ use sched_core::plugins::helper::taints::{
     do_not_schedule_taints_filter, node_taints, pod_tolerations, tolerations_tolerate_taint,
 };
 use sched_core::plugins::names;
-use sched_core::plugins::node_resources::{Shortfall, shortfall};
+use sched_core::plugins::dynamic_resources::DeviceClassResolver;
+use sched_core::plugins::node_resources::{Shortfall, shortfall_with_dra};
 use sched_core::resource::{PODS, format_amount};
 use sched_core::{NodeInfo, PodInfo, Snapshot, Status};
 use serde::Serialize;
@@ -208,6 +209,9 @@ pub fn describe_shortfall(s: &Shortfall) -> String {
 
 fn resource_hints(input: &HintInput<'_>) -> Vec<Hint> {
     let mut short_nodes: Vec<(f64, &str, Vec<Shortfall>)> = Vec::new();
+    // Extended resources a DeviceClass backs come from devices on nodes that do not advertise them:
+    // no "needs N more" for those.
+    let dra = DeviceClassResolver::for_snapshot(input.snapshot);
     for name in rejected_by(input.explanation, names::NODE_RESOURCES_FIT) {
         let Some(node) = input.snapshot.node(name) else {
             continue;
@@ -215,7 +219,7 @@ fn resource_hints(input: &HintInput<'_>) -> Vec<Hint> {
         if !other_rejections(input, node, names::NODE_RESOURCES_FIT).is_empty() {
             continue;
         }
-        let short = shortfall(node, input.pod);
+        let short = shortfall_with_dra(node, input.pod, Some(&dra));
         if short.is_empty() {
             // Rejected only because of pods nominated to the node: nothing to add up.
             continue;
