@@ -5,4 +5,4 @@ pub mod balanced_allocation;
 pub mod fit;
 pub mod resource_allocation;
 
-pub use fit::{InsufficientResource, Shortfall, fits, shortfall};
+pub use fit::{InsufficientResource, Shortfall, fits, fits_with_dra, shortfall, shortfall_with_dra};
