@@ -27,6 +27,7 @@
 mod claims;
 pub mod extended;
 mod score;
+mod snapshot_allocator;
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -34,8 +35,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
-use crate::dra::cel;
-use crate::dra::structured::{AllocateError, Allocator, Features};
+use crate::dra::structured::{AllocateError, Features};
 use crate::explain::{AllocatedDevice, ClaimAllocation};
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::*;
@@ -116,7 +116,8 @@ const STATE_KEY: StateKey<StateData> = StateKey::new("PreFilterDynamicResources"
 #[derive(Debug)]
 pub struct DynamicResources {
     snapshot: Arc<crate::snapshot::Snapshot>,
-    cel_cache: cel::Cache,
+    /// Built on the first pod that needs allocation (most frameworks never see one).
+    allocator: std::sync::OnceLock<snapshot_allocator::SnapshotAllocator>,
     features: Features,
     filter_timeout: Duration,
     binding_timeout: Duration,
@@ -195,7 +196,7 @@ impl DynamicResources {
         DynamicResources {
             resolver: DeviceClassResolver::for_snapshot(&snapshot),
             snapshot,
-            cel_cache: cel::Cache::new(CEL_CACHE_SIZE),
+            allocator: std::sync::OnceLock::new(),
             features: Features::V1_37_DEFAULTS,
             filter_timeout: DEFAULT_FILTER_TIMEOUT,
             binding_timeout: DEFAULT_BINDING_TIMEOUT,
@@ -444,13 +445,16 @@ impl FilterPlugin for DynamicResources {
                     _ => c.as_ref(),
                 })
                 .collect();
-            let allocator = Allocator::new(
-                self.features,
-                &self.snapshot.allocated,
-                &self.snapshot.device_classes,
-                &self.snapshot.resource_slices,
-                &self.cel_cache,
-            );
+            let allocator = self
+                .allocator
+                .get_or_init(|| {
+                    snapshot_allocator::SnapshotAllocator::build(
+                        self.snapshot.clone(),
+                        self.features,
+                        CEL_CACHE_SIZE,
+                    )
+                })
+                .allocator();
             let deadline = (!self.filter_timeout.is_zero()).then(|| Instant::now() + self.filter_timeout);
             match allocator.allocate(node, &to_allocate, deadline) {
                 Err(AllocateError::Timeout) => {
