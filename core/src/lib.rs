@@ -15,6 +15,7 @@ pub mod admission;
 #[cfg(feature = "kube")]
 pub mod apply;
 pub mod dra;
+pub mod duration;
 pub mod engine;
 pub mod explain;
 pub mod framework;

@@ -248,35 +248,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     if let Ok(secs) = text.parse::<u64>() {
         return Ok(Duration::from_secs(secs));
     }
-    let invalid = || format!("invalid duration {text:?}: use e.g. 30s, 1m, 1m30s, 500ms or 0");
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    if rest.is_empty() {
-        return Err(invalid());
-    }
-    while !rest.is_empty() {
-        let digits = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(invalid)?;
-        if digits == 0 {
-            return Err(invalid());
-        }
-        let value: f64 = rest[..digits].parse().map_err(|_| invalid())?;
-        rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-        let seconds = match &rest[..unit_len] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return Err(invalid()),
-        };
-        rest = &rest[unit_len..];
-        total += Duration::try_from_secs_f64(value * seconds).map_err(|_| invalid())?;
-    }
-    Ok(total)
+    sched_core::duration::parse_go_duration(text)
+        .ok_or_else(|| format!("invalid duration {text:?}: use e.g. 30s, 1m, 1m30s, 500ms or 0"))
 }
 
 #[cfg(test)]

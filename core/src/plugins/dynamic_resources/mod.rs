@@ -134,60 +134,44 @@ impl Default for DynamicResources {
 /// Builds the plugin from its `DynamicResourcesArgs` (`filterTimeout`, `bindingTimeout`; a
 /// `filterTimeout` of 0 turns the timeout off).
 pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
-    let mut plugin = DynamicResources::for_snapshot(handle.snapshot.clone());
-    if let Some(args) = args {
-        let duration = |field: &str| -> Result<Option<Duration>, PluginError> {
-            match args.get(field) {
-                None | Some(serde_json::Value::Null) => Ok(None),
-                Some(serde_json::Value::String(s)) => {
-                    parse_go_duration(s)
+    Ok(Arc::new(DynamicResources::from_args(
+        args,
+        handle.snapshot.clone(),
+    )?))
+}
+
+impl DynamicResources {
+    /// The plugin over `snapshot` with `DynamicResourcesArgs` applied.
+    fn from_args(
+        args: Option<&serde_json::Value>,
+        snapshot: Arc<crate::snapshot::Snapshot>,
+    ) -> Result<Self, PluginError> {
+        let mut plugin = DynamicResources::for_snapshot(snapshot);
+        if let Some(args) = args {
+            let duration = |field: &str| -> Result<Option<Duration>, PluginError> {
+                match args.get(field) {
+                    None | Some(serde_json::Value::Null) => Ok(None),
+                    Some(serde_json::Value::String(s)) => crate::duration::parse_go_duration(s)
                         .map(Some)
                         .ok_or_else(|| PluginError::InvalidArgs {
                             plugin: NAME.into(),
                             message: format!("{field}: invalid duration {s:?}"),
-                        })
+                        }),
+                    Some(other) => Err(PluginError::InvalidArgs {
+                        plugin: NAME.into(),
+                        message: format!("{field}: expected a duration string, got {other}"),
+                    }),
                 }
-                Some(other) => Err(PluginError::InvalidArgs {
-                    plugin: NAME.into(),
-                    message: format!("{field}: expected a duration string, got {other}"),
-                }),
+            };
+            if let Some(d) = duration("filterTimeout")? {
+                plugin.filter_timeout = d;
             }
-        };
-        if let Some(d) = duration("filterTimeout")? {
-            plugin.filter_timeout = d;
+            if let Some(d) = duration("bindingTimeout")? {
+                plugin.binding_timeout = d;
+            }
         }
-        if let Some(d) = duration("bindingTimeout")? {
-            plugin.binding_timeout = d;
-        }
+        Ok(plugin)
     }
-    Ok(Arc::new(plugin))
-}
-
-/// A Go duration string of the forms args use (`10s`, `1m30s`, `500ms`, `0`).
-fn parse_go_duration(s: &str) -> Option<Duration> {
-    if s == "0" {
-        return Some(Duration::ZERO);
-    }
-    let mut total = 0f64;
-    let mut rest = s;
-    while !rest.is_empty() {
-        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.'))?;
-        let value: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += value * scale;
-        rest = &rest[unit_end..];
-    }
-    Duration::try_from_secs_f64(total).ok()
 }
 
 impl DynamicResources {

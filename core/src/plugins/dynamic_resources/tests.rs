@@ -219,15 +219,23 @@ fn score_prefers_earlier_subrequests() {
 
 #[test]
 fn filter_timeout_and_binding_timeout_come_from_args() {
-    let handle = Handle {
-        snapshot: Arc::default(),
-    };
     let args = json!({"filterTimeout": "1m30s", "bindingTimeout": "0"});
-    assert!(new(Some(&args), &handle).is_ok());
-    assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
-    assert_eq!(parse_go_duration("250ms"), Some(Duration::from_millis(250)));
-    assert_eq!(parse_go_duration("ten"), None);
-    assert!(new(Some(&json!({"filterTimeout": "soon"})), &handle).is_err());
+    let pl = DynamicResources::from_args(Some(&args), Arc::default()).expect("valid args");
+    assert_eq!(
+        (pl.filter_timeout, pl.binding_timeout),
+        (Duration::from_secs(90), Duration::ZERO)
+    );
+    let defaults = DynamicResources::from_args(None, Arc::default()).expect("no args");
+    assert_eq!(
+        (defaults.filter_timeout, defaults.binding_timeout),
+        (DEFAULT_FILTER_TIMEOUT, DEFAULT_BINDING_TIMEOUT)
+    );
+    for bad in [json!({"filterTimeout": "soon"}), json!({"bindingTimeout": 5})] {
+        assert!(
+            DynamicResources::from_args(Some(&bad), Arc::default()).is_err(),
+            "{bad}"
+        );
+    }
 }
 
 #[test]
