@@ -453,15 +453,14 @@ async fn preemption_of_a_pod_holding_devices() -> Result<()> {
         "MISMATCH: the victim's claim holds {held:?} (allocated by kube-scheduler); the dry run \
          lists {devices:?}"
     );
-    if let Some(note) = &note {
-        let predicted = prediction["failed_scheduling_message"]
-            .as_str()
-            .unwrap_or_default();
-        ensure!(
-            predicted == note,
-            "MISMATCH: FailedScheduling\n  kube-scheduler: {note:?}\n  predicted:      {predicted:?}"
-        );
-    }
+    let note = note.context("kube-scheduler wrote no FailedScheduling event for p")?;
+    let predicted = prediction["failed_scheduling_message"]
+        .as_str()
+        .unwrap_or_default();
+    ensure!(
+        predicted == note,
+        "MISMATCH: FailedScheduling\n  kube-scheduler: {note:?}\n  predicted:      {predicted:?}"
+    );
     Ok(())
 }
 
