@@ -9,7 +9,7 @@
 //!
 //! Also home of the `ResourceSpec` arg type and of the arg-validation helpers both plugins use.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -251,9 +251,6 @@ impl ResourceAllocationScorer {
 pub struct DraExtendedResources {
     resolver: Arc<DeviceClassResolver>,
     snapshot: Arc<Snapshot>,
-    /// Devices held by allocated claims, dedicated or shared (`structured.IsDeviceAllocated` over
-    /// `GatherAllocatedState`): admin-access allocations do not count.
-    allocated: HashSet<DeviceId>,
     cel: cel::Cache,
 }
 
@@ -271,27 +268,9 @@ impl DraExtendedResources {
         if !any_backed_by_dra {
             return None;
         }
-        let allocated = snapshot
-            .resource_claims
-            .values()
-            .filter_map(|c| {
-                c.status
-                    .as_ref()?
-                    .allocation
-                    .as_ref()?
-                    .devices
-                    .as_ref()?
-                    .results
-                    .as_ref()
-            })
-            .flatten()
-            .filter(|r| r.admin_access != Some(true))
-            .map(|r| DeviceId::new(&r.driver, &r.pool, &r.device))
-            .collect();
         Some(Arc::new(DraExtendedResources {
             resolver: resolver.clone(),
             snapshot: snapshot.clone(),
-            allocated,
             cel: cel::Cache::new(DRA_CEL_CACHE_SIZE),
         }))
     }
@@ -317,7 +296,9 @@ impl DraExtendedResources {
                 if self.device_matches_class(device, class, &slice.spec.driver)? {
                     capacity += 1;
                     let id = DeviceId::new(&slice.spec.driver, &slice.spec.pool.name, &device.name);
-                    if self.allocated.contains(&id) {
+                    // `structured.IsDeviceAllocated` over `GatherAllocatedState`: admin-access
+                    // allocations do not count.
+                    if self.snapshot.allocated.is_device_allocated(&id) {
                         allocated += 1;
                     }
                 }
