@@ -11,6 +11,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Node;
@@ -126,6 +127,8 @@ pub struct Allocator<'a> {
     shared_devices: HashSet<DevKey<'a>>,
     /// `AggregatedCapacity`.
     aggregated_capacity: HashMap<DevKey<'a>, &'a ConsumedCapacity>,
+    /// `numAllocateOneInvocations`: search steps of all `allocate` calls so far.
+    allocate_one_invocations: AtomicU64,
 }
 
 impl<'a> Allocator<'a> {
@@ -154,7 +157,14 @@ impl<'a> Allocator<'a> {
                 .iter()
                 .map(|(id, c)| (DevKey::from(id), c))
                 .collect(),
+            allocate_one_invocations: AtomicU64::new(0),
         }
+    }
+
+    /// `GetStats().NumAllocateOneInvocations`: how many search steps all `allocate` calls took, a
+    /// measure of the work the allocator did.
+    pub fn allocate_one_invocations(&self) -> u64 {
+        self.allocate_one_invocations.load(Ordering::Relaxed)
     }
 
     /// `IsDeviceAllocated`.

@@ -1486,3 +1486,17 @@ fn selector_errors() {
     );
     assert_eq!(e.run(&[claim("c", vec![exact("r", 1)])]).unwrap(), None);
 }
+
+#[test]
+fn search_steps_are_counted() {
+    let e = env(vec![local(devs(&["gpu-0", "gpu-1"]))]);
+    let allocator = Allocator::new(e.features, &e.allocated, &e.classes, &e.slices, &e.cel);
+    let c = claim("c", vec![exact("r", 1)]);
+    // The device, the end of the request, the end of the claim, the end of the claims.
+    assert!(allocator.allocate(&node(), &[&c], None).unwrap().is_some());
+    assert_eq!(allocator.allocate_one_invocations(), 4);
+    // gpu-0 then gpu-1 for the first device, each followed by a failing second claim.
+    let d = claim("d", vec![exact("r", 2)]);
+    assert_eq!(allocator.allocate(&node(), &[&c, &d], None).unwrap(), None);
+    assert!(allocator.allocate_one_invocations() > 4);
+}
