@@ -6,7 +6,8 @@
 //! condition too, so it runs once per iteration. At run time `@cost` charges the evaluation's
 //! budget (a thread-local meter armed by [`Meter::start`]) 1 unit plus 1 per 10 elements, bytes or
 //! entries of the value it passes through, the way cel-go charges calls, list and string building
-//! by size; once the budget is spent it fails with cel-go's text
+//! by size; list and map literals are charged cel-go's base costs (10 and 30) the same way. Once
+//! the budget is spent it fails with cel-go's text
 //! `operation cancelled: actual cost limit exceeded`, which stops loops at their next condition.
 //!
 //! This is an approximation of cel-go's cost tracker, not a copy: the units differ in detail (cel-go
@@ -17,8 +18,8 @@
 
 use std::cell::Cell;
 
-use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, operators};
-use cel::common::types::{CelBytes, CelString, DYN_TYPE};
+use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators};
+use cel::common::types::{CelBytes, CelInt, CelString, DYN_TYPE, INT_TYPE};
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 
@@ -30,6 +31,14 @@ pub const COST_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit ex
 
 /// The internal metering function's name.
 pub const COST_FN: &str = "@cost";
+
+/// Why metering stopped an evaluation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CostError {
+    /// The evaluation's budget is spent.
+    #[error("operation cancelled: actual cost limit exceeded")]
+    LimitExceeded,
+}
 
 #[derive(Clone, Copy)]
 struct State {
@@ -92,11 +101,18 @@ fn cost_of(value: &dyn Val) -> u64 {
 }
 
 fn charge<'b, 'v>(mut args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let base = if args.len() == 2 {
+        args.pop()
+            .and_then(|b| b.downcast_ref::<CelInt>().map(|i| (*i.inner()).max(0) as u64))
+            .unwrap_or(1)
+    } else {
+        1
+    };
     let value = match args.pop() {
         Some(v) if args.is_empty() => v,
         _ => return Err(ExecutionError::invalid_argument_count(1, args.len() + 1)),
     };
-    let cost = cost_of(value.as_ref());
+    let cost = cost_of(value.as_ref()) - 1 + base;
     let over = METER.with(|m| match m.get() {
         Some(mut s) => {
             s.used = s.used.saturating_add(cost);
@@ -109,14 +125,39 @@ fn charge<'b, 'v>(mut args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, Execu
         None => false,
     });
     if over {
-        return Err(ExecutionError::function_error(COST_FN, COST_LIMIT_EXCEEDED));
+        return Err(ExecutionError::function_error(COST_FN, CostError::LimitExceeded));
     }
     Ok(value)
 }
 
 /// Registers `@cost` on `env`.
 pub fn extension(env: &mut Env) -> Result<(), DeclarationError> {
-    env.add_overload(COST_FN, "cost_meter_dyn", vec![DYN_TYPE], charge)
+    env.add_overload(COST_FN, "cost_meter_dyn", vec![DYN_TYPE], charge)?;
+    env.add_overload(COST_FN, "cost_meter_dyn_int", vec![DYN_TYPE, INT_TYPE], charge)
+}
+
+/// cel-go's base cost of building a list (`common.ListCreateBaseCost`).
+const LIST_CREATE_COST: i64 = 10;
+/// cel-go's base cost of building a map (`common.MapCreateBaseCost`).
+const MAP_CREATE_COST: i64 = 30;
+
+/// `@cost(expr, base)`: charges `base` instead of 1, plus the size of the value.
+fn wrap_with_base(expr: IdedExpr, base: i64) -> IdedExpr {
+    let id = expr.id;
+    IdedExpr {
+        id,
+        expr: Expr::Call(CallExpr {
+            func_name: COST_FN.to_string(),
+            target: None,
+            args: vec![
+                expr,
+                IdedExpr {
+                    id,
+                    expr: Expr::Literal(LiteralValue::Int(CelInt::from(base))),
+                },
+            ],
+        }),
+    }
 }
 
 fn wrap(expr: IdedExpr) -> IdedExpr {
@@ -153,19 +194,25 @@ pub fn instrument(expr: IdedExpr) -> IdedExpr {
         }
         Expr::List(mut l) => {
             l.elements = l.elements.into_iter().map(instrument).collect();
-            IdedExpr {
-                id,
-                expr: Expr::List(l),
-            }
+            wrap_with_base(
+                IdedExpr {
+                    id,
+                    expr: Expr::List(l),
+                },
+                LIST_CREATE_COST,
+            )
         }
         Expr::Map(mut m) => {
             for entry in m.entries.iter_mut() {
                 instrument_entry(&mut entry.expr);
             }
-            IdedExpr {
-                id,
-                expr: Expr::Map(m),
-            }
+            wrap_with_base(
+                IdedExpr {
+                    id,
+                    expr: Expr::Map(m),
+                },
+                MAP_CREATE_COST,
+            )
         }
         Expr::Struct(mut s) => {
             for entry in s.entries.iter_mut() {
@@ -236,13 +283,31 @@ fn instrument_step(expr: IdedExpr, accu: &str) -> IdedExpr {
                 expr: Expr::Call(call),
             }
         }
-        Expr::Call(call)
+        Expr::Call(mut call)
             if call.target.is_none()
                 && matches!(call.args.first().map(|a| &a.expr), Some(Expr::Ident(n)) if n == accu) =>
         {
+            // `@result + [x]` must stay a list literal for the interpreter's fast path.
+            call.args = call
+                .args
+                .into_iter()
+                .map(|a| match a.expr {
+                    Expr::List(mut l) => {
+                        l.elements = l.elements.into_iter().map(instrument).collect();
+                        IdedExpr {
+                            id: a.id,
+                            expr: Expr::List(l),
+                        }
+                    }
+                    other => instrument(IdedExpr {
+                        id: a.id,
+                        expr: other,
+                    }),
+                })
+                .collect();
             IdedExpr {
                 id,
-                expr: Expr::Call(instrument_call(call)),
+                expr: Expr::Call(call),
             }
         }
         other => instrument(IdedExpr { id, expr: other }),

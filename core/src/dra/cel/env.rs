@@ -16,7 +16,7 @@ use cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, ListExpr, L
 use cel::parser::{Macro, MacroExprHelper, ParseError, ParseErrors};
 use cel::{DeclarationError, Env};
 
-use super::{cost, lists, quantity, regex, semver};
+use super::{cost, lists, quantity, regex, semver, twovar};
 
 /// The variable selectors see.
 pub const DEVICE_VAR: &str = "device";
@@ -24,9 +24,8 @@ pub const DEVICE_VAR: &str = "device";
 /// The fields of `device` (the `kubernetes.DRADevice` type of v1.37 with consumable capacity).
 pub const DEVICE_FIELDS: [&str; 4] = ["driver", "attributes", "capacity", "allowMultipleAllocations"];
 
-/// Parser recursion limit, as cel-go's default (`MaxRecursionDepth` 250 would let a pathological
-/// expression overflow the interpreter's stack in debug builds, so it is lower here).
-const MAX_RECURSION_DEPTH: u16 = 100;
+/// Parser recursion limit (cel-go's default is 250).
+const MAX_RECURSION_DEPTH: u16 = 200;
 
 /// Why the environment could not be built (a programming error: the declarations are fixed).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -46,6 +45,7 @@ fn build() -> Result<Env, EnvError> {
     env.add_extension(lists::extension)?;
     env.add_extension(lists::sets_extension)?;
     env.add_extension(regex::extension)?;
+    env.add_extension(twovar::extension)?;
     env.add_extension(cost::extension)?;
     env.add_macro(Macro::receiver("bind", 3, bind_macro))?;
     Ok(env)
@@ -333,14 +333,17 @@ fn visible_non_bool_type(e: &IdedExpr) -> Option<String> {
     }
 }
 
-/// One line per parse error, without the source snippet lines.
+/// The first parse error, on one line (the source snippet lines dropped), and how many followed.
 fn parse_errors_text(errors: &ParseErrors) -> String {
-    errors
-        .to_string()
-        .lines()
-        .filter(|l| !l.starts_with("| "))
-        .collect::<Vec<_>>()
-        .join("; ")
+    let text = errors.to_string();
+    let mut lines = text.lines().filter(|l| !l.starts_with("| "));
+    let first = lines.next().unwrap_or("syntax error").to_string();
+    let more = lines.count();
+    if more == 0 {
+        first
+    } else {
+        format!("{first} (and {more} more errors)")
+    }
 }
 
 /// A compiled selector: the instrumented AST to evaluate.
@@ -348,10 +351,69 @@ fn parse_errors_text(errors: &ParseErrors) -> String {
 pub struct Program {
     /// The expression with `@cost` metering.
     pub ast: IdedExpr,
+    /// Stack evaluating it may need.
+    pub eval_stack: usize,
+}
+
+/// `resourceapi.CELSelectorExpressionMaxLength`: the API server rejects longer selectors.
+pub const MAX_EXPRESSION_LENGTH: usize = 10 * 1024;
+
+/// Deepest AST accepted. The interpreter recurses once per level (more in macro expansions), so
+/// this bounds the stack evaluation needs ([`Program::eval_stack`]).
+pub const MAX_AST_DEPTH: usize = 200;
+
+/// Stack compilation runs on: the generated ANTLR parser uses a lot of stack per nesting level,
+/// far more than a caller's thread may have (a test thread has 2 MiB), so compilation switches to
+/// a stack of this size (reserved, committed as used) when less is left.
+const PARSER_STACK_SIZE: usize = 64 << 20;
+
+/// Stack one level of the AST may need while evaluating (a debug build's interpreter frames are
+/// several times a release build's).
+const EVAL_STACK_PER_LEVEL: usize = if cfg!(debug_assertions) {
+    64 << 10
+} else {
+    16 << 10
+};
+
+/// Depth of `e`'s tree.
+fn depth(e: &IdedExpr) -> usize {
+    let children: Vec<&IdedExpr> = match &e.expr {
+        Expr::Call(c) => c.target.iter().map(|t| &**t).chain(c.args.iter()).collect(),
+        Expr::Comprehension(c) => vec![&c.iter_range, &c.accu_init, &c.loop_cond, &c.loop_step, &c.result],
+        Expr::Select(s) => vec![&*s.operand],
+        Expr::List(l) => l.elements.iter().collect(),
+        Expr::Map(m) => m
+            .entries
+            .iter()
+            .flat_map(|en| match &en.expr {
+                EntryExpr::MapEntry(me) => vec![&me.key, &me.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Expr::Struct(s) => s
+            .entries
+            .iter()
+            .flat_map(|en| match &en.expr {
+                EntryExpr::MapEntry(me) => vec![&me.key, &me.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    1 + children.into_iter().map(depth).max().unwrap_or(0)
 }
 
 /// Compiles `expression`; the error is the compile error text.
 pub fn compile(expression: &str) -> Result<Program, String> {
+    if expression.len() > MAX_EXPRESSION_LENGTH {
+        return Err(format!(
+            "compilation failed: expression is longer than {MAX_EXPRESSION_LENGTH} bytes"
+        ));
+    }
+    stacker::maybe_grow(PARSER_STACK_SIZE, PARSER_STACK_SIZE, || compile_here(expression))
+}
+
+fn compile_here(expression: &str) -> Result<Program, String> {
     let env = match &*ENV {
         Ok(env) => env,
         Err(e) => return Err(e.to_string()),
@@ -360,6 +422,11 @@ pub fn compile(expression: &str) -> Result<Program, String> {
     let ast = parser
         .parse(expression)
         .map_err(|e| format!("compilation failed: {}", parse_errors_text(&e)))?;
+    if depth(&ast) > MAX_AST_DEPTH {
+        return Err(format!(
+            "compilation failed: expression nesting exceeds the maximum depth of {MAX_AST_DEPTH}"
+        ));
+    }
     let mut checker = Checker {
         functions: &FUNCTION_SET,
         scope: Vec::new(),
@@ -370,7 +437,7 @@ pub fn compile(expression: &str) -> Result<Program, String> {
     if let Some(t) = visible_non_bool_type(&ast) {
         return Err(format!("must evaluate to bool or the unknown type, not {t}"));
     }
-    Ok(Program {
-        ast: cost::instrument(ast),
-    })
+    let ast = cost::instrument(ast);
+    let eval_stack = (depth(&ast) + 8) * EVAL_STACK_PER_LEVEL;
+    Ok(Program { ast, eval_stack })
 }

@@ -8,6 +8,22 @@ use cel::common::types::{CelBool, CelInt, DYN_TYPE, LIST_TYPE};
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 
+/// Why a lists-library call failed (reported as the function's error).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ListsError {
+    /// `min`/`max` of an empty list (upstream's text).
+    #[error("{0} called on empty list")]
+    EmptyList(&'static str),
+    /// Called with the wrong number of arguments.
+    #[error("expected {want} arguments, got {got}")]
+    Arity {
+        /// Arguments expected, the receiver included.
+        want: usize,
+        /// Arguments given.
+        got: usize,
+    },
+}
+
 type Args<'b, 'v> = Vec<CowVal<'b, 'v>>;
 type Out<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
@@ -46,7 +62,7 @@ fn one<'b, 'v>(function: &str, args: Args<'b, 'v>) -> Result<CowVal<'b, 'v>, Exe
         (Some(a), None) => Ok(a),
         _ => Err(ExecutionError::function_error(
             function,
-            format!("expected 1 argument, got {n}"),
+            ListsError::Arity { want: 1, got: n },
         )),
     }
 }
@@ -54,7 +70,7 @@ fn one<'b, 'v>(function: &str, args: Args<'b, 'v>) -> Result<CowVal<'b, 'v>, Exe
 fn two<'b, 'v>(function: &str, args: Args<'b, 'v>) -> Result<[CowVal<'b, 'v>; 2], ExecutionError> {
     let n = args.len();
     <[CowVal<'b, 'v>; 2]>::try_from(args)
-        .map_err(|_| ExecutionError::function_error(function, format!("expected 2 arguments, got {n}")))
+        .map_err(|_| ExecutionError::function_error(function, ListsError::Arity { want: 2, got: n }))
 }
 
 fn is_sorted<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
@@ -87,7 +103,7 @@ fn sum<'b, 'v>(args: Args<'b, 'v>) -> Out<'b, 'v> {
     })
 }
 
-fn extreme<'b, 'v>(function: &str, args: Args<'b, 'v>, prefer: Ordering) -> Out<'b, 'v> {
+fn extreme<'b, 'v>(function: &'static str, args: Args<'b, 'v>, prefer: Ordering) -> Out<'b, 'v> {
     let list = one(function, args)?;
     let items = elements(function, list.as_ref())?;
     let mut best: Option<&dyn Val> = None;
@@ -105,7 +121,7 @@ fn extreme<'b, 'v>(function: &str, args: Args<'b, 'v>, prefer: Ordering) -> Out<
         Some(b) => Ok(CowVal::Owned(b.clone_as_boxed())),
         None => Err(ExecutionError::function_error(
             function,
-            format!("{function} called on empty list"),
+            ListsError::EmptyList(function),
         )),
     }
 }

@@ -14,16 +14,34 @@
 //! - cel-go's `ext.Strings` (`charAt`, `indexOf`, `lastIndexOf`, `lowerAscii`, `upperAscii`,
 //!   `replace`, `split`, `substring`, `trim`, `join`, `format`, `strings.quote`) and `ext.Lists`
 //!   (`slice`, `flatten`, `distinct`, `reverse`, `sort`, `sortBy`) as the crate provides them;
-//! - `cel.bind(var, init, expr)` ([`env`]), optional syntax (`a.?b`, `a[?k]`, `optional.of`,
-//!   `optional.none`, `hasValue`, `value`, `orValue`, `or`) as the crate provides it;
+//! - two-variable comprehensions ([`twovar`]: `all`, `exists`, `existsOne`, `transformList`,
+//!   `transformMap` with `k, v`);
+//! - `cel.bind(var, init, expr)` ([`mod@env`]), optional syntax (`a.?b`, `a[?k]`, `optional.of`,
+//!   `optional.none`, `hasValue`, `value`, `orValue`, `or`, `optMap`, `optFlatMap`) as the crate
+//!   provides it;
 //! - the runtime cost limit `CELSelectorExpressionMaxCost` ([`cost`]), metered approximately;
 //! - upstream's error texts where users see them: `no such key: <k>` with `EnhanceRuntimeError`'s
 //!   hint, `CEL result of type <t> could not be converted to bool`, cel-go's cost limit text.
 //!
-//! Not supported (compile error `undeclared reference`): `lists.range`, the URL, IP, CIDR,
-//! `format`-library (`named format`), authz and JSON-patch libraries, two-variable comprehensions
-//! (`all(k, v, ...)`, `transformList`, ...). Compile errors are one readable line, not cel-go's
-//! byte-exact checker output; the static check is not a full type checker (see [`env`]).
+//! Differences from cel-go and the Kubernetes CEL environment:
+//!
+//! - not supported (compile error `undeclared reference to ...`): `lists.range` (it allocates
+//!   before any cost can be charged), `transformMapEntry`, `ext.Lists`' `first`/`last`, the URL,
+//!   IP, CIDR, named-`format`, authz and JSON-patch libraries, `math.*`, struct literals;
+//! - no type checker: compile time rejects unknown identifiers, functions and `device` fields and
+//!   visibly non-`bool` results; other type errors (e.g. `quantity("1") < quantity("2")`,
+//!   `device.attributes["d"].model + 1`) are runtime `no such overload` errors instead of compile
+//!   errors. Compile errors are one line of our own wording, not cel-go's checker output;
+//! - string `reverse()` (cel-go `ext.Strings` v3; the base environment has v2) is accepted;
+//! - the cost limit is metered approximately ([`cost`]): the units differ from cel-go's, so an
+//!   expression near the limit may be accepted by one and rejected by the other;
+//! - quantities are exact only within about ±1.7e29 (out-of-range ones fail to parse);
+//! - expressions longer than `CELSelectorExpressionMaxLength` (10 KiB) or nested deeper than
+//!   [`env::MAX_AST_DEPTH`] fail to compile (the API server rejects the former too);
+//! - runtime error texts follow cel-go for `no such key`, `no such overload` (followed by the
+//!   crate's detail), `division by zero`, `modulus by zero`, `integer overflow`, `index out of
+//!   range`, the cost limit and the bool conversion; other texts are the crate's;
+//! - `Cache::new(0)` caches nothing (upstream's `lru.New(0)` is unbounded).
 
 pub mod cost;
 pub mod device;
@@ -32,11 +50,13 @@ pub mod lists;
 pub mod quantity;
 pub mod regex;
 pub mod semver;
+pub mod twovar;
 
 #[cfg(test)]
 mod tests;
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash, Hasher};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
@@ -88,6 +108,18 @@ fn runtime_text(e: &ExecutionError) -> String {
     let text = match e {
         ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
         ExecutionError::NoSuchOverload(o) => format!("no such overload: {o}"),
+        ExecutionError::UnsupportedBinaryOperator(op, l, r) => {
+            format!(
+                "no such overload: found no matching overload for '{op}' applied to '({}, {})'",
+                l.type_of(),
+                r.type_of()
+            )
+        }
+        ExecutionError::ValuesNotComparable(l, r) => format!(
+            "no such overload: {} and {} are not comparable",
+            l.type_of(),
+            r.type_of()
+        ),
         ExecutionError::DivisionByZero(_) => "division by zero".to_string(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
         ExecutionError::Overflow(..) => "integer overflow".to_string(),
@@ -96,6 +128,8 @@ fn runtime_text(e: &ExecutionError) -> String {
         ExecutionError::UnexpectedType { got, want } => {
             format!("got '{got}', expected {want} type")
         }
+        ExecutionError::IndexOutOfBounds(Value::Int(i)) => format!("index out of range: {i}"),
+        ExecutionError::IndexOutOfBounds(Value::UInt(i)) => format!("index out of range: {i}"),
         ExecutionError::IndexOutOfBounds(i) => format!("index out of range: {i:?}"),
         other => other.to_string(),
     };
@@ -141,10 +175,32 @@ impl CompilationResult {
             Err(e) => return Err(CelError::Compile(e.to_string())),
         };
         let value = device::device_value(device).map_err(|e| CelError::Runtime(e.to_string()))?;
+        let stack = program.eval_stack;
         let evaluated = catch_unwind(AssertUnwindSafe(|| {
-            let meter = cost::Meter::start(self.cost_limit);
+            stacker::maybe_grow(stack, stack, || evaluate(program, env, value, self.cost_limit))
+        }));
+        match evaluated {
+            Ok(Ok(b)) => Ok(b),
+            Ok(Err(e)) => Err(CelError::Runtime(e)),
+            Err(_) => Err(CelError::Runtime(
+                "CEL evaluation failed: internal error".to_string(),
+            )),
+        }
+    }
+}
+
+/// Evaluates `program` with `device` as the `device` variable, metering its cost.
+fn evaluate(
+    program: &env::Program,
+    env: Arc<::cel::Env>,
+    device: ::cel::common::types::CelMap<'static>,
+    cost_limit: u64,
+) -> Result<bool, String> {
+    {
+        {
+            let meter = cost::Meter::start(cost_limit);
             let mut ctx = Context::with_env(env);
-            ctx.add_variable_as_val(env::DEVICE_VAR, Box::new(value));
+            ctx.add_variable_as_val(env::DEVICE_VAR, Box::new(device));
             let result = Value::resolve_val(&program.ast, &ctx);
             match result {
                 _ if meter.exceeded() => Err(cost::COST_LIMIT_EXCEEDED.to_string()),
@@ -158,13 +214,6 @@ impl CompilationResult {
                     )),
                 },
             }
-        }));
-        match evaluated {
-            Ok(Ok(b)) => Ok(b),
-            Ok(Err(e)) => Err(CelError::Runtime(e)),
-            Err(_) => Err(CelError::Runtime(
-                "CEL evaluation failed: internal error".to_string(),
-            )),
         }
     }
 }
@@ -180,25 +229,38 @@ struct Lru {
 /// Compiled selectors by expression (`cel.Cache`), shared by every node's allocation.
 ///
 /// Only successful compilations are kept (as upstream), at most `max_entries` of them, the least
-/// recently used evicted first; `max_entries == 0` caches nothing. Two threads compiling the same
-/// new expression at once may both compile it (upstream serialises them per key).
+/// recently used evicted first; `max_entries == 0` caches nothing. Compilations of one expression
+/// are serialised (through a small set of hashed locks, as upstream's `keymutex.NewHashed`), so
+/// concurrent callers compile it once.
 #[derive(Debug, Default)]
 pub struct Cache {
     max_entries: usize,
     lru: Mutex<Lru>,
+    /// Serialises compilations of one expression (`keymutex.NewHashed`): a hashed set of locks.
+    compile_locks: [Mutex<()>; COMPILE_LOCKS],
 }
+
+/// Number of hashed compile locks.
+const COMPILE_LOCKS: usize = 16;
 
 impl Cache {
     /// A cache holding at most `max_entries` compiled expressions.
     pub fn new(max_entries: usize) -> Self {
         Cache {
             max_entries,
-            lru: Mutex::new(Lru::default()),
+            ..Cache::default()
         }
     }
 
     /// The compiled form of `expression`, compiling it on first use (`GetOrCompile`).
     pub fn get_or_compile(&self, expression: &str) -> Arc<CompilationResult> {
+        if let Some(hit) = self.get(expression) {
+            return hit;
+        }
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        expression.hash(&mut hasher);
+        let lock = &self.compile_locks[(hasher.finish() % COMPILE_LOCKS as u64) as usize];
+        let _guard = lock.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(hit) = self.get(expression) {
             return hit;
         }
