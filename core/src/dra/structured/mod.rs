@@ -8,6 +8,19 @@
 //!   [`node_selector`]: what the search checks per request and device, and the result's node
 //!   selector.
 //! - [`state`]: what allocated claims hold ([`AllocatedState`]); [`quantity`]: exact quantities.
+//!
+//! The gates v1.37.1 leaves off are off here too, as the incubating allocator handles them:
+//! DRADeviceCompatibilityGroups (slices whose devices declare compatibility groups are ignored,
+//! which leaves their pool incomplete), DRAListTypeAttributes (list-valued attributes never satisfy
+//! a constraint), DRADerivedAttributes (a request asking for them is an error),
+//! DRAOptionalNodeOperations (results carry no `skipNodeOperations`).
+//!
+//! Differences from upstream, none of which changes which devices are picked: share IDs are
+//! derived from the claim and device (reproducible) instead of random UUIDs; the available shared
+//! counters are computed once per `allocate` call instead of once per allocator; the error for a
+//! node selector that does not parse prints the selector in Rust's debug form; malformed
+//! quantities (which the API server rejects) count as zero; a missing `allocationMode` or `count`
+//! reads as the API server's defaults (ExactCount, 1).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
