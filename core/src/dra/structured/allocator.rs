@@ -4,6 +4,7 @@
 //! backtracking; the first full solution wins.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Node;
@@ -435,6 +436,9 @@ impl<'s> Search<'s> {
     /// (later devices of the same request only come after earlier ones: combinations, not
     /// permutations).
     fn allocate_one(&mut self, r: Indices, allocate_sub: bool, start: Loc) -> Result<bool, SearchError> {
+        self.alloc
+            .allocate_one_invocations
+            .fetch_add(1, Ordering::Relaxed);
         self.check_deadline()?;
         if r.claim >= self.claims.len() {
             return Ok(true);

@@ -1486,3 +1486,40 @@ fn selector_errors() {
     );
     assert_eq!(e.run(&[claim("c", vec![exact("r", 1)])]).unwrap(), None);
 }
+
+#[test]
+fn search_steps_are_counted() {
+    let e = env(vec![local(devs(&["gpu-0", "gpu-1"]))]);
+    let allocator = Allocator::new(e.features, &e.allocated, &e.classes, &e.slices, &e.cel);
+    let c = claim("c", vec![exact("r", 1)]);
+    // The device, the end of the request, the end of the claim, the end of the claims.
+    assert!(allocator.allocate(&node(), &[&c], None).unwrap().is_some());
+    assert_eq!(allocator.allocate_one_invocations(), 4);
+    // gpu-0 then gpu-1 for the first device, each followed by a failing second claim.
+    let d = claim("d", vec![exact("r", 2)]);
+    assert_eq!(allocator.allocate(&node(), &[&c, &d], None).unwrap(), None);
+    assert!(allocator.allocate_one_invocations() > 4);
+}
+
+#[test]
+fn allocator_is_shared_across_threads() {
+    fn shareable<T: Sync + Send>() {}
+    shareable::<Allocator<'_>>();
+    shareable::<AllocatedState>();
+    // One allocator, several nodes in parallel, as the Filter extension point does.
+    let e = env(vec![
+        slice_at("s1", "node-1", At::Node("node-1"), devs(&["gpu-0"])),
+        slice_at("s2", "node-2", At::Node("node-2"), devs(&["gpu-0", "gpu-1"])),
+    ]);
+    let allocator = Allocator::new(e.features, &e.allocated, &e.classes, &e.slices, &e.cel);
+    let c = claim("c", vec![exact("r", 2)]);
+    let nodes = [node_with("node-1", &[]), node_with("node-2", &[])];
+    let got: Vec<bool> = std::thread::scope(|s| {
+        let handles: Vec<_> = nodes
+            .iter()
+            .map(|n| s.spawn(|| allocator.allocate(n, &[&c], None).unwrap().is_some()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(got, [false, true]);
+}
