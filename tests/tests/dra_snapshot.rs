@@ -135,6 +135,7 @@ async fn api_loader_lists_dra_objects() -> Result<()> {
             .count();
         ensure!(elsewhere == 1, "slices for another node: {elsewhere}");
         let allocated: Vec<&DeviceId> = snapshot
+            .allocated
             .allocated_devices
             .iter()
             .filter(|d| d.driver == driver)

@@ -14,7 +14,7 @@ pub mod pod_info;
 pub mod requests;
 pub mod volume;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
@@ -244,9 +244,6 @@ pub struct Snapshot {
     /// and their consumed capacity, as kube-scheduler's DRA manager tracks them; the allocator's
     /// input.
     pub allocated: AllocatedState,
-    /// The devices allocated claims hold exclusively: `allocated.allocated_devices`, kept for
-    /// existing readers.
-    pub allocated_devices: HashSet<DeviceId>,
 }
 
 fn by_name<T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>>(
@@ -456,7 +453,6 @@ impl Snapshot {
             replication_controllers: replication_controllers.into_iter().map(Arc::new).collect(),
             replica_sets: replica_sets.into_iter().map(Arc::new).collect(),
             stateful_sets: stateful_sets.into_iter().map(Arc::new).collect(),
-            allocated_devices: allocated.allocated_devices.clone(),
             allocated,
             resource_claims: by_namespaced_name(resource_claims),
             device_classes: by_name(device_classes),

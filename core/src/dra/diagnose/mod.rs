@@ -583,7 +583,7 @@ fn count_device(
         return None;
     }
     counts.request_match += 1;
-    if !request.admin_access && snapshot.allocated_devices.contains(id) {
+    if !request.admin_access && snapshot.allocated.allocated_devices.contains(id) {
         counts.allocated += 1;
         return Some("allocated");
     }

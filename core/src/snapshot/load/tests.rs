@@ -591,7 +591,7 @@ fn dra_kinds_load_from_yaml_and_json() {
     assert_eq!(for_n1, ["n1-gpus", "fabric"]);
     assert_eq!(snapshot.resource_slices.for_node("n2").count(), 1);
     assert_eq!(
-        snapshot.allocated_devices,
+        snapshot.allocated.allocated_devices,
         [crate::snapshot::DeviceId::new("gpu.example.com", "n1", "gpu-0")]
             .into_iter()
             .collect()
