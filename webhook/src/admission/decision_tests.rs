@@ -570,3 +570,47 @@ fn nominations_of_another_schedulers_pods_are_left_to_it() {
     let stale = binding::stale_nominations(&binding_pod, "node-a", &view);
     assert_eq!(cleared(&stale), vec!["ours".to_string()]);
 }
+
+// === pods with ResourceClaims (DRA) ===
+
+fn with_resource_claim(builder: sched_core::testing::PodBuilder) -> sched_core::testing::PodBuilder {
+    builder.with(|p| {
+        p.spec.as_mut().expect("spec").resource_claims =
+            Some(vec![k8s_openapi::api::core::v1::PodResourceClaim {
+                name: "gpu".into(),
+                resource_claim_name: Some("gpu-claim".into()),
+                ..Default::default()
+            }]);
+    })
+}
+
+#[test]
+fn pods_with_resource_claims_pass_through_and_keep_their_nominations() {
+    // Opted in and with a claim node-a's PVs could serve: still no pre-binding, since choosing its
+    // node would choose its devices, which only kube-scheduler allocates.
+    let view = StaticView::new(cluster());
+    let p = with_resource_claim(opted_in_pod("p").pvc("c1")).obj();
+    let d = pod_create::decide(&p, &view);
+    assert_eq!(d.denial, None);
+    assert!(d.plan.is_empty() && d.patch.is_empty(), "{d:?}");
+    // The same pod without its ResourceClaim is pre-bound: the claim is what makes the difference.
+    let plain = opted_in_pod("p").pvc("c1").obj();
+    assert!(!pod_create::decide(&plain, &view).plan.is_empty());
+
+    // A lower-priority DRA pod nominated to the node the binding takes is left to kube-scheduler,
+    // whose fit depends on devices the webhook does not track.
+    let mut objects = cluster();
+    let binding_pod = user_pod("high").cpu("3").priority(100).nominated("node-a").obj();
+    objects.pods = vec![
+        binding_pod.clone(),
+        with_resource_claim(user_pod("low-dra").cpu("2").priority(10).nominated("node-a")).obj(),
+        user_pod("low-big")
+            .cpu("2")
+            .priority(10)
+            .nominated("node-a")
+            .obj(),
+    ];
+    let view = StaticView::new(objects);
+    let stale = binding::stale_nominations(&binding_pod, "node-a", &view);
+    assert_eq!(cleared(&stale), vec!["low-big".to_string()]);
+}
