@@ -265,6 +265,7 @@ fn claims_section(d: &Diagnosis) -> String {
         "SELECTED",
         "ALLOCATED",
         "TAINTED",
+        "NO-COUNTERS",
         "FREE",
         "NODES-WITH-ENOUGH",
     ]
@@ -278,6 +279,7 @@ fn claims_section(d: &Diagnosis) -> String {
                 String::new(),
                 String::new(),
                 claim.allocated_devices.join(","),
+                String::new(),
                 String::new(),
                 String::new(),
                 String::new(),
@@ -302,6 +304,7 @@ fn claims_section(d: &Diagnosis) -> String {
                 c.request_match.to_string(),
                 c.allocated.to_string(),
                 c.tainted.to_string(),
+                c.counters_used_up.to_string(),
                 c.free.to_string(),
                 format!("{}/{}", r.nodes_with_enough, r.nodes.len()),
             ]);

@@ -128,6 +128,12 @@ pub(super) fn for_request(
                 taints.join(", ")
             ));
         }
+        if c.counters_used_up > 0 {
+            parts.push(format!(
+                "{} partitions whose shared counters the allocated partitions of their device have used up",
+                c.counters_used_up
+            ));
+        }
         if c.incomplete_pool > 0 {
             parts.push(format!(
                 "{} in pools whose ResourceSlices are not all published yet",
@@ -164,6 +170,9 @@ pub(super) fn for_request(
             }
             if b.tainted > 0 {
                 unavailable.push(format!("{} more tainted", b.tainted));
+            }
+            if b.counters_used_up > 0 {
+                unavailable.push(format!("{} more short of shared counters", b.counters_used_up));
             }
             if b.incomplete_pool > 0 {
                 unavailable.push(format!("{} more in incomplete pools", b.incomplete_pool));

@@ -24,6 +24,7 @@ use k8s_openapi::api::resource::v1::{
 use serde::Serialize;
 
 use crate::dra::cel;
+use crate::dra::structured::quantity::ExactQuantity;
 use crate::labels::NodeSelectorMatcher;
 use crate::snapshot::{DeviceId, NodeInfo, PodInfo, Snapshot};
 
@@ -77,7 +78,11 @@ pub struct DeviceCounts {
     pub tainted: usize,
     /// Of those, the ones in a pool whose slices are not all published (the allocator skips them).
     pub incomplete_pool: usize,
-    /// Matching devices that are neither allocated, tainted nor in an incomplete pool.
+    /// Of those, partitions whose shared counters (partitionable devices) the allocated partitions
+    /// of their pool have used up.
+    pub counters_used_up: usize,
+    /// Matching devices that are neither allocated, tainted, in an incomplete pool nor short of
+    /// shared counters.
     pub free: usize,
 }
 
@@ -185,6 +190,7 @@ struct DeviceRef<'a> {
     slice: &'a ResourceSlice,
     device: &'a Device,
     incomplete_pool: bool,
+    counters_used_up: bool,
 }
 
 impl DeviceRef<'_> {
@@ -198,9 +204,11 @@ impl DeviceRef<'_> {
 }
 
 /// Per pool (driver, pool): the newest generation and whether its slices at that generation are all
-/// there.
+/// there, and what is left of its shared counters once the allocated devices took theirs.
 struct Pools {
     newest: HashMap<(String, String), (i64, bool)>,
+    /// (driver, pool) → (counter set, counter) → what allocated devices left.
+    counters_left: HashMap<(String, String), HashMap<(String, String), ExactQuantity>>,
 }
 
 impl Pools {
@@ -218,12 +226,69 @@ impl Pools {
                 entry.2 += 1;
             }
         }
-        Pools {
+        let mut pools = Pools {
             newest: counts
                 .into_iter()
                 .map(|(k, (generation, expected, seen))| (k, (generation, (seen as i64) < expected)))
                 .collect(),
+            counters_left: HashMap::new(),
+        };
+        // Shared counters of the current generation, less what allocated devices consume (as the
+        // allocator's checkAvailableCounters starts from).
+        let current: Vec<&ResourceSlice> = snapshot
+            .resource_slices
+            .all()
+            .map(|s| s.as_ref())
+            .filter(|s| pools.current(s).is_some())
+            .collect();
+        for slice in &current {
+            let key = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
+            for set in slice.spec.shared_counters.iter().flatten() {
+                for (name, counter) in &set.counters {
+                    pools.counters_left.entry(key.clone()).or_default().insert(
+                        (set.name.clone(), name.clone()),
+                        ExactQuantity::from_quantity(&counter.value),
+                    );
+                }
+            }
         }
+        for slice in &current {
+            let key = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
+            let Some(left) = pools.counters_left.get_mut(&key) else {
+                continue;
+            };
+            for device in slice.spec.devices.iter().flatten() {
+                let id = DeviceId::new(&slice.spec.driver, &slice.spec.pool.name, &device.name);
+                if !snapshot.allocated.is_device_allocated(&id) {
+                    continue;
+                }
+                for consumption in device.consumes_counters.iter().flatten() {
+                    for (name, counter) in &consumption.counters {
+                        if let Some(q) = left.get_mut(&(consumption.counter_set.clone(), name.clone())) {
+                            q.sub(&ExactQuantity::from_quantity(&counter.value));
+                        }
+                    }
+                }
+            }
+        }
+        pools
+    }
+
+    /// True when `device` consumes more of some shared counter than allocated devices left.
+    fn counters_used_up(&self, slice: &ResourceSlice, device: &Device) -> bool {
+        let Some(consumes) = device.consumes_counters.as_ref().filter(|c| !c.is_empty()) else {
+            return false;
+        };
+        let key = (slice.spec.driver.clone(), slice.spec.pool.name.clone());
+        let Some(left) = self.counters_left.get(&key) else {
+            return false;
+        };
+        consumes.iter().any(|consumption| {
+            consumption.counters.iter().any(|(name, counter)| {
+                left.get(&(consumption.counter_set.clone(), name.clone()))
+                    .is_some_and(|l| *l < ExactQuantity::from_quantity(&counter.value))
+            })
+        })
     }
 
     /// `Some(incomplete)` for a slice of its pool's newest generation, `None` for an older one.
@@ -269,6 +334,7 @@ fn devices_for_node<'a>(snapshot: &'a Snapshot, pools: &Pools, node: &NodeInfo) 
                     slice,
                     device,
                     incomplete_pool,
+                    counters_used_up: pools.counters_used_up(slice, device),
                 });
             }
         }
@@ -594,6 +660,10 @@ fn count_device(
     if d.incomplete_pool {
         counts.incomplete_pool += 1;
         return Some("incomplete_pool");
+    }
+    if d.counters_used_up {
+        counts.counters_used_up += 1;
+        return Some("counters_used_up");
     }
     counts.free += 1;
     Some("free")

@@ -321,3 +321,44 @@ fn selector_hints_name_the_selector_and_what_devices_have() {
         d.hints
     );
 }
+
+#[test]
+fn partitions_whose_shared_counters_are_used_up_are_not_free() {
+    // One 80Gi GPU as two 40Gi halves or one whole: with one half allocated, the whole no longer fits
+    // the counters its pool has left.
+    let partition = |name: &str, memory: &str| json!({"name": name, "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": memory}}}]});
+    let mut s = slice(
+        "n1",
+        json!({"nodeName": "n1"}),
+        ("n1", 1, 1),
+        json!([
+            partition("gpu-0-a", "40Gi"),
+            partition("gpu-0-b", "40Gi"),
+            partition("gpu-0-whole", "80Gi")
+        ]),
+    );
+    s.spec.shared_counters = Some(vec![
+        serde_json::from_value(json!({"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}})).unwrap(),
+    ]);
+    let d = diagnose_pod(
+        vec![
+            claim("want", count(2), json!({})),
+            claim("other", count(1), holding("n1", "gpu-0-a")),
+        ],
+        vec![s],
+        vec![class("gpu")],
+    );
+    let counts = d.claims[0].requests[0].nodes[0].counts;
+    assert_eq!(
+        (
+            counts.request_match,
+            counts.allocated,
+            counts.counters_used_up,
+            counts.free
+        ),
+        (3, 1, 1, 1)
+    );
+    let want = "claim default/want request gpu: asks for 2 devices; the closest node, n1, has 1 free device matching \
+                class gpu, and 1 more allocated to other claims (default/other), 1 more short of shared counters";
+    assert!(d.hints.iter().any(|h| h == want), "{:?}", d.hints);
+}
