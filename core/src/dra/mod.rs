@@ -5,6 +5,7 @@
 //!   the API server's cost limit, and a cache of compiled selectors.
 //! - [`structured`]: the structured-parameters allocator of v1.37.1 (the "incubating" implementation,
 //!   which the default feature gates select): the same search order, so the same devices are chosen.
+//! - [`templates`]: the claims a pod will get from its ResourceClaimTemplates, made in memory.
 //! - [`diagnose`]: explain's claim-by-claim, request-by-request account of why devices were not
 //!   found, which kube-scheduler does not print.
 //!
@@ -14,3 +15,4 @@
 pub mod cel;
 pub mod diagnose;
 pub mod structured;
+pub mod templates;

@@ -265,18 +265,43 @@ fn explain_one(
     explanation.preemption =
         preemption_preview(&fwk, &info, &explanation, &cycle.node_statuses, &cycle.state);
     // A gated pod is explained as it would be once ungated; hints and the table use that evaluation.
-    let (once_ungated, basis_state, basis_pod) = if explanation.outcome == Outcome::Gated {
+    // A pod whose ResourceClaims are still to be made from templates (kube-scheduler waits for the
+    // resourceclaim controller) is explained with those claims made in memory.
+    let mut generated_note = None;
+    let (once_ungated, basis_state, basis_pod, fwk, snapshot) = if explanation.outcome == Outcome::Gated {
         let mut ungated = (*info.pod).clone();
         if let Some(spec) = ungated.spec.as_mut() {
             spec.scheduling_gates = None;
         }
+        let (fwk, snapshot, ungated) = match sched_core::dra::templates::with_claims_from_templates(
+            &snapshot, &ungated,
+        ) {
+            Ok(Some(made)) => {
+                let names: Vec<String> = made
+                    .claims
+                    .iter()
+                    .map(|(claim, template)| format!("{claim} from {template}"))
+                    .collect();
+                generated_note = Some(format!(
+                    "its ResourceClaims do not exist yet (kube-scheduler waits until kube-controller-manager \
+                     makes them from their templates); evaluated with the claims the controller would make: {}",
+                    names.join(", ")
+                ));
+                let snapshot = Arc::new(made.snapshot);
+                let fwk = engine
+                    .framework(profile, snapshot.clone())
+                    .map_err(ResolveError::from)?;
+                (fwk, snapshot, made.pod)
+            }
+            _ => (fwk, snapshot, ungated),
+        };
         let ungated = PodInfo::new(ungated);
         let c = schedule_cycle(&fwk, &ungated, engine.schedule_options(true));
         let mut e = c.explanation;
         e.preemption = preemption_preview(&fwk, &ungated, &e, &c.node_statuses, &c.state);
-        (Some(e), c.state, ungated)
+        (Some(e), c.state, ungated, fwk, snapshot)
     } else {
-        (None, cycle.state, info.clone())
+        (None, cycle.state, info.clone(), fwk, snapshot)
     };
     let basis = once_ungated.as_ref().unwrap_or(&explanation);
     lap("evaluated the pod", timings);
@@ -293,6 +318,17 @@ fn explain_one(
     let dra = (basis.outcome != Outcome::Scheduled)
         .then(|| sched_core::dra::diagnose::diagnose(&snapshot, &basis_pod))
         .flatten();
+    if let Some(note) = generated_note {
+        hints.insert(
+            0,
+            Hint {
+                kind: HintKind::ResourceClaims,
+                nodes: Vec::new(),
+                message: note,
+                snippet: None,
+            },
+        );
+    }
     if let Some(d) = &dra {
         hints.extend(d.hints.iter().map(|h| Hint {
             kind: HintKind::ResourceClaims,
