@@ -570,10 +570,11 @@ async fn explain_the_devices_a_pod_would_get() -> Result<()> {
     lab.cp.start_scheduler(None).await?;
     let api = pods(&lab);
     let p = api.get("p").await?;
-    let verdict = lab.wait_verdict(&p).await?;
+    let verdict = lab.wait_verdict_after_restart(&p).await?;
     ensure!(
         verdict == Verdict::Bound(n1.clone()),
-        "kube-scheduler: {verdict:?}, the scenario expects a binding to {n1}"
+        "kube-scheduler: {verdict:?}, the scenario expects a binding to {n1}; kube-scheduler's log:\n{}",
+        lab.cp.log_tail("kube-scheduler", 30)
     );
     let got = allocated_devices(&lab, "p").await?;
     eprintln!("[dra-preemption] kube-scheduler allocated {got:?} (taken before: {taken:?})");

@@ -609,6 +609,12 @@ impl Lab {
         self.verdict(pod, super::VERDICT_TIMEOUT).await
     }
 
+    /// As [`Self::wait_verdict`], for a kube-scheduler that was just (re)started: it first lists
+    /// and caches every object, which takes longer on a busy machine.
+    pub async fn wait_verdict_after_restart(&self, pod: &Pod) -> Result<Verdict> {
+        self.verdict(pod, super::VERDICT_TIMEOUT * 3).await
+    }
+
     /// For pods with claim templates: creates `pending` held by a scheduling gate, waits for
     /// kube-controller-manager to create its claims, snapshots, lifts the gate, and evaluates the
     /// pod as it is then (its `status.resourceClaimStatuses` naming the claims), so sched-core
