@@ -17,7 +17,7 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo
+.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo dra-difftest
 
 test: controlplane check-cargo lint
 	$(CARGO) test --workspace
@@ -46,6 +46,11 @@ e2e: controlplane check-cargo
 controlplane:
 	@[ -n "$(K8S_VERSION)" ] || { echo "make: no k8s.io/kubernetes version in tests/controlplane/go.mod" >&2; exit 1; }
 	tests/controlplane/build.sh
+
+# Not part of `make test`: sched-core's DRA allocator against upstream Go's on random cases (needs Go,
+# offline). DRA_DIFFTEST_ARGS="-n 2000 -s 7" passes options to run.sh (see its header).
+dra-difftest: check-cargo
+	CARGO=$(CARGO) tests/dra-allocator-difftest/run.sh $(DRA_DIFFTEST_ARGS)
 
 check-cargo:
 	@command -v $(CARGO) >/dev/null 2>&1 || { \
