@@ -762,20 +762,7 @@ impl Trial {
         expected: &[(&str, &[String])],
     ) -> Result<Vec<KubeAllocation>> {
         self.report();
-        let Verdict::Bound(bound) = &self.kube else {
-            bail!(
-                "{}: expected a binding, kube-scheduler: {:?}",
-                self.scenario,
-                self.kube
-            );
-        };
-        if let Some(node) = node {
-            ensure!(
-                bound == node,
-                "{}: kube-scheduler bound to {bound}, the scenario expects {node}",
-                self.scenario
-            );
-        }
+        self.bound_to(node)?;
         let pod = self.pod.metadata.name.clone().unwrap_or_default();
         let kube = lab.kube_allocations(&pod).await?;
         for allocation in &kube {

@@ -321,6 +321,12 @@ impl Trial {
     /// kube-scheduler bound the pod (to `node` when given) and sched-core selected that node.
     pub fn expect_bound(&self, node: Option<&str>) -> Result<()> {
         self.report();
+        self.bound_to(node)?;
+        self.agrees()
+    }
+
+    /// The node kube-scheduler bound the pod to, which must be `node` when given.
+    pub fn bound_to(&self, node: Option<&str>) -> Result<&str> {
         let Verdict::Bound(bound) = &self.kube else {
             bail!(
                 "{}: expected a binding, kube-scheduler: {:?}",
@@ -335,7 +341,7 @@ impl Trial {
                 self.scenario
             );
         }
-        self.agrees()
+        Ok(bound)
     }
 
     pub fn report(&self) {

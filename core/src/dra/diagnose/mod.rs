@@ -25,7 +25,7 @@ use serde::Serialize;
 
 use crate::dra::cel;
 use crate::dra::structured::quantity::ExactQuantity;
-use crate::labels::NodeSelectorMatcher;
+use crate::dra::structured::{pools, taints};
 use crate::snapshot::{DeviceId, NodeInfo, PodInfo, Snapshot};
 
 /// What explain says about a pod's claims.
@@ -299,10 +299,6 @@ impl Pools {
     }
 }
 
-fn selector_matches_node(selector: &k8s_openapi::api::core::v1::NodeSelector, node: &NodeInfo) -> bool {
-    NodeSelectorMatcher::parse(selector).is_ok_and(|m| m.matches(node.labels(), node.name()))
-}
-
 /// The devices reachable from `node`, as the allocator's GatherPools finds them.
 fn devices_for_node<'a>(snapshot: &'a Snapshot, pools: &Pools, node: &NodeInfo) -> Vec<DeviceRef<'a>> {
     let mut out = Vec::new();
@@ -311,21 +307,23 @@ fn devices_for_node<'a>(snapshot: &'a Snapshot, pools: &Pools, node: &NodeInfo) 
             continue;
         };
         let spec = &slice.spec;
-        let slice_reaches = spec.node_name.as_deref() == Some(node.name())
-            || spec.all_nodes == Some(true)
-            || spec
-                .node_selector
-                .as_ref()
-                .is_some_and(|s| selector_matches_node(s, node));
+        // `NodeMatches`, as GatherPools applies it (a selector that does not parse reaches nothing).
+        let matches = |name: Option<&str>, all: Option<bool>, selector| {
+            pools::node_matches(&node.node, name, all == Some(true), selector).unwrap_or(false)
+        };
+        let slice_reaches = matches(
+            spec.node_name.as_deref(),
+            spec.all_nodes,
+            spec.node_selector.as_ref(),
+        );
         let per_device = spec.per_device_node_selection == Some(true);
         for device in spec.devices.iter().flatten() {
             let reaches = if per_device {
-                device.node_name.as_deref() == Some(node.name())
-                    || device.all_nodes == Some(true)
-                    || device
-                        .node_selector
-                        .as_ref()
-                        .is_some_and(|s| selector_matches_node(s, node))
+                matches(
+                    device.node_name.as_deref(),
+                    device.all_nodes,
+                    device.node_selector.as_ref(),
+                )
             } else {
                 slice_reaches
             };
@@ -419,29 +417,6 @@ fn verdict(
     }
 }
 
-/// `resourceclaim.ToleratesTaint`.
-fn tolerates(toleration: &DeviceToleration, taint: &DeviceTaint) -> bool {
-    if toleration
-        .effect
-        .as_deref()
-        .is_some_and(|e| !e.is_empty() && e != taint.effect)
-    {
-        return false;
-    }
-    if toleration
-        .key
-        .as_deref()
-        .is_some_and(|k| !k.is_empty() && k != taint.key)
-    {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or("") {
-        "" | "Equal" => toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
-        "Exists" => true,
-        _ => false,
-    }
-}
-
 /// The taints of `device` that keep `request` off it (NoSchedule/NoExecute, not tolerated).
 fn blocking_taints<'a>(device: &'a Device, request: &RequestView<'_>) -> Vec<&'a DeviceTaint> {
     device
@@ -449,7 +424,7 @@ fn blocking_taints<'a>(device: &'a Device, request: &RequestView<'_>) -> Vec<&'a
         .iter()
         .flatten()
         .filter(|t| matches!(t.effect.as_str(), "NoSchedule" | "NoExecute"))
-        .filter(|t| !request.tolerations.iter().any(|tol| tolerates(tol, t)))
+        .filter(|t| !request.tolerations.iter().any(|tol| taints::tolerates(tol, t)))
         .collect()
 }
 

@@ -83,6 +83,9 @@ struct CycleClaims {
     claims: Vec<Arc<ResourceClaim>>,
     /// For allocated claims with a node selector: where their devices are reachable.
     available_on_nodes: Vec<Option<NodeSelectorMatcher>>,
+    /// Allocated claims whose binding conditions failed or timed out: unavailable on every node
+    /// (whether they are does not depend on the node, so PreFilter decides it once).
+    binding_failed: Vec<bool>,
     /// True when some claim needs allocating (upstream: an allocator was created).
     allocate: bool,
     /// Per node: the allocation of every unallocated claim, in claim order.
@@ -318,6 +321,17 @@ impl PreFilterPlugin for DynamicResources {
             return (None, Status::skip());
         }
         let mut available_on_nodes = Vec::with_capacity(claims.len());
+        let binding_failed: Vec<bool> = claims
+            .iter()
+            .map(|claim| {
+                is_allocated(claim)
+                    && self.features.device_binding_and_status
+                    && match Self::claim_ready_for_binding(claim) {
+                        Err(_) => true,
+                        Ok(ready) => !ready && self.claim_binding_timed_out(claim),
+                    }
+            })
+            .collect();
         let mut allocate = false;
         for (index, claim) in claims.iter().enumerate() {
             let allocation = claim.status.as_ref().and_then(|s| s.allocation.as_ref());
@@ -368,6 +382,7 @@ impl PreFilterPlugin for DynamicResources {
             StateData(Arc::new(CycleClaims {
                 claims,
                 available_on_nodes,
+                binding_failed,
                 allocate,
                 num_user_owned,
                 extended,
@@ -404,19 +419,15 @@ impl FilterPlugin for DynamicResources {
         // --- end extended resources ---
         let node = &node_info.node;
         let mut unavailable = Vec::new();
-        for (index, claim) in cycle.claims.iter().enumerate() {
+        for index in 0..cycle.claims.len() {
             if let Some(selector) = &cycle.available_on_nodes[index]
                 && !selector.matches(node_info.labels(), node_info.name())
             {
                 unavailable.push(index);
                 continue;
             }
-            if is_allocated(claim) && self.features.device_binding_and_status {
-                match Self::claim_ready_for_binding(claim) {
-                    Err(_) => unavailable.push(index),
-                    Ok(false) if self.claim_binding_timed_out(claim) => unavailable.push(index),
-                    Ok(_) => {}
-                }
+            if cycle.binding_failed[index] {
+                unavailable.push(index);
             }
         }
         let mut allocations = None;
