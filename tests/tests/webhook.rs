@@ -1137,7 +1137,14 @@ async fn j_a_slow_api_server_leaves_nothing_half_done() -> Result<()> {
             Ok((claimed == CLAIMS).then_some(()))
         },
     )
-    .await?;
+    .await
+    .with_context(|| {
+        format!(
+            "{} writes counted, {} plans cut short or failed",
+            metrics.bindings(),
+            metrics.plan_failures()
+        )
+    })?;
     let took = started.elapsed();
     let list = pvs.list(&ListParams::default().labels(&selector)).await?;
     let claims: BTreeSet<String> = list

@@ -194,7 +194,10 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Requeue, Cont
         pod: &pod,
         node: &node,
     };
-    let mut requeue = Requeue::await_change();
+    // The soonest of the reasons to look again wins: a plan cut short must not wait behind a
+    // claim that waits for the PV controller.
+    let mut look_again: Option<Duration> = None;
+    let mut sooner = |after: Duration| look_again = Some(look_again.map_or(after, |d| d.min(after)));
 
     let work = {
         let (pod, ctx) = (pod.clone(), ctx.clone());
@@ -213,7 +216,7 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Requeue, Cont
             denial: Some(reason), ..
         }) => {
             tracing::warn!(pod = %pod_key(&pod), node, reason, "volumes cannot be pre-bound");
-            requeue = Requeue::requeue(RETRY_LATER);
+            sooner(RETRY_LATER);
         }
         VolumeWork::Decide(decision) => {
             for warning in &decision.warnings {
@@ -222,17 +225,15 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Requeue, Cont
             if !decision.plan.is_empty() {
                 match run_plan(&ctx, &decision.plan, &target, ctx.config.plan_budget).await {
                     PlanEnd::Done => {}
-                    PlanEnd::Conflict(_) | PlanEnd::OutOfTime { .. } => {
-                        requeue = Requeue::requeue(RETRY_SOON)
-                    }
-                    PlanEnd::Failed(_) => requeue = Requeue::requeue(RETRY_LATER),
+                    PlanEnd::Conflict(_) | PlanEnd::OutOfTime { .. } => sooner(RETRY_SOON),
+                    PlanEnd::Failed(_) => sooner(RETRY_LATER),
                 }
             }
             // A bound pod whose claims wait for something (a claim not created yet, the PV controller):
             // look again. An unbound opted-in pod is looked at again when it changes (kube-scheduler
             // binds it), not on a timer: each look schedules it over the whole cluster.
             if !decision.warnings.is_empty() && !node.is_empty() {
-                requeue = Requeue::requeue(RETRY_LATER);
+                sooner(RETRY_LATER);
             }
         }
     }
@@ -249,10 +250,10 @@ pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Requeue, Cont
         if clear_nominations(&ctx, &clear, &target).await {
             ctx.settle_binding(&uid);
         } else {
-            requeue = Requeue::requeue(RETRY_SOON);
+            sooner(RETRY_SOON);
         }
     }
-    Ok(requeue)
+    Ok(look_again.map_or_else(Requeue::await_change, Requeue::requeue))
 }
 
 fn error_policy(pod: Arc<Pod>, error: &ControllerError, _ctx: Arc<Context>) -> Requeue {
