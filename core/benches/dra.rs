@@ -129,6 +129,7 @@ fn bench(c: &mut Criterion) {
     let options = ScheduleOptions {
         global_percentage_of_nodes_to_score: 100,
         trace_filters: true,
+        stop_at_first_feasible: false,
     };
     let (plain, with_claims) = pods();
     let plain = PodInfo::new(plain);

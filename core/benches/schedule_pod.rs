@@ -131,6 +131,7 @@ fn bench(c: &mut Criterion) {
     let options = ScheduleOptions {
         global_percentage_of_nodes_to_score: 0,
         trace_filters: true,
+        stop_at_first_feasible: false,
     };
 
     let mut group = c.benchmark_group("schedule_pod");

@@ -35,6 +35,7 @@ fn main() {
         let options = ScheduleOptions {
             global_percentage_of_nodes_to_score: 0,
             trace_filters,
+            stop_at_first_feasible: false,
         };
         eprintln!("ready (trace_filters={trace_filters})");
         let start = Instant::now();

@@ -259,6 +259,81 @@ impl NodeSelectorMatcher {
     }
 }
 
+/// Why a `-l` selector string does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("label selector {text:?}: {problem}")]
+pub struct SelectorSyntaxError {
+    /// The selector as given.
+    pub text: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+/// Splits at commas outside parentheses (`a in (x,y),b` is two requirements).
+fn split_requirements(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+fn set_values(rest: &str) -> Option<Vec<String>> {
+    let inner = rest.trim().strip_prefix('(')?.strip_suffix(')')?;
+    let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).collect();
+    values.iter().all(|v| !v.is_empty()).then_some(values)
+}
+
+impl Selector {
+    /// Parses kubectl's `-l` syntax: `k=v`, `k==v`, `k!=v`, `k`, `!k`, `k in (a,b)`, `k notin (a,b)`,
+    /// comma-separated and ANDed. An empty string selects everything.
+    pub fn parse(text: &str) -> Result<Self, SelectorSyntaxError> {
+        let fail = |problem: &str| SelectorSyntaxError {
+            text: text.to_string(),
+            problem: problem.to_string(),
+        };
+        if text.trim().is_empty() {
+            return Ok(Selector::everything());
+        }
+        let mut reqs = Vec::new();
+        for part in split_requirements(text) {
+            let part = part.trim();
+            if part.is_empty() {
+                return Err(fail("empty requirement"));
+            }
+            let key_ok =
+                |k: &str| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c));
+            let req = if let Some(key) = part.strip_prefix('!') {
+                key_ok(key.trim()).then(|| Requirement::DoesNotExist(key.trim().to_string()))
+            } else if let Some((k, v)) = part.split_once("!=") {
+                key_ok(k.trim()).then(|| Requirement::NotIn(k.trim().to_string(), vec![v.trim().to_string()]))
+            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
+                key_ok(k.trim()).then(|| Requirement::In(k.trim().to_string(), vec![v.trim().to_string()]))
+            } else if let Some((k, rest)) = part.split_once(" notin ") {
+                let values = set_values(rest).ok_or_else(|| fail("notin needs (v1,v2,...)"))?;
+                key_ok(k.trim()).then(|| Requirement::NotIn(k.trim().to_string(), values))
+            } else if let Some((k, rest)) = part.split_once(" in ") {
+                let values = set_values(rest).ok_or_else(|| fail("in needs (v1,v2,...)"))?;
+                key_ok(k.trim()).then(|| Requirement::In(k.trim().to_string(), values))
+            } else {
+                key_ok(part).then(|| Requirement::Exists(part.to_string()))
+            };
+            reqs.push(req.ok_or_else(|| fail(&format!("{part:?} is not a requirement")))?);
+        }
+        Ok(Selector::Requirements(reqs))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,5 +438,31 @@ mod tests {
                 .unwrap()
                 .matches(&labels(&[]), "n1")
         );
+    }
+
+    #[test]
+    fn kubectl_selector_syntax_parses() {
+        let labels: Labels = [("app", "web"), ("tier", "front")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        for (text, want) in [
+            ("", true),
+            ("app=web", true),
+            ("app==web,tier=front", true),
+            ("app!=web", false),
+            ("app!=api", true),
+            ("app", true),
+            ("!app", false),
+            ("!zone", true),
+            ("tier in (front, back)", true),
+            ("tier notin (front)", false),
+            ("app=web,tier in (back)", false),
+        ] {
+            assert_eq!(Selector::parse(text).unwrap().matches(&labels), want, "{text}");
+        }
+        for bad in ["app=web,", "a in b", "x y", "=v", "tier in ()"] {
+            assert!(Selector::parse(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -29,6 +29,7 @@ mod schedule_tests;
 pub mod snapshot;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod triage;
 
 pub use engine::Engine;
 pub use framework::status::{Code, Status};

@@ -24,6 +24,9 @@ use crate::snapshot::{NodeInfo, PodInfo};
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// kube-scheduler's `minFeasibleNodesPercentageToFind`.
 pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
+/// Nodes filtered together (in parallel) by [`ScheduleOptions::stop_at_first_feasible`] before it
+/// looks for a feasible one.
+const FIRST_FEASIBLE_CHUNK: usize = 128;
 /// `ErrNoNodesAvailable`'s text.
 pub const NO_NODES_AVAILABLE_MSG: &str = "no nodes available to schedule pods";
 
@@ -41,6 +44,24 @@ pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usiz
     k.max(MIN_FEASIBLE_NODES_TO_FIND)
 }
 
+/// How many nodes gave each reason (a node with several reasons counts for each), nodes without a
+/// status of their own counted with the absent status: the numbers of `FitError.Error()`.
+pub fn reason_histogram(num_all_nodes: usize, statuses: &NodeToStatus) -> BTreeMap<&str, usize> {
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for status in statuses.statuses.values() {
+        for r in status.reasons() {
+            *counts.entry(r.as_str()).or_insert(0) += 1;
+        }
+    }
+    let explicit = statuses.statuses.len();
+    if explicit < num_all_nodes {
+        for r in statuses.absent.reasons() {
+            *counts.entry(r.as_str()).or_insert(0) += num_all_nodes - explicit;
+        }
+    }
+    counts
+}
+
 /// `FitError.Error()`: `0/N nodes are available:` then the PreFilter message, or the sorted histogram of
 /// node reasons (absent nodes counted with the absent status), then the PostFilter message.
 pub fn fit_error_message(
@@ -53,18 +74,7 @@ pub fn fit_error_message(
     if !pre_filter_msg.is_empty() {
         msg.push_str(&format!(" {pre_filter_msg}."));
     } else {
-        let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-        for status in statuses.statuses.values() {
-            for r in status.reasons() {
-                *counts.entry(r.as_str()).or_insert(0) += 1;
-            }
-        }
-        let explicit = statuses.statuses.len();
-        if explicit < num_all_nodes {
-            for r in statuses.absent.reasons() {
-                *counts.entry(r.as_str()).or_insert(0) += num_all_nodes - explicit;
-            }
-        }
+        let counts = reason_histogram(num_all_nodes, statuses);
         let mut lines: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
         // Plain string sort, as Go's sort.Strings: "10 x" sorts before "2 y".
         lines.sort();
@@ -85,6 +95,10 @@ pub struct ScheduleOptions {
     pub global_percentage_of_nodes_to_score: i32,
     /// Record each filter plugin's verdict and duration per node.
     pub trace_filters: bool,
+    /// Stop filtering at the first chunk of nodes with a feasible one and score nothing: the outcome
+    /// and message are kube-scheduler's, the selected node is only a feasible one (triage: "would it
+    /// fit?" over thousands of pods). A pod that fits nowhere is evaluated on every node as usual.
+    pub stop_at_first_feasible: bool,
 }
 
 impl Default for ScheduleOptions {
@@ -92,6 +106,7 @@ impl Default for ScheduleOptions {
         ScheduleOptions {
             global_percentage_of_nodes_to_score: 0,
             trace_filters: true,
+            stop_at_first_feasible: false,
         }
     }
 }
@@ -152,7 +167,7 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
         pod,
         all_nodes,
         percentage,
-        options.trace_filters,
+        options,
         &mut explanation,
         &mut node_statuses,
     );
@@ -183,6 +198,16 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
         return finish(explanation, gated, state, node_statuses);
     }
 
+    if options.stop_at_first_feasible {
+        let nominated = pod.nominated_node_name();
+        let pick = feasible
+            .iter()
+            .find(|n| n.name() == nominated)
+            .unwrap_or(&feasible[0]);
+        explanation.selected = vec![pick.name().to_string()];
+        explanation.feasible = feasible.iter().map(|n| n.name().to_string()).collect();
+        return finish(explanation, gated, state, node_statuses);
+    }
     explanation.sampling.answer_depends_on_sampling = feasible.len() > explanation.sampling.nodes_to_find;
     let totals = match prioritize_nodes(fwk, &mut state, pod, &feasible, &mut explanation) {
         Ok(totals) => totals,
@@ -236,10 +261,11 @@ fn find_nodes_that_fit(
     pod: &PodInfo,
     all_nodes: &[Arc<NodeInfo>],
     percentage: i32,
-    trace_filters: bool,
+    options: ScheduleOptions,
     explanation: &mut Explanation,
     node_statuses: &mut NodeToStatus,
 ) -> Result<(Vec<Arc<NodeInfo>>, String), String> {
+    let trace_filters = options.trace_filters;
     let (pre_result, pre_status, plugins_with_nodes) = fwk.run_pre_filter_plugins(state, pod);
     if !pre_status.is_success() {
         if !pre_status.is_rejected() {
@@ -273,24 +299,37 @@ fn find_nodes_that_fit(
     explanation.sampling.nodes_considered = candidates.len();
     explanation.sampling.nodes_to_find = num_feasible_nodes_to_find(percentage, candidates.len());
     let state = &*state;
-    let results: Vec<(Status, Vec<PluginTrace>)> = candidates
-        .par_iter()
-        .map(|node| {
-            let mut trace = Vec::new();
-            let s = fwk.run_filter_plugins_with_nominated_pods(
-                state,
-                pod,
-                node,
-                trace_filters.then_some(&mut trace),
-            );
-            (s, trace)
-        })
-        .collect();
+    let filter = |node: &Arc<NodeInfo>| {
+        let mut trace = Vec::new();
+        let s =
+            fwk.run_filter_plugins_with_nominated_pods(state, pod, node, trace_filters.then_some(&mut trace));
+        (s, trace)
+    };
+    let mut candidates = candidates;
+    let results: Vec<(Status, Vec<PluginTrace>)> = if options.stop_at_first_feasible {
+        // The nominated node first, as kube-scheduler does; then chunks, each filtered in parallel.
+        let nominated = pod.nominated_node_name();
+        if let Some(i) = candidates.iter().position(|n| n.name() == nominated) {
+            candidates[..=i].rotate_right(1);
+        }
+        let mut results = Vec::with_capacity(candidates.len());
+        for chunk in candidates.chunks(FIRST_FEASIBLE_CHUNK) {
+            results.extend(chunk.par_iter().map(filter).collect::<Vec<_>>());
+            if results.iter().any(|(s, _)| s.is_success()) {
+                break;
+            }
+        }
+        results
+    } else {
+        candidates.par_iter().map(filter).collect()
+    };
     if let Some((err, _)) = results.iter().find(|(s, _)| s.code() == Code::Error) {
         return Err(err.message());
     }
     let candidate_names: std::collections::HashSet<&str> = candidates.iter().map(|n| n.name()).collect();
     let mut feasible = Vec::new();
+    // With stop_at_first_feasible the nodes after the chunk that found one are not evaluated, and not
+    // listed: they are neither feasible nor rejected.
     for (node, (status, trace)) in candidates.iter().zip(results) {
         if status.is_success() {
             feasible.push(node.clone());

@@ -194,6 +194,14 @@ pub fn describe_shortfall(s: &Shortfall) -> String {
     if s.resource == PODS {
         return "has no room for another pod (Too many pods)".to_string();
     }
+    if s.can_never_fit() {
+        return format!(
+            "can never fit: requests {} {}, {} allocatable",
+            format_amount(&s.resource, s.requested),
+            s.resource,
+            format_amount(&s.resource, s.allocatable)
+        );
+    }
     let free = if s.free <= 0 {
         "none free".to_string()
     } else {
@@ -224,14 +232,20 @@ fn resource_hints(input: &HintInput<'_>) -> Vec<Hint> {
             // Rejected only because of pods nominated to the node: nothing to add up.
             continue;
         }
-        // Closest to fitting first: the share of each request that is missing, summed.
-        let distance = short
-            .iter()
-            .map(|s| s.missing() as f64 / (s.requested.max(1) as f64))
-            .sum::<f64>();
+        // Closest to fitting first: the share of each request that is missing, summed; nodes too
+        // small for the request last.
+        let distance = if short.iter().any(Shortfall::can_never_fit) {
+            f64::INFINITY
+        } else {
+            short
+                .iter()
+                .map(|s| s.missing() as f64 / (s.requested.max(1) as f64))
+                .sum::<f64>()
+        };
         short_nodes.push((distance, name, short));
     }
     short_nodes.sort_by(|a, b| a.0.total_cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+    let too_small = too_small_everywhere(&short_nodes);
     let more = short_nodes.len().saturating_sub(MAX_RESOURCE_HINTS);
     let mut out: Vec<Hint> = short_nodes
         .into_iter()
@@ -254,7 +268,53 @@ fn resource_hints(input: &HintInput<'_>) -> Vec<Hint> {
             snippet: None,
         });
     }
+    if let Some(summary) = too_small {
+        out.insert(0, summary);
+    }
     out
+}
+
+/// When every node that fails only on resources is too small for a request (more than its
+/// allocatable), one hint says so: no eviction or rescheduling helps, only a smaller request or a
+/// bigger node.
+fn too_small_everywhere(short_nodes: &[(f64, &str, Vec<Shortfall>)]) -> Option<Hint> {
+    if short_nodes.is_empty() || short_nodes.iter().any(|(d, _, _)| d.is_finite()) {
+        return None;
+    }
+    // The resources too big for every node, with the largest allocatable seen.
+    let mut largest: BTreeMap<&str, (i64, i64, &str)> = BTreeMap::new();
+    for (_, node, short) in short_nodes {
+        for s in short {
+            let entry = largest
+                .entry(s.resource.as_str())
+                .or_insert((s.requested, s.allocatable, node));
+            if s.allocatable > entry.1 {
+                *entry = (s.requested, s.allocatable, node);
+            }
+        }
+    }
+    let parts: Vec<String> = largest
+        .iter()
+        .filter(|(_, (requested, allocatable, _))| requested > allocatable)
+        .map(|(resource, (requested, allocatable, node))| {
+            format!(
+                "requests {} {resource}, the most any of them has allocatable is {} ({node})",
+                format_amount(resource, *requested),
+                format_amount(resource, *allocatable)
+            )
+        })
+        .collect();
+    (!parts.is_empty()).then(|| Hint {
+        kind: HintKind::Resources,
+        nodes: Vec::new(),
+        message: format!(
+            "the pod can never fit on the {} node(s) that fail only on resources: it {}; lower the \
+             request or add a bigger node",
+            short_nodes.len(),
+            parts.join(", ")
+        ),
+        snippet: None,
+    })
 }
 
 /// `key=value:Effect`, as kubectl prints taints.
@@ -414,6 +474,7 @@ mod tests {
             resource: "cpu".into(),
             requested: 2000,
             free: 1700,
+            allocatable: 4000,
         };
         assert_eq!(
             describe_shortfall(&cpu),
@@ -423,6 +484,7 @@ mod tests {
             resource: "memory".into(),
             requested: 4 << 30,
             free: -(1 << 20),
+            allocatable: 8 << 30,
         };
         assert_eq!(
             describe_shortfall(&mem),
@@ -432,10 +494,21 @@ mod tests {
             resource: "pods".into(),
             requested: 1,
             free: 0,
+            allocatable: 110,
         };
         assert_eq!(
             describe_shortfall(&pods),
             "has no room for another pod (Too many pods)"
+        );
+        let too_big = Shortfall {
+            resource: "cpu".into(),
+            requested: 3000,
+            free: 1500,
+            allocatable: 2000,
+        };
+        assert_eq!(
+            describe_shortfall(&too_big),
+            "can never fit: requests 3 cpu, 2 allocatable"
         );
     }
 

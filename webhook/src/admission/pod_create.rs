@@ -138,6 +138,7 @@ pub fn admission_prebind(pod: &Pod, view: &dyn ClusterView) -> Decision {
         ScheduleOptions {
             global_percentage_of_nodes_to_score: 100,
             trace_filters: false,
+            stop_at_first_feasible: false,
         },
     );
     let node = match (&explanation.outcome, explanation.selected.first()) {

@@ -353,12 +353,19 @@ pub struct Shortfall {
     pub requested: i64,
     /// What the node has free: allocatable minus what its pods request (may be negative).
     pub free: i64,
+    /// The node's allocatable amount.
+    pub allocatable: i64,
 }
 
 impl Shortfall {
     /// `requested - free`: how much more the node would need.
     pub fn missing(&self) -> i64 {
         self.requested.saturating_sub(self.free)
+    }
+
+    /// The request is more than the node has at all: no eviction makes room.
+    pub fn can_never_fit(&self) -> bool {
+        self.requested > self.allocatable
     }
 }
 
@@ -546,6 +553,7 @@ pub fn shortfall_with_dra(
         .into_iter()
         .map(|r| Shortfall {
             free: r.capacity.saturating_sub(r.used),
+            allocatable: r.capacity,
             resource: r.resource_name,
             requested: r.requested,
         })
@@ -951,12 +959,14 @@ mod tests {
                 Shortfall {
                     resource: "cpu".into(),
                     requested: 600,
-                    free: 300
+                    free: 300,
+                    allocatable: 1000,
                 },
                 Shortfall {
                     resource: "memory".into(),
                     requested: 1 << 30,
-                    free: 512 << 20
+                    free: 512 << 20,
+                    allocatable: 1 << 30,
                 },
             ]
         );
