@@ -217,11 +217,18 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
                 (ExplainResult::AllPending { entries, .. }, ExplainFormat::Yaml) => {
                     yaml::render(entries).context("rendering YAML")?
                 }
-                (ExplainResult::AllPending { entries, scope }, _) => {
+                (
+                    ExplainResult::AllPending {
+                        entries,
+                        scope,
+                        what_if,
+                    },
+                    _,
+                ) => {
                     if entries.is_empty() {
                         eprintln!("No pending pods in {scope}.");
                     }
-                    table::pending(entries)
+                    table::what_if_line(what_if) + &table::pending(entries)
                 }
             };
             if verbosity >= 2 {

@@ -1200,3 +1200,246 @@ fn corrupted_snapshot_files_end_in_an_answer_or_one_error_line() {
     assert!(refused > 0, "no case was refused: the corruption does nothing");
     println!("{answered} answered, {refused} refused with one line");
 }
+
+// ---------------------------------------------------------------------------------------------- what-if
+
+fn run_example_with_stdin(args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let file = example();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .args(["--from", file.to_str().expect("utf-8 path")])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running kubectl-sched");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("writing stdin");
+    child.wait_with_output().expect("waiting for kubectl-sched")
+}
+
+/// `explain POD -n shop -o json` with extra flags, on the example cluster.
+fn explain_json(pod: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["explain", pod, "-n", "shop", "-o", "json"];
+    args.extend(extra);
+    json(run_example(&args))
+}
+
+#[test]
+fn dash_f_reads_the_pod_from_stdin_for_explain_and_preempt() {
+    let pod = std::fs::read_to_string(example().with_file_name("pod.yaml")).unwrap();
+    let o = run_example_with_stdin(&["explain", "-f", "-", "-o", "json"], &pod);
+    let v: Value = serde_json::from_str(&ok(o)).unwrap();
+    assert_eq!(v["pod"], "shop/batch-worker");
+    assert_eq!(v["outcome"], "Scheduled");
+    let o = run_example_with_stdin(&["preempt", "-f", "-", "-o", "json"], &pod);
+    let v: Value = serde_json::from_str(&ok(o)).unwrap();
+    assert_eq!(v["pod"], "shop/batch-worker");
+    // A broken pod on stdin is named as such.
+    let line = one_line_error(&run_example_with_stdin(
+        &["explain", "-f", "-"],
+        "kind: Pod\nmetadata: {name: a\n",
+    ));
+    assert!(line.contains("<stdin>"), "{line}");
+}
+
+#[test]
+fn what_if_set_requests_makes_a_pod_fit() {
+    // analytics asks 20Gi: no untainted node has that much free.
+    assert_eq!(explain_json("analytics", &[])["outcome"], "Unschedulable");
+    let v = explain_json("analytics", &["--set", "resources.requests.memory=8Gi"]);
+    assert_eq!(v["outcome"], "Scheduled");
+    assert_eq!(v["what_if"][0]["flag"], "--set");
+    assert_eq!(v["what_if"][0]["value"], "resources.requests.memory=8Gi");
+    assert_eq!(
+        v["what_if"][0]["effect"],
+        "memory request 8Gi for its container app"
+    );
+    // One container by name, too.
+    let v = explain_json(
+        "analytics",
+        &["--set", "containers[app].resources.requests.memory=8Gi"],
+    );
+    assert_eq!(v["outcome"], "Scheduled");
+    // The table says what was changed, on top.
+    let out = ok(run_example(&[
+        "explain",
+        "analytics",
+        "-n",
+        "shop",
+        "--set",
+        "resources.requests.memory=8Gi",
+    ]));
+    assert_eq!(
+        out.lines().next(),
+        Some("What if: --set resources.requests.memory=8Gi (memory request 8Gi for its container app).")
+    );
+    assert!(
+        out.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("shop/analytics would be scheduled on"),
+        "{out}"
+    );
+    // Without what-ifs there is no such line, and JSON has an empty list.
+    assert_eq!(explain_json("checkout", &[])["what_if"], serde_json::json!([]));
+}
+
+#[test]
+fn what_if_set_node_selector_and_scheduler_name_change_the_answer() {
+    let v = explain_json(
+        "checkout",
+        &["--set", "nodeSelector.kubernetes.io/hostname=worker-small"],
+    );
+    assert_eq!(v["selected"], serde_json::json!(["worker-small"]));
+    let v = explain_json(
+        "checkout",
+        &["--set", "nodeSelector.topology.kubernetes.io/zone=eu-west-1c"],
+    );
+    assert_eq!(v["outcome"], "Unschedulable");
+    // Another scheduler's pod: this configuration has no such profile.
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "checkout",
+        "-n",
+        "shop",
+        "--set",
+        "schedulerName=other",
+    ]));
+    assert!(line.contains("other"), "{line}");
+    let v = explain_json("checkout", &["--set", "priorityClassName=shop-critical"]);
+    assert_eq!(
+        v["what_if"][0]["effect"],
+        "priorityClassName shop-critical, priority 100000"
+    );
+}
+
+#[test]
+fn what_if_bad_set_is_one_line_naming_the_flag() {
+    for (value, needle) in [
+        (
+            "resources.requests.cpu=lots",
+            "--set \"resources.requests.cpu=lots\": invalid quantity",
+        ),
+        ("image=nginx", "--set \"image=nginx\": unknown path \"image\""),
+        (
+            "containers[nope].resources.requests.cpu=1",
+            "the pod has no container \"nope\" (it has app)",
+        ),
+        ("priorityClassName=nope", "no PriorityClass \"nope\""),
+    ] {
+        let line = one_line_error(&run_example(&[
+            "explain",
+            "analytics",
+            "-n",
+            "shop",
+            "--set",
+            value,
+        ]));
+        assert!(line.contains(needle), "{value}: {line}");
+    }
+}
+
+#[test]
+fn what_if_without_pod_frees_its_node() {
+    // batch-7f9c holds 16Gi on worker-big; without it analytics fits there.
+    let v = explain_json("analytics", &["--without-pod", "shop/batch-7f9c"]);
+    assert_eq!(v["outcome"], "Scheduled");
+    assert_eq!(v["selected"], serde_json::json!(["worker-big"]));
+    assert_eq!(
+        v["what_if"][0]["effect"],
+        "removed shop/batch-7f9c from worker-big"
+    );
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "analytics",
+        "-n",
+        "shop",
+        "--without-pod",
+        "shop/nope",
+    ]));
+    assert_eq!(line, "error: --without-pod \"shop/nope\": pod not found");
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "analytics",
+        "-n",
+        "shop",
+        "--without-pod",
+        "shop/analytics",
+    ]));
+    assert!(line.contains("that is the pod being evaluated"), "{line}");
+}
+
+#[test]
+fn what_if_uncordon_opens_the_cordoned_node() {
+    // zone-c-only may only go to eu-west-1c, whose only node is cordoned.
+    assert_eq!(explain_json("zone-c-only", &[])["outcome"], "Unschedulable");
+    let v = explain_json("zone-c-only", &["--uncordon", "worker-cordoned"]);
+    assert_eq!(v["selected"], serde_json::json!(["worker-cordoned"]));
+    assert_eq!(
+        v["what_if"][0]["effect"],
+        "uncordoned, node.kubernetes.io/unschedulable taint removed"
+    );
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "zone-c-only",
+        "-n",
+        "shop",
+        "--uncordon",
+        "nope",
+    ]));
+    assert_eq!(line, "error: --uncordon \"nope\": node \"nope\" not found");
+}
+
+#[test]
+fn what_if_add_node_gives_room() {
+    let v = explain_json("analytics", &["--add-node", "worker-big=2"]);
+    assert_eq!(v["outcome"], "Scheduled");
+    assert_eq!(v["nodes_total"], 7);
+    let selected = v["selected"].as_array().unwrap();
+    assert!(
+        selected
+            .iter()
+            .all(|n| n.as_str().unwrap().starts_with("worker-big-copy-")),
+        "{selected:?}"
+    );
+    assert_eq!(
+        v["what_if"][0]["effect"],
+        "added worker-big-copy-1, worker-big-copy-2, empty copies of worker-big"
+    );
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "analytics",
+        "-n",
+        "shop",
+        "--add-node",
+        "nope=1",
+    ]));
+    assert_eq!(line, "error: --add-node \"nope=1\": node \"nope\" not found");
+    // Cluster what-ifs apply to --all-pending too, listed on top.
+    let out = ok(run_example(&[
+        "explain",
+        "--all-pending",
+        "-n",
+        "shop",
+        "--add-node",
+        "worker-big=1",
+    ]));
+    assert!(
+        out.starts_with("What if: --add-node worker-big=1 (added worker-big-copy-1"),
+        "{out}"
+    );
+    let analytics = out.lines().find(|l| l.starts_with("shop/analytics")).unwrap();
+    assert!(
+        analytics.contains("would be scheduled on worker-big-copy-1"),
+        "{analytics}"
+    );
+}

@@ -16,7 +16,8 @@ use serde::Serialize;
 
 use super::hints::{Hint, HintInput, HintKind, hints};
 use super::load::{LoadError, Loaded, evaluation_detail, keep_until_exit, load};
-use super::pods::{ResolveError, Subject, subject};
+use super::pods::{ResolveError, Subject, subject_with};
+use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{ExplainArgs, GlobalArgs};
 
 /// Why `explain` could not answer.
@@ -28,6 +29,9 @@ pub enum ExplainError {
     /// The pod, its file, its profile or `--config` could not be resolved.
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    /// A what-if flag is malformed or names something that is not there.
+    #[error(transparent)]
+    WhatIf(#[from] WhatIfError),
     /// `--node` names no node of the snapshot.
     #[error("node \"{node}\" not found ({origin})")]
     NodeNotFound {
@@ -112,6 +116,8 @@ pub struct ExplainReport {
     /// The engine's explanation (the JSON contract's fields).
     #[serde(flatten)]
     pub explanation: Explanation,
+    /// The what-if flags applied before the evaluation (empty: the cluster as it is).
+    pub what_if: Vec<Applied>,
     /// For a bound pod: how its node compares now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bound: Option<BoundCheck>,
@@ -158,6 +164,8 @@ pub enum ExplainResult {
         entries: Vec<PendingEntry>,
         /// "namespace X" or "any namespace".
         scope: String,
+        /// The what-if flags applied to the cluster first.
+        what_if: Vec<Applied>,
     },
 }
 
@@ -194,14 +202,18 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
         notes,
     } = loaded;
     let namespace = global.namespace.clone().unwrap_or(default_namespace);
+    let what_if = WhatIf::from_args(&args.what_if, &namespace)?;
     let mut timings = Vec::new();
     let result = if args.all_pending {
         let scope = (!global.all_namespaces).then_some(namespace.as_str());
-        all_pending(&engine, objects, scope)?
+        let mut objects = objects;
+        let applied = what_if.apply_to_cluster(&mut objects)?;
+        all_pending(&engine, objects, scope, applied)?
     } else {
         ExplainResult::One(Box::new(explain_one(
             &engine,
             args,
+            &what_if,
             objects,
             &namespace,
             &origin,
@@ -219,6 +231,7 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
 fn explain_one(
     engine: &Engine,
     args: &ExplainArgs,
+    what_if: &WhatIf,
     objects: ClusterObjects,
     namespace: &str,
     origin: &str,
@@ -232,12 +245,13 @@ fn explain_one(
         ));
         phase = Instant::now();
     };
+    let mut applied = Vec::new();
     let Subject {
         pod: info,
         bound_node,
         snapshot,
         profile,
-    } = subject(
+    } = subject_with(
         engine,
         objects,
         args.filename.as_deref(),
@@ -245,6 +259,10 @@ fn explain_one(
         args.profile.as_deref(),
         namespace,
         origin,
+        |pod, objects| {
+            applied = what_if.apply(pod, objects)?;
+            Ok::<_, ExplainError>(())
+        },
     )?;
     keep_until_exit(&snapshot);
     lap("built the snapshot", timings);
@@ -350,6 +368,7 @@ fn explain_one(
             .map(|(n, w)| (n.to_string(), w))
             .collect(),
         explanation,
+        what_if: applied,
         bound,
         hints,
         node_detail,
@@ -451,6 +470,7 @@ fn all_pending(
     engine: &Engine,
     objects: ClusterObjects,
     namespace: Option<&str>,
+    what_if: Vec<Applied>,
 ) -> Result<ExplainResult, ExplainError> {
     let snapshot = Arc::new(Snapshot::new(objects));
     keep_until_exit(&snapshot);
@@ -494,5 +514,6 @@ fn all_pending(
             Some(ns) => format!("namespace \"{ns}\""),
             None => "any namespace".to_string(),
         },
+        what_if,
     })
 }

@@ -8,3 +8,4 @@ pub mod load;
 pub mod pods;
 pub mod preempt;
 pub mod snapshot;
+pub mod what_if;

@@ -11,6 +11,7 @@ use sched_core::preemption::{PreemptionResult, VictimRemoval, VictimView};
 use crate::commands::explain::{BoundCheck, ExplainReport, NodeDetail, PendingEntry, Reach};
 use crate::commands::hints::{Hint, MAX_NAMES, name_list};
 use crate::commands::preempt::{DryRunView, PreemptReport, Situation};
+use crate::commands::what_if::Applied;
 
 /// Columns separated by three spaces, as kubectl prints them; no trailing blanks.
 pub fn columns(headers: &[String], rows: &[Vec<String>]) -> String {
@@ -188,11 +189,20 @@ fn outcome_clause(e: &Explanation) -> String {
     }
 }
 
+/// The what-if flags applied, on one line ("" when none): the answer is about a changed cluster.
+pub fn what_if_line(applied: &[Applied]) -> String {
+    if applied.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = applied.iter().map(ToString::to_string).collect();
+    format!("What if: {}.\n", parts.join("; "))
+}
+
 /// `explain POD` in table form.
 pub fn report(r: &ExplainReport, wide: bool) -> String {
     let e = &r.explanation;
     let context = format!("profile {}, {} nodes", e.profile, e.nodes_total);
-    let mut out = String::new();
+    let mut out = what_if_line(&r.what_if);
     match (&r.bound, e.outcome) {
         (Some(b), _) => {
             out.push_str(&format!("{} is bound to {} ({context}).\n", e.pod, b.node));
