@@ -125,6 +125,12 @@ pub enum ExplainFormat {
 
 /// `explain`'s arguments.
 #[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit codes: 0 done (with --exit-code: and the pod would be scheduled); 1 error (API, file, \
+bad input, a what-if flag that names nothing); 2 usage; 3 with --exit-code only: the pod cannot be scheduled \
+(unschedulable, gated, or its scheduling cycle fails; with --all-pending: any pod evaluated), as preempt's \
+\"cannot make the pod fit\"."
+)]
 pub struct ExplainArgs {
     /// The pod (NAME, or pod/NAME).
     #[arg(required_unless_present_any = ["all_pending", "filename"], conflicts_with_all = ["all_pending", "filename"])]
@@ -155,6 +161,9 @@ pub struct ExplainArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = ExplainFormat::Table)]
     pub output: ExplainFormat,
+    /// Exit with 3 when the pod cannot be scheduled, like `git diff --exit-code` (for scripts and CI).
+    #[arg(long)]
+    pub exit_code: bool,
     /// Changes to the cluster and the pod, made in memory before the evaluation.
     #[command(flatten)]
     pub what_if: WhatIfArgs,

@@ -235,7 +235,8 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
                 eprintln!("rendered in {:.0} ms", rendering.elapsed().as_secs_f64() * 1000.0);
                 eprintln!("explain took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
             }
-            emit(text.as_bytes()).map(|()| 0)
+            emit(text.as_bytes())?;
+            Ok(out.result.exit_code(args.exit_code))
         }
         Command::Preempt(args) => preempt(cli, args),
         Command::Snapshot(args) => {

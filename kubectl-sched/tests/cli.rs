@@ -1443,3 +1443,52 @@ fn what_if_add_node_gives_room() {
         "{analytics}"
     );
 }
+
+#[test]
+fn exit_code_is_3_when_the_pod_cannot_be_scheduled() {
+    for (args, want) in [
+        (vec!["explain", "report-builder", "-n", "shop", "--exit-code"], 3),
+        (vec!["explain", "canary", "-n", "shop", "--exit-code"], 3),
+        (vec!["explain", "checkout", "-n", "shop", "--exit-code"], 0),
+        // Without the flag an answer is an answer: 0.
+        (vec!["explain", "report-builder", "-n", "shop"], 0),
+        // A what-if that makes it fit turns the code to 0.
+        (
+            vec![
+                "explain",
+                "zone-c-only",
+                "-n",
+                "shop",
+                "--exit-code",
+                "--uncordon",
+                "worker-cordoned",
+            ],
+            0,
+        ),
+        (
+            vec![
+                "explain",
+                "--all-pending",
+                "-n",
+                "shop",
+                "--exit-code",
+                "-o",
+                "json",
+            ],
+            3,
+        ),
+    ] {
+        let o = run_example(&args);
+        assert_eq!(o.status.code(), Some(want), "{args:?}: {}", stderr(&o));
+        // The answer is printed either way.
+        assert!(!stdout(&o).is_empty(), "{args:?}");
+    }
+    // Errors stay 1.
+    let o = run_example(&["explain", "nope", "-n", "shop", "--exit-code"]);
+    assert_eq!(o.status.code(), Some(1));
+    let help = ok(run(&["explain", "--help"]));
+    assert!(
+        help.contains("Exit codes:") && help.contains("3 with --exit-code"),
+        "{help}"
+    );
+}

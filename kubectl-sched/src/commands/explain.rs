@@ -169,6 +169,34 @@ pub enum ExplainResult {
     },
 }
 
+/// `--exit-code`'s code when a pod cannot be scheduled: the one `preempt` exits with when it cannot
+/// make the pod fit, so that scripts test one number.
+pub const EXIT_CANNOT_SCHEDULE: u8 = 3;
+
+impl ExplainResult {
+    /// True when the pod would be scheduled (with `--all-pending`: every pod this configuration
+    /// handles; another scheduler's pods are not judged).
+    pub fn all_scheduled(&self) -> bool {
+        match self {
+            ExplainResult::One(r) => r.explanation.outcome == Outcome::Scheduled,
+            ExplainResult::AllPending { entries, .. } => entries.iter().all(|e| match e {
+                PendingEntry::Evaluated(e) => e.outcome == Outcome::Scheduled,
+                PendingEntry::NotHandled { .. } => true,
+            }),
+        }
+    }
+
+    /// The process exit code after a successful run: 0, or [`EXIT_CANNOT_SCHEDULE`] when `exit_code`
+    /// (`--exit-code`) is set and a pod cannot be scheduled.
+    pub fn exit_code(&self, exit_code: bool) -> u8 {
+        if exit_code && !self.all_scheduled() {
+            EXIT_CANNOT_SCHEDULE
+        } else {
+            0
+        }
+    }
+}
+
 /// The answer plus what to tell the user on stderr.
 #[derive(Debug)]
 pub struct ExplainOutput {
