@@ -121,6 +121,8 @@ pub enum ExplainFormat {
     Json,
     /// The explanation as YAML.
     Yaml,
+    /// A block to paste into a ticket: the pod, the message, a table of the first 20 nodes, the hints.
+    Markdown,
 }
 
 /// `explain`'s arguments.

@@ -1492,3 +1492,80 @@ fn exit_code_is_3_when_the_pod_cannot_be_scheduled() {
         "{help}"
     );
 }
+
+#[test]
+fn markdown_is_a_block_for_a_ticket() {
+    let out = ok(run_example(&[
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "-o",
+        "markdown",
+    ]));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "### `shop/report-builder` cannot be scheduled");
+    // The FailedScheduling message, verbatim, in a code block.
+    let fence = lines.iter().position(|l| *l == "```").expect("a code block");
+    assert_eq!(lines[fence + 1], REPORT_BUILDER_MESSAGE);
+    assert_eq!(lines[fence + 2], "```");
+    // The node table.
+    let header = lines
+        .iter()
+        .position(|l| *l == "| Node | Verdict | Reason | Score |")
+        .expect("a table");
+    assert_eq!(lines[header + 1], "|---|---|---|---|");
+    assert!(
+        lines.contains(&"| worker-big | Unschedulable | NodeResourcesFit: Insufficient cpu | - |"),
+        "{out}"
+    );
+    let rows = lines[header + 2..]
+        .iter()
+        .take_while(|l| l.starts_with('|'))
+        .count();
+    assert_eq!(rows, 5);
+    // The hints as a list, their YAML in code blocks.
+    assert!(lines.contains(&"**Hints**"), "{out}");
+    assert!(
+        lines.contains(&"- worker-big needs 500m more cpu (requests 3, 2500m free)"),
+        "{out}"
+    );
+    assert!(lines.contains(&"  ```yaml"), "{out}");
+
+    // A pod that fits: where it goes, no message block.
+    let out = ok(run_example(&[
+        "explain", "checkout", "-n", "shop", "-o", "markdown",
+    ]));
+    assert!(
+        out.starts_with("### `shop/checkout` would be scheduled on worker-big with score"),
+        "{out}"
+    );
+    assert!(!out.contains("```"), "{out}");
+}
+
+#[test]
+fn markdown_truncates_the_node_table_at_20_rows() {
+    let out = ok(run_example(&[
+        "explain",
+        "analytics",
+        "-n",
+        "shop",
+        "-o",
+        "markdown",
+        "--add-node",
+        "worker-small=20",
+    ]));
+    let rows = out
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| Node "))
+        .count();
+    assert_eq!(rows, 20, "{out}");
+    assert!(
+        out.contains("_First 20 of 25 nodes; `kubectl sched explain -o json` lists every node._"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- `--add-node worker-small=20`: added worker-small-copy-1"),
+        "{out}"
+    );
+}

@@ -70,7 +70,9 @@ pub fn headline(e: &Explanation) -> String {
     }
 }
 
-fn verdict(e: &Explanation, n: &NodeExplanation) -> String {
+/// A node's verdict: Selected, Feasible, or its rejection code (Unresolvable for
+/// UnschedulableAndUnresolvable).
+pub(crate) fn verdict(e: &Explanation, n: &NodeExplanation) -> String {
     if n.feasible {
         if e.selected.contains(&n.name) {
             "Selected".to_string()
