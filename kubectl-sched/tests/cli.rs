@@ -1569,3 +1569,77 @@ fn markdown_truncates_the_node_table_at_20_rows() {
         "{out}"
     );
 }
+
+#[test]
+fn node_detail_breaks_down_the_nodes_resources() {
+    let out = ok(run_example(&[
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "--node",
+        "worker-big",
+    ]));
+    let words = |prefix: &str| {
+        out.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} line: {out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        words("RESOURCE "),
+        [
+            "RESOURCE",
+            "ALLOCATABLE",
+            "REQUESTED",
+            "FREE",
+            "THIS",
+            "POD",
+            "FITS"
+        ]
+    );
+    assert_eq!(words("cpu "), ["cpu", "8", "5500m", "2500m", "3", "no"]);
+    assert_eq!(
+        words("memory "),
+        ["memory", "32Gi", "18944Mi", "13824Mi", "4Gi", "yes"]
+    );
+    assert_eq!(words("pods "), ["pods", "110", "3", "107", "1", "yes"]);
+    assert!(
+        out.contains("  cpu: shop/batch-7f9c (4), shop/db-1 (1), shop/frontend-2 (500m)\n"),
+        "{out}"
+    );
+
+    // In JSON, node_detail.resources, amounts in the scheduler's units (millicores, bytes).
+    let v = explain_json("trainer", &["--node", "gpu-1"]);
+    let resources = v["node_detail"]["resources"].as_array().unwrap();
+    let names: Vec<&str> = resources
+        .iter()
+        .map(|r| r["resource"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cpu", "memory", "pods", "nvidia.com/gpu"]);
+    let gpu = &resources[3];
+    assert_eq!(
+        (
+            &gpu["allocatable"],
+            &gpu["requested"],
+            &gpu["free"],
+            &gpu["pod_request"],
+            &gpu["fits"]
+        ),
+        (
+            &serde_json::json!(4),
+            &serde_json::json!(0),
+            &serde_json::json!(4),
+            &serde_json::json!(1),
+            &serde_json::json!(true)
+        )
+    );
+    let v = explain_json("report-builder", &["--node", "worker-big"]);
+    let cpu = &v["node_detail"]["resources"][0];
+    assert_eq!(cpu["requested"], 5500);
+    assert_eq!(
+        cpu["pods"][0],
+        serde_json::json!({"pod": "shop/batch-7f9c", "request": 4000, "nominated": false})
+    );
+}

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use super::hints::{Hint, HintInput, HintKind, hints};
 use super::load::{LoadError, Loaded, evaluation_detail, keep_until_exit, load};
+use super::node_resources::{ResourceUse, breakdown};
 use super::pods::{ResolveError, Subject, subject_with};
 use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{ExplainArgs, GlobalArgs};
@@ -108,6 +109,9 @@ pub struct NodeDetail {
     pub filters: Vec<FilterRow>,
     /// Every score plugin of the profile, in order.
     pub scores: Vec<ScoreRow>,
+    /// cpu, memory, pods and the other resources the pod requests: the node's allocatable, what its
+    /// pods request, what is free, what the pod asks, and the largest users.
+    pub resources: Vec<ResourceUse>,
 }
 
 /// What `explain POD` found.
@@ -449,10 +453,11 @@ fn node_detail(
     name: &str,
 ) -> Option<NodeDetail> {
     let entry = e.nodes.iter().find(|n| n.name == name)?.clone();
+    let node = snapshot.node(name)?;
+    let resources = breakdown(pod, node, &fwk.nominated_pods_for(pod, name));
     let rows = if e.pre_filter_message.is_some() {
         Vec::new()
     } else {
-        let node = snapshot.node(name)?;
         let traced: HashMap<&str, _> = entry.filters.iter().map(|f| (f.plugin, f)).collect();
         fwk.run_all_filter_plugins(state, pod, node)
             .into_iter()
@@ -491,6 +496,7 @@ fn node_detail(
         node: entry,
         filters: rows,
         scores,
+        resources,
     })
 }
 

@@ -5,6 +5,7 @@ pub mod complete;
 pub mod explain;
 pub mod hints;
 pub mod load;
+pub mod node_resources;
 pub mod pods;
 pub mod preempt;
 pub mod snapshot;
