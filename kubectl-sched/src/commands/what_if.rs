@@ -449,6 +449,13 @@ fn apply_set(set: &Set, pod: &mut Pod, priority_classes: &[PriorityClass]) -> Re
             resource,
             quantity,
         } => {
+            // Pod-level requests (PodLevelResources) replace the containers' sum for cpu and memory: a
+            // change to the containers alone would look like it did nothing.
+            let pod_level = spec
+                .resources
+                .as_ref()
+                .and_then(|r| r.requests.as_ref())
+                .is_some_and(|r| r.contains_key(resource));
             let targets: Vec<&mut Container> = match container {
                 None => spec.containers.iter_mut().collect(),
                 Some(name) => {
@@ -508,6 +515,11 @@ fn apply_set(set: &Set, pod: &mut Pod, priority_classes: &[PriorityClass]) -> Re
             let mut effect = format!("{resource} {} {quantity} for {whom}", list.name());
             if defaulted {
                 effect.push_str(", and the request where unset");
+            }
+            if pod_level {
+                effect.push_str(&format!(
+                    "; note: the pod-level resources.requests.{resource} still decides"
+                ));
             }
             Ok(effect)
         }
@@ -900,6 +912,22 @@ mod tests {
             err.to_string(),
             "--set \"containers[c].resources.requests.cpu=1\": the pod has no container \"c\" (it has a, b)"
         );
+    }
+
+    #[test]
+    fn set_requests_says_when_pod_level_requests_override_them() {
+        let mut p = pod("ns", "p", None, vec![container("a", Some("1"))]);
+        p.spec.as_mut().unwrap().resources = Some(ResourceRequirements {
+            requests: Some(BTreeMap::from([("cpu".to_string(), Quantity("2".into()))])),
+            ..ResourceRequirements::default()
+        });
+        let applied = set_one("resources.requests.cpu=500m", &mut p).unwrap();
+        assert_eq!(
+            applied[0].effect,
+            "cpu request 500m for its container a; note: the pod-level resources.requests.cpu still decides"
+        );
+        let applied = set_one("resources.requests.memory=1Gi", &mut p).unwrap();
+        assert_eq!(applied[0].effect, "memory request 1Gi for its container a");
     }
 
     #[test]
