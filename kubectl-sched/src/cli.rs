@@ -121,10 +121,18 @@ pub enum ExplainFormat {
     Json,
     /// The explanation as YAML.
     Yaml,
+    /// A block to paste into a ticket: the pod, the message, a table of the first 20 nodes, the hints.
+    Markdown,
 }
 
 /// `explain`'s arguments.
 #[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit codes: 0 done (with --exit-code: and the pod would be scheduled); 1 error (API, file, \
+bad input, a what-if flag that names nothing); 2 usage; 3 with --exit-code only: the pod cannot be scheduled \
+(unschedulable, gated, or its scheduling cycle fails; with --all-pending: any pod evaluated), as preempt's \
+\"cannot make the pod fit\"."
+)]
 pub struct ExplainArgs {
     /// The pod (NAME, or pod/NAME).
     #[arg(required_unless_present_any = ["all_pending", "filename"], conflicts_with_all = ["all_pending", "filename"])]
@@ -132,7 +140,7 @@ pub struct ExplainArgs {
     /// Read the cluster from a snapshot file (kind: List, YAML or JSON) instead of the API server.
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
-    /// Evaluate the pod in this file (it does not need to exist): "would it fit?".
+    /// Evaluate the pod in this file (it does not need to exist): "would it fit?"; `-` reads stdin.
     #[arg(
         short = 'f',
         long = "filename",
@@ -150,11 +158,40 @@ pub struct ExplainArgs {
     #[arg(long, value_name = "NODE", conflicts_with = "all_pending")]
     pub node: Option<String>,
     /// One line per pending pod (of -n NS, or every namespace with -A).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "set")]
     pub all_pending: bool,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = ExplainFormat::Table)]
     pub output: ExplainFormat,
+    /// Exit with 3 when the pod cannot be scheduled, like `git diff --exit-code` (for scripts and CI).
+    #[arg(long)]
+    pub exit_code: bool,
+    /// Changes to the cluster and the pod, made in memory before the evaluation.
+    #[command(flatten)]
+    pub what_if: WhatIfArgs,
+}
+
+/// What-if changes, made in memory to the loaded cluster and the pod before it is evaluated: nothing is
+/// written anywhere. Resolved and applied by `commands::what_if`.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "What if")]
+pub struct WhatIfArgs {
+    /// Change the pod: resources.requests.RES=QTY, resources.limits.RES=QTY (every container),
+    /// containers[NAME].resources.requests.RES=QTY (one), nodeSelector.KEY=VALUE, priorityClassName=X,
+    /// schedulerName=X. Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<String>,
+    /// Remove this pod from the cluster, as if deleted. Repeatable.
+    #[arg(long = "without-pod", value_name = "NS/NAME")]
+    pub without_pod: Vec<String>,
+    /// Uncordon this node: spec.unschedulable false and its node.kubernetes.io/unschedulable taint
+    /// removed. Repeatable.
+    #[arg(long, value_name = "NODE")]
+    pub uncordon: Vec<String>,
+    /// Add COUNT empty copies of node NAME (named NAME-copy-1, ...; same labels but the hostname).
+    /// Repeatable.
+    #[arg(long = "add-node", value_name = "NAME=COUNT")]
+    pub add_node: Vec<String>,
 }
 
 /// `preempt --dry-run` values, as kubectl spells them.
@@ -204,7 +241,8 @@ pub struct PreemptArgs {
     /// Read the cluster from a snapshot file instead of the API server (implies --dry-run=client).
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
-    /// Drill preemption for the pod in this file (it does not need to exist; implies --dry-run=client).
+    /// Drill preemption for the pod in this file (it does not need to exist; implies --dry-run=client);
+    /// `-` reads stdin.
     #[arg(short = 'f', long = "filename", value_name = "POD.yaml")]
     pub filename: Option<PathBuf>,
     /// Preempt on this node instead of the one kube-scheduler would pick (it must be a candidate).

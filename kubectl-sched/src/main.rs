@@ -17,7 +17,7 @@ use clap::{CommandFactory, Parser};
 use cli::{Cli, Command, ExplainFormat, PreemptArgs, PreemptFormat};
 use commands::explain::ExplainResult;
 use commands::preempt::{Next, PreemptError, PreemptReport};
-use output::{json, table, yaml};
+use output::{json, markdown, table, yaml};
 
 // jemalloc rather than glibc's malloc: loading a large snapshot allocates millions of small strings
 // from two threads at once, where glibc's arenas cost measurably more CPU (docs/performance.md).
@@ -211,24 +211,36 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
                 (ExplainResult::One(r), ExplainFormat::Wide) => table::report(r, true),
                 (ExplainResult::One(r), ExplainFormat::Json) => json::render(r).context("rendering JSON")?,
                 (ExplainResult::One(r), ExplainFormat::Yaml) => yaml::render(r).context("rendering YAML")?,
+                (ExplainResult::One(r), ExplainFormat::Markdown) => markdown::report(r),
                 (ExplainResult::AllPending { entries, .. }, ExplainFormat::Json) => {
                     json::render(entries).context("rendering JSON")?
                 }
                 (ExplainResult::AllPending { entries, .. }, ExplainFormat::Yaml) => {
                     yaml::render(entries).context("rendering YAML")?
                 }
-                (ExplainResult::AllPending { entries, scope }, _) => {
+                (ExplainResult::AllPending { entries, what_if, .. }, ExplainFormat::Markdown) => {
+                    markdown::pending(entries, what_if)
+                }
+                (
+                    ExplainResult::AllPending {
+                        entries,
+                        scope,
+                        what_if,
+                    },
+                    _,
+                ) => {
                     if entries.is_empty() {
                         eprintln!("No pending pods in {scope}.");
                     }
-                    table::pending(entries)
+                    table::what_if_line(what_if) + &table::pending(entries)
                 }
             };
             if verbosity >= 2 {
                 eprintln!("rendered in {:.0} ms", rendering.elapsed().as_secs_f64() * 1000.0);
                 eprintln!("explain took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
             }
-            emit(text.as_bytes()).map(|()| 0)
+            emit(text.as_bytes())?;
+            Ok(out.result.exit_code(args.exit_code))
         }
         Command::Preempt(args) => preempt(cli, args),
         Command::Snapshot(args) => {

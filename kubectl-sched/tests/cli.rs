@@ -1200,3 +1200,446 @@ fn corrupted_snapshot_files_end_in_an_answer_or_one_error_line() {
     assert!(refused > 0, "no case was refused: the corruption does nothing");
     println!("{answered} answered, {refused} refused with one line");
 }
+
+// ---------------------------------------------------------------------------------------------- what-if
+
+fn run_example_with_stdin(args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let file = example();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .args(["--from", file.to_str().expect("utf-8 path")])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .env_remove("RUST_BACKTRACE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("running kubectl-sched");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("writing stdin");
+    child.wait_with_output().expect("waiting for kubectl-sched")
+}
+
+/// `explain POD -n shop -o json` with extra flags, on the example cluster.
+fn explain_json(pod: &str, extra: &[&str]) -> Value {
+    let mut args = vec!["explain", pod, "-n", "shop", "-o", "json"];
+    args.extend(extra);
+    json(run_example(&args))
+}
+
+#[test]
+fn dash_f_reads_the_pod_from_stdin_for_explain_and_preempt() {
+    let pod = std::fs::read_to_string(example().with_file_name("pod.yaml")).unwrap();
+    let o = run_example_with_stdin(&["explain", "-f", "-", "-o", "json"], &pod);
+    let v: Value = serde_json::from_str(&ok(o)).unwrap();
+    assert_eq!(v["pod"], "shop/batch-worker");
+    assert_eq!(v["outcome"], "Scheduled");
+    let o = run_example_with_stdin(&["preempt", "-f", "-", "-o", "json"], &pod);
+    let v: Value = serde_json::from_str(&ok(o)).unwrap();
+    assert_eq!(v["pod"], "shop/batch-worker");
+    // A broken pod on stdin is named as such.
+    let line = one_line_error(&run_example_with_stdin(
+        &["explain", "-f", "-"],
+        "kind: Pod\nmetadata: {name: a\n",
+    ));
+    assert!(line.contains("<stdin>"), "{line}");
+}
+
+#[test]
+fn what_if_set_requests_makes_a_pod_fit() {
+    // analytics asks 20Gi: no untainted node has that much free.
+    assert_eq!(explain_json("analytics", &[])["outcome"], "Unschedulable");
+    let v = explain_json("analytics", &["--set", "resources.requests.memory=8Gi"]);
+    assert_eq!(v["outcome"], "Scheduled");
+    assert_eq!(v["what_if"][0]["flag"], "--set");
+    assert_eq!(v["what_if"][0]["value"], "resources.requests.memory=8Gi");
+    assert_eq!(
+        v["what_if"][0]["effect"],
+        "memory request 8Gi for its container app"
+    );
+    // One container by name, too.
+    let v = explain_json(
+        "analytics",
+        &["--set", "containers[app].resources.requests.memory=8Gi"],
+    );
+    assert_eq!(v["outcome"], "Scheduled");
+    // The table says what was changed, on top.
+    let out = ok(run_example(&[
+        "explain",
+        "analytics",
+        "-n",
+        "shop",
+        "--set",
+        "resources.requests.memory=8Gi",
+    ]));
+    assert_eq!(
+        out.lines().next(),
+        Some("What if: --set resources.requests.memory=8Gi (memory request 8Gi for its container app).")
+    );
+    assert!(
+        out.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("shop/analytics would be scheduled on"),
+        "{out}"
+    );
+    // Without what-ifs there is no such line, and JSON has an empty list.
+    assert_eq!(explain_json("checkout", &[])["what_if"], serde_json::json!([]));
+}
+
+#[test]
+fn what_if_set_node_selector_and_scheduler_name_change_the_answer() {
+    let v = explain_json(
+        "checkout",
+        &["--set", "nodeSelector.kubernetes.io/hostname=worker-small"],
+    );
+    assert_eq!(v["selected"], serde_json::json!(["worker-small"]));
+    let v = explain_json(
+        "checkout",
+        &["--set", "nodeSelector.topology.kubernetes.io/zone=eu-west-1c"],
+    );
+    assert_eq!(v["outcome"], "Unschedulable");
+    // Another scheduler's pod: this configuration has no such profile.
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "checkout",
+        "-n",
+        "shop",
+        "--set",
+        "schedulerName=other",
+    ]));
+    assert!(line.contains("other"), "{line}");
+    let v = explain_json("checkout", &["--set", "priorityClassName=shop-critical"]);
+    assert_eq!(
+        v["what_if"][0]["effect"],
+        "priorityClassName shop-critical, priority 100000"
+    );
+}
+
+#[test]
+fn what_if_bad_set_is_one_line_naming_the_flag() {
+    for (value, needle) in [
+        (
+            "resources.requests.cpu=lots",
+            "--set \"resources.requests.cpu=lots\": invalid quantity",
+        ),
+        ("image=nginx", "--set \"image=nginx\": unknown path \"image\""),
+        (
+            "containers[nope].resources.requests.cpu=1",
+            "the pod has no container \"nope\" (it has app)",
+        ),
+        ("priorityClassName=nope", "no PriorityClass \"nope\""),
+    ] {
+        let line = one_line_error(&run_example(&[
+            "explain",
+            "analytics",
+            "-n",
+            "shop",
+            "--set",
+            value,
+        ]));
+        assert!(line.contains(needle), "{value}: {line}");
+    }
+}
+
+#[test]
+fn what_if_without_pod_frees_its_node() {
+    // batch-7f9c holds 16Gi on worker-big; without it analytics fits there.
+    let v = explain_json("analytics", &["--without-pod", "shop/batch-7f9c"]);
+    assert_eq!(v["outcome"], "Scheduled");
+    assert_eq!(v["selected"], serde_json::json!(["worker-big"]));
+    assert_eq!(
+        v["what_if"][0]["effect"],
+        "removed shop/batch-7f9c from worker-big"
+    );
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "analytics",
+        "-n",
+        "shop",
+        "--without-pod",
+        "shop/nope",
+    ]));
+    assert_eq!(line, "error: --without-pod \"shop/nope\": pod not found");
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "analytics",
+        "-n",
+        "shop",
+        "--without-pod",
+        "shop/analytics",
+    ]));
+    assert!(line.contains("that is the pod being evaluated"), "{line}");
+}
+
+#[test]
+fn what_if_uncordon_opens_the_cordoned_node() {
+    // zone-c-only may only go to eu-west-1c, whose only node is cordoned.
+    assert_eq!(explain_json("zone-c-only", &[])["outcome"], "Unschedulable");
+    let v = explain_json("zone-c-only", &["--uncordon", "worker-cordoned"]);
+    assert_eq!(v["selected"], serde_json::json!(["worker-cordoned"]));
+    assert_eq!(
+        v["what_if"][0]["effect"],
+        "uncordoned, node.kubernetes.io/unschedulable taint removed"
+    );
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "zone-c-only",
+        "-n",
+        "shop",
+        "--uncordon",
+        "nope",
+    ]));
+    assert_eq!(line, "error: --uncordon \"nope\": node \"nope\" not found");
+}
+
+#[test]
+fn what_if_add_node_gives_room() {
+    let v = explain_json("analytics", &["--add-node", "worker-big=2"]);
+    assert_eq!(v["outcome"], "Scheduled");
+    assert_eq!(v["nodes_total"], 7);
+    let selected = v["selected"].as_array().unwrap();
+    assert!(
+        selected
+            .iter()
+            .all(|n| n.as_str().unwrap().starts_with("worker-big-copy-")),
+        "{selected:?}"
+    );
+    assert_eq!(
+        v["what_if"][0]["effect"],
+        "added worker-big-copy-1, worker-big-copy-2, empty copies of worker-big"
+    );
+    let line = one_line_error(&run_example(&[
+        "explain",
+        "analytics",
+        "-n",
+        "shop",
+        "--add-node",
+        "nope=1",
+    ]));
+    assert_eq!(line, "error: --add-node \"nope=1\": node \"nope\" not found");
+    // Cluster what-ifs apply to --all-pending too, listed on top.
+    let out = ok(run_example(&[
+        "explain",
+        "--all-pending",
+        "-n",
+        "shop",
+        "--add-node",
+        "worker-big=1",
+    ]));
+    assert!(
+        out.starts_with("What if: --add-node worker-big=1 (added worker-big-copy-1"),
+        "{out}"
+    );
+    let analytics = out.lines().find(|l| l.starts_with("shop/analytics")).unwrap();
+    assert!(
+        analytics.contains("would be scheduled on worker-big-copy-1"),
+        "{analytics}"
+    );
+}
+
+#[test]
+fn exit_code_is_3_when_the_pod_cannot_be_scheduled() {
+    for (args, want) in [
+        (vec!["explain", "report-builder", "-n", "shop", "--exit-code"], 3),
+        (vec!["explain", "canary", "-n", "shop", "--exit-code"], 3),
+        (vec!["explain", "checkout", "-n", "shop", "--exit-code"], 0),
+        // Without the flag an answer is an answer: 0.
+        (vec!["explain", "report-builder", "-n", "shop"], 0),
+        // A what-if that makes it fit turns the code to 0.
+        (
+            vec![
+                "explain",
+                "zone-c-only",
+                "-n",
+                "shop",
+                "--exit-code",
+                "--uncordon",
+                "worker-cordoned",
+            ],
+            0,
+        ),
+        (
+            vec![
+                "explain",
+                "--all-pending",
+                "-n",
+                "shop",
+                "--exit-code",
+                "-o",
+                "json",
+            ],
+            3,
+        ),
+    ] {
+        let o = run_example(&args);
+        assert_eq!(o.status.code(), Some(want), "{args:?}: {}", stderr(&o));
+        // The answer is printed either way.
+        assert!(!stdout(&o).is_empty(), "{args:?}");
+    }
+    // Errors stay 1.
+    let o = run_example(&["explain", "nope", "-n", "shop", "--exit-code"]);
+    assert_eq!(o.status.code(), Some(1));
+    let help = ok(run(&["explain", "--help"]));
+    assert!(
+        help.contains("Exit codes:") && help.contains("3 with --exit-code"),
+        "{help}"
+    );
+}
+
+#[test]
+fn markdown_is_a_block_for_a_ticket() {
+    let out = ok(run_example(&[
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "-o",
+        "markdown",
+    ]));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "### `shop/report-builder` cannot be scheduled");
+    // The FailedScheduling message, verbatim, in a code block.
+    let fence = lines.iter().position(|l| *l == "```").expect("a code block");
+    assert_eq!(lines[fence + 1], REPORT_BUILDER_MESSAGE);
+    assert_eq!(lines[fence + 2], "```");
+    // The node table.
+    let header = lines
+        .iter()
+        .position(|l| *l == "| Node | Verdict | Reason | Score |")
+        .expect("a table");
+    assert_eq!(lines[header + 1], "|---|---|---|---|");
+    assert!(
+        lines.contains(&"| worker-big | Unschedulable | NodeResourcesFit: Insufficient cpu | - |"),
+        "{out}"
+    );
+    let rows = lines[header + 2..]
+        .iter()
+        .take_while(|l| l.starts_with('|'))
+        .count();
+    assert_eq!(rows, 5);
+    // The hints as a list, their YAML in code blocks.
+    assert!(lines.contains(&"**Hints**"), "{out}");
+    assert!(
+        lines.contains(&"- worker-big needs 500m more cpu (requests 3, 2500m free)"),
+        "{out}"
+    );
+    assert!(lines.contains(&"  ```yaml"), "{out}");
+
+    // A pod that fits: where it goes, no message block.
+    let out = ok(run_example(&[
+        "explain", "checkout", "-n", "shop", "-o", "markdown",
+    ]));
+    assert!(
+        out.starts_with("### `shop/checkout` would be scheduled on worker-big with score"),
+        "{out}"
+    );
+    assert!(!out.contains("```"), "{out}");
+}
+
+#[test]
+fn markdown_truncates_the_node_table_at_20_rows() {
+    let out = ok(run_example(&[
+        "explain",
+        "analytics",
+        "-n",
+        "shop",
+        "-o",
+        "markdown",
+        "--add-node",
+        "worker-small=20",
+    ]));
+    let rows = out
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| Node "))
+        .count();
+    assert_eq!(rows, 20, "{out}");
+    assert!(
+        out.contains("_First 20 of 25 nodes; `kubectl sched explain -o json` lists every node._"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- `--add-node worker-small=20`: added worker-small-copy-1"),
+        "{out}"
+    );
+}
+
+#[test]
+fn node_detail_breaks_down_the_nodes_resources() {
+    let out = ok(run_example(&[
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "--node",
+        "worker-big",
+    ]));
+    let words = |prefix: &str| {
+        out.lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} line: {out}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        words("RESOURCE "),
+        [
+            "RESOURCE",
+            "ALLOCATABLE",
+            "REQUESTED",
+            "FREE",
+            "THIS",
+            "POD",
+            "FITS"
+        ]
+    );
+    assert_eq!(words("cpu "), ["cpu", "8", "5500m", "2500m", "3", "no"]);
+    assert_eq!(
+        words("memory "),
+        ["memory", "32Gi", "18944Mi", "13824Mi", "4Gi", "yes"]
+    );
+    assert_eq!(words("pods "), ["pods", "110", "3", "107", "1", "yes"]);
+    assert!(
+        out.contains("  cpu: shop/batch-7f9c (4), shop/db-1 (1), shop/frontend-2 (500m)\n"),
+        "{out}"
+    );
+
+    // In JSON, node_detail.resources, amounts in the scheduler's units (millicores, bytes).
+    let v = explain_json("trainer", &["--node", "gpu-1"]);
+    let resources = v["node_detail"]["resources"].as_array().unwrap();
+    let names: Vec<&str> = resources
+        .iter()
+        .map(|r| r["resource"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["cpu", "memory", "pods", "nvidia.com/gpu"]);
+    let gpu = &resources[3];
+    assert_eq!(
+        (
+            &gpu["allocatable"],
+            &gpu["requested"],
+            &gpu["free"],
+            &gpu["pod_request"],
+            &gpu["fits"]
+        ),
+        (
+            &serde_json::json!(4),
+            &serde_json::json!(0),
+            &serde_json::json!(4),
+            &serde_json::json!(1),
+            &serde_json::json!(true)
+        )
+    );
+    let v = explain_json("report-builder", &["--node", "worker-big"]);
+    let cpu = &v["node_detail"]["resources"][0];
+    assert_eq!(cpu["requested"], 5500);
+    assert_eq!(
+        cpu["pods"][0],
+        serde_json::json!({"pod": "shop/batch-7f9c", "request": 4000, "nominated": false})
+    );
+}

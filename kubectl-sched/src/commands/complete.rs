@@ -227,7 +227,11 @@ mod tests {
         let cases: Vec<(&str, Vec<&str>, u32)> = vec![
             ("", vec!["explain", "preempt", "snapshot", "completion"], 4),
             ("ex", vec!["explain"], 4),
-            ("explain p -o ", vec!["table", "wide", "json", "yaml"], 4),
+            (
+                "explain p -o ",
+                vec!["table", "wide", "json", "yaml", "markdown"],
+                4,
+            ),
             ("explain p --output=j", vec!["--output=json"], 4),
             (
                 "preempt p --dry-run=",

@@ -16,7 +16,9 @@ use serde::Serialize;
 
 use super::hints::{Hint, HintInput, HintKind, hints};
 use super::load::{LoadError, Loaded, evaluation_detail, keep_until_exit, load};
-use super::pods::{ResolveError, Subject, subject};
+use super::node_resources::{ResourceUse, breakdown};
+use super::pods::{ResolveError, Subject, subject_with};
+use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{ExplainArgs, GlobalArgs};
 
 /// Why `explain` could not answer.
@@ -28,6 +30,9 @@ pub enum ExplainError {
     /// The pod, its file, its profile or `--config` could not be resolved.
     #[error(transparent)]
     Resolve(#[from] ResolveError),
+    /// A what-if flag is malformed or names something that is not there.
+    #[error(transparent)]
+    WhatIf(#[from] WhatIfError),
     /// `--node` names no node of the snapshot.
     #[error("node \"{node}\" not found ({origin})")]
     NodeNotFound {
@@ -104,6 +109,9 @@ pub struct NodeDetail {
     pub filters: Vec<FilterRow>,
     /// Every score plugin of the profile, in order.
     pub scores: Vec<ScoreRow>,
+    /// cpu, memory, pods and the other resources the pod requests: the node's allocatable, what its
+    /// pods request, what is free, what the pod asks, and the largest users.
+    pub resources: Vec<ResourceUse>,
 }
 
 /// What `explain POD` found.
@@ -112,6 +120,8 @@ pub struct ExplainReport {
     /// The engine's explanation (the JSON contract's fields).
     #[serde(flatten)]
     pub explanation: Explanation,
+    /// The what-if flags applied before the evaluation (empty: the cluster as it is).
+    pub what_if: Vec<Applied>,
     /// For a bound pod: how its node compares now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bound: Option<BoundCheck>,
@@ -158,7 +168,37 @@ pub enum ExplainResult {
         entries: Vec<PendingEntry>,
         /// "namespace X" or "any namespace".
         scope: String,
+        /// The what-if flags applied to the cluster first.
+        what_if: Vec<Applied>,
     },
+}
+
+/// `--exit-code`'s code when a pod cannot be scheduled: the one `preempt` exits with when it cannot
+/// make the pod fit, so that scripts test one number.
+pub const EXIT_CANNOT_SCHEDULE: u8 = 3;
+
+impl ExplainResult {
+    /// True when the pod would be scheduled (with `--all-pending`: every pod this configuration
+    /// handles; another scheduler's pods are not judged).
+    pub fn all_scheduled(&self) -> bool {
+        match self {
+            ExplainResult::One(r) => r.explanation.outcome == Outcome::Scheduled,
+            ExplainResult::AllPending { entries, .. } => entries.iter().all(|e| match e {
+                PendingEntry::Evaluated(e) => e.outcome == Outcome::Scheduled,
+                PendingEntry::NotHandled { .. } => true,
+            }),
+        }
+    }
+
+    /// The process exit code after a successful run: 0, or [`EXIT_CANNOT_SCHEDULE`] when `exit_code`
+    /// (`--exit-code`) is set and a pod cannot be scheduled.
+    pub fn exit_code(&self, exit_code: bool) -> u8 {
+        if exit_code && !self.all_scheduled() {
+            EXIT_CANNOT_SCHEDULE
+        } else {
+            0
+        }
+    }
 }
 
 /// The answer plus what to tell the user on stderr.
@@ -194,14 +234,18 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
         notes,
     } = loaded;
     let namespace = global.namespace.clone().unwrap_or(default_namespace);
+    let what_if = WhatIf::from_args(&args.what_if, &namespace)?;
     let mut timings = Vec::new();
     let result = if args.all_pending {
         let scope = (!global.all_namespaces).then_some(namespace.as_str());
-        all_pending(&engine, objects, scope)?
+        let mut objects = objects;
+        let applied = what_if.apply_to_cluster(&mut objects)?;
+        all_pending(&engine, objects, scope, applied)?
     } else {
         ExplainResult::One(Box::new(explain_one(
             &engine,
             args,
+            &what_if,
             objects,
             &namespace,
             &origin,
@@ -219,6 +263,7 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
 fn explain_one(
     engine: &Engine,
     args: &ExplainArgs,
+    what_if: &WhatIf,
     objects: ClusterObjects,
     namespace: &str,
     origin: &str,
@@ -232,12 +277,13 @@ fn explain_one(
         ));
         phase = Instant::now();
     };
+    let mut applied = Vec::new();
     let Subject {
         pod: info,
         bound_node,
         snapshot,
         profile,
-    } = subject(
+    } = subject_with(
         engine,
         objects,
         args.filename.as_deref(),
@@ -245,6 +291,10 @@ fn explain_one(
         args.profile.as_deref(),
         namespace,
         origin,
+        |pod, objects| {
+            applied = what_if.apply(pod, objects)?;
+            Ok::<_, ExplainError>(())
+        },
     )?;
     keep_until_exit(&snapshot);
     lap("built the snapshot", timings);
@@ -350,6 +400,7 @@ fn explain_one(
             .map(|(n, w)| (n.to_string(), w))
             .collect(),
         explanation,
+        what_if: applied,
         bound,
         hints,
         node_detail,
@@ -402,10 +453,11 @@ fn node_detail(
     name: &str,
 ) -> Option<NodeDetail> {
     let entry = e.nodes.iter().find(|n| n.name == name)?.clone();
+    let node = snapshot.node(name)?;
+    let resources = breakdown(pod, node, &fwk.nominated_pods_for(pod, name));
     let rows = if e.pre_filter_message.is_some() {
         Vec::new()
     } else {
-        let node = snapshot.node(name)?;
         let traced: HashMap<&str, _> = entry.filters.iter().map(|f| (f.plugin, f)).collect();
         fwk.run_all_filter_plugins(state, pod, node)
             .into_iter()
@@ -444,6 +496,7 @@ fn node_detail(
         node: entry,
         filters: rows,
         scores,
+        resources,
     })
 }
 
@@ -451,6 +504,7 @@ fn all_pending(
     engine: &Engine,
     objects: ClusterObjects,
     namespace: Option<&str>,
+    what_if: Vec<Applied>,
 ) -> Result<ExplainResult, ExplainError> {
     let snapshot = Arc::new(Snapshot::new(objects));
     keep_until_exit(&snapshot);
@@ -494,5 +548,6 @@ fn all_pending(
             Some(ns) => format!("namespace \"{ns}\""),
             None => "any namespace".to_string(),
         },
+        what_if,
     })
 }

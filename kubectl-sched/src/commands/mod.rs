@@ -5,6 +5,8 @@ pub mod complete;
 pub mod explain;
 pub mod hints;
 pub mod load;
+pub mod node_resources;
 pub mod pods;
 pub mod preempt;
 pub mod snapshot;
+pub mod what_if;

@@ -185,15 +185,42 @@ pub(crate) struct Subject<'e> {
 /// one ([`unbind`]), builds the snapshot of the rest and resolves the profile ([`profile_for`]).
 pub(crate) fn subject<'e>(
     engine: &'e Engine,
-    mut objects: ClusterObjects,
+    objects: ClusterObjects,
     filename: Option<&Path>,
     pod: Option<&str>,
     profile: Option<&str>,
     namespace: &str,
     origin: &str,
 ) -> Result<Subject<'e>, ResolveError> {
+    subject_with(
+        engine,
+        objects,
+        filename,
+        pod,
+        profile,
+        namespace,
+        origin,
+        |_, _| Ok(()),
+    )
+}
+
+/// [`subject`], with `edit` changing the pod (already unbound) and the rest of the cluster before the
+/// snapshot is built and the profile resolved (what-if flags: a changed schedulerName picks another
+/// profile).
+#[allow(clippy::too_many_arguments)] // subject's arguments plus the edit; a struct would only rename them
+pub(crate) fn subject_with<'e, E: From<ResolveError>>(
+    engine: &'e Engine,
+    mut objects: ClusterObjects,
+    filename: Option<&Path>,
+    pod: Option<&str>,
+    profile: Option<&str>,
+    namespace: &str,
+    origin: &str,
+    edit: impl FnOnce(&mut Pod, &mut ClusterObjects) -> Result<(), E>,
+) -> Result<Subject<'e>, E> {
     let mut pod = resolve_pod(&mut objects, filename, pod, namespace, origin)?;
     let bound_node = unbind(&mut pod);
+    edit(&mut pod, &mut objects)?;
     let snapshot = Arc::new(Snapshot::new(objects));
     let pod = PodInfo::new(pod);
     let profile = profile_for(engine, &pod, profile)?;
@@ -212,11 +239,21 @@ pub(crate) fn read_pod_file(
     namespace: &str,
     objects: &ClusterObjects,
 ) -> Result<Pod, ResolveError> {
+    let shown = if path == Path::new("-") {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
     let invalid = |message: String| ResolveError::PodFile {
-        path: path.display().to_string(),
+        path: shown.clone(),
         message,
     };
-    let text = std::fs::read_to_string(path).map_err(|e| invalid(e.to_string()))?;
+    // `-f -` reads the pod from stdin, as kubectl does.
+    let text = if path == Path::new("-") {
+        std::io::read_to_string(std::io::stdin().lock()).map_err(|e| invalid(e.to_string()))?
+    } else {
+        std::fs::read_to_string(path).map_err(|e| invalid(e.to_string()))?
+    };
     let mut pods = parse_pods(&text).map_err(invalid)?;
     if pods.len() != 1 {
         return Err(invalid(format!("expected exactly one Pod, found {}", pods.len())));
@@ -238,7 +275,7 @@ pub(crate) fn read_pod_file(
     if pod.metadata.uid.as_deref().unwrap_or("").is_empty() {
         // The API server assigns one; without it the pod would count as every uid-less pod (nominated
         // pods are told apart from the pod being scheduled by uid).
-        pod.metadata.uid = Some(format!("kubectl-sched-file-{}", path.display()));
+        pod.metadata.uid = Some(format!("kubectl-sched-file-{shown}"));
     }
     admit(&mut pod, &objects.priority_classes).map_err(|e| invalid(e.to_string()))?;
     Ok(pod)

@@ -1,6 +1,7 @@
-//! Rendering: `table` for people, `json` and `yaml` for programs. Renderers only format what the
-//! commands computed.
+//! Rendering: `table` for people, `markdown` for tickets, `json` and `yaml` for programs. Renderers
+//! only format what the commands computed.
 
 pub mod json;
+pub mod markdown;
 pub mod table;
 pub mod yaml;

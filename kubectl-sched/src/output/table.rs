@@ -7,10 +7,13 @@ use sched_core::apply::{ActionResult, Outcome as ApplyOutcome};
 use sched_core::dra::diagnose::{Diagnosis, Wants};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome};
 use sched_core::preemption::{PreemptionResult, VictimRemoval, VictimView};
+use sched_core::resource::format_amount;
 
 use crate::commands::explain::{BoundCheck, ExplainReport, NodeDetail, PendingEntry, Reach};
 use crate::commands::hints::{Hint, MAX_NAMES, name_list};
+use crate::commands::node_resources::ResourceUse;
 use crate::commands::preempt::{DryRunView, PreemptReport, Situation};
+use crate::commands::what_if::Applied;
 
 /// Columns separated by three spaces, as kubectl prints them; no trailing blanks.
 pub fn columns(headers: &[String], rows: &[Vec<String>]) -> String {
@@ -69,7 +72,9 @@ pub fn headline(e: &Explanation) -> String {
     }
 }
 
-fn verdict(e: &Explanation, n: &NodeExplanation) -> String {
+/// A node's verdict: Selected, Feasible, or its rejection code (Unresolvable for
+/// UnschedulableAndUnresolvable).
+pub(crate) fn verdict(e: &Explanation, n: &NodeExplanation) -> String {
     if n.feasible {
         if e.selected.contains(&n.name) {
             "Selected".to_string()
@@ -188,11 +193,20 @@ fn outcome_clause(e: &Explanation) -> String {
     }
 }
 
+/// The what-if flags applied, on one line ("" when none): the answer is about a changed cluster.
+pub fn what_if_line(applied: &[Applied]) -> String {
+    if applied.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = applied.iter().map(ToString::to_string).collect();
+    format!("What if: {}.\n", parts.join("; "))
+}
+
 /// `explain POD` in table form.
 pub fn report(r: &ExplainReport, wide: bool) -> String {
     let e = &r.explanation;
     let context = format!("profile {}, {} nodes", e.profile, e.nodes_total);
-    let mut out = String::new();
+    let mut out = what_if_line(&r.what_if);
     match (&r.bound, e.outcome) {
         (Some(b), _) => {
             out.push_str(&format!("{} is bound to {} ({context}).\n", e.pod, b.node));
@@ -336,7 +350,51 @@ fn allocations_section(e: &Explanation) -> String {
     format!("Devices it would get on {node}:\n{}", columns(&headers, &rows))
 }
 
-/// `--node`: the node's verdict, each filter, each score.
+/// `--node`'s resource breakdown: one row per resource, then each resource's largest users.
+fn resources_section(node: &str, resources: &[ResourceUse]) -> String {
+    let headers = ["RESOURCE", "ALLOCATABLE", "REQUESTED", "FREE", "THIS POD", "FITS"].map(String::from);
+    let amount = |name: &str, v: i64| {
+        if v < 0 {
+            format!("-{}", format_amount(name, v.saturating_neg()))
+        } else {
+            format_amount(name, v)
+        }
+    };
+    let rows: Vec<Vec<String>> = resources
+        .iter()
+        .map(|r| {
+            vec![
+                r.resource.clone(),
+                amount(&r.resource, r.allocatable),
+                amount(&r.resource, r.requested),
+                amount(&r.resource, r.free),
+                amount(&r.resource, r.pod_request),
+                if r.fits { "yes" } else { "no" }.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "Resources on {node} (requested: its pods, as NodeResourcesFit adds them up):\n{}",
+        columns(&headers, &rows)
+    );
+    for r in resources.iter().filter(|r| !r.pods.is_empty()) {
+        let mut users: Vec<String> = r
+            .pods
+            .iter()
+            .map(|u| {
+                let nominated = if u.nominated { ", nominated" } else { "" };
+                format!("{} ({}{nominated})", u.pod, amount(&r.resource, u.request))
+            })
+            .collect();
+        if r.more_pods > 0 {
+            users.push(format!("and {} more", r.more_pods));
+        }
+        out.push_str(&format!("  {}: {}\n", r.resource, users.join(", ")));
+    }
+    out
+}
+
+/// `--node`: the node's verdict, each filter, each score, and its resources.
 pub fn node_detail(d: &NodeDetail) -> String {
     let n = &d.node;
     let mut out = if n.feasible {
@@ -431,6 +489,10 @@ pub fn node_detail(d: &NodeDetail) -> String {
             ],
             &rows,
         ));
+    }
+    if !d.resources.is_empty() {
+        out.push('\n');
+        out.push_str(&resources_section(&n.name, &d.resources));
     }
     out
 }
