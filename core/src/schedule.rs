@@ -326,7 +326,13 @@ fn find_nodes_that_fit(
     if let Some((err, _)) = results.iter().find(|(s, _)| s.code() == Code::Error) {
         return Err(err.message());
     }
-    let candidate_names: std::collections::HashSet<&str> = candidates.iter().map(|n| n.name()).collect();
+    // PreFilter narrowed the nodes: the others are listed with the absent status.
+    let narrowed = candidates.len() < all_nodes.len();
+    let candidate_names: std::collections::HashSet<&str> = if narrowed {
+        candidates.iter().map(|n| n.name()).collect()
+    } else {
+        Default::default()
+    };
     let mut feasible = Vec::new();
     // With stop_at_first_feasible the nodes after the chunk that found one are not evaluated, and not
     // listed: they are neither feasible nor rejected.
@@ -342,7 +348,10 @@ fn find_nodes_that_fit(
             .nodes
             .push(NodeExplanation::from_status(node.name(), status, verdicts(trace)));
     }
-    for n in all_nodes.iter().filter(|n| !candidate_names.contains(n.name())) {
+    for n in all_nodes
+        .iter()
+        .filter(|n| narrowed && !candidate_names.contains(n.name()))
+    {
         explanation.nodes.push(NodeExplanation::from_status(
             n.name(),
             node_statuses.absent.clone(),

@@ -61,6 +61,9 @@ pub enum Command {
     /// A preemption drill: the candidates, their victims, the PDB cost, the chosen node and the plan; and,
     /// when confirmed, the real thing.
     Preempt(PreemptArgs),
+    /// Every pending pod at once, grouped by workload and root cause: what blocks them, on how many
+    /// nodes, and the smallest change that makes them fit.
+    Triage(TriageArgs),
     /// Save what the engine needs from the cluster as one YAML List (for explain --from).
     Snapshot(SnapshotArgs),
     /// Print a shell completion script (`kubectl`: the kubectl_complete-sched helper that makes
@@ -192,6 +195,47 @@ pub struct WhatIfArgs {
     /// Repeatable.
     #[arg(long = "add-node", value_name = "NAME=COUNT")]
     pub add_node: Vec<String>,
+}
+
+/// `triage` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TriageFormat {
+    /// Causes, the workloads each keeps pending, and the smallest fixes.
+    Table,
+    /// Also every blocker per node group and every pod's name.
+    Wide,
+    /// The report as JSON.
+    Json,
+    /// The report as YAML.
+    Yaml,
+}
+
+/// `triage`'s arguments.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit codes: 0 every triaged pod fits now (or none is pending); 1 error; 2 usage; 3 some \
+pods cannot be scheduled now (as explain --exit-code)."
+)]
+pub struct TriageArgs {
+    /// Only these workloads' pods: deployment/NAME, statefulset/NAME, replicaset/NAME, daemonset/NAME,
+    /// job/NAME, pod/NAME (in -n's namespace).
+    #[arg(value_name = "KIND/NAME")]
+    pub workloads: Vec<String>,
+    /// Only pods matching this label selector (kubectl syntax: app=web,tier!=db,env in (a,b)).
+    #[arg(short = 'l', long, value_name = "SELECTOR")]
+    pub selector: Option<String>,
+    /// Read the cluster from a snapshot file (kind: List, YAML or JSON) instead of the API server.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// A KubeSchedulerConfiguration (default: kube-scheduler's default profile).
+    #[arg(long, value_name = "KSC.yaml")]
+    pub config: Option<PathBuf>,
+    /// What if the cluster (and, for --set, every pending pod in scope) were different.
+    #[command(flatten)]
+    pub what_if: WhatIfArgs,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = TriageFormat::Table)]
+    pub output: TriageFormat,
 }
 
 /// `preempt --dry-run` values, as kubectl spells them.

@@ -14,7 +14,7 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
 
-use cli::{Cli, Command, ExplainFormat, PreemptArgs, PreemptFormat};
+use cli::{Cli, Command, ExplainFormat, PreemptArgs, PreemptFormat, TriageArgs, TriageFormat};
 use commands::explain::ExplainResult;
 use commands::preempt::{Next, PreemptError, PreemptReport};
 use output::{json, markdown, table, yaml};
@@ -140,6 +140,30 @@ fn test_hook_pause_before_writes() -> anyhow::Result<()> {
     Ok(())
 }
 
+fn triage(cli: &Cli, args: &TriageArgs) -> anyhow::Result<u8> {
+    let started = Instant::now();
+    let out = commands::triage::run(&cli.global, args)?;
+    report_messages(cli.global.verbosity, &out.warnings, &out.notes);
+    let r = &out.report;
+    let text = match args.output {
+        TriageFormat::Json => json::render(r).context("rendering JSON")?,
+        TriageFormat::Yaml => yaml::render(r).context("rendering YAML")?,
+        TriageFormat::Table | TriageFormat::Wide => {
+            if r.pods == 0 {
+                eprintln!("No pending pods in {}.", r.scope);
+                String::new()
+            } else {
+                output::triage::report(r, !cli.global.all_namespaces, args.output == TriageFormat::Wide)
+            }
+        }
+    };
+    if cli.global.verbosity >= 2 {
+        eprintln!("triage took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
+    }
+    emit(text.as_bytes())?;
+    Ok(if r.stuck_pods() > 0 { 3 } else { 0 })
+}
+
 fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
     let mut planned = commands::preempt::plan(&cli.global, args, std::io::stdin().is_terminal())?;
     report_messages(cli.global.verbosity, &planned.warnings, &planned.notes);
@@ -243,6 +267,7 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
             Ok(out.result.exit_code(args.exit_code))
         }
         Command::Preempt(args) => preempt(cli, args),
+        Command::Triage(args) => triage(cli, args),
         Command::Snapshot(args) => {
             let out = commands::snapshot::run(&cli.global, args)?;
             report_messages(verbosity, &out.warnings, &out.notes);

@@ -1643,3 +1643,66 @@ fn node_detail_breaks_down_the_nodes_resources() {
         serde_json::json!({"pod": "shop/batch-7f9c", "request": 4000, "nominated": false})
     );
 }
+
+#[test]
+fn triage_groups_pending_pods_by_root_cause_with_the_smallest_fix() {
+    let o = run_example(&["triage", "-n", "shop", "-o", "json"]);
+    assert_eq!(o.status.code(), Some(3), "some pods cannot be scheduled");
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["pods"], 10);
+    assert_eq!(v["shapes"], 10);
+    let causes = v["causes"].as_array().unwrap();
+    let cause = |name: &str| {
+        causes
+            .iter()
+            .find(|c| c["cause"] == name)
+            .unwrap_or_else(|| panic!("no cause {name:?} in {causes:?}"))
+    };
+    let cpu = cause("Insufficient cpu");
+    assert_eq!(cpu["verdict"], "unschedulable");
+    let names: Vec<&str> = cpu["workloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["workload"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["payments", "report-builder"]);
+    let payments = &cpu["workloads"][0];
+    assert_eq!(payments["fixes"][0]["kind"], "lower_request");
+    assert_eq!(
+        payments["fixes"][0]["change"],
+        "lower the request: cpu from 3 to 2500m (then it fits on worker-big)"
+    );
+    // kube-scheduler's own counts, as in its FailedScheduling message.
+    assert!(
+        payments["message"]
+            .as_str()
+            .unwrap()
+            .contains("2 Insufficient cpu")
+    );
+    assert_eq!(cause("fits now")["workloads"][0]["fits_on"], "worker-small");
+    assert_eq!(
+        cause("waiting for scheduling gates: [example.com/rollout-approval]")["verdict"],
+        "gated"
+    );
+    // The pods that fit come last.
+    assert_eq!(causes.last().unwrap()["verdict"], "fits");
+
+    // Selecting by workload or label; a pod that fits exits 0.
+    let o = run_example(&["triage", "-n", "shop", "pod/checkout"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stdout(&o).starts_with("1 pod pending in namespace \"shop\", pod/checkout"));
+    let o = run_example(&["triage", "-n", "shop", "deployment/nothing"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("No pending pods"), "{}", stderr(&o));
+    let o = run_example(&["triage", "-n", "shop", "service/web"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("\"service/web\" is not a workload"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run_example(&["triage", "-n", "shop", "-l", "app in (x"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("label selector"), "{}", stderr(&o));
+}

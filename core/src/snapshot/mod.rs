@@ -4,6 +4,7 @@
 //! A `Snapshot` is immutable once built; evaluations that need to change a node (nominated pods,
 //! preemption dry runs) clone that node's `NodeInfo`.
 
+pub mod affinity_index;
 pub mod device_taint_rules;
 pub mod dra;
 #[cfg(feature = "kube")]
@@ -197,6 +198,8 @@ pub fn is_terminal(pod: &Pod) -> bool {
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     nodes: Vec<Arc<NodeInfo>>,
+    /// Built on first use: most evaluations of one pod do not need it.
+    affinity_index: std::sync::OnceLock<affinity_index::AffinityIndex>,
     node_index: HashMap<String, usize>,
     have_pods_with_affinity: Vec<Arc<NodeInfo>>,
     have_pods_with_required_anti_affinity: Vec<Arc<NodeInfo>>,
@@ -411,6 +414,7 @@ impl Snapshot {
 
         Snapshot {
             nodes,
+            affinity_index: Default::default(),
             node_index,
             have_pods_with_affinity,
             have_pods_with_required_anti_affinity,
@@ -467,6 +471,12 @@ impl Snapshot {
     /// All nodes, in the order they were given.
     pub fn nodes(&self) -> &[Arc<NodeInfo>] {
         &self.nodes
+    }
+
+    /// Placed pods and required anti-affinity terms by namespace (built on first use).
+    pub fn affinity_index(&self) -> &affinity_index::AffinityIndex {
+        self.affinity_index
+            .get_or_init(|| affinity_index::AffinityIndex::new(&self.nodes))
     }
 
     /// A node by name.

@@ -225,7 +225,11 @@ mod tests {
     #[test]
     fn completes_words_from_the_command_tree() {
         let cases: Vec<(&str, Vec<&str>, u32)> = vec![
-            ("", vec!["explain", "preempt", "snapshot", "completion"], 4),
+            (
+                "",
+                vec!["explain", "preempt", "triage", "snapshot", "completion"],
+                4,
+            ),
             ("ex", vec!["explain"], 4),
             (
                 "explain p -o ",
@@ -252,7 +256,7 @@ mod tests {
             // A flag's value is not taken for a subcommand.
             (
                 "-n explain ",
-                vec!["explain", "preempt", "snapshot", "completion"],
+                vec!["explain", "preempt", "triage", "snapshot", "completion"],
                 4,
             ),
             ("-n shop explain p --config ", vec![], 0),

@@ -3,10 +3,12 @@
 
 pub mod complete;
 pub mod explain;
+pub mod fixes;
 pub mod hints;
 pub mod load;
 pub mod node_resources;
 pub mod pods;
 pub mod preempt;
 pub mod snapshot;
+pub mod triage;
 pub mod what_if;

@@ -4,4 +4,5 @@
 pub mod json;
 pub mod markdown;
 pub mod table;
+pub mod triage;
 pub mod yaml;

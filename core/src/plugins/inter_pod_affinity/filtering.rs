@@ -158,33 +158,24 @@ fn state_missing() -> Status {
 }
 
 impl InterPodAffinity {
-    /// Go's `getExistingAntiAffinityCounts` over the nodes that have pods with required anti-affinity.
+    /// Go's `getExistingAntiAffinityCounts`: the running pods' required anti-affinity terms that match
+    /// the incoming pod, found through the snapshot's namespace index.
     fn existing_anti_affinity_counts(
         &self,
         incoming: &PodInfo,
         namespace_labels: Option<&Labels>,
     ) -> TopologyCounts {
-        let per_node: Vec<Vec<(&str, &str)>> = self
-            .snapshot
-            .have_pods_with_required_anti_affinity()
-            .par_iter()
-            .map(|node| {
-                let labels = node.labels();
-                let mut out = Vec::new();
-                for existing in &node.pods_with_required_anti_affinity {
-                    for t in &existing.required_anti_affinity_terms {
-                        if t.matches(incoming, namespace_labels) {
-                            record(&mut out, labels, &t.topology_key);
-                        }
-                    }
-                }
-                out
-            })
-            .collect();
         let mut counts = TopologyCounts::default();
-        for pairs in per_node {
-            counts.merge(pairs);
+        // Only terms that name the incoming pod's namespace, or select namespaces by label, can match it.
+        let index = self.snapshot.affinity_index();
+        let mut pairs = Vec::new();
+        for (node, existing, i) in index.anti_affinity_terms_for(incoming.namespace()) {
+            let t = &existing.required_anti_affinity_terms[*i];
+            if t.matches(incoming, namespace_labels) {
+                record(&mut pairs, node.labels(), &t.topology_key);
+            }
         }
+        counts.merge(pairs);
         counts
     }
 
@@ -198,6 +189,35 @@ impl InterPodAffinity {
         let mut affinity = TopologyCounts::default();
         let mut anti = TopologyCounts::default();
         if affinity_terms.is_empty() && anti_affinity_terms.is_empty() {
+            return (affinity, anti);
+        }
+        // Terms match only pods of the namespaces they name: with the snapshot's namespace index only
+        // those pods are looked at (same counts; the index is over these very nodes).
+        let terms = || affinity_terms.iter().chain(anti_affinity_terms);
+        if std::ptr::eq(nodes.as_ptr(), self.snapshot.nodes().as_ptr())
+            && terms().all(|t| t.namespace_selector.is_nothing())
+        {
+            let namespaces: std::collections::BTreeSet<&str> = terms()
+                .flat_map(|t| t.namespaces.iter().map(String::as_str))
+                .collect();
+            let index = self.snapshot.affinity_index();
+            let mut aff = Vec::new();
+            let mut anti_pairs = Vec::new();
+            for (position, existing) in namespaces.into_iter().flat_map(|ns| index.pods_in(ns)) {
+                let labels = nodes[*position].labels();
+                if pod_matches_all_affinity_terms(affinity_terms, existing) {
+                    for t in affinity_terms {
+                        record(&mut aff, labels, &t.topology_key);
+                    }
+                }
+                for t in anti_affinity_terms {
+                    if t.matches(existing, None) {
+                        record(&mut anti_pairs, labels, &t.topology_key);
+                    }
+                }
+            }
+            affinity.merge(aff);
+            anti.merge(anti_pairs);
             return (affinity, anti);
         }
         type Pairs<'a> = Vec<(&'a str, &'a str)>;

@@ -127,6 +127,28 @@ impl PodTopologySpread {
         if state.constraints.is_empty() {
             return Ok(state);
         }
+        // The snapshot's namespace index gives the same counts without walking every pod of every node.
+        if std::ptr::eq(nodes.as_ptr(), self.snapshot.nodes().as_ptr()) && state.constraints.len() <= 64 {
+            self.count_through_index(&mut state, pod, nodes);
+        } else {
+            self.count_on_every_node(&mut state, pod, nodes);
+        }
+        state.critical_paths = state
+            .tp_value_to_match_num
+            .iter()
+            .map(|domains| {
+                let mut paths = CriticalPaths::new();
+                for (value, num) in domains {
+                    paths.update(value, *num);
+                }
+                paths
+            })
+            .collect();
+        Ok(state)
+    }
+
+    /// The matching pods of each eligible node, counted by walking every pod of every node.
+    fn count_on_every_node(&self, state: &mut PreFilterState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) {
         let constraints = &state.constraints;
         let required = &state.required_node_affinity;
         let namespace = pod.namespace();
@@ -155,18 +177,57 @@ impl PodTopologySpread {
                 .entry(value.to_string())
                 .or_insert(0) += count;
         }
-        state.critical_paths = state
-            .tp_value_to_match_num
-            .iter()
-            .map(|domains| {
-                let mut paths = CriticalPaths::new();
-                for (value, num) in domains {
-                    paths.update(value, *num);
+    }
+
+    /// The same counts as [`Self::count_on_every_node`]: every eligible node's domain (with 0), then
+    /// only the pods of the incoming pod's namespace (the snapshot's index), each added to its node's
+    /// domain when the node is eligible for the constraint.
+    fn count_through_index(&self, state: &mut PreFilterState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) {
+        let constraints = &state.constraints;
+        let required = &state.required_node_affinity;
+        // Per node: a bit per constraint it counts for.
+        let eligible: Vec<u64> = nodes
+            .par_iter()
+            .map(|node_info| {
+                if !node_labels_match_spread_constraints(node_info.labels(), constraints) {
+                    return 0;
                 }
-                paths
+                constraints
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| c.match_node_inclusion_policies(&pod.pod, &node_info.node, required))
+                    .fold(0u64, |bits, (i, _)| bits | (1 << i))
             })
             .collect();
-        Ok(state)
+        for (node_info, bits) in nodes.iter().zip(&eligible) {
+            for (i, c) in constraints.iter().enumerate() {
+                if bits & (1 << i) != 0 {
+                    let value = node_info.labels().get(&c.topology_key).map_or("", String::as_str);
+                    state.tp_value_to_match_num[i]
+                        .entry(value.to_string())
+                        .or_insert(0);
+                }
+            }
+        }
+        for (position, other) in self.snapshot.affinity_index().pods_in(pod.namespace()) {
+            let bits = eligible[*position];
+            if bits == 0 || other.is_terminating() {
+                continue;
+            }
+            let labels = nodes[*position].labels();
+            for (i, c) in constraints.iter().enumerate() {
+                // An empty selector counts nothing (count_pods_match_selector).
+                if bits & (1 << i) != 0
+                    && !c.selector.is_everything()
+                    && c.selector.matches_opt(other.labels())
+                {
+                    let value = labels.get(&c.topology_key).map_or("", String::as_str);
+                    if let Some(n) = state.tp_value_to_match_num[i].get_mut(value) {
+                        *n += 1;
+                    }
+                }
+            }
+        }
     }
 
     /// Go's `updateWithPod`: adds `delta` for `other` on `node` to every constraint it counts for.

@@ -1,0 +1,132 @@
+//! Placed pods indexed by namespace, for InterPodAffinity's and PodTopologySpread's PreFilter (spread
+//! constraints count pods of the incoming pod's namespace only). For InterPodAffinity: an affinity term only
+//! matches pods of the namespaces it names (after its namespaceSelector is unrolled), so counting
+//! the pods that match an incoming pod's terms needs only those namespaces' pods, and the running pods
+//! whose required anti-affinity can match an incoming pod are those whose terms name its namespace
+//! (or select namespaces by label). kube-scheduler walks every pod of every node for each pod it
+//! schedules; triage evaluates thousands of pods on one snapshot, so the index is built once, on
+//! first use.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::{NodeInfo, PodInfo};
+
+/// A placed pod and its node's position in the snapshot's nodes.
+pub type PlacedPod = (usize, Arc<PodInfo>);
+
+/// A running pod's required anti-affinity term: its node, the pod, and the term's index in
+/// `required_anti_affinity_terms`.
+pub type AntiAffinityTermRef = (Arc<NodeInfo>, Arc<PodInfo>, usize);
+
+/// The index (see the module doc).
+#[derive(Debug, Clone, Default)]
+pub struct AffinityIndex {
+    /// Placed pods by namespace.
+    pods_by_namespace: HashMap<String, Vec<PlacedPod>>,
+    /// Required anti-affinity terms that name namespaces (and select none by label), by namespace.
+    anti_affinity_by_namespace: HashMap<String, Vec<AntiAffinityTermRef>>,
+    /// Required anti-affinity terms with a namespaceSelector: they may match a pod of any namespace.
+    anti_affinity_any_namespace: Vec<AntiAffinityTermRef>,
+}
+
+impl AffinityIndex {
+    /// Indexes the pods of `nodes`.
+    pub fn new(nodes: &[Arc<NodeInfo>]) -> Self {
+        let mut index = AffinityIndex::default();
+        for (position, node) in nodes.iter().enumerate() {
+            for pod in &node.pods {
+                index
+                    .pods_by_namespace
+                    .entry(pod.namespace().to_string())
+                    .or_default()
+                    .push((position, pod.clone()));
+            }
+            for pod in &node.pods_with_required_anti_affinity {
+                for (i, term) in pod.required_anti_affinity_terms.iter().enumerate() {
+                    let entry = (node.clone(), pod.clone(), i);
+                    if term.namespace_selector.is_nothing() {
+                        for ns in &term.namespaces {
+                            index
+                                .anti_affinity_by_namespace
+                                .entry(ns.clone())
+                                .or_default()
+                                .push(entry.clone());
+                        }
+                    } else {
+                        index.anti_affinity_any_namespace.push(entry);
+                    }
+                }
+            }
+        }
+        index
+    }
+
+    /// The placed pods of `namespace`.
+    pub fn pods_in(&self, namespace: &str) -> &[PlacedPod] {
+        self.pods_by_namespace
+            .get(namespace)
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// The running pods' required anti-affinity terms that may match a pod of `namespace`: each term
+    /// once (a term naming the namespace, or one with a namespaceSelector).
+    pub fn anti_affinity_terms_for(&self, namespace: &str) -> impl Iterator<Item = &AntiAffinityTermRef> {
+        self.anti_affinity_by_namespace
+            .get(namespace)
+            .into_iter()
+            .flatten()
+            .chain(&self.anti_affinity_any_namespace)
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use super::*;
+    use crate::framework::cycle_state::CycleState;
+    use crate::framework::runtime::Handle;
+    use crate::plugins::{inter_pod_affinity, pod_topology_spread};
+    use crate::snapshot::Snapshot;
+    use crate::testing::generate::{GenerateParams, generate};
+
+    /// PreFilter through the index (the snapshot's own node list) and by walking every node (a copy of
+    /// the list) leave states under which Filter gives the same verdict on every node.
+    #[test]
+    fn the_index_gives_the_counts_walking_every_node_gives() {
+        let mut params = GenerateParams::new(60, 2_400, 3, 7);
+        params.pending_percent = 10;
+        let snapshot = Arc::new(Snapshot::new(generate(&params)));
+        let handle = Handle {
+            snapshot: snapshot.clone(),
+        };
+        let every_node: Vec<Arc<NodeInfo>> = snapshot.nodes().to_vec();
+        let mut checked = 0;
+        for plugin in [
+            inter_pod_affinity::new(None, &handle).unwrap(),
+            pod_topology_spread::new(None, &handle).unwrap(),
+        ] {
+            let (pre, filter) = (plugin.as_pre_filter().unwrap(), plugin.as_filter().unwrap());
+            for pod in &snapshot.pending_pods {
+                let verdicts = |nodes: &[Arc<NodeInfo>]| {
+                    let mut state = CycleState::new();
+                    let (_, s) = pre.pre_filter(&mut state, pod, nodes);
+                    let mut out = vec![format!("{:?}", s.code())];
+                    if s.is_success() {
+                        out.extend(
+                            snapshot
+                                .nodes()
+                                .iter()
+                                .map(|n| format!("{:?}", filter.filter(&state, pod, n))),
+                        );
+                    }
+                    out
+                };
+                let (indexed, walked) = (verdicts(snapshot.nodes()), verdicts(&every_node));
+                assert_eq!(indexed, walked, "{} {}", plugin.name(), pod.key());
+                checked += usize::from(indexed.len() > 1);
+            }
+        }
+        assert!(checked > 20, "only {checked} pods reached Filter");
+    }
+}

@@ -1,0 +1,521 @@
+//! `triage`: every pending pod of a scope at once, grouped by the workload it belongs to and by root
+//! cause. Pods kube-scheduler cannot tell apart (replicas of one template) are evaluated once
+//! ([`sched_core::triage`]); shapes are evaluated in parallel, stopping at the first feasible node for
+//! pods that fit. For pods that fit nowhere, every filter runs on every node (diagnostic mode) to find
+//! every blocker and the smallest fixes ([`super::fixes`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use rayon::prelude::*;
+use sched_core::explain::Outcome;
+use sched_core::framework::runtime::Framework;
+use sched_core::labels::{Selector, SelectorSyntaxError};
+use sched_core::schedule::{ScheduleOptions, reason_histogram, schedule_cycle};
+use sched_core::snapshot::PodDetail;
+use sched_core::triage::{Workload, WorkloadError, WorkloadIndex, group_by_shape, parse_workload};
+use sched_core::{Engine, PodInfo, Snapshot};
+use serde::Serialize;
+
+use super::fixes::{Blockers, Fix, diagnose};
+use super::load::{LoadError, Loaded, keep_until_exit, load};
+use super::pods::ResolveError;
+use super::what_if::{Applied, WhatIf, WhatIfError};
+use crate::cli::{GlobalArgs, TriageArgs};
+
+/// Why `triage` could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum TriageError {
+    /// The cluster could not be loaded.
+    #[error(transparent)]
+    Load(Box<LoadError>),
+    /// `--config` could not be loaded or a profile not built.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// A workload argument is not `KIND/NAME`.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    /// `-l` does not parse.
+    #[error(transparent)]
+    Selector(#[from] SelectorSyntaxError),
+    /// A what-if flag is wrong.
+    #[error(transparent)]
+    WhatIf(#[from] WhatIfError),
+}
+
+impl From<LoadError> for TriageError {
+    fn from(e: LoadError) -> Self {
+        TriageError::Load(Box::new(e))
+    }
+}
+
+/// What happens to a group of pods now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// No node fits (or a PreFilter plugin rejects the pod).
+    Unschedulable,
+    /// The scheduling cycle would fail with an error.
+    Error,
+    /// Scheduling gates keep kube-scheduler from trying.
+    Gated,
+    /// No profile of the configuration has the pod's schedulerName: kube-scheduler ignores it.
+    OtherScheduler,
+    /// A node fits: kube-scheduler would bind it on its next attempt.
+    Fits,
+}
+
+/// How many nodes gave one reason (kube-scheduler's FailedScheduling counts).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReasonCount {
+    /// The reason, as kube-scheduler writes it.
+    pub reason: String,
+    /// How many nodes.
+    pub nodes: usize,
+}
+
+/// The pods of one workload that get the same answer.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadVerdict {
+    /// The workload.
+    pub workload: Workload,
+    /// Its pending pods with this answer (names).
+    pub pods: Vec<String>,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// kube-scheduler's message (FailedScheduling, the gate, the error), or "fits on NODE".
+    pub message: String,
+    /// For an unschedulable pod: each reason with its node count, most nodes first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reasons: Vec<ReasonCount>,
+    /// For a pod that fits: a node it fits on (the first found, not necessarily kube-scheduler's pick).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fits_on: Option<String>,
+    /// Every filter that rejects each node, in groups (diagnostic mode: kube-scheduler stops at the
+    /// first).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub blockers: Vec<Blockers>,
+    /// The smallest changes that make the pod fit somewhere, smallest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fixes: Vec<Fix>,
+}
+
+/// Workloads that share a root cause.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cause {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The root cause: the reasons (without counts) for an unschedulable pod, or the message.
+    pub cause: String,
+    /// How many pods.
+    pub pods: usize,
+    /// The workloads, most pods first.
+    pub workloads: Vec<WorkloadVerdict>,
+}
+
+/// What `triage` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct TriageReport {
+    /// "namespace X" or "any namespace", and the selection.
+    pub scope: String,
+    /// Pending pods triaged.
+    pub pods: usize,
+    /// Distinct scheduling shapes evaluated.
+    pub shapes: usize,
+    /// Nodes in the cluster.
+    pub nodes: usize,
+    /// The what-if changes applied.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub what_if: Vec<Applied>,
+    /// Root causes, the ones that keep the most pods pending first; pods that fit come last.
+    pub causes: Vec<Cause>,
+}
+
+impl TriageReport {
+    /// Pods that cannot be scheduled now (every cause but "fits").
+    pub fn stuck_pods(&self) -> usize {
+        self.causes
+            .iter()
+            .filter(|c| c.verdict != Verdict::Fits)
+            .map(|c| c.pods)
+            .sum()
+    }
+}
+
+/// The answer plus what to tell the user on stderr.
+#[derive(Debug)]
+pub struct TriageOutput {
+    /// The answer.
+    pub report: TriageReport,
+    /// Always shown.
+    pub warnings: Vec<String>,
+    /// Shown with `-v 1`.
+    pub notes: Vec<String>,
+}
+
+/// Which pending pods to triage.
+struct Scope {
+    namespace: Option<String>,
+    selector: Selector,
+    workloads: Vec<Workload>,
+}
+
+impl Scope {
+    fn describe(&self, selector_text: Option<&str>) -> String {
+        let mut text = match &self.namespace {
+            Some(ns) => format!("namespace \"{ns}\""),
+            None => "any namespace".to_string(),
+        };
+        if let Some(s) = selector_text {
+            text.push_str(&format!(", -l {s}"));
+        }
+        if !self.workloads.is_empty() {
+            let names: Vec<String> = self.workloads.iter().map(Workload::to_string).collect();
+            text.push_str(&format!(", {}", names.join(" ")));
+        }
+        text
+    }
+
+    fn selects(&self, index: &WorkloadIndex, pod: &PodInfo) -> bool {
+        self.namespace.as_deref().is_none_or(|ns| pod.namespace() == ns)
+            && self.selector.matches_opt(pod.labels())
+            && (self.workloads.is_empty() || self.workloads.iter().any(|w| index.belongs_to(pod, w)))
+    }
+}
+
+/// Runs `triage`.
+pub fn run(global: &GlobalArgs, args: &TriageArgs) -> Result<TriageOutput, TriageError> {
+    let engine = Engine::from_file(args.config.as_deref()).map_err(ResolveError::from)?;
+    let Loaded {
+        mut objects,
+        default_namespace,
+        warnings,
+        mut notes,
+        ..
+    } = load(
+        global,
+        args.from.as_deref(),
+        None,
+        &PodDetail::CompactPlaced {
+            keep: Default::default(),
+        },
+    )?;
+    let namespace = global.namespace.clone().unwrap_or(default_namespace);
+    let scope = Scope {
+        namespace: (!global.all_namespaces).then(|| namespace.clone()),
+        selector: Selector::parse(args.selector.as_deref().unwrap_or(""))?,
+        workloads: args
+            .workloads
+            .iter()
+            .map(|w| parse_workload(w, &namespace))
+            .collect::<Result<_, _>>()?,
+    };
+    let what_if = WhatIf::from_args(&args.what_if, &namespace)?;
+    let mut applied = what_if.apply_to_cluster(&mut objects)?;
+    // --set changes every pending pod in the namespace scope (the workload filter needs the snapshot).
+    if !args.what_if.set.is_empty() {
+        let priority_classes = objects.priority_classes.clone();
+        let mut changed = 0;
+        let mut effects = Vec::new();
+        for pod in objects.pods.iter_mut().filter(|p| {
+            p.spec
+                .as_ref()
+                .is_none_or(|s| s.node_name.as_deref().unwrap_or("").is_empty())
+                && scope
+                    .namespace
+                    .as_deref()
+                    .is_none_or(|ns| p.metadata.namespace.as_deref() == Some(ns))
+        }) {
+            effects = what_if.apply_to_pod(pod, &priority_classes)?;
+            changed += 1;
+        }
+        applied.extend(effects.into_iter().map(|mut a| {
+            a.effect = format!("{} (on each of {changed} pending pod(s))", a.effect);
+            a
+        }));
+    }
+
+    let started = Instant::now();
+    let snapshot = Arc::new(Snapshot::new(objects));
+    keep_until_exit(&snapshot);
+    notes.push(format!(
+        "built the snapshot in {:.0} ms",
+        started.elapsed().as_secs_f64() * 1000.0
+    ));
+    let report = triage(
+        &engine,
+        &snapshot,
+        &scope,
+        scope.describe(args.selector.as_deref()),
+        applied,
+        global.verbosity,
+    )?;
+    notes.push(format!(
+        "evaluated {} pod(s) as {} shape(s) in {:.0} ms",
+        report.pods,
+        report.shapes,
+        started.elapsed().as_secs_f64() * 1000.0
+    ));
+    Ok(TriageOutput {
+        report,
+        warnings,
+        notes,
+    })
+}
+
+/// Reasons that usually describe the cluster rather than the pod (control-plane taints, cordoned
+/// nodes): a root cause only when nothing else rejects as many nodes.
+const BACKGROUND_REASONS: &[&str] = &["node(s) had untolerated taint", "node(s) were unschedulable"];
+
+/// The root cause of an unschedulable answer: the reason that rejects the most nodes, background
+/// reasons losing ties.
+fn root_cause(reasons: &[ReasonCount]) -> String {
+    let background = |r: &ReasonCount| BACKGROUND_REASONS.iter().any(|b| r.reason.starts_with(b));
+    reasons
+        .iter()
+        .min_by(|a, b| {
+            b.nodes
+                .cmp(&a.nodes)
+                .then(background(a).cmp(&background(b)))
+                .then_with(|| a.reason.cmp(&b.reason))
+        })
+        .map(|r| r.reason.clone())
+        .unwrap_or_default()
+}
+
+/// One shape's answer.
+struct ShapeAnswer {
+    verdict: Verdict,
+    message: String,
+    reasons: Vec<ReasonCount>,
+    fits_on: Option<String>,
+    blockers: Vec<Blockers>,
+    fixes: Vec<Fix>,
+}
+
+fn evaluate_shape(
+    engine: &Engine,
+    frameworks: &HashMap<String, Framework>,
+    snapshot: &Arc<Snapshot>,
+    pod: &PodInfo,
+) -> ShapeAnswer {
+    let profile = engine.profile_for(&pod.pod).ok();
+    let Some(fwk) = profile.and_then(|p| frameworks.get(&p.scheduler_name)) else {
+        return ShapeAnswer {
+            verdict: Verdict::OtherScheduler,
+            message: format!(
+                "schedulerName {:?} names no profile of the configuration: kube-scheduler ignores the pod",
+                pod.scheduler_name()
+            ),
+            reasons: Vec::new(),
+            fits_on: None,
+            blockers: Vec::new(),
+            fixes: Vec::new(),
+        };
+    };
+    let options = ScheduleOptions {
+        trace_filters: false,
+        stop_at_first_feasible: true,
+        ..engine.schedule_options(false)
+    };
+    let cycle = schedule_cycle(fwk, pod, options);
+    let e = &cycle.explanation;
+    let mut answer = ShapeAnswer {
+        verdict: match e.outcome {
+            Outcome::Scheduled => Verdict::Fits,
+            Outcome::Unschedulable => Verdict::Unschedulable,
+            Outcome::Gated => Verdict::Gated,
+            Outcome::Error => Verdict::Error,
+        },
+        message: e.message.clone(),
+        reasons: Vec::new(),
+        fits_on: None,
+        blockers: Vec::new(),
+        fixes: Vec::new(),
+    };
+    match e.outcome {
+        Outcome::Scheduled => {
+            answer.fits_on = e.selected.first().cloned();
+            answer.message = format!(
+                "fits on {}",
+                e.selected.first().map(String::as_str).unwrap_or("?")
+            );
+        }
+        Outcome::Unschedulable => {
+            answer.reasons = match &e.pre_filter_message {
+                Some(m) => vec![ReasonCount {
+                    reason: m.clone(),
+                    nodes: e.nodes_total,
+                }],
+                None => {
+                    let mut r: Vec<ReasonCount> = reason_histogram(e.nodes_total, &cycle.node_statuses)
+                        .into_iter()
+                        .map(|(reason, nodes)| ReasonCount {
+                            reason: reason.to_string(),
+                            nodes,
+                        })
+                        .collect();
+                    r.sort_by(|a, b| b.nodes.cmp(&a.nodes).then_with(|| a.reason.cmp(&b.reason)));
+                    r
+                }
+            };
+            let d = diagnose(e, fwk, &cycle.state, pod, snapshot);
+            answer.blockers = d.blockers;
+            answer.fixes = d.fixes;
+        }
+        Outcome::Gated | Outcome::Error => {}
+    }
+    answer
+}
+
+/// Prints `evaluated N/M pods` on stderr while `done` grows, when stderr is a terminal or `-v 1`.
+fn progress(
+    total: usize,
+    done: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+    verbosity: u8,
+) -> Option<std::thread::JoinHandle<()>> {
+    let terminal = std::io::stderr().is_terminal();
+    if !terminal && verbosity == 0 {
+        return None;
+    }
+    Some(std::thread::spawn(move || {
+        let started = Instant::now();
+        let mut last_line = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(100));
+            let every = if terminal {
+                Duration::from_millis(200)
+            } else {
+                Duration::from_secs(2)
+            };
+            if started.elapsed() < Duration::from_millis(500) || last_line.elapsed() < every {
+                continue;
+            }
+            last_line = Instant::now();
+            let n = done.load(Ordering::Relaxed);
+            if terminal {
+                eprint!("\revaluated {n}/{total} pods ");
+            } else {
+                eprintln!("evaluated {n}/{total} pods");
+            }
+        }
+        if terminal && started.elapsed() >= Duration::from_millis(500) {
+            eprint!("\r\x1b[K");
+        }
+    }))
+}
+
+fn triage(
+    engine: &Engine,
+    snapshot: &Arc<Snapshot>,
+    scope: &Scope,
+    scope_text: String,
+    what_if: Vec<Applied>,
+    verbosity: u8,
+) -> Result<TriageReport, TriageError> {
+    let index = WorkloadIndex::new(snapshot);
+    let mut pending: Vec<Arc<PodInfo>> = snapshot
+        .pending_pods
+        .iter()
+        .filter(|p| scope.selects(&index, p))
+        .cloned()
+        .collect();
+    pending.sort_by_key(|p| p.key());
+    let shapes = group_by_shape(&pending);
+
+    let done = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let reporter = progress(pending.len(), done.clone(), stop.clone(), verbosity);
+    // One framework per profile: building one prepares per-snapshot state (DRA, volumes).
+    let mut frameworks = HashMap::new();
+    for g in &shapes {
+        if let Ok(profile) = engine.profile_for(&g.representative().pod)
+            && !frameworks.contains_key(&profile.scheduler_name)
+        {
+            let fwk = engine
+                .framework(profile, snapshot.clone())
+                .map_err(ResolveError::from)?;
+            frameworks.insert(profile.scheduler_name.clone(), fwk);
+        }
+    }
+    let answers: Vec<ShapeAnswer> = shapes
+        .par_iter()
+        .map(|g| {
+            let answer = evaluate_shape(engine, &frameworks, snapshot, g.representative());
+            done.fetch_add(g.pods.len(), Ordering::Relaxed);
+            answer
+        })
+        .collect();
+    stop.store(true, Ordering::Relaxed);
+    if let Some(r) = reporter {
+        let _ = r.join();
+    }
+
+    // (workload, verdict, message) → the pods with that answer.
+    let mut by_workload: BTreeMap<(Workload, Verdict, String), (Vec<String>, &ShapeAnswer)> = BTreeMap::new();
+    for (g, answer) in shapes.iter().zip(&answers) {
+        for pod in &g.pods {
+            by_workload
+                .entry((index.workload_of(pod), answer.verdict, answer.message.clone()))
+                .or_insert_with(|| (Vec::new(), answer))
+                .0
+                .push(pod.name().to_string());
+        }
+    }
+    let mut causes: BTreeMap<(Verdict, String), Cause> = BTreeMap::new();
+    for ((workload, verdict, message), (pods, answer)) in by_workload {
+        let cause = match verdict {
+            Verdict::Unschedulable => root_cause(&answer.reasons),
+            Verdict::Fits => "fits now".to_string(),
+            _ => message.clone(),
+        };
+        let entry = causes.entry((verdict, cause.clone())).or_insert_with(|| Cause {
+            verdict,
+            cause,
+            pods: 0,
+            workloads: Vec::new(),
+        });
+        entry.pods += pods.len();
+        entry.workloads.push(WorkloadVerdict {
+            workload,
+            pods,
+            verdict,
+            message: if verdict == Verdict::Fits {
+                String::new()
+            } else {
+                message
+            },
+            reasons: answer.reasons.clone(),
+            fits_on: answer.fits_on.clone(),
+            blockers: answer.blockers.clone(),
+            fixes: answer.fixes.clone(),
+        });
+    }
+    let mut causes: Vec<Cause> = causes.into_values().collect();
+    for c in &mut causes {
+        c.workloads.sort_by(|a, b| {
+            b.pods
+                .len()
+                .cmp(&a.pods.len())
+                .then_with(|| a.workload.cmp(&b.workload))
+        });
+    }
+    causes.sort_by(|a, b| {
+        (a.verdict == Verdict::Fits)
+            .cmp(&(b.verdict == Verdict::Fits))
+            .then(b.pods.cmp(&a.pods))
+            .then_with(|| a.cause.cmp(&b.cause))
+    });
+    Ok(TriageReport {
+        scope: scope_text,
+        pods: pending.len(),
+        shapes: shapes.len(),
+        nodes: snapshot.nodes().len(),
+        what_if,
+        causes,
+    })
+}

@@ -1,0 +1,130 @@
+//! `triage`'s text output: one block per root cause, the workloads it keeps pending (most pods
+//! first) with kube-scheduler's reason counts and the smallest fix; `wide` adds every blocker per node
+//! group and the pods' names.
+
+use crate::commands::hints::{MAX_NAMES, name_list};
+use crate::commands::triage::{Cause, TriageReport, Verdict, WorkloadVerdict};
+
+/// Workloads listed per cause without `wide`.
+const MAX_WORKLOADS: usize = 20;
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn title(c: &Cause) -> String {
+    let counts = format!(
+        "{}, {}",
+        plural(c.pods, "pod", "pods"),
+        plural(c.workloads.len(), "workload", "workloads")
+    );
+    match c.verdict {
+        Verdict::Unschedulable => format!("CANNOT BE SCHEDULED ({counts}): {}", c.cause),
+        Verdict::Error => format!("SCHEDULING FAILS ({counts}): {}", c.cause),
+        Verdict::Gated => format!("GATED ({counts}): {}", c.cause),
+        Verdict::OtherScheduler => format!("NOT THIS SCHEDULER'S ({counts}): {}", c.cause),
+        Verdict::Fits => format!(
+            "FIT NOW ({counts}): kube-scheduler would bind them on its next attempt; \
+             `kubectl sched explain POD` says why one is still Pending"
+        ),
+    }
+}
+
+fn workload_name(w: &WorkloadVerdict, namespaced: bool) -> String {
+    if namespaced {
+        w.workload.to_string()
+    } else {
+        format!("{}/{}", w.workload.namespace, w.workload)
+    }
+}
+
+fn workload_block(w: &WorkloadVerdict, namespaced: bool, wide: bool) -> String {
+    let mut out = format!(
+        "  {}: {}",
+        workload_name(w, namespaced),
+        plural(w.pods.len(), "pod", "pods")
+    );
+    match w.verdict {
+        Verdict::Unschedulable => {
+            let reasons: Vec<String> = w
+                .reasons
+                .iter()
+                .map(|r| format!("{} {}", r.nodes, r.reason))
+                .collect();
+            out.push_str(&format!(" — {}\n", reasons.join(", ")));
+        }
+        Verdict::Fits => {
+            out.push_str(&format!(
+                " — fits on {}\n",
+                w.fits_on.as_deref().unwrap_or("a node")
+            ));
+        }
+        _ => out.push('\n'),
+    }
+    if wide {
+        out.push_str(&format!("    pods: {}\n", w.pods.join(", ")));
+        if w.verdict == Verdict::Unschedulable {
+            out.push_str(&format!("    message: {}\n", w.message));
+        }
+        for b in &w.blockers {
+            out.push_str(&format!(
+                "    blocked by {} on {} (e.g. {}) [every filter run, diagnostic mode]\n",
+                b.plugins.join(" + "),
+                plural(b.nodes, "node", "nodes"),
+                name_list(&b.examples, MAX_NAMES)
+            ));
+        }
+    }
+    let mut fixes = w.fixes.iter();
+    if let Some(first) = fixes.next() {
+        out.push_str(&format!(
+            "    smallest fix: {} (opens {})\n",
+            first.change,
+            plural(first.opens.len(), "node", "nodes")
+        ));
+        let limit = if wide { usize::MAX } else { 2 };
+        for f in fixes.take(limit) {
+            out.push_str(&format!(
+                "    or: {} (opens {})\n",
+                f.change,
+                plural(f.opens.len(), "node", "nodes")
+            ));
+        }
+    } else if w.verdict == Verdict::Unschedulable && !w.blockers.is_empty() {
+        out.push_str("    no single change opens a node: every node has several blockers (see -o wide)\n");
+    }
+    out
+}
+
+/// The report as text.
+pub fn report(r: &TriageReport, namespaced: bool, wide: bool) -> String {
+    let stuck = r.stuck_pods();
+    let mut out = format!(
+        "{} pending in {} ({} distinct shape(s), {} nodes): {} cannot be scheduled now, {} fit now.\n",
+        plural(r.pods, "pod", "pods"),
+        r.scope,
+        r.shapes,
+        r.nodes,
+        stuck,
+        r.pods - stuck
+    );
+    for a in &r.what_if {
+        out.push_str(&format!("What if: {a}\n"));
+    }
+    for c in &r.causes {
+        out.push('\n');
+        out.push_str(&title(c));
+        out.push('\n');
+        let shown = if wide { c.workloads.len() } else { MAX_WORKLOADS };
+        for w in c.workloads.iter().take(shown) {
+            out.push_str(&workload_block(w, namespaced, wide));
+        }
+        if c.workloads.len() > shown {
+            out.push_str(&format!(
+                "  ... and {} more (-o wide lists every one)\n",
+                plural(c.workloads.len() - shown, "workload", "workloads")
+            ));
+        }
+    }
+    out
+}
