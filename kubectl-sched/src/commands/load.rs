@@ -40,7 +40,7 @@ pub enum LoadError {
         in_cluster: String,
     },
     /// The client could not be built (TLS material, proxy, ...).
-    #[error("creating a client for {server}: {source}")]
+    #[error("creating a client for {server}: {}", sched_core::api_error::describe(.source))]
     Client {
         /// The API server URL.
         server: String,
