@@ -561,6 +561,33 @@ fn malformed_snapshot_file_names_file_and_line() {
     );
 }
 
+/// A quantity that does not parse is an error naming the file, the object and the field, not a 0.
+#[test]
+fn malformed_quantity_names_file_object_and_field() {
+    let (_dir, bad) = temp_file(
+        "snapshot.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: n1}\n  \
+         status:\n    allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}\n- apiVersion: v1\n  kind: Pod\n  \
+         metadata: {name: web-1, namespace: shop}\n  spec:\n    containers:\n    - name: c\n      image: nginx\n      \
+         resources:\n        requests: {cpu: oops}\n",
+    );
+    let path = bad.to_str().unwrap();
+    for args in [
+        &["explain", "web-1", "-n", "shop", "--from", path][..],
+        &["preempt", "web-1", "-n", "shop", "--from", path][..],
+    ] {
+        let line = one_line_error(&run(args));
+        assert_eq!(
+            line,
+            format!(
+                "error: {path}: Pod shop/web-1: spec.containers[0].resources.requests.cpu: quantity \"oops\" does \
+                 not parse"
+            ),
+            "{args:?}"
+        );
+    }
+}
+
 #[test]
 fn bad_kubeconfig_is_one_line_naming_it() {
     let (_dir, kc) = temp_file("kubeconfig", "clusters: [\n");
