@@ -280,6 +280,31 @@ fn wide_adds_a_column_per_score_plugin() {
     assert_eq!(cells[5], "300", "TaintToleration's weighted score: {big}");
 }
 
+/// No feasible node, nothing scored: `-o wide` prints the normal table (no all-`-` score columns) and
+/// says why there are no scores.
+#[test]
+fn wide_on_an_unschedulable_pod_drops_the_score_columns() {
+    let normal = ok(run_example(&["explain", "report-builder", "-n", "shop"]));
+    let wide = ok(run_example(&[
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "-o",
+        "wide",
+    ]));
+    let header = wide.lines().find(|l| l.starts_with("NODE")).unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["NODE", "VERDICT", "PLUGIN", "REASONS", "SCORE"],
+        "{wide}"
+    );
+    let line = "No node is feasible, so no node is scored: there are no per-plugin scores to show.";
+    assert_eq!(wide.matches(line).count(), 1, "{wide}");
+    assert_eq!(wide.replace(&format!("{line}\n"), ""), normal);
+    assert!(!normal.contains(line), "{normal}");
+}
+
 #[test]
 fn node_detail_shows_every_filter_and_score() {
     let out = ok(run_example(&[

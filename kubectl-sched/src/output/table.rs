@@ -188,6 +188,10 @@ fn outcome_clause(e: &Explanation) -> String {
     }
 }
 
+/// What `-o wide` says instead of score columns when no node passed the filters.
+const NOTHING_SCORED: &str =
+    "No node is feasible, so no node is scored: there are no per-plugin scores to show.\n";
+
 /// `explain POD` in table form.
 pub fn report(r: &ExplainReport, wide: bool) -> String {
     let e = &r.explanation;
@@ -228,6 +232,11 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
     out.push('\n');
     match &r.node_detail {
         Some(d) => out.push_str(&node_detail(d)),
+        // kube-scheduler scores only feasible nodes: without one, every score column would be all `-`.
+        None if wide && !basis.nodes.iter().any(|n| n.feasible) => {
+            out.push_str(&node_table(basis, &r.score_plugins, false));
+            out.push_str(NOTHING_SCORED);
+        }
         None => out.push_str(&node_table(basis, &r.score_plugins, wide)),
     }
     if let Some(d) = &r.dra {
