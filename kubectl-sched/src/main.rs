@@ -16,7 +16,7 @@ use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command, ExplainFormat, PreemptArgs, PreemptFormat};
 use commands::explain::ExplainResult;
-use commands::preempt::{Next, PreemptError, PreemptReport};
+use commands::preempt::{DryRunView, Next, PreemptError, PreemptReport};
 use output::{json, table, yaml};
 
 // jemalloc rather than glibc's malloc: loading a large snapshot allocates millions of small strings
@@ -158,7 +158,11 @@ fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
         }
         next @ (Next::Confirm | Next::Execute) => {
             let table = args.output == PreemptFormat::Table;
-            if table {
+            // --dry-run=server has nothing to confirm and nothing to wait for (each write is only
+            // validated): its steps are shown once, with their outcomes, after the run; not also as a plan
+            // beforehand and as progress lines meanwhile.
+            let server_dry_run = planned.report.dry_run == DryRunView::Server;
+            if table && !server_dry_run {
                 emit(table::preempt_report(&planned.report).as_bytes())?;
             }
             if matches!(next, Next::Confirm) {
@@ -187,9 +191,13 @@ fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
                 test_hook_pause_before_writes()?;
             }
             let outcome = planned.execute(|i, total, result| {
-                eprintln!("{}", table::preempt_progress(i, total, result));
+                if !server_dry_run {
+                    eprintln!("{}", table::preempt_progress(i, total, result));
+                }
             });
-            let text = if table {
+            let text = if table && server_dry_run {
+                render_preempt(&planned.report, args.output)?
+            } else if table {
                 table::preempt_results(&planned.report)
             } else {
                 render_preempt(&planned.report, args.output)?

@@ -1243,6 +1243,27 @@ async fn server_dry_run_changes_nothing() -> Result<()> {
         "--dry-run=server recorded {} events",
         events_after - events_before
     );
+
+    // The table shows the plan once: its steps with their dry-run outcomes, not also as a plan before
+    // the run and as progress lines during it.
+    let output = preempt(lab, binary, "p", &["--dry-run=server"]).await?;
+    let text = show(&output);
+    ensure!(output.status.success(), "preempt --dry-run=server: {text}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    ensure!(
+        stdout.matches("Plan (--mode=delete").count() == 1 && stdout.contains("sent with --dry-run=server"),
+        "the plan header is not shown exactly once: {text}"
+    );
+    let deletion = format!("delete pod {}/v1", lab.ns);
+    let shown = format!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    ensure!(
+        shown.matches(&deletion).count() == 1,
+        "the step {deletion:?} is not shown exactly once: {text}"
+    );
+    ensure!(
+        versions == resource_versions(&api).await?,
+        "--dry-run=server (table) changed pods"
+    );
     Ok(())
 }
 

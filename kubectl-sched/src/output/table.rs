@@ -694,6 +694,10 @@ pub fn preempt_report(r: &PreemptReport) -> String {
     }
     out.push('\n');
     out.push_str(&victim_table(&p.victims));
+    if r.results.is_some() {
+        // After a run, the results list the steps with their outcomes (preempt_results).
+        return out;
+    }
     out.push_str(&format!(
         "\nPlan (--mode={}, {} step(s)):\n",
         mode_flag(r),
@@ -767,11 +771,14 @@ pub fn preempt_results(r: &PreemptReport) -> String {
     };
     let p = &r.preemption;
     let mut out = String::from("\n");
-    out.push_str(match r.dry_run {
-        DryRunView::Server => {
-            "Results (--dry-run=server: every write was validated by the API server, nothing changed):\n"
-        }
-        _ => "Results:\n",
+    out.push_str(&match r.dry_run {
+        DryRunView::Server => format!(
+            "Plan (--mode={}, {} step(s)) sent with --dry-run=server: every write was validated by the API \
+             server, nothing changed:\n",
+            mode_flag(r),
+            p.actions.len()
+        ),
+        _ => "Results:\n".to_string(),
     });
     let rows: Vec<Vec<String>> = results
         .iter()
