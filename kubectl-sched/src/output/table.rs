@@ -10,7 +10,9 @@ use sched_core::preemption::{PreemptionResult, VictimRemoval, VictimView};
 
 use crate::commands::explain::{BoundCheck, ExplainReport, NodeDetail, PendingEntry, Reach};
 use crate::commands::hints::{Hint, MAX_NAMES, name_list};
-use crate::commands::preempt::{DryRunView, PreemptReport, Situation};
+use crate::commands::preempt::{
+    DryRunView, PreemptReport, Situation, advice_after_refused_eviction, blocking_budgets,
+};
 
 /// Columns separated by three spaces, as kubectl prints them; no trailing blanks.
 pub fn columns(headers: &[String], rows: &[Vec<String>]) -> String {
@@ -686,9 +688,23 @@ pub fn preempt_report(r: &PreemptReport) -> String {
         out.push_str(&format!(
             "Preempting there violates {} PodDisruptionBudget(s){}.\n",
             p.pdb_violations,
-            match r.mode {
-                VictimRemoval::Evict => ": the Eviction API will refuse (--mode=evict stops there)",
-                VictimRemoval::Delete => " (kube-scheduler deletes anyway; --mode=evict would be refused)",
+            match (r.mode, p.evictions_blocked) {
+                (VictimRemoval::Evict, 0) => {
+                    ", which the Eviction API does not apply to the victims concerned (Pending, finished or \
+                     terminating pods): --mode=evict evicts them anyway"
+                        .to_string()
+                }
+                (VictimRemoval::Evict, n) => {
+                    format!(": the Eviction API will refuse {n} eviction(s) (--mode=evict stops at the first)")
+                }
+                (VictimRemoval::Delete, 0) => {
+                    " (kube-scheduler deletes anyway; the Eviction API would not apply them either: the victims \
+                     concerned are Pending, finished or terminating)"
+                        .to_string()
+                }
+                (VictimRemoval::Delete, _) => {
+                    " (kube-scheduler deletes anyway; --mode=evict would be refused)".to_string()
+                }
             }
         ));
     }
@@ -740,12 +756,18 @@ pub fn preempt_question(r: &PreemptReport) -> String {
     )
 }
 
-/// A step of an executed plan: what it does, and why it failed or was blocked.
-fn step_text(result: &ActionResult) -> String {
-    match &result.outcome {
+/// A step of an executed plan: what it does, and why it failed or was blocked; with the report, a
+/// refused eviction names the budgets covering the pod.
+fn step_text(result: &ActionResult, report: Option<&PreemptReport>) -> String {
+    match (&result.outcome, &result.action, report) {
         // The error already says what was attempted.
-        ApplyOutcome::Failed(_) => result.message(),
-        ApplyOutcome::PdbBlocked { message } => format!(
+        (ApplyOutcome::Failed(_), ..) => result.message(),
+        (ApplyOutcome::PdbBlocked { message }, Action::EvictPod { pod }, Some(r)) => format!(
+            "{}: blocked by {} (HTTP 429): {message}",
+            result.action.describe(),
+            blocking_budgets(r, &pod.key())
+        ),
+        (ApplyOutcome::PdbBlocked { message }, ..) => format!(
             "{}: blocked by a PodDisruptionBudget (HTTP 429): {message}",
             result.action.describe()
         ),
@@ -760,7 +782,7 @@ pub fn preempt_progress(index: usize, total: usize, result: &ActionResult) -> St
         "[{:>width$}/{total}] {:<12} {}",
         index + 1,
         result.outcome.name(),
-        step_text(result)
+        step_text(result, None)
     )
 }
 
@@ -787,7 +809,7 @@ pub fn preempt_results(r: &PreemptReport) -> String {
             vec![
                 (i + 1).to_string(),
                 res.outcome.name().to_string(),
-                step_text(res),
+                step_text(res, Some(r)),
             ]
         })
         .collect();
@@ -864,15 +886,36 @@ pub fn preempt_results(r: &PreemptReport) -> String {
                     "not yet "
                 }
             ));
-            if r.dry_run == DryRunView::None {
-                out.push_str(
+            let refused = results.iter().find_map(|res| match (&res.outcome, &res.action) {
+                (ApplyOutcome::PdbBlocked { .. }, Action::EvictPod { pod }) => Some(pod.key()),
+                _ => None,
+            });
+            match refused {
+                // Running again would only be refused again.
+                Some(pod) => {
+                    let budgets = blocking_budgets(r, &pod);
+                    out.push_str(&format!(
+                        "The Eviction API refused to evict {pod}: {budgets} allows no more disruption. {}.\n",
+                        capitalized(&advice_after_refused_eviction(&budgets))
+                    ));
+                }
+                None if r.dry_run == DryRunView::None => out.push_str(
                     "Running the same command again re-reads the cluster and finishes the job (victims already \
                      gone or terminating count as done).\n",
-                );
+                ),
+                None => {}
             }
         }
     }
     out
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
