@@ -1084,6 +1084,18 @@ async fn preempt_yes_then_kube_scheduler_binds_there() -> Result<()> {
             && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("p")),
         "no FailedScheduling event on the preemptor: {all:?}"
     );
+    // As kube-scheduler's: reported as the pod's profile; the instance names who wrote them.
+    for e in all
+        .iter()
+        .filter(|e| matches!(e.reason.as_deref(), Some("Preempted" | "FailedScheduling")))
+    {
+        ensure!(
+            e.reporting_controller.as_deref() == Some("default-scheduler")
+                && e.reporting_instance.as_deref() == Some("kubectl-sched"),
+            "event {:?} is not reported as default-scheduler by kubectl-sched: {e:?}",
+            e.reason
+        );
+    }
 
     s.start_scheduler().await?;
     let bound = e2e::fixtures::wait_for("kube-scheduler to bind p", NOMINATION_TIMEOUT, || async {

@@ -319,6 +319,7 @@ pub fn dry_run(
         Some(c) if status.is_success() => plan::prepare_candidate(
             snapshot,
             pod,
+            &fwk.profile_name,
             &c.node,
             &c.victims,
             options.mode,
@@ -471,6 +472,68 @@ mod tests {
                     .map(ToString::to_string)
                     .collect::<Vec<_>>(),
                 ["default/db (disruptionsAllowed 0)"],
+                "{name}"
+            );
+        }
+    }
+
+    /// What the plan writes in the scheduler's name names the pod's profile, as kube-scheduler's per-profile
+    /// event recorders and its DisruptionTarget message do: `default-scheduler` only for pods of that
+    /// profile.
+    #[test]
+    fn the_plan_reports_as_the_pods_profile() {
+        use crate::framework::profile::SchedulerConfig;
+        use crate::plugins::in_tree_registry;
+        const TWO_PROFILES: &str = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+            profiles:\n- schedulerName: default-scheduler\n- schedulerName: batch-scheduler\n";
+        let registry = in_tree_registry();
+        let config = SchedulerConfig::from_str(TWO_PROFILES, "ksc.yaml", &registry).expect("valid");
+        let engine = crate::Engine::new(registry, config, "ksc.yaml");
+        let cases = [
+            ("no schedulerName", None, "default-scheduler"),
+            (
+                "default-scheduler",
+                Some("default-scheduler"),
+                "default-scheduler",
+            ),
+            ("another profile", Some("batch-scheduler"), "batch-scheduler"),
+        ];
+        for (name, scheduler_name, want) in cases {
+            let snap = std::sync::Arc::new(snapshot_with(
+                vec![node("n1").cpu("4").memory("8Gi").obj()],
+                vec![pod("v").cpu("3").priority(1).node("n1").obj()],
+                vec![],
+            ));
+            let mut p = pod("p").cpu("2").priority(100);
+            if let Some(s) = scheduler_name {
+                p = p.scheduler_name(s);
+            }
+            let preemptor = PodInfo::new(p.obj());
+            let fwk = engine.framework_for(&preemptor.pod, snap).expect("framework");
+            let r = run(&fwk, &preemptor, DryRunOptions::default());
+            assert_eq!(r.node.as_deref(), Some("n1"), "{name}");
+            let events: Vec<&Option<String>> = r
+                .actions
+                .iter()
+                .filter_map(|a| match a {
+                    Action::Event(e) => Some(&e.reporting_controller),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(events.len(), 2, "{name}: Preempted and FailedScheduling");
+            assert!(
+                events.iter().all(|c| c.as_deref() == Some(want)),
+                "{name}: {events:?}"
+            );
+            let disruption = r.actions.iter().find_map(|a| match a {
+                Action::SetPodCondition { condition, .. } if condition.type_ == "DisruptionTarget" => {
+                    Some(condition.message.as_str())
+                }
+                _ => None,
+            });
+            assert_eq!(
+                disruption,
+                Some(format!("{want}: preempting to accommodate a higher priority pod").as_str()),
                 "{name}"
             );
         }
