@@ -7,4 +7,5 @@ pub mod hints;
 pub mod load;
 pub mod pods;
 pub mod preempt;
+pub mod skew;
 pub mod snapshot;
