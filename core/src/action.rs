@@ -97,6 +97,10 @@ pub struct EventSpec {
     pub action: String,
     /// The note (message).
     pub note: String,
+    /// The `reportingController` to record: kube-scheduler reports as the profile's scheduler name
+    /// (`default-scheduler`). None: the writer's field manager.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reporting_controller: Option<String>,
 }
 
 /// One side effect.
@@ -226,6 +230,7 @@ mod tests {
             reason: "Preempted".into(),
             action: "Preempting".into(),
             note: "n".into(),
+            reporting_controller: None,
         });
         let condition = serde_json::to_value(&condition).expect("json");
         assert_eq!(condition["kind"], "SetPodCondition");

@@ -13,6 +13,8 @@
 pub mod action;
 pub mod admission;
 #[cfg(feature = "kube")]
+pub mod api_error;
+#[cfg(feature = "kube")]
 pub mod apply;
 pub mod dra;
 pub mod duration;

@@ -273,7 +273,7 @@ pub enum PreemptFormat {
 #[derive(Debug, Clone, Args)]
 #[command(
     after_help = "Exit codes: 0 done (planned, executed, or nothing to do); 1 error, a run that \
-stopped half-way (the report says what was done; run the command again to finish), or a cluster that \
+stopped half-way (the report says what was done and what to do next), or a cluster that \
 changed after the confirmation so that the plan shown no longer holds (nothing was written); 2 usage, including \
 execution refused (no --yes without a terminal, or no cluster with --from/-f); 3 preemption cannot make \
 the pod fit (not eligible, or no candidate node)."

@@ -16,7 +16,7 @@ use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command, ExplainFormat, PreemptArgs, PreemptFormat, TriageArgs, TriageFormat};
 use commands::explain::ExplainResult;
-use commands::preempt::{Next, PreemptError, PreemptReport};
+use commands::preempt::{DryRunView, Next, PreemptError, PreemptReport};
 use output::{json, markdown, table, yaml};
 
 // jemalloc rather than glibc's malloc: loading a large snapshot allocates millions of small strings
@@ -64,18 +64,26 @@ fn flatten_whitespace(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The error and the causes its message does not already include, on one line.
+/// The error and the causes its message does not already include, on one line. An error from the API
+/// server reads as kubectl's (`Error from server (Forbidden): ...`), never as kube's dump of the Status.
 fn one_line(err: &anyhow::Error) -> String {
     let mut message = String::new();
     for cause in err.chain() {
-        let text = flatten_whitespace(&cause.to_string());
-        if text.is_empty() || message.contains(&text) {
-            continue;
+        // A client error's own rendering already says all its causes (the Status) say.
+        let client_error = cause.downcast_ref::<kube::Error>();
+        let text = flatten_whitespace(&match client_error {
+            Some(e) => sched_core::api_error::describe(e),
+            None => cause.to_string(),
+        });
+        if !text.is_empty() && !message.contains(&text) {
+            if !message.is_empty() {
+                message.push_str(": ");
+            }
+            message.push_str(&text);
         }
-        if !message.is_empty() {
-            message.push_str(": ");
+        if client_error.is_some() {
+            break;
         }
-        message.push_str(&text);
     }
     message
 }
@@ -174,7 +182,11 @@ fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
         }
         next @ (Next::Confirm | Next::Execute) => {
             let table = args.output == PreemptFormat::Table;
-            if table {
+            // --dry-run=server has nothing to confirm and nothing to wait for (each write is only
+            // validated): its steps are shown once, with their outcomes, after the run; not also as a plan
+            // beforehand and as progress lines meanwhile.
+            let server_dry_run = planned.report.dry_run == DryRunView::Server;
+            if table && !server_dry_run {
                 emit(table::preempt_report(&planned.report).as_bytes())?;
             }
             if matches!(next, Next::Confirm) {
@@ -203,9 +215,13 @@ fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
                 test_hook_pause_before_writes()?;
             }
             let outcome = planned.execute(|i, total, result| {
-                eprintln!("{}", table::preempt_progress(i, total, result));
+                if !server_dry_run {
+                    eprintln!("{}", table::preempt_progress(i, total, result));
+                }
             });
-            let text = if table {
+            let text = if table && server_dry_run {
+                render_preempt(&planned.report, args.output)?
+            } else if table {
                 table::preempt_results(&planned.report)
             } else {
                 render_preempt(&planned.report, args.output)?
@@ -302,5 +318,40 @@ mod tests {
         assert_eq!(one_line(&err), "cannot list Node (v1): connection refused");
         let err = anyhow::anyhow!("root cause").context("loading");
         assert_eq!(one_line(&err), "loading: root cause");
+    }
+
+    /// A 403 while listing reads as kubectl prints it, in one line naming the verb and the resource; not
+    /// as kube's `Display`, which appends a Debug dump of the Status.
+    #[test]
+    fn api_errors_read_as_kubectls() {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "nodes is forbidden: User \"system:serviceaccount:x:y\" cannot list resource \"nodes\" \
+                        in API group \"\" at the cluster scope",
+            "reason": "Forbidden", "details": {"kind": "nodes"}, "code": 403
+        }))
+        .unwrap();
+        let want = "https://127.0.0.1:6443: cannot list Node (v1): Error from server (Forbidden): nodes is \
+                    forbidden: User \"system:serviceaccount:x:y\" cannot list resource \"nodes\" in API group \
+                    \"\" at the cluster scope";
+        let listing = commands::load::LoadError::Api {
+            server: "https://127.0.0.1:6443".into(),
+            source: sched_core::snapshot::kube::ApiLoadError::List {
+                kind: "Node",
+                api_version: "v1",
+                source: kube::Error::Api(Box::new(status.clone())),
+            },
+        };
+        let cases = [
+            ("load error", anyhow::Error::new(listing)),
+            (
+                "bare client error under a context",
+                anyhow::Error::new(kube::Error::Api(Box::new(status)))
+                    .context("https://127.0.0.1:6443: cannot list Node (v1)"),
+            ),
+        ];
+        for (name, err) in cases {
+            assert_eq!(one_line(&err), want, "{name}");
+        }
     }
 }

@@ -280,6 +280,31 @@ fn wide_adds_a_column_per_score_plugin() {
     assert_eq!(cells[5], "300", "TaintToleration's weighted score: {big}");
 }
 
+/// No feasible node, nothing scored: `-o wide` prints the normal table (no all-`-` score columns) and
+/// says why there are no scores.
+#[test]
+fn wide_on_an_unschedulable_pod_drops_the_score_columns() {
+    let normal = ok(run_example(&["explain", "report-builder", "-n", "shop"]));
+    let wide = ok(run_example(&[
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "-o",
+        "wide",
+    ]));
+    let header = wide.lines().find(|l| l.starts_with("NODE")).unwrap();
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["NODE", "VERDICT", "PLUGIN", "REASONS", "SCORE"],
+        "{wide}"
+    );
+    let line = "No node is feasible, so no node is scored: there are no per-plugin scores to show.";
+    assert_eq!(wide.matches(line).count(), 1, "{wide}");
+    assert_eq!(wide.replace(&format!("{line}\n"), ""), normal);
+    assert!(!normal.contains(line), "{normal}");
+}
+
 #[test]
 fn node_detail_shows_every_filter_and_score() {
     let out = ok(run_example(&[
@@ -559,6 +584,33 @@ fn malformed_snapshot_file_names_file_and_line() {
         line.contains("typed.yaml") && line.contains("line 9") && line.contains("Node a"),
         "{line}"
     );
+}
+
+/// A quantity that does not parse is an error naming the file, the object and the field, not a 0.
+#[test]
+fn malformed_quantity_names_file_object_and_field() {
+    let (_dir, bad) = temp_file(
+        "snapshot.yaml",
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata: {name: n1}\n  \
+         status:\n    allocatable: {cpu: \"4\", memory: 8Gi, pods: \"110\"}\n- apiVersion: v1\n  kind: Pod\n  \
+         metadata: {name: web-1, namespace: shop}\n  spec:\n    containers:\n    - name: c\n      image: nginx\n      \
+         resources:\n        requests: {cpu: oops}\n",
+    );
+    let path = bad.to_str().unwrap();
+    for args in [
+        &["explain", "web-1", "-n", "shop", "--from", path][..],
+        &["preempt", "web-1", "-n", "shop", "--from", path][..],
+    ] {
+        let line = one_line_error(&run(args));
+        assert_eq!(
+            line,
+            format!(
+                "error: {path}: Pod shop/web-1: spec.containers[0].resources.requests.cpu: quantity \"oops\" does \
+                 not parse"
+            ),
+            "{args:?}"
+        );
+    }
 }
 
 #[test]

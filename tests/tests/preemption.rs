@@ -1084,6 +1084,18 @@ async fn preempt_yes_then_kube_scheduler_binds_there() -> Result<()> {
             && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("p")),
         "no FailedScheduling event on the preemptor: {all:?}"
     );
+    // As kube-scheduler's: reported as the pod's profile; the instance names who wrote them.
+    for e in all
+        .iter()
+        .filter(|e| matches!(e.reason.as_deref(), Some("Preempted" | "FailedScheduling")))
+    {
+        ensure!(
+            e.reporting_controller.as_deref() == Some("default-scheduler")
+                && e.reporting_instance.as_deref() == Some("kubectl-sched"),
+            "event {:?} is not reported as default-scheduler by kubectl-sched: {e:?}",
+            e.reason
+        );
+    }
 
     s.start_scheduler().await?;
     let bound = e2e::fixtures::wait_for("kube-scheduler to bind p", NOMINATION_TIMEOUT, || async {
@@ -1142,6 +1154,14 @@ async fn evict_mode_stops_at_a_blocking_pdb() -> Result<()> {
         stderr.contains("guarded") && (stderr.contains("disruption budget") || stderr.contains("429")),
         "the error does not name the blocked pod and its budget: {text}"
     );
+    // Running again would be refused again: the error names the budget and what to do instead.
+    let budget = format!("PodDisruptionBudget {}/guard (disruptionsAllowed 0)", lab.ns);
+    ensure!(
+        stderr.contains(&budget)
+            && stderr.contains("--mode=delete")
+            && !stderr.contains("run the command again to finish"),
+        "the error does not name {budget:?} and advise --mode=delete or waiting: {text}"
+    );
     eprintln!("[preemption] preempt --mode=evict against a blocking PDB: {text}");
     // The report shows what was done: the first eviction done, the second blocked, the rest
     // (the preemptor's nomination last) not run.
@@ -1186,6 +1206,70 @@ async fn evict_mode_stops_at_a_blocking_pdb() -> Result<()> {
             .unwrap_or_default()
             .is_empty(),
         "the preemptor was nominated although its victims are not all gone"
+    );
+    Ok(())
+}
+
+/// The Eviction API does not apply budgets to Pending pods (kube-apiserver's canIgnorePDB): a Pending
+/// victim whose budget allows no disruption is still a violation for kube-scheduler's choice, but the
+/// prediction says its eviction is not blocked, and `--mode=evict` evicts it.
+#[tokio::test]
+async fn evict_mode_evicts_a_pending_victim_whatever_its_pdb() -> Result<()> {
+    let binary = binary().await?;
+    let s = Scenario::begin("pre-evict-pending").await?;
+    let lab = &s.lab;
+    let n1 = lab.n("n1");
+    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
+    // No kubelet: the bound victim stays in phase Pending.
+    lab.create_pods([
+        victim("guarded", LOW, "2", &n1),
+        pod("p").priority_class(HIGH).cpu("2"),
+    ])
+    .await?;
+    s.pdb(
+        "guard",
+        "guarded",
+        json!({"disruptionsAllowed": 0, "currentHealthy": 0, "desiredHealthy": 1, "expectedPods": 1}),
+    )
+    .await?;
+
+    let output = preempt(
+        lab,
+        binary,
+        "p",
+        &["--dry-run=client", "--mode=evict", "-o", "json"],
+    )
+    .await?;
+    let text = show(&output);
+    ensure!(output.status.success(), "preempt --dry-run=client: {text}");
+    let report: Value = serde_json::from_slice(&output.stdout).with_context(|| text.clone())?;
+    let v = &report["victims"][0];
+    ensure!(
+        v["name"] == "guarded"
+            && v["pdb_violation"] == json!(true)
+            && v["eviction_blocked"] == json!(false)
+            && report["evictions_blocked"] == json!(0)
+            && v["pdbs"][0]["name"] == "guard",
+        "the prediction does not say the Pending victim violates its budget but is evicted anyway: {report}"
+    );
+
+    let output = preempt(lab, binary, "p", &["--yes", "--mode=evict", "-o", "json"]).await?;
+    let text = show(&output);
+    ensure!(
+        output.status.success(),
+        "preempt --mode=evict did not evict the Pending victim: {text}"
+    );
+    let api = s.pods();
+    ensure!(
+        api.get_opt("guarded")
+            .await?
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some()),
+        "the Pending victim was not evicted: {text}"
+    );
+    let p = api.get("p").await?;
+    ensure!(
+        p.status.and_then(|s| s.nominated_node_name).as_deref() == Some(n1.as_str()),
+        "the preemptor was not nominated to {n1}: {text}"
     );
     Ok(())
 }
@@ -1242,6 +1326,27 @@ async fn server_dry_run_changes_nothing() -> Result<()> {
         events_before == events_after,
         "--dry-run=server recorded {} events",
         events_after - events_before
+    );
+
+    // The table shows the plan once: its steps with their dry-run outcomes, not also as a plan before
+    // the run and as progress lines during it.
+    let output = preempt(lab, binary, "p", &["--dry-run=server"]).await?;
+    let text = show(&output);
+    ensure!(output.status.success(), "preempt --dry-run=server: {text}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    ensure!(
+        stdout.matches("Plan (--mode=delete").count() == 1 && stdout.contains("sent with --dry-run=server"),
+        "the plan header is not shown exactly once: {text}"
+    );
+    let deletion = format!("delete pod {}/v1", lab.ns);
+    let shown = format!("{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    ensure!(
+        shown.matches(&deletion).count() == 1,
+        "the step {deletion:?} is not shown exactly once: {text}"
+    );
+    ensure!(
+        versions == resource_versions(&api).await?,
+        "--dry-run=server (table) changed pods"
     );
     Ok(())
 }

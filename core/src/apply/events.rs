@@ -1,5 +1,6 @@
-//! Event recording: an `events.k8s.io/v1` Event about a pod, reported by the field manager. Best-effort:
-//! a failed event does not stop the plan.
+//! Event recording: an `events.k8s.io/v1` Event about a pod, reported as the plan says (kube-scheduler's
+//! events name the profile's scheduler name) or else by the field manager; the reporting instance names
+//! the writer. Best-effort: a failed event does not stop the plan.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::events::v1::Event;
@@ -42,7 +43,11 @@ pub(super) async fn record_event(
         type_: Some(spec.type_.clone()),
         regarding: Some(reference(&spec.regarding, "Pod")),
         related: spec.related.as_ref().map(|r| reference(r, "Pod")),
-        reporting_controller: Some(options.field_manager.clone()),
+        reporting_controller: Some(
+            spec.reporting_controller
+                .clone()
+                .unwrap_or_else(|| options.field_manager.clone()),
+        ),
         reporting_instance: Some(
             options
                 .reporting_instance

@@ -654,6 +654,7 @@ mod tests {
             reason: "Preempted".into(),
             action: "Preempting".into(),
             note: "n".into(),
+            reporting_controller: None,
         });
         assert_eq!(written.current(&event), event);
     }

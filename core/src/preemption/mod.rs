@@ -74,6 +74,14 @@ pub struct VictimView {
     pub priority: i32,
     /// True when preempting it violates a PodDisruptionBudget.
     pub pdb_violation: bool,
+    /// True when `--mode=evict` would be refused (429) for it: it violates a budget and the Eviction
+    /// API applies budgets to it. The API ignores them for pods that are Pending, Succeeded, Failed or
+    /// terminating ([`pdb::eviction_ignores_pdbs`]), which are evicted whatever the budget says.
+    pub eviction_blocked: bool,
+    /// The PodDisruptionBudgets covering it, with the disruptions they allow (to name them when an
+    /// eviction is refused).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pdbs: Vec<PdbView>,
     /// `status.startTime` (RFC 3339), null when the pod has not started.
     pub start_time: Option<Time>,
     /// True when the pod is already terminating (the plan does not touch it again).
@@ -84,6 +92,33 @@ pub struct VictimView {
     /// deallocated after the victim is gone.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<String>,
+}
+
+/// A PodDisruptionBudget covering a victim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PdbView {
+    /// Namespace.
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `status.disruptionsAllowed` as last written.
+    pub disruptions_allowed: i32,
+}
+
+impl std::fmt::Display for PdbView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}/{} (disruptionsAllowed {})",
+            self.namespace, self.name, self.disruptions_allowed
+        )
+    }
+}
+
+/// What a report says of victims besides themselves: their devices and their budgets.
+struct VictimContext {
+    devices: DevicesByPod,
+    pdbs: pdb::PdbIndex,
 }
 
 /// Devices of allocated claims by the UID of each pod they are reserved for.
@@ -120,14 +155,24 @@ pub fn devices_by_pod(snapshot: &crate::snapshot::Snapshot) -> DevicesByPod {
 }
 
 impl VictimView {
-    fn new(v: &Victim, devices: &DevicesByPod) -> Self {
+    fn new(v: &Victim, context: &VictimContext) -> Self {
         VictimView {
-            devices: devices.get(v.pod.uid()).cloned().unwrap_or_default(),
+            devices: context.devices.get(v.pod.uid()).cloned().unwrap_or_default(),
             namespace: v.pod.namespace().to_string(),
             name: v.pod.name().to_string(),
             uid: v.pod.uid().to_string(),
             priority: v.pod.priority,
             pdb_violation: v.pdb_violation,
+            eviction_blocked: v.pdb_violation && !pdb::eviction_ignores_pdbs(&v.pod.pod),
+            pdbs: context
+                .pdbs
+                .covering(&v.pod)
+                .map(|p| PdbView {
+                    namespace: p.namespace.clone(),
+                    name: p.name.clone(),
+                    disruptions_allowed: p.disruptions_allowed,
+                })
+                .collect(),
             start_time: v
                 .pod
                 .pod
@@ -152,10 +197,10 @@ pub struct CandidateView {
 }
 
 impl CandidateView {
-    fn new(c: &Candidate, devices: &DevicesByPod) -> Self {
+    fn new(c: &Candidate, context: &VictimContext) -> Self {
         CandidateView {
             node: c.node.clone(),
-            victims: c.victims.iter().map(|v| VictimView::new(v, devices)).collect(),
+            victims: c.victims.iter().map(|v| VictimView::new(v, context)).collect(),
             pdb_violations: c.num_pdb_violations,
         }
     }
@@ -195,6 +240,9 @@ pub struct PreemptionResult {
     pub victims: Vec<VictimView>,
     /// PDB violations on `node`.
     pub pdb_violations: i64,
+    /// Victims on `node` whose eviction the Eviction API would refuse (see
+    /// [`VictimView::eviction_blocked`]); `--mode=evict` stops at the first.
+    pub evictions_blocked: i64,
     /// Every candidate, best first.
     pub candidates: Vec<CandidateView>,
     /// Nodes in the snapshot.
@@ -271,6 +319,7 @@ pub fn dry_run(
         Some(c) if status.is_success() => plan::prepare_candidate(
             snapshot,
             pod,
+            &fwk.profile_name,
             &c.node,
             &c.victims,
             options.mode,
@@ -278,7 +327,13 @@ pub fn dry_run(
         ),
         _ => Vec::new(),
     };
-    let devices = devices_by_pod(snapshot);
+    let context = VictimContext {
+        devices: devices_by_pod(snapshot),
+        pdbs: pdb::PdbIndex::from_objects(&snapshot.pod_disruption_budgets),
+    };
+    let victims: Vec<VictimView> = chosen
+        .map(|c| c.victims.iter().map(|v| VictimView::new(v, &context)).collect())
+        .unwrap_or_default();
     PreemptionResult {
         pod: pod.key(),
         eligible: eval.eligibility.is_ok(),
@@ -287,14 +342,13 @@ pub fn dry_run(
         node: chosen.filter(|_| status.is_success()).map(|c| c.node.clone()),
         tied_nodes: eval.tied.clone(),
         decided_by: eval.decided_by,
-        victims: chosen
-            .map(|c| c.victims.iter().map(|v| VictimView::new(v, &devices)).collect())
-            .unwrap_or_default(),
+        evictions_blocked: victims.iter().filter(|v| v.eviction_blocked).count() as i64,
+        victims,
         pdb_violations: chosen.map_or(0, |c| c.num_pdb_violations),
         candidates: eval
             .candidates
             .iter()
-            .map(|c| CandidateView::new(c, &devices))
+            .map(|c| CandidateView::new(c, &context))
             .collect(),
         nodes_total: eval.num_all_nodes,
         potential_nodes: eval.potential_nodes,
@@ -373,6 +427,116 @@ mod tests {
             ],
             vec![pdb("db").selector("app", "db").allowed(0).obj()],
         ))
+    }
+
+    /// The Eviction API ignores budgets for Pending, Succeeded, Failed and terminating pods
+    /// (kube-apiserver's canIgnorePDB): such a victim still counts as a violation (kube-scheduler's
+    /// accounting) but its eviction is not blocked; the budgets covering it are named either way.
+    #[test]
+    fn evictions_are_blocked_only_for_pods_the_eviction_api_guards() {
+        let cases = [
+            ("running", Some("Running"), false, true),
+            ("no phase (as Go's empty phase)", None, false, true),
+            // Succeeded and Failed pods are never victims: the snapshot leaves them out, as kube-scheduler's
+            // informer does (eviction_ignores_pdbs_as_kube_apiserver_does covers them).
+            ("pending", Some("Pending"), false, false),
+            ("running but terminating", Some("Running"), true, false),
+        ];
+        for (name, phase, terminating, blocked) in cases {
+            let mut victim = pod("db").cpu("3").priority(1).label("app", "db").node("n1");
+            if terminating {
+                victim = victim.terminating();
+            }
+            let mut victim = victim.obj();
+            victim.status.get_or_insert_with(Default::default).phase = phase.map(str::to_string);
+            let fwk = framework(snapshot_with(
+                vec![node("n1").cpu("4").memory("8Gi").obj()],
+                vec![victim],
+                vec![pdb("db").selector("app", "db").allowed(0).obj()],
+            ));
+            let preemptor = pod("p").cpu("2").priority(100).info();
+            let options = DryRunOptions {
+                mode: VictimRemoval::Evict,
+                ..DryRunOptions::default()
+            };
+            let r = run(&fwk, &preemptor, options);
+            assert_eq!(r.node.as_deref(), Some("n1"), "{name}");
+            assert_eq!(r.pdb_violations, 1, "{name}: kube-scheduler still counts it");
+            assert!(r.victims[0].pdb_violation, "{name}");
+            assert_eq!(r.victims[0].eviction_blocked, blocked, "{name}");
+            assert_eq!(r.evictions_blocked, i64::from(blocked), "{name}");
+            assert_eq!(
+                r.victims[0]
+                    .pdbs
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>(),
+                ["default/db (disruptionsAllowed 0)"],
+                "{name}"
+            );
+        }
+    }
+
+    /// What the plan writes in the scheduler's name names the pod's profile, as kube-scheduler's per-profile
+    /// event recorders and its DisruptionTarget message do: `default-scheduler` only for pods of that
+    /// profile.
+    #[test]
+    fn the_plan_reports_as_the_pods_profile() {
+        use crate::framework::profile::SchedulerConfig;
+        use crate::plugins::in_tree_registry;
+        const TWO_PROFILES: &str = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+            profiles:\n- schedulerName: default-scheduler\n- schedulerName: batch-scheduler\n";
+        let registry = in_tree_registry();
+        let config = SchedulerConfig::from_str(TWO_PROFILES, "ksc.yaml", &registry).expect("valid");
+        let engine = crate::Engine::new(registry, config, "ksc.yaml");
+        let cases = [
+            ("no schedulerName", None, "default-scheduler"),
+            (
+                "default-scheduler",
+                Some("default-scheduler"),
+                "default-scheduler",
+            ),
+            ("another profile", Some("batch-scheduler"), "batch-scheduler"),
+        ];
+        for (name, scheduler_name, want) in cases {
+            let snap = std::sync::Arc::new(snapshot_with(
+                vec![node("n1").cpu("4").memory("8Gi").obj()],
+                vec![pod("v").cpu("3").priority(1).node("n1").obj()],
+                vec![],
+            ));
+            let mut p = pod("p").cpu("2").priority(100);
+            if let Some(s) = scheduler_name {
+                p = p.scheduler_name(s);
+            }
+            let preemptor = PodInfo::new(p.obj());
+            let fwk = engine.framework_for(&preemptor.pod, snap).expect("framework");
+            let r = run(&fwk, &preemptor, DryRunOptions::default());
+            assert_eq!(r.node.as_deref(), Some("n1"), "{name}");
+            let events: Vec<&Option<String>> = r
+                .actions
+                .iter()
+                .filter_map(|a| match a {
+                    Action::Event(e) => Some(&e.reporting_controller),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(events.len(), 2, "{name}: Preempted and FailedScheduling");
+            assert!(
+                events.iter().all(|c| c.as_deref() == Some(want)),
+                "{name}: {events:?}"
+            );
+            let disruption = r.actions.iter().find_map(|a| match a {
+                Action::SetPodCondition { condition, .. } if condition.type_ == "DisruptionTarget" => {
+                    Some(condition.message.as_str())
+                }
+                _ => None,
+            });
+            assert_eq!(
+                disruption,
+                Some(format!("{want}: preempting to accommodate a higher priority pod").as_str()),
+                "{name}"
+            );
+        }
     }
 
     #[test]

@@ -93,6 +93,18 @@ impl PdbIndex {
         self.pdbs.is_empty()
     }
 
+    /// The PDBs whose selector matches the pod (whatever their budget): the ones an Eviction of the pod
+    /// is checked against, to name in reports.
+    pub fn covering<'a>(&'a self, pod: &'a PodInfo) -> impl Iterator<Item = &'a PdbInfo> + 'a {
+        self.in_namespace(pod.namespace())
+            .map(|(_, pdb)| pdb)
+            .filter(move |pdb| {
+                pdb.selector
+                    .as_ref()
+                    .is_some_and(|s| pod.labels().is_some_and(|l| s.matches(l)))
+            })
+    }
+
     /// The PDBs covering a namespace, in order.
     fn in_namespace(&self, namespace: &str) -> impl Iterator<Item = (usize, &PdbInfo)> {
         self.by_namespace
@@ -101,6 +113,17 @@ impl PdbIndex {
             .flatten()
             .map(|&i| (i, &self.pdbs[i]))
     }
+}
+
+/// True when the Eviction API evicts the pod without consulting its PodDisruptionBudgets (kube-apiserver's
+/// `canIgnorePDB`): it is Pending, Succeeded or Failed, or already terminating. kube-scheduler's
+/// accounting still counts such a victim as a violation; only `--mode=evict`'s outcome differs.
+pub fn eviction_ignores_pdbs(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_some()
+        || matches!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Pending" | "Succeeded" | "Failed")
+        )
 }
 
 /// Splits victims (in the given order) into those whose preemption would violate a PDB and the others.
@@ -248,6 +271,28 @@ mod tests {
             let (violating, ok) = split_by_violation(victims, |p| p, &PdbIndex::new(pdbs));
             assert_eq!(names(&violating), want_violating, "{name}");
             assert_eq!(names(&ok), want_ok, "{name}");
+        }
+    }
+
+    #[test]
+    fn eviction_ignores_pdbs_as_kube_apiserver_does() {
+        let cases = [
+            ("running", Some("Running"), false, false),
+            ("no phase", None, false, false),
+            ("unknown", Some("Unknown"), false, false),
+            ("pending", Some("Pending"), false, true),
+            ("succeeded", Some("Succeeded"), false, true),
+            ("failed", Some("Failed"), false, true),
+            ("terminating", Some("Running"), true, true),
+        ];
+        for (name, phase, terminating, ignored) in cases {
+            let mut p = pod("p");
+            if terminating {
+                p = p.terminating();
+            }
+            let mut p = p.obj();
+            p.status.get_or_insert_with(Default::default).phase = phase.map(str::to_string);
+            assert_eq!(eviction_ignores_pdbs(&p), ignored, "{name}");
         }
     }
 

@@ -94,10 +94,13 @@ pub fn lower_priority_nominated_pods<'a>(
 }
 
 /// The actions that carry out preemption of `victims` on `node` for `preemptor`, in the order described
-/// in the module documentation. `failed_scheduling_message` is the preemptor's FailedScheduling text.
+/// in the module documentation. `failed_scheduling_message` is the preemptor's FailedScheduling text;
+/// `profile` the scheduler name of the profile that schedules it (its `spec.schedulerName`), which
+/// kube-scheduler writes into the DisruptionTarget message and reports its events as.
 pub fn prepare_candidate(
     snapshot: &Snapshot,
     preemptor: &PodInfo,
+    profile: &str,
     node: &str,
     victims: &[Victim],
     removal: VictimRemoval,
@@ -121,7 +124,7 @@ pub fn prepare_candidate(
                         type_: CONDITION_DISRUPTION_TARGET.to_string(),
                         status: "True".to_string(),
                         reason: REASON_PREEMPTION_BY_SCHEDULER.to_string(),
-                        message: disruption_message(preemptor.scheduler_name()),
+                        message: disruption_message(profile),
                     },
                 });
                 actions.push(Action::DeletePod { pod: victim.clone() });
@@ -135,6 +138,7 @@ pub fn prepare_candidate(
             reason: EVENT_REASON_PREEMPTED.to_string(),
             action: EVENT_ACTION_PREEMPTING.to_string(),
             note: preempted_note(preemptor.uid(), node),
+            reporting_controller: Some(profile.to_string()),
         }));
     }
     actions.push(Action::Event(EventSpec {
@@ -144,6 +148,7 @@ pub fn prepare_candidate(
         reason: EVENT_REASON_FAILED_SCHEDULING.to_string(),
         action: EVENT_ACTION_SCHEDULING.to_string(),
         note: truncate_note(failed_scheduling_message),
+        reporting_controller: Some(profile.to_string()),
     }));
     actions.push(Action::SetNominatedNodeName {
         pod: preemptor_ref.clone(),
@@ -195,7 +200,15 @@ mod tests {
             ),
         ];
         let msg = "0/1 nodes are available: 1 Insufficient cpu. preemption: found a potential placement for pod on node n1, preempting 3 victims";
-        let actions = prepare_candidate(&snap, &preemptor, "n1", &victims, VictimRemoval::Delete, msg);
+        let actions = prepare_candidate(
+            &snap,
+            &preemptor,
+            "my-scheduler",
+            "n1",
+            &victims,
+            VictimRemoval::Delete,
+            msg,
+        );
         let described: Vec<String> = actions.iter().map(Action::describe).collect();
         assert_eq!(
             described,
@@ -247,7 +260,15 @@ mod tests {
         let snap = snapshot(vec![node("n1").obj()], vec![]);
         let preemptor = pod("p").priority(100).info();
         let victims = vec![Victim::new(Arc::new(pod("v").node("n1").info()), 0)];
-        let actions = prepare_candidate(&snap, &preemptor, "n1", &victims, VictimRemoval::Evict, "m");
+        let actions = prepare_candidate(
+            &snap,
+            &preemptor,
+            "default-scheduler",
+            "n1",
+            &victims,
+            VictimRemoval::Evict,
+            "m",
+        );
         assert!(actions.contains(&Action::EvictPod {
             pod: pod_ref(&victims[0].pod)
         }));
@@ -259,21 +280,6 @@ mod tests {
             .filter(|a| matches!(a, Action::SetPodCondition { pod, .. } if pod.name == "v"))
             .count();
         assert_eq!(victim_conditions, 0);
-    }
-
-    #[test]
-    fn the_disruption_message_names_the_default_scheduler_when_the_pod_names_none() {
-        let snap = snapshot(vec![node("n1").obj()], vec![]);
-        let preemptor = pod("p").priority(100).info();
-        let victims = vec![Victim::new(Arc::new(pod("v").node("n1").info()), 0)];
-        let actions = prepare_candidate(&snap, &preemptor, "n1", &victims, VictimRemoval::Delete, "m");
-        let Action::SetPodCondition { condition, .. } = &actions[0] else {
-            panic!("{actions:?}")
-        };
-        assert_eq!(
-            condition.message,
-            "default-scheduler: preempting to accommodate a higher priority pod"
-        );
     }
 
     #[test]

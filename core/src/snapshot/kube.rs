@@ -44,7 +44,7 @@ impl Default for ApiLoadOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ApiLoadError {
     /// Listing failed (connection, authorization on a required kind, server error).
-    #[error("cannot list {kind} ({api_version}): {source}")]
+    #[error("cannot list {kind} ({api_version}): {}", crate::api_error::describe(.source))]
     List {
         /// The kind.
         kind: &'static str,
@@ -300,7 +300,10 @@ mod tests {
             &mut warnings,
         )
         .unwrap_err();
-        assert!(err.to_string().starts_with("cannot list Pod (v1): "), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "cannot list Pod (v1): Error from server (Forbidden): pods is forbidden"
+        );
         let err = settle::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(
             ObjectKind::PodDisruptionBudget,
             false,

@@ -40,7 +40,7 @@ pub enum LoadError {
         in_cluster: String,
     },
     /// The client could not be built (TLS material, proxy, ...).
-    #[error("creating a client for {server}: {source}")]
+    #[error("creating a client for {server}: {}", sched_core::api_error::describe(.source))]
     Client {
         /// The API server URL.
         server: String,
@@ -140,16 +140,44 @@ impl Cluster {
 
     /// Lists everything the engine needs (optional kinds that may not be listed become warnings).
     pub fn load(&self, namespace: Option<&str>) -> Result<(ClusterObjects, Vec<String>), LoadError> {
+        self.load_inner(namespace, false)
+    }
+
+    /// [`Cluster::load`], and a warning when the API server is of another minor version than the
+    /// engine's kube-scheduler (see [`super::skew`]): one `GET /version`, sent while the kinds are
+    /// listed, so it costs no time. A failed `/version` is no warning (nothing is known).
+    pub fn load_checking_version(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<(ClusterObjects, Vec<String>), LoadError> {
+        self.load_inner(namespace, true)
+    }
+
+    fn load_inner(
+        &self,
+        namespace: Option<&str>,
+        check_version: bool,
+    ) -> Result<(ClusterObjects, Vec<String>), LoadError> {
         let options = ApiLoadOptions {
             namespace: namespace.map(str::to_string),
             ..ApiLoadOptions::default()
         };
-        self.runtime
-            .block_on(load_from_api(&self.client, &options))
-            .map_err(|source| LoadError::Api {
-                server: self.server.clone(),
-                source,
-            })
+        let version = async {
+            if check_version {
+                self.client.apiserver_version().await.ok()
+            } else {
+                None
+            }
+        };
+        let (loaded, version) = self
+            .runtime
+            .block_on(async { tokio::join!(load_from_api(&self.client, &options), version) });
+        let (objects, mut warnings) = loaded.map_err(|source| LoadError::Api {
+            server: self.server.clone(),
+            source,
+        })?;
+        warnings.extend(version.as_ref().and_then(super::skew::skew_warning));
+        Ok((objects, warnings))
     }
 }
 
@@ -284,7 +312,7 @@ pub fn load_keeping_cluster(
         }
         None => {
             let cluster = Cluster::connect(global)?;
-            let (objects, warnings) = cluster.load(namespace)?;
+            let (objects, warnings) = cluster.load_checking_version(namespace)?;
             let summary = format!(
                 "listed {} object(s) from {} in {:.0} ms",
                 objects.len(),

@@ -9,6 +9,7 @@ pub mod load;
 pub mod node_resources;
 pub mod pods;
 pub mod preempt;
+pub mod skew;
 pub mod snapshot;
 pub mod triage;
 pub mod what_if;

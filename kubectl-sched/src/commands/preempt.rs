@@ -66,8 +66,7 @@ pub enum PreemptError {
     Reread(Box<PreemptError>),
     /// The plan stopped before its end (the report says what was done).
     #[error(
-        "preemption stopped at step {step} of {total}: {reason}; {done} step(s) done, {not_run} not run; run \
-         the command again to finish"
+        "preemption stopped at step {step} of {total}: {reason}; {done} step(s) done, {not_run} not run; {advice}"
     )]
     Incomplete {
         /// 1-based index of the step that stopped the run.
@@ -80,7 +79,39 @@ pub enum PreemptError {
         done: usize,
         /// Steps not attempted.
         not_run: usize,
+        /// What to do next: run again, or (after a refused eviction, which running again would only
+        /// repeat) wait for the budget or delete instead.
+        advice: String,
     },
+}
+
+/// What to do after a stopped run that running again finishes.
+const ADVICE_RUN_AGAIN: &str = "run the command again to finish";
+
+/// The PodDisruptionBudgets covering `pod` (`namespace/name`) as the plan read them, for messages:
+/// `PodDisruptionBudget shop/web (disruptionsAllowed 0)`, or a generic phrase when none is known.
+pub fn blocking_budgets(report: &PreemptReport, pod: &str) -> String {
+    let budgets: Vec<String> = report
+        .preemption
+        .victims
+        .iter()
+        .filter(|v| format!("{}/{}", v.namespace, v.name) == pod)
+        .flat_map(|v| v.pdbs.iter().map(ToString::to_string))
+        .collect();
+    match budgets.as_slice() {
+        [] => "a PodDisruptionBudget".to_string(),
+        [one] => format!("PodDisruptionBudget {one}"),
+        many => format!("PodDisruptionBudgets {}", many.join(", ")),
+    }
+}
+
+/// What to do after the Eviction API refused an eviction: running again is refused again while the
+/// budget allows no disruption.
+pub fn advice_after_refused_eviction(budgets: &str) -> String {
+    format!(
+        "running it again is refused again until {budgets} allows a disruption: wait for that, or use \
+         --mode=delete (kube-scheduler's way: budgets are weighed when choosing victims, not enforced)"
+    )
 }
 
 impl From<LoadError> for PreemptError {
@@ -592,6 +623,7 @@ fn nothing_to_preempt(
         decided_by: None,
         victims: Vec::new(),
         pdb_violations: 0,
+        evictions_blocked: 0,
         candidates: Vec::new(),
         nodes_total,
         potential_nodes: 0,
@@ -699,19 +731,29 @@ impl Planned {
             .filter(|r| matches!(r.outcome, ApplyOutcome::NotRun))
             .count();
         let outcome = match stop {
-            Some(i) => Err(PreemptError::Incomplete {
-                step: i + 1,
-                total,
-                reason: match &results[i].outcome {
-                    ApplyOutcome::PdbBlocked { message } => format!(
-                        "{}: blocked by a PodDisruptionBudget (HTTP 429): {message}",
-                        results[i].action.describe()
-                    ),
-                    _ => results[i].message(),
-                },
-                done,
-                not_run,
-            }),
+            Some(i) => {
+                let (reason, advice) = match (&results[i].outcome, &results[i].action) {
+                    (ApplyOutcome::PdbBlocked { message }, Action::EvictPod { pod }) => {
+                        let budgets = blocking_budgets(&self.report, &pod.key());
+                        (
+                            format!(
+                                "{}: blocked by {budgets} (HTTP 429): {message}",
+                                results[i].action.describe()
+                            ),
+                            advice_after_refused_eviction(&budgets),
+                        )
+                    }
+                    _ => (results[i].message(), ADVICE_RUN_AGAIN.to_string()),
+                };
+                Err(PreemptError::Incomplete {
+                    step: i + 1,
+                    total,
+                    reason,
+                    done,
+                    not_run,
+                    advice,
+                })
+            }
             None => Ok(()),
         };
         self.report.complete = Some(stop.is_none());

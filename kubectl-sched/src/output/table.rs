@@ -12,7 +12,9 @@ use sched_core::resource::format_amount;
 use crate::commands::explain::{BoundCheck, ExplainReport, NodeDetail, PendingEntry, Reach};
 use crate::commands::hints::{Hint, MAX_NAMES, name_list};
 use crate::commands::node_resources::ResourceUse;
-use crate::commands::preempt::{DryRunView, PreemptReport, Situation};
+use crate::commands::preempt::{
+    DryRunView, PreemptReport, Situation, advice_after_refused_eviction, blocking_budgets,
+};
 use crate::commands::what_if::Applied;
 
 /// Columns separated by three spaces, as kubectl prints them; no trailing blanks.
@@ -202,6 +204,10 @@ pub fn what_if_line(applied: &[Applied]) -> String {
     format!("What if: {}.\n", parts.join("; "))
 }
 
+/// What `-o wide` says instead of score columns when no node passed the filters.
+const NOTHING_SCORED: &str =
+    "No node is feasible, so no node is scored: there are no per-plugin scores to show.\n";
+
 /// `explain POD` in table form.
 pub fn report(r: &ExplainReport, wide: bool) -> String {
     let e = &r.explanation;
@@ -242,6 +248,11 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
     out.push('\n');
     match &r.node_detail {
         Some(d) => out.push_str(&node_detail(d)),
+        // kube-scheduler scores only feasible nodes: without one, every score column would be all `-`.
+        None if wide && !basis.nodes.iter().any(|n| n.feasible) => {
+            out.push_str(&node_table(basis, &r.score_plugins, false));
+            out.push_str(NOTHING_SCORED);
+        }
         None => out.push_str(&node_table(basis, &r.score_plugins, wide)),
     }
     if let Some(d) = &r.dra {
@@ -739,14 +750,32 @@ pub fn preempt_report(r: &PreemptReport) -> String {
         out.push_str(&format!(
             "Preempting there violates {} PodDisruptionBudget(s){}.\n",
             p.pdb_violations,
-            match r.mode {
-                VictimRemoval::Evict => ": the Eviction API will refuse (--mode=evict stops there)",
-                VictimRemoval::Delete => " (kube-scheduler deletes anyway; --mode=evict would be refused)",
+            match (r.mode, p.evictions_blocked) {
+                (VictimRemoval::Evict, 0) => {
+                    ", which the Eviction API does not apply to the victims concerned (Pending, finished or \
+                     terminating pods): --mode=evict evicts them anyway"
+                        .to_string()
+                }
+                (VictimRemoval::Evict, n) => {
+                    format!(": the Eviction API will refuse {n} eviction(s) (--mode=evict stops at the first)")
+                }
+                (VictimRemoval::Delete, 0) => {
+                    " (kube-scheduler deletes anyway; the Eviction API would not apply them either: the victims \
+                     concerned are Pending, finished or terminating)"
+                        .to_string()
+                }
+                (VictimRemoval::Delete, _) => {
+                    " (kube-scheduler deletes anyway; --mode=evict would be refused)".to_string()
+                }
             }
         ));
     }
     out.push('\n');
     out.push_str(&victim_table(&p.victims));
+    if r.results.is_some() {
+        // After a run, the results list the steps with their outcomes (preempt_results).
+        return out;
+    }
     out.push_str(&format!(
         "\nPlan (--mode={}, {} step(s)):\n",
         mode_flag(r),
@@ -789,12 +818,18 @@ pub fn preempt_question(r: &PreemptReport) -> String {
     )
 }
 
-/// A step of an executed plan: what it does, and why it failed or was blocked.
-fn step_text(result: &ActionResult) -> String {
-    match &result.outcome {
+/// A step of an executed plan: what it does, and why it failed or was blocked; with the report, a
+/// refused eviction names the budgets covering the pod.
+fn step_text(result: &ActionResult, report: Option<&PreemptReport>) -> String {
+    match (&result.outcome, &result.action, report) {
         // The error already says what was attempted.
-        ApplyOutcome::Failed(_) => result.message(),
-        ApplyOutcome::PdbBlocked { message } => format!(
+        (ApplyOutcome::Failed(_), ..) => result.message(),
+        (ApplyOutcome::PdbBlocked { message }, Action::EvictPod { pod }, Some(r)) => format!(
+            "{}: blocked by {} (HTTP 429): {message}",
+            result.action.describe(),
+            blocking_budgets(r, &pod.key())
+        ),
+        (ApplyOutcome::PdbBlocked { message }, ..) => format!(
             "{}: blocked by a PodDisruptionBudget (HTTP 429): {message}",
             result.action.describe()
         ),
@@ -809,7 +844,7 @@ pub fn preempt_progress(index: usize, total: usize, result: &ActionResult) -> St
         "[{:>width$}/{total}] {:<12} {}",
         index + 1,
         result.outcome.name(),
-        step_text(result)
+        step_text(result, None)
     )
 }
 
@@ -820,11 +855,14 @@ pub fn preempt_results(r: &PreemptReport) -> String {
     };
     let p = &r.preemption;
     let mut out = String::from("\n");
-    out.push_str(match r.dry_run {
-        DryRunView::Server => {
-            "Results (--dry-run=server: every write was validated by the API server, nothing changed):\n"
-        }
-        _ => "Results:\n",
+    out.push_str(&match r.dry_run {
+        DryRunView::Server => format!(
+            "Plan (--mode={}, {} step(s)) sent with --dry-run=server: every write was validated by the API \
+             server, nothing changed:\n",
+            mode_flag(r),
+            p.actions.len()
+        ),
+        _ => "Results:\n".to_string(),
     });
     let rows: Vec<Vec<String>> = results
         .iter()
@@ -833,7 +871,7 @@ pub fn preempt_results(r: &PreemptReport) -> String {
             vec![
                 (i + 1).to_string(),
                 res.outcome.name().to_string(),
-                step_text(res),
+                step_text(res, Some(r)),
             ]
         })
         .collect();
@@ -910,15 +948,36 @@ pub fn preempt_results(r: &PreemptReport) -> String {
                     "not yet "
                 }
             ));
-            if r.dry_run == DryRunView::None {
-                out.push_str(
+            let refused = results.iter().find_map(|res| match (&res.outcome, &res.action) {
+                (ApplyOutcome::PdbBlocked { .. }, Action::EvictPod { pod }) => Some(pod.key()),
+                _ => None,
+            });
+            match refused {
+                // Running again would only be refused again.
+                Some(pod) => {
+                    let budgets = blocking_budgets(r, &pod);
+                    out.push_str(&format!(
+                        "The Eviction API refused to evict {pod}: {budgets} allows no more disruption. {}.\n",
+                        capitalized(&advice_after_refused_eviction(&budgets))
+                    ));
+                }
+                None if r.dry_run == DryRunView::None => out.push_str(
                     "Running the same command again re-reads the cluster and finishes the job (victims already \
                      gone or terminating count as done).\n",
-                );
+                ),
+                None => {}
             }
         }
     }
     out
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -133,6 +133,16 @@ pub enum LoadError {
     /// An object of a known kind does not match its schema (e.g. a string where a number belongs).
     #[error(transparent)]
     Decode(Box<DecodeError>),
+    /// A quantity the engine reads does not parse (`cpu: oops`): the API server would have refused it,
+    /// and counting it as 0 would explain a cluster that cannot exist.
+    #[error("{}: {source}", path.display())]
+    Quantity {
+        /// The file.
+        path: PathBuf,
+        /// The object, the field and the text.
+        #[source]
+        source: super::quantities::BadQuantity,
+    },
 }
 
 /// An object of a known kind that does not match its schema.

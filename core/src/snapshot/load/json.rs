@@ -73,7 +73,13 @@ pub(super) fn decode_json_pods(
     let places: Vec<PodPlace> = items
         .par_iter()
         .with_min_len(32)
-        .map(|it| decode_json_item::<Pod>(it, shapes::POD).map(|pod| detail.place(pod)))
+        .map(|it| {
+            // A pod with a malformed quantity must not be reduced to facts that count it as 0: failing
+            // makes the caller read the file again exactly, which reports it.
+            let pod = decode_json_item::<Pod>(it, shapes::POD)?;
+            super::quantities::check_pod(&pod).map_err(drop)?;
+            Ok(detail.place(pod))
+        })
         .collect::<Result<_, ()>>()?;
     PodPlace::push_all(places, &mut objects.pods, &mut objects.placed_pods);
     Ok(())

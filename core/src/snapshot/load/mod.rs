@@ -15,7 +15,7 @@
 //! per item, sequentially (serde_yaml has no borrowed raw values), so large snapshots should be JSON.
 //!
 //! This file holds the entry points; each other file has one job: `error` (the report, locations
-//! and errors), `prune` (the pruning policy, [`Prune`]), `shape` (pruning while decoding: decode
+//! and errors), `prune` (the pruning policy, [`Prune`]), `quantities` (every quantity parses), `shape` (pruning while decoding: decode
 //! shapes and their serde adapter), `kind` (kind resolution, [`ObjectKind`]), `json` (peek and
 //! parallel decode), `stream` (the streaming JSON scanner), `yaml`, and `write` (the `kind: List`
 //! writer). Their public items are re-exported here.
@@ -24,6 +24,7 @@ mod error;
 mod json;
 mod kind;
 mod prune;
+mod quantities;
 mod shape;
 mod stream;
 mod write;
@@ -41,6 +42,7 @@ pub use prune::{
     KEPT_ANNOTATION_PREFIXES, Prune, keep_annotation, prune_container, prune_metadata, prune_node, prune_pod,
     prune_pod_spec, prune_pod_status, retain_annotations,
 };
+pub use quantities::BadQuantity;
 pub use write::{ListView, write_list_json, write_list_yaml};
 
 use super::{ClusterObjects, PodDetail, Snapshot};
@@ -72,6 +74,11 @@ pub fn load_file_with(
     if sniff_json(path).map_err(io_error)?
         && let Ok(loaded) = stream_json_file(path, CHUNK, detail)
     {
+        // Pods reduced while streaming were checked before (a bad one makes the stream fall back).
+        quantities::check(&loaded.0).map_err(|source| LoadError::Quantity {
+            path: path.to_path_buf(),
+            source,
+        })?;
         return Ok(loaded);
     }
     let bytes = std::fs::read(path).map_err(io_error)?;
@@ -113,10 +120,15 @@ pub fn load_bytes(bytes: &[u8], origin: &Path) -> Result<(ClusterObjects, LoadRe
         }
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    match first_significant(text.as_bytes()) {
+    let loaded = match first_significant(text.as_bytes()) {
         Some(b'{') | Some(b'[') => load_json(text, origin),
         _ => load_yaml(text, origin),
-    }
+    }?;
+    quantities::check(&loaded.0).map_err(|source| LoadError::Quantity {
+        path: origin.to_path_buf(),
+        source,
+    })?;
+    Ok(loaded)
 }
 
 impl Snapshot {

@@ -659,3 +659,59 @@ fn dra_decode_errors_say_where_and_what() {
         );
     }
 }
+
+/// A malformed quantity fails the load with the file, the object and the field, whatever the format
+/// and however pods on nodes are kept (a compact JSON load reduces them while streaming).
+#[test]
+fn malformed_quantities_fail_naming_file_object_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_pod = r#"{"apiVersion":"v1","kind":"List","items":[
+        {"apiVersion":"v1","kind":"Node","metadata":{"name":"n1"},"status":{"allocatable":{"cpu":"4"}}},
+        {"apiVersion":"v1","kind":"Pod","metadata":{"namespace":"shop","name":"web-1"},
+         "spec":{"nodeName":"n1","containers":[{"name":"c","resources":{"requests":{"cpu":"oops"}}}]}}]}"#;
+    let bad_node = "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\nstatus:\n  allocatable: {cpu: \"4\", pods: lots}\n";
+    let compact = PodDetail::CompactPlaced {
+        keep: Default::default(),
+    };
+    let cases = [
+        (
+            "pod in JSON, whole",
+            "snapshot.json",
+            bad_pod,
+            PodDetail::Full,
+            "Pod shop/web-1: spec.containers[0].resources.requests.cpu: quantity \"oops\" does not parse",
+        ),
+        (
+            "pod in JSON, compact",
+            "snapshot.json",
+            bad_pod,
+            compact.clone(),
+            "Pod shop/web-1: spec.containers[0].resources.requests.cpu: quantity \"oops\" does not parse",
+        ),
+        (
+            "pod in YAML (JSON is YAML), compact",
+            "snapshot.yaml",
+            &format!("# a comment makes it YAML\n{bad_pod}"),
+            compact.clone(),
+            "Pod shop/web-1: spec.containers[0].resources.requests.cpu: quantity \"oops\" does not parse",
+        ),
+        (
+            "node in YAML",
+            "snapshot.yaml",
+            bad_node,
+            PodDetail::Full,
+            "Node n1: status.allocatable.pods: quantity \"lots\" does not parse",
+        ),
+    ];
+    for (name, file, text, detail, want) in cases {
+        let path = dir.path().join(file);
+        std::fs::write(&path, text).unwrap();
+        let err = load_file_with(&path, &detail).expect_err(name);
+        assert!(matches!(err, LoadError::Quantity { .. }), "{name}: {err}");
+        assert_eq!(err.to_string(), format!("{}: {want}", path.display()), "{name}");
+    }
+    // The same objects with well-formed quantities load.
+    let path = dir.path().join("good.json");
+    std::fs::write(&path, bad_pod.replace("oops", "250m")).unwrap();
+    assert_eq!(load_file_with(&path, &compact).unwrap().0.len(), 2);
+}
