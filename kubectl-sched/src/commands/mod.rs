@@ -9,4 +9,5 @@ pub mod node_resources;
 pub mod pods;
 pub mod preempt;
 pub mod snapshot;
+pub mod still_pending;
 pub mod what_if;
