@@ -377,7 +377,16 @@ fn describe_victim(victim: &PodInfo, now: Timestamp) -> String {
         .metadata
         .deletion_timestamp
         .as_ref()
-        .map(|t| format!("deletionTimestamp {}", when(t.0, now)))
+        .map(|t| {
+            // Before the deletionTimestamp the pod is in its grace period: its kubelet is still
+            // stopping it; after it, only the kubelet's confirmation or a finalizer keeps it.
+            let grace = if seconds_between(t.0, now) < 0 {
+                ", grace period not over"
+            } else {
+                ""
+            };
+            format!("deletionTimestamp {}{grace}", when(t.0, now))
+        })
         .unwrap_or_default();
     let finalizers = finalizers(victim);
     let held = if finalizers.is_empty() {
@@ -789,6 +798,28 @@ mod tests {
             let pods: Vec<String> = found.iter().flat_map(|f| f.pods.clone()).collect();
             assert_eq!(pods, c.pods, "{}", c.name);
         }
+    }
+
+    #[test]
+    fn a_victim_in_its_grace_period_says_so() {
+        let future = pod("v").cpu("3").node("n1").with(|p| {
+            p.metadata.deletion_timestamp = Some(Time(at(-10)));
+        });
+        let c = Case {
+            placed: vec![future],
+            ..case("grace", pod("p").cpu("2").nominated("n1"))
+        };
+        let found = run(&c);
+        let f = found
+            .iter()
+            .find(|f| f.kind == PendingKind::VictimsTerminating)
+            .expect("a victims finding");
+        assert!(
+            f.message.contains("default/v (deletionTimestamp 2027-01-15T08:00:10Z, in 10s, grace period not over; no finalizers"),
+            "{}",
+            f.message
+        );
+        assert!(!f.message.contains("forever"), "{}", f.message);
     }
 
     #[test]

@@ -1,0 +1,287 @@
+//! "Why is it still Pending?" (`kubectl sched explain POD`'s `still_pending` findings) against the
+//! real control plane.
+//!
+//! Most cases run on a control plane started without kube-scheduler, so that nothing changes the
+//! pods behind the test's back: there the Lease `kube-system/kube-scheduler` never exists (a pending
+//! pod's finding says no kube-scheduler holds it), a preemptor can be nominated by hand (the
+//! status subresource) to a node whose victim is held by a finalizer, and a gated pod stays gated.
+//! The pod of a scheduler no profile names runs on the shared control plane, whose kube-scheduler
+//! ignores it.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use common::kubectl_sched_binary;
+use e2e::fixtures::{TEST_LABEL, ready_node};
+use e2e::{ControlPlane, Options};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::Api;
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+/// Bounds one `kubectl-sched` run.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+const STUCK_FINALIZER: &str = "example.com/stuck";
+
+static WITHOUT_SCHEDULER: OnceCell<ControlPlane> = OnceCell::const_new();
+static BINARY: OnceCell<PathBuf> = OnceCell::const_new();
+
+async fn binary() -> Result<&'static Path> {
+    Ok(BINARY.get_or_try_init(kubectl_sched_binary).await?.as_path())
+}
+
+/// etcd and kube-apiserver only: no kube-scheduler, so no Lease and no scheduling.
+async fn without_scheduler() -> Result<&'static ControlPlane> {
+    Ok(WITHOUT_SCHEDULER
+        .get_or_try_init(|| ControlPlane::start(Options::new()))
+        .await?)
+}
+
+/// A pod requesting `cpu`, restricted to the nodes of `test` (shared control planes).
+fn pod(name: &str, test: &str, cpu: &str) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeSelector": {TEST_LABEL: test},
+            "containers": [{
+                "name": "c",
+                "image": common::PAUSE_IMAGE,
+                "resources": {"requests": {"cpu": cpu}},
+            }],
+        },
+    })
+}
+
+/// Merges `extra` into a JSON object, recursively.
+fn merged(mut base: Value, extra: Value) -> Value {
+    if let (Some(b), Value::Object(e)) = (base.as_object_mut(), extra) {
+        for (k, v) in e {
+            match b.get_mut(&k) {
+                Some(existing) if existing.is_object() && v.is_object() => {
+                    *existing = merged(existing.take(), v);
+                }
+                _ => {
+                    b.insert(k, v);
+                }
+            }
+        }
+    }
+    base
+}
+
+async fn create(pods: &Api<Pod>, pod: Value) -> Result<Pod> {
+    let pod: Pod = serde_json::from_value(pod)?;
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    pods.create(&PostParams::default(), &pod)
+        .await
+        .with_context(|| format!("creating pod {name}"))
+}
+
+/// `kubectl sched explain POD -n NS` with `extra` flags: its stdout (exit 0 or 3).
+async fn explain(cp: &ControlPlane, ns: &str, pod: &str, extra: &[&str]) -> Result<String> {
+    let kubeconfig = cp.kubeconfig_path().display().to_string();
+    let mut args = vec!["explain", pod, "-n", ns, "--kubeconfig", &kubeconfig, "-v", "1"];
+    args.extend_from_slice(extra);
+    let output: Output = tokio::time::timeout(
+        COMMAND_TIMEOUT,
+        tokio::process::Command::new(binary().await?)
+            .args(&args)
+            .env_remove("KUBECONFIG")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .with_context(|| format!("kubectl-sched {} took too long", args.join(" ")))??;
+    ensure!(
+        matches!(output.status.code(), Some(0 | 3)),
+        "kubectl-sched {} exited with {}:\nstdout: {}\nstderr: {}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// `explain -o json`'s `still_pending` findings.
+async fn findings(cp: &ControlPlane, ns: &str, pod: &str) -> Result<Vec<Value>> {
+    let out = explain(cp, ns, pod, &["-o", "json"]).await?;
+    let json: Value = serde_json::from_str(&out).with_context(|| format!("not JSON: {out}"))?;
+    json["still_pending"]
+        .as_array()
+        .cloned()
+        .with_context(|| format!("no still_pending list in {json:#}"))
+}
+
+/// The one finding of `kind`.
+fn finding<'a>(findings: &'a [Value], kind: &str) -> Result<&'a Value> {
+    findings
+        .iter()
+        .find(|f| f["kind"] == kind)
+        .with_context(|| format!("no {kind} finding in {findings:#?}"))
+}
+
+fn message(f: &Value) -> &str {
+    f["message"].as_str().unwrap_or("")
+}
+
+/// (1) Without kube-scheduler there is no Lease: explain says no kube-scheduler holds it.
+#[tokio::test]
+async fn a_cluster_without_kube_scheduler_is_named() -> Result<()> {
+    let cp = without_scheduler().await?;
+    let ns = cp.new_namespace("sp-none").await?;
+    let pods: Api<Pod> = Api::namespaced(cp.client()?, &ns);
+    create(&pods, pod("waiting", "sp-none", "100m")).await?;
+
+    let found = findings(cp, &ns, "waiting").await?;
+    let f = finding(&found, "no_scheduler")?;
+    ensure!(
+        message(f).contains("no kube-scheduler holds the Lease kube-system/kube-scheduler"),
+        "{f:#}"
+    );
+    let table = explain(cp, &ns, "waiting", &[]).await?;
+    ensure!(
+        table.contains("Why it is still Pending:\n  - no kube-scheduler holds the Lease"),
+        "{table}"
+    );
+    Ok(())
+}
+
+/// (1) A pod of a scheduler no profile names: kube-scheduler (running) ignores it, and explain says
+/// so instead of judging it as the default profile's.
+#[tokio::test]
+async fn a_scheduler_name_without_a_profile_is_named() -> Result<()> {
+    let cp = ControlPlane::shared().await?;
+    let ns = cp.new_namespace("sp-profile").await?;
+    let pods: Api<Pod> = Api::namespaced(cp.client()?, &ns);
+    create(
+        &pods,
+        merged(
+            pod("custom", "sp-profile", "100m"),
+            json!({"spec": {"schedulerName": "my-scheduler"}}),
+        ),
+    )
+    .await?;
+
+    let found = findings(cp, &ns, "custom").await?;
+    let f = finding(&found, "no_profile")?;
+    ensure!(
+        message(f).contains("spec.schedulerName \"my-scheduler\" names no profile")
+            && message(f)
+                .contains("unless another scheduler named \"my-scheduler\" runs, nothing schedules it"),
+        "{f:#}"
+    );
+    Ok(())
+}
+
+/// (2) A preemptor nominated to a node whose victim a finalizer keeps terminating: explain names the
+/// victim, its finalizer and its deletionTimestamp.
+#[tokio::test]
+async fn a_victim_held_by_a_finalizer_is_named() -> Result<()> {
+    let cp = without_scheduler().await?;
+    let client = cp.client()?;
+    let ns = cp.new_namespace("sp-victim").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let nodes: Api<Node> = Api::all(client.clone());
+    let node = "sp-victim-n1";
+    nodes
+        .create(
+            &PostParams::default(),
+            &ready_node(node, "sp-victim", "4", "8Gi", "110"),
+        )
+        .await?;
+    create(
+        &pods,
+        merged(
+            pod("victim", "sp-victim", "3"),
+            json!({"metadata": {"finalizers": [STUCK_FINALIZER]}, "spec": {"nodeName": node}}),
+        ),
+    )
+    .await?;
+    pods.delete("victim", &DeleteParams::default()).await?;
+    create(&pods, pod("preemptor", "sp-victim", "2")).await?;
+    pods.patch_status(
+        "preemptor",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"nominatedNodeName": node}})),
+    )
+    .await?;
+    let deleted = pods
+        .get("victim")
+        .await?
+        .metadata
+        .deletion_timestamp
+        .context("the victim has no deletionTimestamp")?;
+
+    let result = async {
+        let found = findings(cp, &ns, "preemptor").await?;
+        let f = finding(&found, "victims_terminating")?;
+        let victim = format!("{ns}/victim");
+        ensure!(f["pods"] == json!([victim]), "{f:#}");
+        ensure!(
+            message(f).contains(&format!("it is nominated to {node}"))
+                && message(f).contains(&format!("{victim} (deletionTimestamp {}", deleted.0))
+                && message(f).contains(&format!("finalizers: {STUCK_FINALIZER}")),
+            "{f:#}"
+        );
+        let table = explain(cp, &ns, "preemptor", &[]).await?;
+        println!("{table}");
+        ensure!(
+            table.contains(
+                "Why it is still Pending:\n  - no kube-scheduler holds the Lease kube-system/kube-scheduler"
+            ) && table.contains(&format!("\n  - it is nominated to {node}")),
+            "{table}"
+        );
+        Ok(())
+    }
+    .await;
+
+    // Let the victim go, whatever the outcome: no kubelet confirms it, so force it.
+    pods.patch(
+        "victim",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await?;
+    let force = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    for name in ["victim", "preemptor"] {
+        let _ = pods.delete(name, &force).await;
+    }
+    nodes.delete(node, &DeleteParams::default()).await?;
+    result
+}
+
+/// (3) A gated pod: explain names its gate.
+#[tokio::test]
+async fn a_scheduling_gate_is_named() -> Result<()> {
+    let cp = without_scheduler().await?;
+    let ns = cp.new_namespace("sp-gated").await?;
+    let pods: Api<Pod> = Api::namespaced(cp.client()?, &ns);
+    create(
+        &pods,
+        merged(
+            pod("gated", "sp-gated", "100m"),
+            json!({"spec": {"schedulingGates": [{"name": "example.com/wait-for-quota"}]}}),
+        ),
+    )
+    .await?;
+
+    let found = findings(cp, &ns, "gated").await?;
+    let f = finding(&found, "gated")?;
+    ensure!(
+        message(f).contains("scheduling gates (example.com/wait-for-quota)"),
+        "{f:#}"
+    );
+    Ok(())
+}
