@@ -6,7 +6,9 @@
 //! pod's finding says no kube-scheduler holds it), a preemptor can be nominated by hand (the
 //! status subresource) to a node whose victim is held by a finalizer, and a gated pod stays gated.
 //! The pod of a scheduler no profile names runs on the shared control plane, whose kube-scheduler
-//! ignores it.
+//! ignores it. "It fits now" gets a control plane of its own, where kube-scheduler runs only until it
+//! has said the pod is unschedulable (its condition and FailedScheduling event), before the cluster
+//! changes.
 
 mod common;
 
@@ -16,11 +18,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
 use common::kubectl_sched_binary;
-use e2e::fixtures::{TEST_LABEL, ready_node};
+use e2e::fixtures::{TEST_LABEL, eventually, ready_node};
 use e2e::{ControlPlane, Options};
+use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::Api;
-use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
@@ -281,6 +284,76 @@ async fn a_scheduling_gate_is_named() -> Result<()> {
     let f = finding(&found, "gated")?;
     ensure!(
         message(f).contains("scheduling gates (example.com/wait-for-quota)"),
+        "{f:#}"
+    );
+    Ok(())
+}
+
+/// (d) kube-scheduler said the pod does not fit (condition and FailedScheduling event, read through
+/// the field-selected LIST); then it stops and a bigger node arrives: explain says the pod fits now,
+/// quoting kube-scheduler's last word, and when it would be retried.
+#[tokio::test]
+async fn a_pod_that_fits_since_kube_scheduler_gave_up_is_named() -> Result<()> {
+    let cp = ControlPlane::start(Options::new()).await?;
+    let client = cp.client()?;
+    let ns = cp.new_namespace("sp-fits").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .create(
+            &PostParams::default(),
+            &ready_node("sp-fits-small", "sp-fits", "1", "8Gi", "110"),
+        )
+        .await?;
+    let created = create(&pods, pod("late", "sp-fits", "2")).await?;
+    let uid = created.metadata.uid.clone().unwrap_or_default();
+
+    cp.start_scheduler(None).await?;
+    let events: Api<Event> = Api::namespaced(client.clone(), &ns);
+    let said = eventually(
+        "kube-scheduler's FailedScheduling event",
+        Duration::from_secs(30),
+        || async {
+            let list = events
+                .list(
+                    &ListParams::default()
+                        .fields(&format!("involvedObject.uid={uid},reason=FailedScheduling")),
+                )
+                .await?;
+            let unschedulable = pods
+                .get("late")
+                .await?
+                .status
+                .and_then(|s| s.conditions)
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|c| c.type_ == "PodScheduled" && c.reason.as_deref() == Some("Unschedulable"))
+                });
+            Ok(list
+                .items
+                .first()
+                .filter(|_| unschedulable)
+                .and_then(|e| e.message.clone()))
+        },
+    )
+    .await?;
+    ensure!(cp.stop_scheduler(), "kube-scheduler was not running");
+    nodes
+        .create(
+            &PostParams::default(),
+            &ready_node("sp-fits-big", "sp-fits", "4", "8Gi", "110"),
+        )
+        .await?;
+
+    let found = findings(&cp, &ns, "late").await?;
+    let f = finding(&found, "fits_now")?;
+    ensure!(
+        message(f)
+            .contains("it fits now (on sp-fits-big), but kube-scheduler's last word was that it does not")
+            && message(f).contains("PodScheduled=False (Unschedulable) since")
+            && message(f).contains("FailedScheduling event last ")
+            && message(f).contains(&format!("{said:?}"))
+            && message(f).contains("at the latest after 5 min in its unschedulable queue"),
         "{f:#}"
     );
     Ok(())

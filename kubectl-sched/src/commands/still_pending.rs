@@ -464,8 +464,10 @@ fn fits_now(
         ));
     }
     if let Some(e) = event {
+        // The condition usually carries the same message: not repeated.
+        let same = condition.is_some_and(|c| c.message.as_deref() == Some(e.message.as_str()));
         said.push(format!(
-            "FailedScheduling event{} {}: {:?}",
+            "FailedScheduling event{} {}{}",
             if e.count > 1 {
                 format!(" (seen {} times)", e.count)
             } else {
@@ -475,7 +477,11 @@ fn fits_now(
                 || "at an unknown time".to_string(),
                 |t| format!("last {}", when(t, now))
             ),
-            e.message
+            if same {
+                ", same message".to_string()
+            } else {
+                format!(": {:?}", e.message)
+            }
         ));
     }
     let was_gated = condition.is_some_and(|c| c.reason.as_deref() == Some("SchedulingGated"));
@@ -723,8 +729,7 @@ mod tests {
                     "it fits now (on n1), but kube-scheduler's last word was that it does not \
                      (PodScheduled=False (Unschedulable) since 2027-01-15T07:55:00Z, 5m0s ago: \"0/1 nodes \
                      are available: 1 Insufficient cpu.\"; FailedScheduling event (seen 3 times) last \
-                     2027-01-15T07:59:20Z, 40s ago: \"0/1 nodes are available: 1 Insufficient cpu.\"): the \
-                     cluster changed since",
+                     2027-01-15T07:59:20Z, 40s ago, same message): the cluster changed since",
                 ],
                 ..case(
                     "fits_now",
@@ -743,6 +748,19 @@ mod tests {
                 ..case(
                     "fits_now_from_a_file",
                     unschedulable_since(pod("p").cpu("1"), 30, "no"),
+                )
+            },
+            Case {
+                // An event whose note differs from the condition's message is quoted too.
+                events: vec![event("first words", 10, 1)],
+                kinds: vec![PendingKind::FitsNow],
+                says: vec![
+                    "since 2027-01-15T07:59:30Z, 30s ago: \"later words\"; FailedScheduling event last \
+                     2027-01-15T07:59:50Z, 10s ago: \"first words\")",
+                ],
+                ..case(
+                    "fits_now_two_messages",
+                    unschedulable_since(pod("p").cpu("1"), 30, "later words"),
                 )
             },
             Case {
