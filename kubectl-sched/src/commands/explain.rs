@@ -406,7 +406,8 @@ fn explain_one(
         why_still_pending(
             &info,
             &explanation,
-            fallback_profile.is_none(),
+            // kube-scheduler goes by the pod's schedulerName, whatever --profile evaluated it with.
+            engine.profile_for(&info.pod).is_ok(),
             &snapshot,
             live.scheduler.as_ref(),
             &live.events,

@@ -223,8 +223,8 @@ pub fn why_still_pending(
         ));
     }
     // The Lease only speaks for the kube-scheduler this configuration describes. A missing Lease
-    // leaves room for one that runs without leader election, so the findings that assume a
-    // scheduler are still made; a Lease left to expire does not.
+    // leaves room for one that runs without leader election, so "it fits now" is still said (what a
+    // scheduler said counts); behind a Lease left to expire no scheduler is trying, so it is not.
     let leading = match (profile_known, scheduler) {
         (true, Some(presence)) => match no_scheduler(presence, now) {
             Some(message) => {
@@ -309,8 +309,8 @@ fn no_scheduler(presence: &SchedulerPresence, now: Timestamp) -> Option<String> 
         Some(renewed) if seconds_between(renewed, now) > i64::try_from(limit).unwrap_or(i64::MAX) => {
             Some(format!(
                 "no kube-scheduler is leading: {LEASE} was last renewed by {holder} {}, longer ago than its \
-             leaseDurationSeconds ({limit} s); that kube-scheduler stopped (or cannot reach the API \
-             server) and nothing schedules the pod",
+                 leaseDurationSeconds ({limit} s); that kube-scheduler stopped (or cannot reach the API \
+                 server) and nothing schedules the pod",
                 when(renewed, now)
             ))
         }
