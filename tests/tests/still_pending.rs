@@ -22,6 +22,7 @@ use e2e::fixtures::{TEST_LABEL, eventually, ready_node};
 use e2e::{ControlPlane, Options};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -89,7 +90,13 @@ async fn create(pods: &Api<Pod>, pod: Value) -> Result<Pod> {
 
 /// `kubectl sched explain POD -n NS` with `extra` flags: its stdout (exit 0 or 3).
 async fn explain(cp: &ControlPlane, ns: &str, pod: &str, extra: &[&str]) -> Result<String> {
-    let kubeconfig = cp.kubeconfig_path().display().to_string();
+    let output = explain_as(cp.kubeconfig_path(), ns, pod, extra).await?;
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+/// [`explain`] with `kubeconfig`, returning stdout and stderr.
+async fn explain_as(kubeconfig: &Path, ns: &str, pod: &str, extra: &[&str]) -> Result<Output> {
+    let kubeconfig = kubeconfig.display().to_string();
     let mut args = vec!["explain", pod, "-n", ns, "--kubeconfig", &kubeconfig, "-v", "1"];
     args.extend_from_slice(extra);
     let output: Output = tokio::time::timeout(
@@ -111,7 +118,7 @@ async fn explain(cp: &ControlPlane, ns: &str, pod: &str, extra: &[&str]) -> Resu
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    Ok(output)
 }
 
 /// `explain -o json`'s `still_pending` findings.
@@ -355,6 +362,82 @@ async fn a_pod_that_fits_since_kube_scheduler_gave_up_is_named() -> Result<()> {
             && message(f).contains(&format!("{said:?}"))
             && message(f).contains("at the latest after 5 min in its unschedulable queue"),
         "{f:#}"
+    );
+    Ok(())
+}
+
+/// A user who may read what the snapshot needs but neither Leases nor events: explain still answers,
+/// makes no finding about the scheduler, and `-v 1` says what it could not read.
+#[tokio::test]
+async fn forbidden_lease_and_events_are_notes_not_errors() -> Result<()> {
+    const READER: &str = "sp-reader";
+    let cp = without_scheduler().await?;
+    let client = cp.client()?;
+    let ns = cp.new_namespace("sp-rbac").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    create(&pods, pod("waiting", "sp-rbac", "100m")).await?;
+
+    let read = json!(["get", "list", "watch"]);
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": READER},
+        "rules": [
+            {"apiGroups": [""], "verbs": read, "resources": [
+                "nodes", "pods", "namespaces", "persistentvolumes", "persistentvolumeclaims", "services",
+                "replicationcontrollers",
+            ]},
+            {"apiGroups": ["apps"], "verbs": read, "resources": ["replicasets", "statefulsets"]},
+            {"apiGroups": ["storage.k8s.io", "policy", "scheduling.k8s.io", "resource.k8s.io"],
+             "verbs": read, "resources": ["*"]},
+        ],
+    }))?;
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": READER},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": READER},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": READER}],
+    }))?;
+    for result in [
+        Api::<ClusterRole>::all(client.clone())
+            .create(&PostParams::default(), &role)
+            .await
+            .map(drop),
+        Api::<ClusterRoleBinding>::all(client.clone())
+            .create(&PostParams::default(), &binding)
+            .await
+            .map(drop),
+    ] {
+        match result {
+            Err(kube::Error::Api(s)) if s.code == 409 => {}
+            other => other?,
+        }
+    }
+    // The admin's kubeconfig, impersonating the reader.
+    let mut kubeconfig: serde_yaml::Value =
+        serde_yaml::from_str(&std::fs::read_to_string(cp.kubeconfig_path())?)?;
+    kubeconfig["users"][0]["user"]["as"] = serde_yaml::Value::from(READER);
+    let dir = tempfile::tempdir()?;
+    let reader_kubeconfig = dir.path().join("reader.kubeconfig");
+    std::fs::write(&reader_kubeconfig, serde_yaml::to_string(&kubeconfig)?)?;
+
+    // RBAC takes effect once the authorizer's informers see the binding.
+    let output = eventually("explain as the reader", Duration::from_secs(20), || async {
+        Ok(explain_as(&reader_kubeconfig, &ns, "waiting", &["-o", "json"])
+            .await
+            .ok())
+    })
+    .await?;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let json: Value = serde_json::from_slice(&output.stdout)?;
+    let found = json["still_pending"]
+        .as_array()
+        .with_context(|| format!("no still_pending list in {json:#}"))?;
+    ensure!(found.iter().all(|f| f["kind"] != "no_scheduler"), "{found:#?}");
+    ensure!(
+        stderr.contains("could not read the Lease kube-system/kube-scheduler")
+            && stderr.contains("whether a kube-scheduler leads is not judged")
+            && stderr.contains(&format!(
+                "could not list the FailedScheduling events of {ns}/waiting"
+            )),
+        "{stderr}"
     );
     Ok(())
 }
