@@ -20,9 +20,12 @@ use anyhow::{Context, Result, ensure};
 use common::kubectl_sched_binary;
 use e2e::fixtures::{TEST_LABEL, eventually, ready_node};
 use e2e::{ControlPlane, Options};
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::Api;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -439,5 +442,65 @@ async fn forbidden_lease_and_events_are_notes_not_errors() -> Result<()> {
             )),
         "{stderr}"
     );
+    Ok(())
+}
+
+/// (1) A Lease left to expire (written by hand on a control plane of its own, as a kube-scheduler that
+/// stopped would leave it): explain names its holder and how long ago it was renewed. Renewed, the
+/// Lease says a scheduler leads, and a pod without any condition is "never tried".
+#[tokio::test]
+async fn an_expired_lease_names_its_holder() -> Result<()> {
+    let cp = ControlPlane::start(Options::new()).await?;
+    let client = cp.client()?;
+    let ns = cp.new_namespace("sp-lease").await?;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    create(&pods, pod("waiting", "sp-lease", "100m")).await?;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    let renewed = Timestamp::now()
+        .checked_sub(SignedDuration::from_secs(120))
+        .context("two minutes ago")?;
+    let lease = Lease {
+        metadata: ObjectMeta {
+            name: Some("kube-scheduler".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("old-scheduler_1234".into()),
+            lease_duration_seconds: Some(15),
+            renew_time: Some(MicroTime(renewed)),
+            acquire_time: Some(MicroTime(renewed)),
+            ..LeaseSpec::default()
+        }),
+    };
+    leases.create(&PostParams::default(), &lease).await?;
+
+    let found = findings(&cp, &ns, "waiting").await?;
+    let f = finding(&found, "no_scheduler")?;
+    ensure!(
+        message(f).contains("no kube-scheduler is leading: the Lease kube-system/kube-scheduler was last renewed by old-scheduler_1234")
+            && message(f).contains("longer ago than its leaseDurationSeconds (15 s)"),
+        "{f:#}"
+    );
+    ensure!(found.len() == 1, "{found:#?}");
+
+    // A long lease, so that a slow machine does not see it expire before explain reads it.
+    let renewed_now = json!({"spec": {
+        "renewTime": MicroTime(Timestamp::now()),
+        "leaseDurationSeconds": 3600,
+    }});
+    leases
+        .patch(
+            "kube-scheduler",
+            &PatchParams::default(),
+            &Patch::Merge(renewed_now),
+        )
+        .await?;
+    let found = findings(&cp, &ns, "waiting").await?;
+    let f = finding(&found, "never_tried")?;
+    ensure!(
+        message(f).contains("although a kube-scheduler runs (old-scheduler_1234 holds the Lease"),
+        "{f:#}"
+    );
+    ensure!(found.len() == 1, "{found:#?}");
     Ok(())
 }
