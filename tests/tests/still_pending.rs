@@ -8,7 +8,8 @@
 //! The pod of a scheduler no profile names runs on the shared control plane, whose kube-scheduler
 //! ignores it. "It fits now" gets a control plane of its own, where kube-scheduler runs only until it
 //! has said the pod is unschedulable (its condition and FailedScheduling event), before the cluster
-//! changes.
+//! changes; so does an expired Lease, written by hand. A user who may not read Leases or events
+//! (impersonated through the admin's kubeconfig) gets an answer and `-v 1` notes, not an error.
 
 mod common;
 
