@@ -389,6 +389,42 @@ fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
     assert_eq!(v["once_ungated"]["selected"], serde_json::json!(["worker-big"]));
 }
 
+/// From a snapshot file, "why it is still Pending" rests on the pod alone: the gate is named; a bound
+/// pod, or one from -f, gets no such section.
+#[test]
+fn still_pending_from_a_file_names_the_gate_and_only_for_pending_pods() {
+    let out = ok(run_example(&["explain", "canary", "-n", "shop"]));
+    assert!(
+        out.contains(
+            "\nWhy it is still Pending:\n  - it has scheduling gates (example.com/rollout-approval): \
+             kube-scheduler does not try it until every gate is removed"
+        ),
+        "{out}"
+    );
+    let v = json(run_example(&["explain", "canary", "-n", "shop", "-o", "json"]));
+    assert_eq!(v["still_pending"][0]["kind"], "gated", "{v:#}");
+    assert_eq!(v["still_pending"].as_array().map(Vec::len), Some(1), "{v:#}");
+
+    let (_dir, pod) = temp_file(
+        "new.yaml",
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: new, namespace: shop}\nspec:\n  schedulingGates:\n  \
+         - name: g\n  containers:\n  - {name: c, image: nginx}\n",
+    );
+    let v = json(run_example(&[
+        "explain",
+        "-f",
+        pod.to_str().unwrap(),
+        "-o",
+        "json",
+    ]));
+    assert!(v.get("still_pending").is_none(), "{v:#}");
+    let v = json(run_example(&["explain", "db-0", "-n", "shop", "-o", "json"]));
+    assert!(
+        v["bound"].is_object() && v.get("still_pending").is_none(),
+        "{v:#}"
+    );
+}
+
 #[test]
 fn all_pending_prints_one_line_per_pending_pod() {
     let out = ok(run_example(&["explain", "--all-pending", "-A"]));

@@ -15,9 +15,10 @@ use sched_core::{ClusterObjects, Code, Engine, PodInfo, Snapshot};
 use serde::Serialize;
 
 use super::hints::{Hint, HintInput, HintKind, hints};
-use super::load::{LoadError, Loaded, evaluation_detail, keep_until_exit, load};
+use super::load::{Cluster, LoadError, Loaded, evaluation_detail, keep_until_exit, load_keeping_cluster};
 use super::node_resources::{ResourceUse, breakdown};
-use super::pods::{ResolveError, Subject, subject_with};
+use super::pods::{ResolveError, Subject, pod_name, subject_with};
+use super::still_pending::{LiveFacts, PendingFinding, why_still_pending};
 use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{ExplainArgs, GlobalArgs};
 
@@ -137,6 +138,11 @@ pub struct ExplainReport {
     /// node, and why (the hints repeat its conclusions).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dra: Option<sched_core::dra::diagnose::Diagnosis>,
+    /// For a pending pod named on the command line (not `-f`'s, not with what-if flags): why it is
+    /// still Pending, where kube-scheduler's last word and the verdict now differ (see
+    /// `still_pending`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub still_pending: Option<Vec<PendingFinding>>,
     /// The profile's score plugins and weights (the wide table's columns).
     #[serde(skip)]
     pub score_plugins: Vec<(String, i64)>,
@@ -220,7 +226,7 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
     let target = (!args.all_pending && args.filename.is_none())
         .then_some(args.pod.as_deref())
         .flatten();
-    let loaded = load(
+    let (loaded, cluster) = load_keeping_cluster(
         global,
         args.from.as_deref(),
         None,
@@ -231,7 +237,7 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
         origin,
         default_namespace,
         warnings,
-        notes,
+        mut notes,
     } = loaded;
     let namespace = global.namespace.clone().unwrap_or(default_namespace);
     let what_if = WhatIf::from_args(&args.what_if, &namespace)?;
@@ -249,6 +255,8 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
             objects,
             &namespace,
             &origin,
+            cluster.as_ref(),
+            &mut notes,
             &mut timings,
         )?))
     };
@@ -267,6 +275,8 @@ fn explain_one(
     objects: ClusterObjects,
     namespace: &str,
     origin: &str,
+    cluster: Option<&Cluster>,
+    notes: &mut Vec<String>,
     timings: &mut Vec<String>,
 ) -> Result<ExplainReport, ExplainError> {
     let mut phase = Instant::now();
@@ -278,6 +288,9 @@ fn explain_one(
         phase = Instant::now();
     };
     let mut applied = Vec::new();
+    // A pending pod whose schedulerName names no profile is still explained, with the first profile,
+    // so that "why it is still Pending" can say that nothing schedules it.
+    let fallback_profile = unhandled_pending_pod(engine, args, what_if, &objects, namespace);
     let Subject {
         pod: info,
         bound_node,
@@ -288,7 +301,7 @@ fn explain_one(
         objects,
         args.filename.as_deref(),
         args.pod.as_deref(),
-        args.profile.as_deref(),
+        fallback_profile.as_deref().or(args.profile.as_deref()),
         namespace,
         origin,
         |pod, objects| {
@@ -387,6 +400,20 @@ fn explain_one(
             snippet: None,
         }));
     }
+    let still_pending = (bound_node.is_none() && args.filename.is_none() && applied.is_empty()).then(|| {
+        let live = cluster.map(|c| LiveFacts::fetch(c, &info)).unwrap_or_default();
+        notes.extend(live.notes);
+        why_still_pending(
+            &info,
+            &explanation,
+            // kube-scheduler goes by the pod's schedulerName, whatever --profile evaluated it with.
+            engine.profile_for(&info.pod).is_ok(),
+            &snapshot,
+            live.scheduler.as_ref(),
+            &live.events,
+            k8s_openapi::jiff::Timestamp::now(),
+        )
+    });
     let bound = bound_node.map(|node| bound_check(basis, &snapshot, node));
     let node_detail = args
         .node
@@ -406,7 +433,35 @@ fn explain_one(
         node_detail,
         once_ungated,
         dra,
+        still_pending,
     })
+}
+
+/// For `explain POD` without `--profile`, `-f` or what-if flags: the profile to evaluate the pod with
+/// when it is pending and its schedulerName names no profile (the configuration's first), else none.
+fn unhandled_pending_pod(
+    engine: &Engine,
+    args: &ExplainArgs,
+    what_if: &WhatIf,
+    objects: &ClusterObjects,
+    namespace: &str,
+) -> Option<String> {
+    if args.filename.is_some() || args.profile.is_some() || *what_if != WhatIf::default() {
+        return None;
+    }
+    let name = pod_name(args.pod.as_deref()?);
+    let pod = objects.pods.iter().find(|p| {
+        p.metadata.namespace.as_deref().unwrap_or("default") == namespace
+            && p.metadata.name.as_deref() == Some(name)
+    })?;
+    let pending = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.node_name.as_deref())
+        .is_none_or(str::is_empty);
+    (pending && engine.profile_for(pod).is_err())
+        .then(|| engine.profile_names().first().map(ToString::to_string))
+        .flatten()
 }
 
 /// The preemption dry run of an unschedulable pod, as `preempt --dry-run=client -o json` shows it; null

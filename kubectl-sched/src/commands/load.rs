@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::Event;
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use sched_core::ClusterObjects;
 use sched_core::action::Action;
@@ -60,6 +62,18 @@ pub enum LoadError {
     /// The async runtime could not start.
     #[error("starting the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    /// Reading one object or list beyond the snapshot failed (callers that can do without it say so
+    /// and go on).
+    #[error("{server}: {what}: {source}")]
+    Lookup {
+        /// The API server URL.
+        server: String,
+        /// What was read.
+        what: String,
+        /// The client error (a 403 when RBAC does not allow it).
+        #[source]
+        source: kube::Error,
+    },
 }
 
 impl From<sched_core::snapshot::LoadError> for LoadError {
@@ -178,6 +192,38 @@ impl Cluster {
         })?;
         warnings.extend(version.as_ref().and_then(super::skew::skew_warning));
         Ok((objects, warnings))
+    }
+}
+
+impl Cluster {
+    /// kube-scheduler's leader-election Lease (`kube-system/kube-scheduler`); none when it does not
+    /// exist. One GET.
+    pub fn scheduler_lease(&self) -> Result<Option<Lease>, LoadError> {
+        use super::still_pending::{SCHEDULER_LEASE_NAME, SCHEDULER_LEASE_NAMESPACE};
+        let leases: kube::Api<Lease> = kube::Api::namespaced(self.client.clone(), SCHEDULER_LEASE_NAMESPACE);
+        self.runtime
+            .block_on(leases.get_opt(SCHEDULER_LEASE_NAME))
+            .map_err(|source| LoadError::Lookup {
+                server: self.server.clone(),
+                what: format!("getting Lease {SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE_NAME}"),
+                source,
+            })
+    }
+
+    /// The FailedScheduling events of the pod with `uid` in `namespace`. One LIST, filtered by the API
+    /// server (`involvedObject.uid`, `reason`).
+    pub fn failed_scheduling_events(&self, namespace: &str, uid: &str) -> Result<Vec<Event>, LoadError> {
+        let events: kube::Api<Event> = kube::Api::namespaced(self.client.clone(), namespace);
+        let params = kube::api::ListParams::default()
+            .fields(&format!("involvedObject.uid={uid},reason=FailedScheduling"));
+        self.runtime
+            .block_on(events.list(&params))
+            .map(|list| list.items)
+            .map_err(|source| LoadError::Lookup {
+                server: self.server.clone(),
+                what: format!("listing the FailedScheduling events in namespace {namespace}"),
+                source,
+            })
     }
 }
 

@@ -11,5 +11,6 @@ pub mod pods;
 pub mod preempt;
 pub mod skew;
 pub mod snapshot;
+pub mod still_pending;
 pub mod triage;
 pub mod what_if;

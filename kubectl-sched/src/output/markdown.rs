@@ -123,6 +123,13 @@ pub fn report(r: &ExplainReport) -> String {
         }
         None => e,
     };
+    if let Some(findings) = r.still_pending.as_ref().filter(|f| !f.is_empty()) {
+        out.push_str("**Why it is still Pending**\n\n");
+        for f in findings {
+            out.push_str(&format!("- {}\n", cell(&f.message)));
+        }
+        out.push('\n');
+    }
     out.push_str(&node_rows(basis));
     if !r.hints.is_empty() {
         out.push('\n');

@@ -244,6 +244,12 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
             out.push_str(&format!("{}: {} ({context})\n", e.pod, headline(e)));
         }
     }
+    if let Some(findings) = r.still_pending.as_ref().filter(|f| !f.is_empty()) {
+        out.push_str("\nWhy it is still Pending:\n");
+        for f in findings {
+            out.push_str(&format!("  - {}\n", f.message));
+        }
+    }
     let basis = r.once_ungated.as_ref().unwrap_or(e);
     out.push('\n');
     match &r.node_detail {
