@@ -301,20 +301,10 @@ pub struct Loaded {
     pub notes: Vec<String>,
 }
 
-/// Loads from `--from FILE` or the API server (all namespaces unless `namespace` restricts them).
-pub fn load(
-    global: &GlobalArgs,
-    from: Option<&Path>,
-    namespace: Option<&str>,
-    detail: &PodDetail,
-) -> Result<Loaded, LoadError> {
-    load_keeping_cluster(global, from, namespace, detail).map(|(loaded, _)| loaded)
-}
-
 /// What an evaluation of `pod` (a `POD` argument, none for `-f` or `--all-pending`) needs of the pods
 /// on nodes in a snapshot file: their scheduling facts, not their container specs (see
 /// [`PodDetail::CompactPlaced`]); the named pod itself stays whole. A file without a namespace context
-/// uses "default", as [`load`] does.
+/// uses "default", as [`load_keeping_cluster`] does.
 pub fn evaluation_detail(global: &GlobalArgs, pod: Option<&str>) -> PodDetail {
     let namespace = global.namespace.as_deref().unwrap_or("default");
     PodDetail::CompactPlaced {
@@ -325,7 +315,8 @@ pub fn evaluation_detail(global: &GlobalArgs, pod: Option<&str>) -> PodDetail {
     }
 }
 
-/// [`load`], also returning the connection when the objects came from the API server (to write to it).
+/// Loads from `--from FILE` or the API server (all namespaces unless `namespace` restricts them),
+/// also returning the connection when the objects came from the API server (to write to it).
 /// `detail` applies to snapshot files, where a large cluster's pods would otherwise be read whole.
 pub fn load_keeping_cluster(
     global: &GlobalArgs,

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
-use sched_core::explain::Outcome;
+use sched_core::explain::{Explanation, Outcome};
 use sched_core::framework::runtime::Framework;
 use sched_core::labels::{Selector, SelectorSyntaxError};
 use sched_core::schedule::{ScheduleOptions, reason_histogram, schedule_cycle};
@@ -21,8 +21,9 @@ use sched_core::{Engine, PodInfo, Snapshot};
 use serde::Serialize;
 
 use super::fixes::{Blockers, Fix, diagnose};
-use super::load::{LoadError, Loaded, keep_until_exit, load};
+use super::load::{LoadError, Loaded, keep_until_exit, load_keeping_cluster};
 use super::pods::ResolveError;
+use super::still_pending::{PendingFinding, SchedulerLease, SchedulerPresence, why_still_pending};
 use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{GlobalArgs, TriageArgs};
 
@@ -101,6 +102,10 @@ pub struct WorkloadVerdict {
     /// The smallest changes that make the pod fit somewhere, smallest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fixes: Vec<Fix>,
+    /// For pods that fit or are gated: why they are still Pending (the group's first pod's condition
+    /// and nomination, the scheduler's Lease on a live cluster; `explain POD` adds its events).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub still_pending: Vec<PendingFinding>,
 }
 
 /// Workloads that share a root cause.
@@ -189,13 +194,16 @@ impl Scope {
 /// Runs `triage`.
 pub fn run(global: &GlobalArgs, args: &TriageArgs) -> Result<TriageOutput, TriageError> {
     let engine = Engine::from_file(args.config.as_deref()).map_err(ResolveError::from)?;
-    let Loaded {
-        mut objects,
-        default_namespace,
-        warnings,
-        mut notes,
-        ..
-    } = load(
+    let (
+        Loaded {
+            mut objects,
+            default_namespace,
+            warnings,
+            mut notes,
+            ..
+        },
+        cluster,
+    ) = load_keeping_cluster(
         global,
         args.from.as_deref(),
         None,
@@ -203,6 +211,17 @@ pub fn run(global: &GlobalArgs, args: &TriageArgs) -> Result<TriageOutput, Triag
             keep: Default::default(),
         },
     )?;
+    // One read of the scheduler's Lease serves every "why still pending" (events are per pod: explain).
+    let scheduler = cluster.as_ref().and_then(|c| match c.scheduler_lease() {
+        Ok(Some(lease)) => Some(SchedulerPresence::Lease(SchedulerLease::from_lease(&lease))),
+        Ok(None) => Some(SchedulerPresence::NoLease),
+        Err(e) => {
+            notes.push(format!(
+                "still pending: could not read kube-scheduler's Lease ({e}): whether one leads is not judged"
+            ));
+            None
+        }
+    });
     let namespace = global.namespace.clone().unwrap_or(default_namespace);
     let scope = Scope {
         namespace: (!global.all_namespaces).then(|| namespace.clone()),
@@ -251,6 +270,7 @@ pub fn run(global: &GlobalArgs, args: &TriageArgs) -> Result<TriageOutput, Triag
         &scope,
         scope.describe(args.selector.as_deref()),
         applied,
+        scheduler.as_ref(),
         global.verbosity,
     )?;
     notes.push(format!(
@@ -288,6 +308,8 @@ fn root_cause(reasons: &[ReasonCount]) -> String {
 
 /// One shape's answer.
 struct ShapeAnswer {
+    /// The evaluation (none for another scheduler's pod).
+    explanation: Option<Explanation>,
     verdict: Verdict,
     message: String,
     reasons: Vec<ReasonCount>,
@@ -305,6 +327,7 @@ fn evaluate_shape(
     let profile = engine.profile_for(&pod.pod).ok();
     let Some(fwk) = profile.and_then(|p| frameworks.get(&p.scheduler_name)) else {
         return ShapeAnswer {
+            explanation: None,
             verdict: Verdict::OtherScheduler,
             message: format!(
                 "schedulerName {:?} names no profile of the configuration: kube-scheduler ignores the pod",
@@ -324,6 +347,7 @@ fn evaluate_shape(
     let cycle = schedule_cycle(fwk, pod, options);
     let e = &cycle.explanation;
     let mut answer = ShapeAnswer {
+        explanation: None,
         verdict: match e.outcome {
             Outcome::Scheduled => Verdict::Fits,
             Outcome::Unschedulable => Verdict::Unschedulable,
@@ -368,6 +392,7 @@ fn evaluate_shape(
         }
         Outcome::Gated | Outcome::Error => {}
     }
+    answer.explanation = Some(cycle.explanation);
     answer
 }
 
@@ -415,6 +440,7 @@ fn triage(
     scope: &Scope,
     scope_text: String,
     what_if: Vec<Applied>,
+    scheduler: Option<&SchedulerPresence>,
     verbosity: u8,
 ) -> Result<TriageReport, TriageError> {
     let index = WorkloadIndex::new(snapshot);
@@ -456,18 +482,33 @@ fn triage(
     }
 
     // (workload, verdict, message) → the pods with that answer.
-    let mut by_workload: BTreeMap<(Workload, Verdict, String), (Vec<String>, &ShapeAnswer)> = BTreeMap::new();
+    type Group<'a> = (Vec<String>, &'a ShapeAnswer, &'a Arc<PodInfo>);
+    let mut by_workload: BTreeMap<(Workload, Verdict, String), Group<'_>> = BTreeMap::new();
     for (g, answer) in shapes.iter().zip(&answers) {
         for pod in &g.pods {
             by_workload
                 .entry((index.workload_of(pod), answer.verdict, answer.message.clone()))
-                .or_insert_with(|| (Vec::new(), answer))
+                .or_insert_with(|| (Vec::new(), answer, pod))
                 .0
                 .push(pod.name().to_string());
         }
     }
+    let now = k8s_openapi::jiff::Timestamp::now();
     let mut causes: BTreeMap<(Verdict, String), Cause> = BTreeMap::new();
-    for ((workload, verdict, message), (pods, answer)) in by_workload {
+    for ((workload, verdict, message), (pods, answer, first)) in by_workload {
+        // Why pods that kube-scheduler could place (or is kept from trying) are still Pending; the
+        // first pod of the group speaks for it (its condition, its nomination).
+        let still_pending = match (&answer.explanation, verdict) {
+            (Some(e), Verdict::Fits | Verdict::Gated) => {
+                why_still_pending(first, e, true, snapshot, scheduler, &[], now)
+            }
+            (_, Verdict::OtherScheduler) => vec![PendingFinding {
+                kind: super::still_pending::PendingKind::NoProfile,
+                message: message.clone(),
+                pods: Vec::new(),
+            }],
+            _ => Vec::new(),
+        };
         let cause = match verdict {
             Verdict::Unschedulable => root_cause(&answer.reasons),
             Verdict::Fits => "fits now".to_string(),
@@ -493,6 +534,7 @@ fn triage(
             fits_on: answer.fits_on.clone(),
             blockers: answer.blockers.clone(),
             fixes: answer.fixes.clone(),
+            still_pending,
         });
     }
     let mut causes: Vec<Cause> = causes.into_values().collect();

@@ -75,6 +75,9 @@ fn workload_block(w: &WorkloadVerdict, namespaced: bool, wide: bool) -> String {
             ));
         }
     }
+    for f in &w.still_pending {
+        out.push_str(&format!("    still pending: {}\n", f.message));
+    }
     let mut fixes = w.fixes.iter();
     if let Some(first) = fixes.next() {
         out.push_str(&format!(
