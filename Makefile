@@ -4,6 +4,7 @@
 #   make test          controlplane + lint + every unit and e2e test
 #   make lint          fmt check + clippy + the pure engine built without its features
 #   make unit / e2e    the Rust tests without / with only the real control plane
+#   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -17,7 +18,7 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo dra-difftest
+.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo dra-difftest bench-triage
 
 test: controlplane check-cargo lint
 	$(CARGO) test --workspace
@@ -51,6 +52,11 @@ controlplane:
 # offline). DRA_DIFFTEST_ARGS="-n 2000 -s 7" passes options to run.sh (see its header).
 dra-difftest: check-cargo
 	CARGO=$(CARGO) tests/dra-allocator-difftest/run.sh $(DRA_DIFFTEST_ARGS)
+
+# triage -A against explain --all-pending -A on a generated 5,000-node / 150,000-pod snapshot (minutes;
+# not part of make test).
+bench-triage: check-cargo
+	CARGO=$(CARGO) tests/bench-triage.sh $(BENCH_RUNS)
 
 check-cargo:
 	@command -v $(CARGO) >/dev/null 2>&1 || { \

@@ -117,9 +117,12 @@ pub fn diagnose(
 
     let mut groups: BTreeMap<Vec<&'static str>, Vec<&str>> = BTreeMap::new();
     let mut only: BTreeMap<&'static str, Vec<&str>> = BTreeMap::new();
+    let tolerations = pod_tolerations(&pod.pod);
     for (name, plugins) in &per_node {
         if let [single] = plugins.as_slice() {
             only.entry(single).or_default().push(name);
+        } else if cordon_is_the_only_blocker(plugins, snapshot, name, tolerations) {
+            only.entry(names::NODE_UNSCHEDULABLE).or_default().push(name);
         }
         groups.entry(plugins.clone()).or_default().push(name);
     }
@@ -178,6 +181,31 @@ pub fn diagnose(
     });
     Diagnosis { blockers, fixes }
 }
+
+/// `kubectl cordon` sets spec.unschedulable and the node controller adds the
+/// `node.kubernetes.io/unschedulable` taint: a node rejected by NodeUnschedulable and by that taint
+/// alone is opened by uncordoning it.
+fn cordon_is_the_only_blocker(
+    plugins: &[&str],
+    snapshot: &Snapshot,
+    name: &str,
+    tolerations: &[k8s_openapi::api::core::v1::Toleration],
+) -> bool {
+    let mut sorted = plugins.to_vec();
+    sorted.sort_unstable();
+    if sorted != [names::NODE_UNSCHEDULABLE, names::TAINT_TOLERATION] {
+        return false;
+    }
+    snapshot.node(name).is_some_and(|node| {
+        node_taints(&node.node)
+            .iter()
+            .filter(|t| do_not_schedule_taints_filter(t) && !tolerations_tolerate_taint(tolerations, t))
+            .all(|t| t.key == UNSCHEDULABLE_TAINT)
+    })
+}
+
+/// The taint the node lifecycle controller puts on cordoned nodes.
+const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
 
 /// The smallest request that fits on one of `nodes` (nodes that fail only on resources): the node
 /// where the requests must shrink least, and how many of them that request opens.
@@ -344,5 +372,18 @@ mod tests {
             d.fixes[0].change,
             "lower the request: cpu from 3 to 500m (then it fits on small)"
         );
+    }
+
+    #[test]
+    fn a_cordoned_nodes_own_taint_is_part_of_the_cordon() {
+        let cordoned = node("cordoned")
+            .cpu("8")
+            .taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+            .with(|n| n.spec.get_or_insert_with(Default::default).unschedulable = Some(true))
+            .obj();
+        let d = diagnosis(vec![cordoned], pod("p").cpu("1").info());
+        assert_eq!(d.fixes.len(), 1, "{:?}", d.fixes);
+        assert_eq!(d.fixes[0].kind, FixKind::Uncordon);
+        assert_eq!(d.fixes[0].opens, ["cordoned"]);
     }
 }

@@ -94,9 +94,36 @@ fn workload_block(w: &WorkloadVerdict, namespaced: bool, wide: bool) -> String {
             ));
         }
     } else if w.verdict == Verdict::Unschedulable && !w.blockers.is_empty() {
-        out.push_str("    no single change opens a node: every node has several blockers (see -o wide)\n");
+        out.push_str(&no_fix_line(w));
     }
     out
+}
+
+/// Why no fix is proposed: nodes with several blockers (no single change opens them), or single
+/// blockers of kinds triage proposes no change for (node affinity, ports, volumes, ...).
+fn no_fix_line(w: &WorkloadVerdict) -> String {
+    let single: Vec<&str> = w
+        .blockers
+        .iter()
+        .filter(|b| b.plugins.len() == 1)
+        .map(|b| b.plugins[0].as_str())
+        .collect();
+    if single.is_empty() {
+        return "    no single change opens a node: every node has several blockers (see -o wide)\n"
+            .to_string();
+    }
+    let nodes: usize = w
+        .blockers
+        .iter()
+        .filter(|b| b.plugins.len() == 1)
+        .map(|b| b.nodes)
+        .sum();
+    format!(
+        "    {} blocked only by {}: change the pod or the nodes for that filter (no fix of the kinds \
+         triage proposes applies; see -o wide)\n",
+        plural(nodes, "node is", "nodes are"),
+        single.join(", ")
+    )
 }
 
 /// The report as text.
