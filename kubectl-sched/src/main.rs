@@ -26,6 +26,20 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     install_panic_hook();
+    // The completion protocol's words are the user's, flags included: clap must not take the global
+    // ones (`__complete --kubeconfig F explain ""`) for this process's own.
+    let raw: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(("__complete", words)) = raw.split_first().map(|(first, rest)| (first.as_str(), rest)) {
+        let (candidates, directive) =
+            commands::complete::complete(&Cli::command(), words, &commands::complete::Live);
+        return match emit(commands::complete::render(&candidates, directive).as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::FAILURE,
+        };
+    }
     let cli = Cli::try_parse().unwrap_or_else(|e| e.exit());
     match run(&cli) {
         Ok(code) => ExitCode::from(code),
@@ -300,8 +314,11 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
             }
             None => emit(commands::complete::KUBECTL_PLUGIN_SCRIPT.as_bytes()).map(|()| 0),
         },
+        // Handled in `main` before parsing, with the raw words; kept in the tree for `--help`'s sake.
+        // `main` answers `__complete` before parsing, with the raw words; this arm is never reached.
         Command::Complete { words } => {
-            let (candidates, directive) = commands::complete::complete(&Cli::command(), words);
+            let (candidates, directive) =
+                commands::complete::complete(&Cli::command(), words, &commands::complete::Live);
             emit(commands::complete::render(&candidates, directive).as_bytes()).map(|()| 0)
         }
     }
