@@ -252,7 +252,7 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
     let verbosity = cli.global.verbosity;
     match &cli.command {
         Command::Explain(args) => {
-            let out = commands::explain::run(&cli.global, args)?;
+            let mut out = commands::explain::run(&cli.global, args)?;
             report_messages(verbosity, &out.warnings, &out.notes);
             if verbosity >= 2 {
                 for t in &out.timings {
@@ -294,6 +294,21 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
                 eprintln!("explain took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
             }
             emit(text.as_bytes())?;
+            if args.watch
+                && let ExplainResult::One(report) = &mut out.result
+            {
+                let json = matches!(args.output, ExplainFormat::Json | ExplainFormat::Yaml);
+                let stop = commands::watch::run(
+                    &cli.global,
+                    args,
+                    report,
+                    |update| emit(update.line(json).as_bytes()),
+                    |warning| eprintln!("warning: {}", flatten_whitespace(warning)),
+                )?;
+                if stop == commands::watch::Stop::TimedOut && verbosity >= 1 {
+                    eprintln!("the watch stopped after --watch-timeout");
+                }
+            }
             Ok(out.result.exit_code(args.exit_code))
         }
         Command::Preempt(args) => preempt(cli, args),

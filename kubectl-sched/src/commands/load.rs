@@ -269,6 +269,17 @@ impl Cluster {
             }),
         }
     }
+
+    /// A client to the API server (for watches), to be driven by [`Cluster::block_on`].
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// Runs `future` on the connection's runtime (which drives the client's connections) until it
+    /// completes.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
+    }
 }
 
 impl Cluster {
