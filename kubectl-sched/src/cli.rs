@@ -134,7 +134,8 @@ pub enum ExplainFormat {
     after_help = "Exit codes: 0 done (with --exit-code: and the pod would be scheduled); 1 error (API, file, \
 bad input, a what-if flag that names nothing); 2 usage; 3 with --exit-code only: the pod cannot be scheduled \
 (unschedulable, gated, or its scheduling cycle fails; with --all-pending: any pod evaluated), as preempt's \
-\"cannot make the pod fit\"."
+\"cannot make the pod fit\". With --watch: 0 when the pod is bound, or the watch stopped (--watch-timeout, \
+Ctrl-C; with --exit-code, 3 if the pod still cannot be scheduled); 1 when the pod is deleted."
 )]
 pub struct ExplainArgs {
     /// The pod (NAME, or pod/NAME).
@@ -169,6 +170,14 @@ pub struct ExplainArgs {
     /// Exit with 3 when the pod cannot be scheduled, like `git diff --exit-code` (for scripts and CI).
     #[arg(long)]
     pub exit_code: bool,
+    /// After the first answer, keep watching (kube-runtime watches on pods and nodes, evaluations at
+    /// least 1 s apart) and print a timestamped line when the verdict or message changes; stop when the
+    /// pod is bound (saying where), deleted, at --watch-timeout, or on Ctrl-C.
+    #[arg(short = 'w', long, conflicts_with_all = ["all_pending", "filename", "from"])]
+    pub watch: bool,
+    /// With --watch: stop after this long, e.g. 30s, 10m (default: no limit).
+    #[arg(long, value_name = "DURATION", requires = "watch", value_parser = parse_duration)]
+    pub watch_timeout: Option<Duration>,
     /// Changes to the cluster and the pod, made in memory before the evaluation.
     #[command(flatten)]
     pub what_if: WhatIfArgs,

@@ -26,6 +26,20 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() -> ExitCode {
     install_panic_hook();
+    // The completion protocol's words are the user's, flags included: clap must not take the global
+    // ones (`__complete --kubeconfig F explain ""`) for this process's own.
+    let raw: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if let Some(("__complete", words)) = raw.split_first().map(|(first, rest)| (first.as_str(), rest)) {
+        let (candidates, directive) =
+            commands::complete::complete(&Cli::command(), words, &commands::complete::Live);
+        return match emit(commands::complete::render(&candidates, directive).as_bytes()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(_) => ExitCode::FAILURE,
+        };
+    }
     let cli = Cli::try_parse().unwrap_or_else(|e| e.exit());
     match run(&cli) {
         Ok(code) => ExitCode::from(code),
@@ -238,7 +252,7 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
     let verbosity = cli.global.verbosity;
     match &cli.command {
         Command::Explain(args) => {
-            let out = commands::explain::run(&cli.global, args)?;
+            let mut out = commands::explain::run(&cli.global, args)?;
             report_messages(verbosity, &out.warnings, &out.notes);
             if verbosity >= 2 {
                 for t in &out.timings {
@@ -280,6 +294,21 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
                 eprintln!("explain took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
             }
             emit(text.as_bytes())?;
+            if args.watch
+                && let ExplainResult::One(report) = &mut out.result
+            {
+                let json = matches!(args.output, ExplainFormat::Json | ExplainFormat::Yaml);
+                let stop = commands::watch::run(
+                    &cli.global,
+                    args,
+                    report,
+                    |update| emit(update.line(json).as_bytes()),
+                    |warning| eprintln!("warning: {}", flatten_whitespace(warning)),
+                )?;
+                if stop == commands::watch::Stop::TimedOut && verbosity >= 1 {
+                    eprintln!("the watch stopped after --watch-timeout");
+                }
+            }
             Ok(out.result.exit_code(args.exit_code))
         }
         Command::Preempt(args) => preempt(cli, args),
@@ -300,8 +329,11 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
             }
             None => emit(commands::complete::KUBECTL_PLUGIN_SCRIPT.as_bytes()).map(|()| 0),
         },
+        // Handled in `main` before parsing, with the raw words; kept in the tree for `--help`'s sake.
+        // `main` answers `__complete` before parsing, with the raw words; this arm is never reached.
         Command::Complete { words } => {
-            let (candidates, directive) = commands::complete::complete(&Cli::command(), words);
+            let (candidates, directive) =
+                commands::complete::complete(&Cli::command(), words, &commands::complete::Live);
             emit(commands::complete::render(&candidates, directive).as_bytes()).map(|()| 0)
         }
     }

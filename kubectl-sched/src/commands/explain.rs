@@ -309,7 +309,10 @@ fn explain_one(
             Ok::<_, ExplainError>(())
         },
     )?;
-    keep_until_exit(&snapshot);
+    // A watch evaluates again and again: each snapshot must be freed, not kept until the exit.
+    if !args.watch {
+        keep_until_exit(&snapshot);
+    }
     lap("built the snapshot", timings);
     if let Some(node) = &args.node
         && snapshot.node(node).is_none()

@@ -74,6 +74,16 @@ pub enum LoadError {
         #[source]
         source: kube::Error,
     },
+    /// A bounded lookup got no answer in time.
+    #[error("{server}: {what}: no answer within {after:?}")]
+    Timeout {
+        /// The API server URL.
+        server: String,
+        /// What was read.
+        what: String,
+        /// The bound.
+        after: Duration,
+    },
 }
 
 impl From<sched_core::snapshot::LoadError> for LoadError {
@@ -224,6 +234,51 @@ impl Cluster {
                 what: format!("listing the FailedScheduling events in namespace {namespace}"),
                 source,
             })
+    }
+}
+
+impl Cluster {
+    /// The pods of `namespace` that are not finished (phase neither Succeeded nor Failed), at most
+    /// `limit` of them (one page), the whole request bounded by `timeout`: shell completion must answer
+    /// at once, whatever the cluster's size or health.
+    pub fn live_pods(
+        &self,
+        namespace: &str,
+        limit: u32,
+        timeout: Duration,
+    ) -> Result<Vec<k8s_openapi::api::core::v1::Pod>, LoadError> {
+        let pods: kube::Api<k8s_openapi::api::core::v1::Pod> =
+            kube::Api::namespaced(self.client.clone(), namespace);
+        let params = kube::api::ListParams::default()
+            .fields("status.phase!=Succeeded,status.phase!=Failed")
+            .limit(limit);
+        let lookup = |source| LoadError::Lookup {
+            server: self.server.clone(),
+            what: format!("listing the pods of namespace {namespace}"),
+            source,
+        };
+        match self
+            .runtime
+            .block_on(async { tokio::time::timeout(timeout, pods.list(&params)).await })
+        {
+            Ok(listed) => listed.map(|list| list.items).map_err(lookup),
+            Err(_) => Err(LoadError::Timeout {
+                server: self.server.clone(),
+                what: format!("listing the pods of namespace {namespace}"),
+                after: timeout,
+            }),
+        }
+    }
+
+    /// A client to the API server (for watches), to be driven by [`Cluster::block_on`].
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// Runs `future` on the connection's runtime (which drives the client's connections) until it
+    /// completes.
+    pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
+        self.runtime.block_on(future)
     }
 }
 

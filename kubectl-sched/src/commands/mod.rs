@@ -13,4 +13,5 @@ pub mod skew;
 pub mod snapshot;
 pub mod still_pending;
 pub mod triage;
+pub mod watch;
 pub mod what_if;
