@@ -14,16 +14,14 @@ use sched_core::explain::Explanation;
 use sched_core::framework::cycle_state::CycleState;
 use sched_core::framework::runtime::{FilterVerdict, Framework};
 use sched_core::plugins::dynamic_resources::DeviceClassResolver;
-use sched_core::plugins::helper::taints::{
-    do_not_schedule_taints_filter, node_taints, pod_tolerations, tolerations_tolerate_taint,
-};
+use sched_core::plugins::helper::taints::pod_tolerations;
 use sched_core::plugins::names;
 use sched_core::plugins::node_resources::{Shortfall, shortfall_with_dra};
 use sched_core::resource::{PODS, format_amount};
 use sched_core::{PodInfo, Snapshot};
 use serde::Serialize;
 
-use super::hints::{MAX_NAMES, name_list, taint_text, toleration_snippet};
+use super::hints::{MAX_NAMES, name_list, taint_text, toleration_snippet, untolerated_taints};
 
 /// What kind of change a fix is, smallest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -197,9 +195,8 @@ fn cordon_is_the_only_blocker(
         return false;
     }
     snapshot.node(name).is_some_and(|node| {
-        node_taints(&node.node)
+        untolerated_taints(node, tolerations)
             .iter()
-            .filter(|t| do_not_schedule_taints_filter(t) && !tolerations_tolerate_taint(tolerations, t))
             .all(|t| t.key == UNSCHEDULABLE_TAINT)
     })
 }
@@ -276,11 +273,7 @@ fn add_toleration(pod: &PodInfo, snapshot: &Snapshot, nodes: &[&str]) -> Vec<Fix
         let Some(node) = snapshot.node(name) else {
             continue;
         };
-        let untolerated: Vec<Taint> = node_taints(&node.node)
-            .iter()
-            .filter(|t| do_not_schedule_taints_filter(t) && !tolerations_tolerate_taint(tolerations, t))
-            .cloned()
-            .collect();
+        let untolerated = untolerated_taints(node, tolerations);
         // Tolerating a control-plane or node-condition taint is not a fix anyone should make.
         if untolerated.is_empty() || untolerated.iter().any(|t| is_system_taint(&t.key)) {
             continue;

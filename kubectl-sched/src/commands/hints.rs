@@ -317,6 +317,19 @@ fn too_small_everywhere(short_nodes: &[(f64, &str, Vec<Shortfall>)]) -> Option<H
     })
 }
 
+/// The node's NoSchedule/NoExecute taints that `tolerations` do not tolerate (TaintToleration's
+/// rejection reasons).
+pub fn untolerated_taints(
+    node: &sched_core::NodeInfo,
+    tolerations: &[k8s_openapi::api::core::v1::Toleration],
+) -> Vec<Taint> {
+    node_taints(&node.node)
+        .iter()
+        .filter(|t| do_not_schedule_taints_filter(t) && !tolerations_tolerate_taint(tolerations, t))
+        .cloned()
+        .collect()
+}
+
 /// `key=value:Effect`, as kubectl prints taints.
 pub fn taint_text(t: &Taint) -> String {
     match t.value.as_deref().filter(|v| !v.is_empty()) {
@@ -363,11 +376,7 @@ fn toleration_hints(input: &HintInput<'_>) -> Vec<Hint> {
         let Some(node) = input.snapshot.node(name) else {
             continue;
         };
-        let untolerated: Vec<Taint> = node_taints(&node.node)
-            .iter()
-            .filter(|t| do_not_schedule_taints_filter(t) && !tolerations_tolerate_taint(tolerations, t))
-            .cloned()
-            .collect();
+        let untolerated = untolerated_taints(node, tolerations);
         if untolerated.is_empty() {
             continue;
         }
