@@ -36,7 +36,7 @@ pub struct GlobalArgs {
     /// Namespace of the pod (default: the context's namespace; "default" with --from).
     #[arg(short = 'n', long, global = true, value_name = "NS")]
     pub namespace: Option<String>,
-    /// All namespaces (explain --all-pending, snapshot).
+    /// All namespaces (triage, explain --all-pending, snapshot).
     #[arg(short = 'A', long, global = true, conflicts_with = "namespace")]
     pub all_namespaces: bool,
     /// Timeout of each API request, e.g. 10s, 1m; 0 waits as long as the client does.
