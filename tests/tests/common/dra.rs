@@ -609,9 +609,9 @@ impl Lab {
         self.verdict(pod, super::VERDICT_TIMEOUT).await
     }
 
-    /// As [`Self::wait_verdict`], for a kube-scheduler that was just (re)started: it first lists
-    /// and caches every object, which takes longer on a busy machine.
-    pub async fn wait_verdict_after_restart(&self, pod: &Pod) -> Result<Verdict> {
+    /// As [`Self::wait_verdict`] with three verdict windows, for a pod whose claims kube-scheduler
+    /// must allocate right after they changed: slower on a busy machine (CI).
+    pub async fn wait_verdict_patiently(&self, pod: &Pod) -> Result<Verdict> {
         self.verdict(pod, super::VERDICT_TIMEOUT * 3).await
     }
 
