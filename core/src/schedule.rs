@@ -314,8 +314,10 @@ fn find_nodes_that_fit(
         }
         let mut results = Vec::with_capacity(candidates.len());
         for chunk in candidates.chunks(FIRST_FEASIBLE_CHUNK) {
-            results.extend(chunk.par_iter().map(filter).collect::<Vec<_>>());
-            if results.iter().any(|(s, _)| s.is_success()) {
+            let chunk_results: Vec<_> = chunk.par_iter().map(filter).collect();
+            let found = chunk_results.iter().any(|(s, _)| s.is_success());
+            results.extend(chunk_results);
+            if found {
                 break;
             }
         }

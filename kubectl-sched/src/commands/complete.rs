@@ -119,7 +119,7 @@ fn candidates(pods: Vec<Pod>) -> Vec<PodCandidate> {
             PodCandidate {
                 name,
                 node,
-                workload: format!("{}/{}", workload.kind, workload.name),
+                workload: workload.to_string(),
             }
         })
         .collect();

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Taint;
 use rayon::prelude::*;
 use sched_core::explain::Explanation;
 use sched_core::framework::cycle_state::CycleState;
-use sched_core::framework::runtime::{FilterVerdict, Framework};
+use sched_core::framework::runtime::Framework;
 use sched_core::plugins::dynamic_resources::DeviceClassResolver;
 use sched_core::plugins::helper::taints::pod_tolerations;
 use sched_core::plugins::names;
@@ -21,7 +21,10 @@ use sched_core::resource::{PODS, format_amount};
 use sched_core::{PodInfo, Snapshot};
 use serde::Serialize;
 
-use super::hints::{MAX_NAMES, name_list, taint_text, toleration_snippet, untolerated_taints};
+use super::hints::{
+    MAX_NAMES, missing_share, name_list, rejecting_filters, taint_text, toleration_snippet,
+    untolerated_taints,
+};
 
 /// What kind of change a fix is, smallest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -71,22 +74,6 @@ pub struct Diagnosis {
     pub fixes: Vec<Fix>,
 }
 
-/// The failing filters of `node`, all of them.
-fn failing_filters(
-    fwk: &Framework,
-    state: &CycleState,
-    pod: &PodInfo,
-    node: &sched_core::NodeInfo,
-) -> Vec<&'static str> {
-    fwk.run_all_filter_plugins(state, pod, node)
-        .into_iter()
-        .filter_map(|(name, v)| match v {
-            FilterVerdict::Ran(s) if !s.is_success() => Some(name),
-            _ => None,
-        })
-        .collect()
-}
-
 /// Diagnoses an unschedulable evaluation (nothing when PreFilter rejected the pod: no node was
 /// looked at).
 pub fn diagnose(
@@ -109,7 +96,13 @@ pub fn diagnose(
         .par_iter()
         .filter_map(|name| {
             let node = snapshot.node(name)?;
-            Some((*name, failing_filters(fwk, state, pod, node)))
+            Some((
+                *name,
+                rejecting_filters(fwk, state, pod, node)
+                    .into_iter()
+                    .map(|(plugin, _)| plugin)
+                    .collect::<Vec<_>>(),
+            ))
         })
         .collect();
 
@@ -215,12 +208,9 @@ fn lower_request(pod: &PodInfo, snapshot: &Snapshot, nodes: &[&str]) -> Option<F
         .filter(|(_, s)| !s.is_empty() && s.iter().all(|s| s.resource != PODS && s.free > 0))
         .collect();
     let (best, short) = shortfalls.iter().min_by(|(a, x), (b, y)| {
-        let cost = |s: &[Shortfall]| {
-            s.iter()
-                .map(|s| s.missing() as f64 / s.requested.max(1) as f64)
-                .sum::<f64>()
-        };
-        cost(x).total_cmp(&cost(y)).then_with(|| a.cmp(b))
+        missing_share(x)
+            .total_cmp(&missing_share(y))
+            .then_with(|| a.cmp(b))
     })?;
     // The lowered requests: what the best node has free of each short resource.
     let lowered: BTreeMap<&str, i64> = short.iter().map(|s| (s.resource.as_str(), s.free)).collect();

@@ -84,17 +84,37 @@ pub struct HintInput<'a> {
     pub framework: &'a Framework,
 }
 
-/// The filters that reject `node` besides `except`, every filter run past the first rejection.
-fn other_rejections(input: &HintInput<'_>, node: &NodeInfo, except: &str) -> Vec<(&'static str, Status)> {
-    input
-        .framework
-        .run_all_filter_plugins(input.state, input.pod, node)
+/// Every filter that rejects `node` with its status, all of them run (kube-scheduler stops at the
+/// first): diagnostic mode, for hints and fixes.
+pub fn rejecting_filters(
+    framework: &Framework,
+    state: &CycleState,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> Vec<(&'static str, Status)> {
+    framework
+        .run_all_filter_plugins(state, pod, node)
         .into_iter()
         .filter_map(|(name, v)| match v {
-            FilterVerdict::Ran(s) if !s.is_success() && name != except => Some((name, s)),
+            FilterVerdict::Ran(s) if !s.is_success() => Some((name, s)),
             _ => None,
         })
         .collect()
+}
+
+/// The filters that reject `node` besides `except`.
+fn other_rejections(input: &HintInput<'_>, node: &NodeInfo, except: &str) -> Vec<(&'static str, Status)> {
+    let mut rejections = rejecting_filters(input.framework, input.state, input.pod, node);
+    rejections.retain(|(name, _)| *name != except);
+    rejections
+}
+
+/// How far a node is from fitting: the share of each request that is missing, summed.
+pub fn missing_share(short: &[Shortfall]) -> f64 {
+    short
+        .iter()
+        .map(|s| s.missing() as f64 / (s.requested.max(1) as f64))
+        .sum()
 }
 
 /// All hints, most specific first.
@@ -237,10 +257,7 @@ fn resource_hints(input: &HintInput<'_>) -> Vec<Hint> {
         let distance = if short.iter().any(Shortfall::can_never_fit) {
             f64::INFINITY
         } else {
-            short
-                .iter()
-                .map(|s| s.missing() as f64 / (s.requested.max(1) as f64))
-                .sum::<f64>()
+            missing_share(&short)
         };
         short_nodes.push((distance, name, short));
     }
