@@ -187,7 +187,9 @@ async fn decide_blocking<T: Send + 'static>(
 /// One pod: its volume work, then its nominations.
 pub async fn reconcile(pod: Arc<Pod>, ctx: Arc<Context>) -> Result<Requeue, ControllerError> {
     if !ctx.is_leader() {
-        return Ok(Requeue::await_change());
+        // Looked at again later: a replica that loses the Lease for a moment (a slow renewal) and
+        // gets it back must not forget the pods it saw meanwhile, which may never change again.
+        return Ok(Requeue::requeue(RETRY_LATER));
     }
     let node = node_of(&pod);
     let target = WriteFor {
