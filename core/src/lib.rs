@@ -28,6 +28,7 @@ pub mod resource;
 pub mod schedule;
 #[cfg(test)]
 mod schedule_tests;
+pub mod simulate;
 pub mod snapshot;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

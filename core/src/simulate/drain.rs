@@ -1,0 +1,1 @@
+//! What `kubectl drain` would evict from a node (placeholder, being written).

@@ -1,0 +1,1 @@
+//! Workloads expanded into the pods their controllers would create (placeholder, being written).
