@@ -563,4 +563,699 @@ fn generated_suffix(namespace: &str, evicted: &str, attempt: u32) -> String {
 }
 
 #[cfg(test)]
-mod tests {}
+mod tests {
+    use k8s_openapi::api::core::v1::{EmptyDirVolumeSource, Volume};
+    use k8s_openapi::api::policy::v1::PodDisruptionBudgetStatus;
+
+    use super::*;
+    use crate::testing::{PodBuilder, node, pdb, pod};
+
+    fn owned(b: PodBuilder, api_version: &str, kind: &str, name: &str) -> PodBuilder {
+        let (api_version, kind, name) = (api_version.to_string(), kind.to_string(), name.to_string());
+        b.with(move |p| {
+            p.metadata.owner_references = Some(vec![OwnerReference {
+                api_version,
+                kind,
+                uid: format!("uid-{name}"),
+                name,
+                controller: Some(true),
+                block_owner_deletion: Some(true),
+            }]);
+        })
+    }
+
+    /// A running, ready pod on `node`.
+    fn running(name: &str, node_name: &str) -> PodBuilder {
+        pod(name)
+            .node(node_name)
+            .nominated("elsewhere")
+            .condition("Ready", "True", "")
+            .with(|p| {
+                if let Some(s) = p.status.as_mut() {
+                    s.phase = Some("Running".into());
+                }
+            })
+    }
+
+    fn of_rs(name: &str, node_name: &str) -> PodBuilder {
+        owned(running(name, node_name), "apps/v1", "ReplicaSet", "web-7d9f")
+            .label("app", "web")
+            .with(|p| p.metadata.generate_name = Some("web-7d9f-".into()))
+    }
+
+    fn phase(b: PodBuilder, phase: &str) -> PodBuilder {
+        let phase = phase.to_string();
+        b.with(move |p| {
+            if let Some(s) = p.status.as_mut() {
+                s.phase = Some(phase);
+            }
+        })
+    }
+
+    fn empty_dir(b: PodBuilder) -> PodBuilder {
+        b.volume(Volume {
+            name: "scratch".into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        })
+    }
+
+    fn mirror(b: PodBuilder) -> PodBuilder {
+        b.with(|p| {
+            p.metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert(MIRROR_POD_ANNOTATION.into(), "abc".into());
+        })
+    }
+
+    fn cluster(pods: Vec<Pod>, pdbs: Vec<PodDisruptionBudget>) -> ClusterObjects {
+        ClusterObjects {
+            nodes: vec![node("n1").obj(), node("n2").obj()],
+            pods,
+            pod_disruption_budgets: pdbs,
+            ..ClusterObjects::default()
+        }
+    }
+
+    fn name(p: &Pod) -> &str {
+        p.metadata.name.as_deref().unwrap_or("")
+    }
+
+    fn names(pods: &[Pod]) -> Vec<&str> {
+        pods.iter().map(name).collect()
+    }
+
+    fn kept(plan: &DrainPlan) -> Vec<(&str, KeptReason)> {
+        plan.kept.iter().map(|(p, r)| (name(p), r.clone())).collect()
+    }
+
+    fn plan(objects: &ClusterObjects, node: &str, options: DrainOptions) -> Result<DrainPlan, DrainError> {
+        plan_drain(
+            objects,
+            node,
+            &options,
+            &mut DisruptionBudgets::from_objects(objects),
+        )
+    }
+
+    #[test]
+    fn kubectl_filters_decide_what_is_evicted_and_what_stays() {
+        let force = DrainOptions {
+            force: true,
+            delete_emptydir_data: false,
+        };
+        let both = DrainOptions {
+            force: true,
+            delete_emptydir_data: true,
+        };
+        // (case, pod, options, evicted?, replacement name (None: none; "*": generated), kept reason)
+        type Case = (
+            &'static str,
+            Pod,
+            DrainOptions,
+            bool,
+            Option<&'static str>,
+            Option<KeptReason>,
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "replica set pod",
+                of_rs("web-7d9f-abcde", "n1").obj(),
+                DrainOptions::default(),
+                true,
+                Some("*"),
+                None,
+            ),
+            (
+                "stateful set pod keeps its name",
+                owned(running("db-0", "n1"), "apps/v1", "StatefulSet", "db").obj(),
+                DrainOptions::default(),
+                true,
+                Some("db-0"),
+                None,
+            ),
+            (
+                "job pod",
+                owned(running("pi-xyz", "n1"), "batch/v1", "Job", "pi").obj(),
+                DrainOptions::default(),
+                true,
+                Some("*"),
+                None,
+            ),
+            (
+                "replication controller pod",
+                owned(running("rc-xyz", "n1"), "v1", "ReplicationController", "rc").obj(),
+                DrainOptions::default(),
+                true,
+                Some("*"),
+                None,
+            ),
+            (
+                "another controller: evicted, not known to be recreated",
+                owned(running("x-0", "n1"), "example.com/v1", "Thing", "x").obj(),
+                DrainOptions::default(),
+                true,
+                None,
+                None,
+            ),
+            (
+                "daemon set pod",
+                owned(running("agent-1", "n1"), "apps/v1", "DaemonSet", "agent").obj(),
+                DrainOptions::default(),
+                false,
+                None,
+                Some(KeptReason::DaemonSet),
+            ),
+            (
+                "terminal daemon set pod",
+                phase(
+                    owned(running("agent-2", "n1"), "apps/v1", "DaemonSet", "agent"),
+                    "Succeeded",
+                )
+                .obj(),
+                DrainOptions::default(),
+                false,
+                None,
+                Some(KeptReason::Terminal),
+            ),
+            (
+                "mirror pod, even without controller",
+                mirror(running("static-n1", "n1")).obj(),
+                DrainOptions::default(),
+                false,
+                None,
+                Some(KeptReason::MirrorPod),
+            ),
+            (
+                "terminal bare pod with emptyDir is not refused",
+                empty_dir(phase(running("done", "n1"), "Failed")).obj(),
+                DrainOptions::default(),
+                false,
+                None,
+                Some(KeptReason::Terminal),
+            ),
+            (
+                "bare pod with --force: no replacement",
+                running("solo", "n1").obj(),
+                force,
+                true,
+                None,
+                None,
+            ),
+            (
+                "emptyDir with --delete-emptydir-data",
+                empty_dir(of_rs("web-7d9f-eeeee", "n1")).obj(),
+                both,
+                true,
+                Some("*"),
+                None,
+            ),
+            (
+                "terminating replica set pod was already replaced",
+                of_rs("web-7d9f-ttttt", "n1").terminating().obj(),
+                DrainOptions::default(),
+                true,
+                None,
+                None,
+            ),
+            (
+                "pod on another node",
+                running("far", "n2").obj(),
+                DrainOptions::default(),
+                false,
+                None,
+                None,
+            ),
+        ];
+        for (case, p, options, evicted, replacement, reason) in cases {
+            let original = p.clone();
+            let objects = cluster(vec![p], vec![]);
+            let plan = plan(&objects, "n1", options).unwrap_or_else(|e| panic!("{case}: {e}"));
+            assert_eq!(plan.node, "n1");
+            assert_eq!(plan.evicted.len(), usize::from(evicted), "{case}");
+            assert_eq!(
+                kept(&plan),
+                reason
+                    .map(|r| (name(&original), r))
+                    .into_iter()
+                    .collect::<Vec<_>>(),
+                "{case}"
+            );
+            match replacement {
+                None => assert!(plan.replacements.is_empty(), "{case}"),
+                Some(want) => {
+                    assert_eq!(plan.replacements.len(), 1, "{case}");
+                    let r = &plan.replacements[0];
+                    if want == "*" {
+                        assert_ne!(name(r), name(&original), "{case}");
+                        assert!(name(r).len() > 5, "{case}: {}", name(r));
+                    } else {
+                        assert_eq!(name(r), want, "{case}");
+                    }
+                    assert_eq!(r.metadata.namespace, original.metadata.namespace, "{case}");
+                    assert_eq!(r.metadata.labels, original.metadata.labels, "{case}");
+                    assert_eq!(
+                        r.metadata.owner_references, original.metadata.owner_references,
+                        "{case}"
+                    );
+                    assert_eq!(r.metadata.uid, None, "{case}");
+                    assert_eq!(r.metadata.deletion_timestamp, None, "{case}");
+                    assert_eq!(r.spec.as_ref().and_then(|s| s.node_name.clone()), None, "{case}");
+                    assert_eq!(
+                        r.status,
+                        Some(PodStatus {
+                            phase: Some("Pending".into()),
+                            ..PodStatus::default()
+                        }),
+                        "{case}: status cleared, no nomination"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn generated_names_are_unique_and_look_like_the_controllers() {
+        let objects = cluster(
+            vec![
+                of_rs("web-7d9f-aaaaa", "n1").obj(),
+                of_rs("web-7d9f-bbbbb", "n1").obj(),
+                owned(running("plain", "n1"), "apps/v1", "ReplicaSet", "api").obj(),
+            ],
+            vec![],
+        );
+        let p = plan(&objects, "n1", DrainOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        let new = names(&p.replacements);
+        assert_eq!(new.len(), 3);
+        assert!(
+            new[0].starts_with("web-7d9f-") && new[0].len() == "web-7d9f-".len() + 5,
+            "{new:?}"
+        );
+        assert!(
+            new[2].starts_with("api-"),
+            "without generateName: <owner>-: {new:?}"
+        );
+        assert_ne!(new[0], new[1]);
+        assert!(new.iter().all(|n| !names(&objects.pods).contains(n)), "{new:?}");
+        // Deterministic.
+        let again = plan(&objects, "n1", DrainOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(names(&again.replacements), new);
+        // A name already in use is stepped over.
+        let taken = new[0].to_string();
+        let mut crowded = objects.clone();
+        crowded.pods.push(of_rs(&taken, "n2").obj());
+        let p = plan(&crowded, "n1", DrainOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            !names(&p.replacements).contains(&taken.as_str()),
+            "{:?}",
+            names(&p.replacements)
+        );
+    }
+
+    #[test]
+    fn refusals_fail_the_whole_drain_as_kubectl_does() {
+        let bare = || running("solo", "n1").obj();
+        let scratch = || empty_dir(of_rs("web-7d9f-sssss", "n1")).obj();
+        let fine = || of_rs("web-7d9f-fffff", "n1").obj();
+        let force = DrainOptions {
+            force: true,
+            delete_emptydir_data: false,
+        };
+        let cases: Vec<(&str, Vec<Pod>, DrainOptions, &str)> = vec![
+            (
+                "no controller",
+                vec![fine(), bare()],
+                DrainOptions::default(),
+                "unable to drain node \"n1\" due to error: cannot delete Pods that declare no controller (use \
+                 --force to override): default/solo",
+            ),
+            (
+                "local storage",
+                vec![scratch(), fine()],
+                force,
+                "unable to drain node \"n1\" due to error: cannot delete Pods with local storage (use \
+                 --delete-emptydir-data to override): default/web-7d9f-sssss",
+            ),
+            (
+                "both, and a bare pod with emptyDir is refused for its storage first",
+                vec![bare(), scratch(), empty_dir(running("both", "n1")).obj()],
+                DrainOptions::default(),
+                "unable to drain node \"n1\" due to error: [cannot delete Pods with local storage (use \
+                 --delete-emptydir-data to override): default/web-7d9f-sssss, default/both, cannot delete \
+                 Pods that declare no controller (use --force to override): default/solo]",
+            ),
+        ];
+        for (case, pods, options, want) in cases {
+            let objects = cluster(pods, vec![pdb("p").selector("app", "web").allowed(5).obj()]);
+            let mut budgets = DisruptionBudgets::from_objects(&objects);
+            match plan_drain(&objects, "n1", &options, &mut budgets) {
+                Err(e @ DrainError::Refused { .. }) => assert_eq!(e.to_string(), want, "{case}"),
+                other => panic!("{case}: {other:?}"),
+            }
+            assert_eq!(
+                budgets.remaining("default", "p"),
+                Some(5),
+                "{case}: nothing evicted"
+            );
+        }
+    }
+
+    #[test]
+    fn a_node_that_does_not_exist_is_an_error() {
+        let mut objects = cluster(vec![], vec![]);
+        assert_eq!(
+            plan(&objects, "ghost", DrainOptions::default()),
+            Err(DrainError::NodeNotFound("ghost".into()))
+        );
+        assert_eq!(
+            cordon(&mut objects, "ghost").map_err(|e| e.to_string()),
+            Err("node \"ghost\" not found".to_string())
+        );
+    }
+
+    #[test]
+    fn cordon_makes_the_node_unschedulable_and_taints_it_once() {
+        let mut objects = cluster(vec![], vec![]);
+        for _ in 0..2 {
+            assert_eq!(cordon(&mut objects, "n1"), Ok(()));
+        }
+        let spec = objects.nodes[0].spec.clone().unwrap_or_default();
+        assert_eq!(spec.unschedulable, Some(true));
+        let taints: Vec<(String, String)> = spec
+            .taints
+            .unwrap_or_default()
+            .into_iter()
+            .map(|t| (t.key, t.effect))
+            .collect();
+        assert_eq!(
+            taints,
+            [(
+                TAINT_NODE_UNSCHEDULABLE.to_string(),
+                EFFECT_NO_SCHEDULE.to_string()
+            )]
+        );
+        assert_eq!(
+            objects.nodes[1].spec.clone().unwrap_or_default().unschedulable,
+            None
+        );
+    }
+
+    fn healthy(b: PdbBuilder, current: i32, desired: i32) -> PdbBuilder {
+        b.with_status(move |s| {
+            s.current_healthy = Some(current);
+            s.desired_healthy = Some(desired);
+        })
+    }
+
+    use crate::testing::PdbBuilder;
+
+    trait WithStatus {
+        fn with_status(self, f: impl FnOnce(&mut PodDisruptionBudgetStatus)) -> Self;
+    }
+
+    impl WithStatus for PdbBuilder {
+        fn with_status(mut self, f: impl FnOnce(&mut PodDisruptionBudgetStatus)) -> Self {
+            f(self.0.status.get_or_insert_with(Default::default));
+            self
+        }
+    }
+
+    #[test]
+    fn budgets_run_out_across_drains() {
+        let objects = cluster(
+            vec![of_rs("web-1", "n1").obj(), of_rs("web-2", "n2").obj()],
+            vec![healthy(pdb("web").selector("app", "web").allowed(1), 2, 1).obj()],
+        );
+        let mut budgets = DisruptionBudgets::from_objects(&objects);
+        let options = DrainOptions::default();
+        let first = plan_drain(&objects, "n1", &options, &mut budgets).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(names(&first.evicted), ["web-1"]);
+        assert_eq!(first.replacements.len(), 1);
+        assert_eq!(budgets.remaining("default", "web"), Some(0));
+        let second = plan_drain(&objects, "n2", &options, &mut budgets).unwrap_or_else(|e| panic!("{e}"));
+        assert!(second.evicted.is_empty() && second.replacements.is_empty());
+        assert_eq!(
+            kept(&second),
+            [(
+                "web-2",
+                KeptReason::DisruptionBudget {
+                    budgets: vec!["web".into()],
+                    message: PDB_VIOLATION_MESSAGE.into(),
+                    cause: Some("The disruption budget web needs 1 healthy pods and has 1 currently".into()),
+                }
+            )]
+        );
+        assert_eq!(budgets.remaining("default", "web"), Some(0));
+        assert_eq!(budgets.remaining("default", "nope"), None);
+    }
+
+    #[test]
+    fn evictions_follow_the_eviction_api() {
+        let web = |name: &str| of_rs(name, "n1");
+        let unready = |name: &str| {
+            owned(
+                phase(pod(name).node("n1"), "Running"),
+                "apps/v1",
+                "ReplicaSet",
+                "web-7d9f",
+            )
+            .label("app", "web")
+        };
+        let refused = |budgets: &[&str], message: &str, cause: Option<&str>| {
+            Some(KeptReason::DisruptionBudget {
+                budgets: budgets.iter().map(|b| b.to_string()).collect(),
+                message: message.into(),
+                cause: cause.map(str::to_string),
+            })
+        };
+        // (case, pod, budgets, refusal (None: evicted), budget "p" left afterwards)
+        type Case = (
+            &'static str,
+            Pod,
+            Vec<PodDisruptionBudget>,
+            Option<KeptReason>,
+            Option<i32>,
+        );
+        let cases: Vec<Case> = vec![
+            ("no budget", web("a").obj(), vec![], None, None),
+            (
+                "budget charged",
+                web("a").obj(),
+                vec![pdb("p").selector("app", "web").allowed(2).obj()],
+                None,
+                Some(1),
+            ),
+            (
+                "other namespace is not covered",
+                web("a").obj(),
+                vec![
+                    pdb("p")
+                        .namespace("other")
+                        .selector("app", "web")
+                        .allowed(0)
+                        .obj(),
+                ],
+                None,
+                None,
+            ),
+            (
+                "an empty selector covers the whole namespace",
+                web("a").obj(),
+                vec![pdb("p").empty_selector().allowed(0).obj()],
+                refused(
+                    &["p"],
+                    PDB_VIOLATION_MESSAGE,
+                    Some("The disruption budget p needs 0 healthy pods and has 0 currently"),
+                ),
+                Some(0),
+            ),
+            (
+                "a nil selector covers nothing",
+                web("a").obj(),
+                vec![pdb("p").allowed(0).obj()],
+                None,
+                Some(0),
+            ),
+            (
+                "no status: nothing allowed",
+                web("a").obj(),
+                vec![pdb("p").selector("app", "web").no_status().obj()],
+                refused(
+                    &["p"],
+                    PDB_VIOLATION_MESSAGE,
+                    Some("The disruption budget p needs 0 healthy pods and has 0 currently"),
+                ),
+                Some(0),
+            ),
+            (
+                "two budgets",
+                web("a").obj(),
+                vec![
+                    pdb("p").selector("app", "web").allowed(3).obj(),
+                    pdb("q").empty_selector().allowed(3).obj(),
+                ],
+                refused(&["p", "q"], MULTIPLE_PDBS_MESSAGE, None),
+                Some(3),
+            ),
+            (
+                "pending pods skip the check",
+                phase(web("a"), "Pending").obj(),
+                vec![pdb("p").selector("app", "web").allowed(0).obj()],
+                None,
+                Some(0),
+            ),
+            (
+                "terminating pods skip the check",
+                web("a").terminating().obj(),
+                vec![pdb("p").selector("app", "web").allowed(0).obj()],
+                None,
+                Some(0),
+            ),
+            (
+                "unready pod, AlwaysAllow",
+                unready("a").obj(),
+                vec![
+                    pdb("p")
+                        .selector("app", "web")
+                        .allowed(0)
+                        .with_spec(|s| s.unhealthy_pod_eviction_policy = Some("AlwaysAllow".into()))
+                        .obj(),
+                ],
+                None,
+                Some(0),
+            ),
+            (
+                "unready pod while the application is healthy",
+                unready("a").obj(),
+                vec![healthy(pdb("p").selector("app", "web").allowed(0), 3, 3).obj()],
+                None,
+                Some(0),
+            ),
+            (
+                "unready pod of an unhealthy application is charged",
+                unready("a").obj(),
+                vec![healthy(pdb("p").selector("app", "web").allowed(1), 2, 3).obj()],
+                None,
+                Some(0),
+            ),
+            (
+                "stale budget",
+                web("a").obj(),
+                vec![
+                    pdb("p")
+                        .selector("app", "web")
+                        .allowed(1)
+                        .with_meta(|m| m.generation = Some(2))
+                        .with_status(|s| s.observed_generation = Some(1))
+                        .obj(),
+                ],
+                refused(
+                    &["p"],
+                    PDB_VIOLATION_MESSAGE,
+                    Some("The disruption budget p is still being processed by the server."),
+                ),
+                Some(1),
+            ),
+            (
+                "negative budget",
+                web("a").obj(),
+                vec![pdb("p").selector("app", "web").allowed(-1).obj()],
+                refused(
+                    &["p"],
+                    "poddisruptionbudgets.policy \"p\" is forbidden: pdb disruptions allowed is negative",
+                    Some(
+                        "The disruption budget p does not allow evicting pods currently: pdb disruptions allowed is negative",
+                    ),
+                ),
+                Some(-1),
+            ),
+            (
+                "failed sync",
+                web("a").obj(),
+                vec![
+                    healthy(pdb("p").selector("app", "web").allowed(0), 5, 1)
+                        .with_status(|s| {
+                            s.conditions =
+                                Some(vec![k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+                                    type_: "DisruptionAllowed".into(),
+                                    status: "False".into(),
+                                    reason: "SyncFailed".into(),
+                                    message: "boom".into(),
+                                    last_transition_time:
+                                        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                                            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
+                                        ),
+                                    observed_generation: None,
+                                }]);
+                        })
+                        .obj(),
+                ],
+                refused(
+                    &["p"],
+                    PDB_VIOLATION_MESSAGE,
+                    Some(
+                        "The disruption budget p does not allow evicting pods currently because it failed sync: boom",
+                    ),
+                ),
+                Some(0),
+            ),
+            (
+                "healthy enough but no disruption allowed",
+                web("a").obj(),
+                vec![healthy(pdb("p").selector("app", "web").allowed(0), 5, 1).obj()],
+                refused(
+                    &["p"],
+                    PDB_VIOLATION_MESSAGE,
+                    Some("The disruption budget p does not allow evicting pods currently"),
+                ),
+                Some(0),
+            ),
+        ];
+        for (case, p, pdbs, refusal, left) in cases {
+            let mut budgets = DisruptionBudgets::new(&pdbs);
+            let got = budgets.evict(&p).err();
+            assert_eq!(got, refusal, "{case}");
+            assert_eq!(budgets.remaining("default", "p"), left, "{case}");
+        }
+    }
+
+    trait WithParts {
+        fn with_meta(
+            self,
+            f: impl FnOnce(&mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta),
+        ) -> Self;
+        fn with_spec(
+            self,
+            f: impl FnOnce(&mut k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec),
+        ) -> Self;
+    }
+
+    impl WithParts for PdbBuilder {
+        fn with_meta(
+            mut self,
+            f: impl FnOnce(&mut k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta),
+        ) -> Self {
+            f(&mut self.0.metadata);
+            self
+        }
+        fn with_spec(
+            mut self,
+            f: impl FnOnce(&mut k8s_openapi::api::policy::v1::PodDisruptionBudgetSpec),
+        ) -> Self {
+            f(self.0.spec.get_or_insert_with(Default::default));
+            self
+        }
+    }
+
+    #[test]
+    fn compact_loaded_pods_are_drained_too() {
+        let mut objects = cluster(vec![], vec![]);
+        objects.placed_pods = vec![std::sync::Arc::new(crate::snapshot::PodInfo::placed(
+            of_rs("web-7d9f-ppppp", "n1").obj(),
+        ))];
+        let p = plan(&objects, "n1", DrainOptions::default()).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(names(&p.evicted), ["web-7d9f-ppppp"]);
+        assert_eq!(p.replacements.len(), 1);
+    }
+}
