@@ -17,7 +17,7 @@
 //! - the `controller-revision-hash` label (StatefulSet, DaemonSet) is not set: it names a
 //!   ControllerRevision, hashed the same way, and the scheduler never reads it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
@@ -62,6 +62,9 @@ const DAEMON_SET_TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
 const NODE_NAME_FIELD: &str = "metadata.name";
 /// The preemption policy of a PriorityClass that does not set one (API defaulting).
 const PREEMPT_LOWER_PRIORITY: &str = "PreemptLowerPriority";
+/// The most pods one workload expands into: a typo such as `--replicas 2000000000` is an error, not
+/// an attempt to build two billion pods (a cluster holds at most 150,000).
+pub const MAX_REPLICAS: usize = 150_000;
 /// `rand.SafeEncodeString`'s alphabet: digits and consonants, so hashes never spell words.
 const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
@@ -112,6 +115,14 @@ pub enum WorkloadsError {
     /// A negative replica count (from the object or `--replicas`).
     #[error("{workload}: replicas must not be negative, got {replicas}")]
     NegativeReplicas {
+        /// The workload.
+        workload: String,
+        /// The count.
+        replicas: i32,
+    },
+    /// More replicas than [`MAX_REPLICAS`].
+    #[error("{workload}: {replicas} replicas is more than a simulation expands (at most {MAX_REPLICAS})")]
+    TooManyReplicas {
         /// The workload.
         workload: String,
         /// The count.
@@ -368,12 +379,20 @@ pub fn pod_template_hash(template: &PodTemplateSpec, collision_count: Option<i32
     safe_encode(&fnv1a_32(&bytes).to_string())
 }
 
+/// The replica count (1 when unset), checked: not negative, at most [`MAX_REPLICAS`].
 fn replica_count(replicas: Option<i32>, owner: &Owner) -> Result<usize, WorkloadsError> {
     let replicas = replicas.unwrap_or(1);
-    usize::try_from(replicas).map_err(|_| WorkloadsError::NegativeReplicas {
+    let count = usize::try_from(replicas).map_err(|_| WorkloadsError::NegativeReplicas {
         workload: owner.workload.to_string(),
         replicas,
-    })
+    })?;
+    if count > MAX_REPLICAS {
+        return Err(WorkloadsError::TooManyReplicas {
+            workload: owner.workload.to_string(),
+            replicas,
+        });
+    }
+    Ok(count)
 }
 
 /// `controller.GetPodFromTemplate`: the template's labels, annotations, finalizers and spec, owned by
@@ -589,6 +608,13 @@ fn expand_stateful_set(
         template_names.push(name);
     }
     let selector_labels = spec.selector.match_labels.clone().unwrap_or_default();
+    let claimed: HashSet<&str> = ctx
+        .persistent_volume_claims
+        .iter()
+        .filter(|c| c.metadata.namespace.as_deref().unwrap_or("") == namespace.as_str())
+        .filter_map(|c| c.metadata.name.as_deref())
+        .collect();
+    let mut made: HashSet<String> = HashSet::new();
     let set_ref = owner.controller_ref("apps/v1", "StatefulSet");
     let mut pods = Vec::with_capacity(replicas);
     for i in 0..replicas {
@@ -613,15 +639,8 @@ fn expand_stateful_set(
                 }),
                 ..Volume::default()
             });
-            let exists = ctx.persistent_volume_claims.iter().any(|c| {
-                c.metadata.name.as_deref() == Some(claim_name.as_str())
-                    && c.metadata.namespace.as_deref().unwrap_or("") == namespace.as_str()
-            });
-            let already_made = claims.iter().any(|c: &PersistentVolumeClaim| {
-                c.metadata.name.as_deref() == Some(claim_name.as_str())
-                    && c.metadata.namespace.as_deref() == Some(namespace.as_str())
-            });
-            if !exists && !already_made {
+            // A claim that exists is reused, as the controller does (it only creates missing ones).
+            if !claimed.contains(claim_name.as_str()) && made.insert(claim_name.clone()) {
                 claims.push(new_claim(template, claim_name, namespace, &selector_labels, ctx));
             }
         }
@@ -1745,6 +1764,16 @@ mod tests {
                 },
             ),
             (
+                "absurd --replicas",
+                json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "s"},
+                       "spec": {"selector": {}, "template": template_ok.clone()}}),
+                Some(i32::MAX),
+                WorkloadsError::TooManyReplicas {
+                    workload: "statefulset/s".into(),
+                    replicas: i32::MAX,
+                },
+            ),
+            (
                 "replica set without template",
                 json!({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "r"},
                        "spec": {"replicas": 1, "selector": {}}}),
@@ -1794,5 +1823,37 @@ mod tests {
             json!({"completions": -1, "template": template_ok.clone()}),
         );
         assert!(expand_ok(&job, &world.ctx(None)).pods.is_empty());
+    }
+
+    #[test]
+    fn odd_objects_never_panic() {
+        let world = World::new();
+        let values = [
+            json!(null),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment"}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}, "spec": {}}),
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"},
+                   "spec": {"selector": {}, "template": {}}}),
+            json!({"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "x"},
+                   "spec": {"selector": {}, "template": {"spec": {"containers": [],
+                   "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                   {"nodeSelectorTerms": [{"matchExpressions": [{"key": "a", "operator": "Bogus"}]}]}}}}}}}),
+            json!({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "x"},
+                   "spec": {"selector": {}, "ordinals": {"start": -4}, "template": {"spec": {"containers": []}}}}),
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"},
+                   "spec": {"completionMode": "Indexed", "template": {"spec": {"containers": []}}}}),
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x", "namespace": ""}, "spec": {"containers": []}}),
+        ];
+        for value in values {
+            let text = value.to_string();
+            if let Ok(object) = WorkloadObject::from_value(value) {
+                for replicas in [None, Some(0), Some(2), Some(-1)] {
+                    // Either answer is fine; reaching here is the test.
+                    let _ = expand(&object, &world.ctx(replicas)).map_err(|e| (text.clone(), e));
+                }
+            }
+        }
     }
 }
