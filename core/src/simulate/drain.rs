@@ -110,6 +110,27 @@ pub enum KeptReason {
     Terminal,
 }
 
+impl std::fmt::Display for KeptReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeptReason::DaemonSet => write!(f, "DaemonSet pod (ignored, as with --ignore-daemonsets)"),
+            KeptReason::MirrorPod => write!(f, "mirror pod (only its kubelet removes it)"),
+            KeptReason::DisruptionBudget {
+                budgets,
+                message,
+                cause,
+            } => {
+                write!(f, "eviction refused by {}: {message}", budgets.join(", "))?;
+                match cause {
+                    Some(cause) => write!(f, " ({cause})"),
+                    None => Ok(()),
+                }
+            }
+            KeptReason::Terminal => write!(f, "Succeeded or Failed: deleted, nothing to re-place"),
+        }
+    }
+}
+
 /// What draining one node does.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DrainPlan {

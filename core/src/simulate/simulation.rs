@@ -287,6 +287,9 @@ impl<'e> Simulation<'e> {
                     cycle.explanation.selected.first().cloned().unwrap_or_default()
                 };
                 let (actions, status) = binding_plan(&fwk, &mut cycle.state, &pod, &node);
+                // Plugin states may hold the snapshot: nothing of the cycle may outlive it, or the
+                // change below would copy the whole snapshot.
+                drop(cycle);
                 drop(fwk);
                 if !status.is_success() {
                     // Reserve, Permit or PreBind refused: kube-scheduler un-reserves and retries later.
@@ -339,6 +342,7 @@ impl<'e> Simulation<'e> {
                     }
                     None => Vec::new(),
                 };
+                drop(cycle);
                 drop(fwk);
                 let result = self.result_for(&pod);
                 result.attempts += 1;
