@@ -11,6 +11,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaimConsumerReference};
 use serde::Serialize;
 
 use super::queue::{ClusterEvent, SchedulingQueue};
@@ -18,6 +19,7 @@ use crate::action::Action;
 use crate::engine::{Engine, EngineError};
 use crate::explain::Outcome;
 use crate::framework::interface::NodeToStatus;
+use crate::plugins::dynamic_resources::allocation_results;
 use crate::plugins::names;
 use crate::preemption::args::DefaultPreemptionArgs;
 use crate::preemption::evaluator;
@@ -287,6 +289,7 @@ impl<'e> Simulation<'e> {
                     cycle.explanation.selected.first().cloned().unwrap_or_default()
                 };
                 let (actions, status) = binding_plan(&fwk, &mut cycle.state, &pod, &node);
+                let claim_results = allocation_results(&cycle.state, &node);
                 // Plugin states may hold the snapshot: nothing of the cycle may outlive it, or the
                 // change below would copy the whole snapshot.
                 drop(cycle);
@@ -300,6 +303,7 @@ impl<'e> Simulation<'e> {
                     return Ok(PodOutcome::Error);
                 }
                 self.apply_volume_actions(&actions);
+                self.record_claims(&pod, claim_results);
                 let placed = Arc::new(placed_on(&pod, &node));
                 let snapshot = Arc::make_mut(&mut self.snapshot);
                 if let Err(e) = snapshot.assume_pod(placed) {
@@ -443,6 +447,53 @@ impl<'e> Simulation<'e> {
                 _ => {}
             }
         }
+    }
+}
+
+impl Simulation<'_> {
+    /// Marks the pod's claims allocated (the devices chosen in its cycle) and reserved for it, as
+    /// kube-scheduler's PreBind writes them, so that later pods of the batch find those devices taken.
+    fn record_claims(&mut self, pod: &PodInfo, results: Vec<(String, AllocationResult)>) {
+        let names: Vec<String> = pod
+            .pod
+            .spec
+            .iter()
+            .flat_map(|s| s.resource_claims.iter().flatten())
+            .filter_map(|c| c.resource_claim_name.clone())
+            .collect();
+        if results.is_empty() && names.is_empty() {
+            return;
+        }
+        let snapshot = Arc::make_mut(&mut self.snapshot);
+        let reference = ResourceClaimConsumerReference {
+            api_group: None,
+            resource: "pods".to_string(),
+            name: pod.name().to_string(),
+            uid: pod.uid().to_string(),
+        };
+        let mut results: HashMap<String, AllocationResult> = results.into_iter().collect();
+        let keys: Vec<String> = names
+            .iter()
+            .map(|n| namespaced_key(pod.namespace(), n))
+            .chain(results.keys().cloned())
+            .collect();
+        for key in keys {
+            let Some(claim) = snapshot.resource_claims.get_mut(&key) else {
+                continue;
+            };
+            let claim = Arc::make_mut(claim);
+            let status = claim.status.get_or_insert_with(Default::default);
+            if let Some(result) = results.remove(&key) {
+                status.allocation = Some(result);
+            }
+            let reserved = status.reserved_for.get_or_insert_with(Vec::new);
+            if !reserved.iter().any(|r| r.uid == reference.uid) {
+                reserved.push(reference.clone());
+            }
+        }
+        snapshot.allocated = crate::snapshot::AllocatedState::from_claims(
+            snapshot.resource_claims.values().map(|c| c.as_ref()),
+        );
     }
 }
 

@@ -368,3 +368,73 @@ fn an_empty_queue_runs_no_cycle() {
     assert_eq!((report.cycles, report.pods.len()), (0, 0));
     let _ = ClusterObjects::default();
 }
+
+#[test]
+fn devices_allocated_to_a_pod_of_the_batch_are_taken_for_the_next() {
+    use serde_json::json;
+    fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+        serde_json::from_value(v).expect("valid object")
+    }
+    let claim = |name: &str| -> k8s_openapi::api::resource::v1::ResourceClaim {
+        from(json!({
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu"}}]}},
+        }))
+    };
+    let pod_using = |name: &str, claim: &str, created_at: i64| {
+        let claims = vec![k8s_openapi::api::core::v1::PodResourceClaim {
+            name: "gpu".into(),
+            resource_claim_name: Some(claim.into()),
+            ..Default::default()
+        }];
+        pod(name)
+            .with(created(created_at))
+            .with(move |p| {
+                p.metadata.uid = Some(format!("uid-{}", p.metadata.name.clone().unwrap_or_default()));
+                p.spec.get_or_insert_with(Default::default).resource_claims = Some(claims);
+            })
+            .obj()
+    };
+    let objects = ClusterObjects {
+        nodes: vec![node("n1").cpu("4").memory("8Gi").obj()],
+        pods: vec![
+            pod_using("first", "claim-a", 1),
+            pod_using("second", "claim-b", 2),
+        ],
+        device_classes: vec![from(json!({"metadata": {"name": "gpu"}, "spec": {}}))],
+        resource_slices: vec![from(json!({
+            "metadata": {"name": "slice-n1"},
+            "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                     "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": "dev-0"}]},
+        }))],
+        resource_claims: vec![claim("claim-a"), claim("claim-b")],
+        ..Default::default()
+    };
+    let engine = Engine::default();
+    let mut simulation = Simulation::new(&engine, Snapshot::new(objects), SimulationOptions::default());
+    let report = simulation.run(&mut |_| {}).expect("runs");
+    let outcome = |name: &str| {
+        report
+            .pods
+            .iter()
+            .find(|p| p.pod == name)
+            .expect("queued")
+            .clone()
+    };
+    assert_eq!(outcome("default/first").node.as_deref(), Some("n1"));
+    let second = outcome("default/second");
+    assert_eq!(second.outcome, PodOutcome::Unschedulable);
+    assert!(
+        second
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("cannot allocate all claims")),
+        "{:?}",
+        second.message
+    );
+    let claim_a = &simulation.snapshot().resource_claims["default/claim-a"];
+    let status = claim_a.status.as_ref().expect("allocated");
+    assert!(status.allocation.is_some());
+    assert_eq!(status.reserved_for.as_ref().map(Vec::len), Some(1));
+}

@@ -641,5 +641,23 @@ pub fn claim_allocations(state: &CycleState, node: &str) -> Vec<ClaimAllocation>
         .collect()
 }
 
+/// The allocation each of the pod's unallocated claims would get on `node` (by `namespace/name`), from
+/// a cycle's state after Filter: what kube-scheduler's PreBind writes into the claims' status (empty
+/// when the pod has no such claims or the node was not feasible).
+pub fn allocation_results(state: &CycleState, node: &str) -> Vec<(String, AllocationResult)> {
+    let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
+        return Vec::new();
+    };
+    let allocations = lock(&cycle.node_allocations);
+    let Some(results) = allocations.get(node) else {
+        return Vec::new();
+    };
+    cycle
+        .to_allocate()
+        .zip(results)
+        .map(|((_, claim), result)| (claim_key(claim), result.clone()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests;
