@@ -1,15 +1,18 @@
-//! kube-scheduler's scheduling queue, without clocks: an active queue in the QueueSort order, and the
-//! unschedulable pods with the plugins that rejected them, moved back when a cluster event those
-//! plugins register for happens.
+//! kube-scheduler's scheduling queue, without clocks: the active queue in the QueueSort order, the
+//! backoff queue, and the unschedulable pods with the plugins that rejected them, moved to the backoff
+//! queue when a cluster event those plugins register for happens.
 //!
-//! Order (PrioritySort): higher priority first, then earlier queue time. A pod's first queue time is
-//! its creation time; a pod moved back after a failed attempt gets a queue time after every pod
-//! already queued, as kube-scheduler refreshes the timestamp when it re-adds a pod. Equal times go by
-//! `namespace/name` (the order kube-scheduler's informer lists pods in).
+//! Active order (PrioritySort): higher priority first, then earlier queue time. A pod's first queue
+//! time is its creation time; a pod that failed gets a queue time after every pod already queued, as
+//! kube-scheduler refreshes the timestamp when it parks a pod. Equal times go by `namespace/name` (the
+//! order kube-scheduler's informer lists pods in).
 //!
-//! Backoff is not timed: a pod moved back is retried after the pods already active of its priority,
-//! which is what kube-scheduler's backoff amounts to when a batch is scheduled faster than a backoff
-//! expires.
+//! Backoff without a clock: a batch is scheduled in milliseconds and the shortest backoff is a second,
+//! so a pod moved out of the unschedulable pods is always still backing off. It waits in the backoff
+//! queue while any pod is active, and when the active queue is empty the backoff queue gives its first
+//! pod anyway (kube-scheduler's PopFromBackoffQ). Backoff order is kube-scheduler's: the backoff
+//! expiry — here the backoff duration (1 s doubled per failed attempt, at most 10 s), every attempt of
+//! a batch falling in the same ordering window — then the active order.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
@@ -51,6 +54,16 @@ impl ClusterEvent {
     }
 }
 
+/// kube-scheduler's default podInitialBackoffSeconds and podMaxBackoffSeconds.
+const INITIAL_BACKOFF_SECONDS: u64 = 1;
+const MAX_BACKOFF_SECONDS: u64 = 10;
+
+/// The backoff after `failures` failed attempts, in seconds.
+fn backoff_seconds(failures: u32) -> u64 {
+    let doublings = failures.saturating_sub(1).min(8);
+    (INITIAL_BACKOFF_SECONDS << doublings).min(MAX_BACKOFF_SECONDS)
+}
+
 /// A pod in the active queue.
 #[derive(Debug, Clone)]
 struct Queued {
@@ -88,13 +101,45 @@ impl Ord for Queued {
     }
 }
 
+/// A pod in the backoff queue: shorter backoff first, then the active order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct BackingOff {
+    backoff_seconds: u64,
+    queued: Queued,
+}
+
+impl PartialOrd for BackingOff {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for BackingOff {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .backoff_seconds
+            .cmp(&self.backoff_seconds)
+            .then_with(|| self.queued.cmp(&other.queued))
+    }
+}
+
+/// A parked pod: the pod, the plugins that rejected it, and its queue time.
+#[derive(Debug, Clone)]
+struct Parked {
+    pod: Arc<PodInfo>,
+    plugins: BTreeSet<&'static str>,
+    queued_at: i128,
+}
+
 /// The queue (see the module doc).
 #[derive(Debug, Default)]
 pub struct SchedulingQueue {
     active: BinaryHeap<Queued>,
-    /// Unschedulable pods by `namespace/name`, with the plugins that rejected them.
-    unschedulable: HashMap<String, (Arc<PodInfo>, BTreeSet<&'static str>)>,
-    /// The next queue time of a pod moved back (past every creation time).
+    backoff: BinaryHeap<BackingOff>,
+    /// Unschedulable pods by `namespace/name`.
+    unschedulable: HashMap<String, Parked>,
+    /// Failed attempts per pod, by `namespace/name` (the backoff grows with them).
+    failures: HashMap<String, u32>,
+    /// The next queue time of a pod that failed (past every creation time).
     next_requeue: i128,
 }
 
@@ -121,54 +166,65 @@ impl SchedulingQueue {
         queue
     }
 
-    /// The next pod to schedule.
+    /// The next pod to schedule: the active queue's first, else the backoff queue's.
     pub fn pop(&mut self) -> Option<Arc<PodInfo>> {
-        self.active.pop().map(|q| q.pod)
+        self.active
+            .pop()
+            .or_else(|| self.backoff.pop().map(|b| b.queued))
+            .map(|q| q.pod)
     }
 
-    /// Pods waiting in the active queue.
+    /// Pods waiting to be tried (active and backing off).
     pub fn active_len(&self) -> usize {
-        self.active.len()
+        self.active.len() + self.backoff.len()
     }
 
     /// Parks a pod that failed, with the plugins that rejected it.
     pub fn add_unschedulable(&mut self, pod: Arc<PodInfo>, plugins: BTreeSet<&'static str>) {
-        self.unschedulable.insert(pod.key(), (pod, plugins));
+        let key = pod.key();
+        *self.failures.entry(key.clone()).or_insert(0) += 1;
+        let queued_at = self.next_requeue;
+        self.next_requeue += 1;
+        self.unschedulable.insert(
+            key,
+            Parked {
+                pod,
+                plugins,
+                queued_at,
+            },
+        );
     }
 
     /// Replaces a parked pod's object (its nomination changed), keeping its plugins.
     pub fn update_unschedulable(&mut self, pod: Arc<PodInfo>) {
         if let Some(entry) = self.unschedulable.get_mut(&pod.key()) {
-            entry.0 = pod;
+            entry.pod = pod;
         }
     }
 
-    /// Moves back to the active queue every parked pod one of whose rejecting plugins registers for
-    /// `event`; returns how many moved. Moved pods queue in key order (deterministic).
+    /// Moves to the backoff queue every parked pod one of whose rejecting plugins registers for
+    /// `event`; returns how many moved.
     pub fn on_event(&mut self, event: ClusterEvent) -> usize {
-        let mut moving: Vec<String> = self
+        let moving: Vec<String> = self
             .unschedulable
             .iter()
-            .filter(|(_, (_, plugins))| plugins.iter().any(|p| event.wakes(p)))
+            .filter(|(_, parked)| parked.plugins.iter().any(|p| event.wakes(p)))
             .map(|(key, _)| key.clone())
             .collect();
-        moving.sort();
         for key in &moving {
-            if let Some((pod, _)) = self.unschedulable.remove(key) {
-                self.active.push(Queued {
-                    key: key.clone(),
-                    queued_at: self.next_requeue,
-                    pod,
+            if let Some(parked) = self.unschedulable.remove(key) {
+                let failures = self.failures.get(key).copied().unwrap_or(1);
+                self.backoff.push(BackingOff {
+                    backoff_seconds: backoff_seconds(failures),
+                    queued: Queued {
+                        key: key.clone(),
+                        queued_at: parked.queued_at,
+                        pod: parked.pod,
+                    },
                 });
-                self.next_requeue += 1;
             }
         }
         moving.len()
-    }
-
-    /// The pods still parked, by key.
-    pub fn unschedulable_keys(&self) -> impl Iterator<Item = &String> {
-        self.unschedulable.keys()
     }
 }
 
@@ -216,13 +272,45 @@ mod tests {
     }
 
     #[test]
-    fn a_moved_back_pod_queues_after_pods_of_its_priority_but_before_lower_ones() {
+    fn a_moved_back_pod_backs_off_behind_every_active_pod() {
         let mut queue = SchedulingQueue::new([queued("x", 5, 1), queued("y", 5, 2), queued("z", 1, 0)]);
         let first = queue.pop().expect("x");
         assert_eq!(first.name(), "x");
         queue.add_unschedulable(first, [names::NODE_RESOURCES_FIT].into());
         assert_eq!(queue.on_event(ClusterEvent::AssignedPodDelete), 1);
-        assert_eq!(drain(&mut queue), ["y", "x", "z"]);
+        assert_eq!(drain(&mut queue), ["y", "z", "x"]);
+    }
+
+    #[test]
+    fn the_backoff_queue_gives_shorter_backoffs_first_then_the_active_order() {
+        let mut queue =
+            SchedulingQueue::new([queued("twice", 1, 1), queued("low", 1, 2), queued("high", 9, 3)]);
+        let fit = || -> BTreeSet<&'static str> { [names::NODE_RESOURCES_FIT].into() };
+        // "twice" fails twice (2 s backoff), "high" and "low" once (1 s).
+        while let Some(pod) = queue.pop() {
+            queue.add_unschedulable(pod, fit());
+        }
+        let twice = queued("twice", 1, 1);
+        queue.on_event(ClusterEvent::AssignedPodDelete);
+        assert_eq!(
+            drain(&mut queue),
+            ["high", "twice", "low"],
+            "all at 1 s: priority, then queue time"
+        );
+        for pod in [twice, queued("low", 1, 2), queued("high", 9, 3)] {
+            queue.add_unschedulable(pod, fit());
+        }
+        queue.add_unschedulable(queued("twice", 1, 1), fit());
+        queue.on_event(ClusterEvent::AssignedPodDelete);
+        assert_eq!(
+            drain(&mut queue),
+            ["high", "low", "twice"],
+            "twice failed 3 times: 4 s"
+        );
+        assert_eq!(
+            (1..=6).map(backoff_seconds).collect::<Vec<_>>(),
+            [1, 2, 4, 8, 10, 10]
+        );
     }
 
     #[test]

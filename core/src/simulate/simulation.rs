@@ -26,6 +26,10 @@ use crate::preemption::evaluator;
 use crate::schedule::{ScheduleOptions, binding_plan, schedule_cycle};
 use crate::snapshot::{PodInfo, Snapshot, namespaced_key};
 
+/// The PodScheduled condition message the API server gives a pod created with scheduling gates
+/// (reason `SchedulingGated`).
+pub const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty scheduling gates";
+
 /// Cycles allowed per queued pod before the simulation gives up (preemption loops cannot go on
 /// forever: each preemption deletes pods).
 const MAX_CYCLES_PER_POD: usize = 20;
@@ -79,8 +83,12 @@ pub struct PodResult {
     pub outcome: PodOutcome,
     /// The node it was placed on (for `Preempted`, the node it was deleted from).
     pub node: Option<String>,
-    /// The FailedScheduling message of its last attempt (or why it is gated, ignored or failed).
+    /// Its PodScheduled condition message: the FailedScheduling message of its last attempt, the
+    /// API server's for a gated pod; or why it is ignored or failed.
     pub message: Option<String>,
+    /// More than the condition says: a gated pod's gates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Its nominatedNodeName at the end, when it has one.
     pub nominated_node: Option<String>,
     /// The pod whose preemption deleted it.
@@ -250,6 +258,7 @@ impl<'e> Simulation<'e> {
             outcome: PodOutcome::Unschedulable,
             node: None,
             message: None,
+            note: None,
             nominated_node: None,
             preempted_by: None,
             attempts: 0,
@@ -367,16 +376,21 @@ impl<'e> Simulation<'e> {
                 }
                 Ok(PodOutcome::Unschedulable)
             }
-            Outcome::Gated | Outcome::Error => {
+            Outcome::Gated => {
+                // kube-scheduler never tries a gated pod: its PodScheduled condition is the API
+                // server's, and the gates are only in the PreEnqueue status.
                 let result = self.result_for(&pod);
-                result.attempts += u32::from(outcome == Outcome::Error);
-                result.outcome = if outcome == Outcome::Gated {
-                    PodOutcome::Gated
-                } else {
-                    PodOutcome::Error
-                };
+                result.outcome = PodOutcome::Gated;
+                result.message = Some(SCHEDULING_GATED_MESSAGE.to_string());
+                result.note = Some(message);
+                Ok(PodOutcome::Gated)
+            }
+            Outcome::Error => {
+                let result = self.result_for(&pod);
+                result.attempts += 1;
+                result.outcome = PodOutcome::Error;
                 result.message = Some(message);
-                Ok(result.outcome)
+                Ok(PodOutcome::Error)
             }
         }
     }

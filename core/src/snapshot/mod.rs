@@ -469,6 +469,11 @@ impl Snapshot {
         }
     }
 
+    /// The position of node `name` in [`Snapshot::nodes`].
+    pub fn node_position(&self, name: &str) -> Option<usize> {
+        self.node_index.get(name).copied()
+    }
+
     /// All nodes, in the order they were given.
     pub fn nodes(&self) -> &[Arc<NodeInfo>] {
         &self.nodes

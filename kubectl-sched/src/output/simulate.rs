@@ -52,6 +52,15 @@ fn outcome(p: &SimulatedPod) -> String {
     }
 }
 
+/// The pod's condition message, and the note when there is one (a gated pod's gates).
+fn message_of(p: &SimulatedPod) -> String {
+    let message = p.result.message.clone().unwrap_or_default();
+    match &p.result.note {
+        Some(note) => format!("{message} ({note})"),
+        None => message,
+    }
+}
+
 /// The report as text.
 pub fn report(r: &SimulateReport, wide: bool) -> String {
     let s = &r.summary;
@@ -137,7 +146,7 @@ pub fn report(r: &SimulateReport, wide: bool) -> String {
                     p.result.pod.clone(),
                     p.workload.clone(),
                     outcome(p),
-                    p.result.message.clone().unwrap_or_default(),
+                    message_of(p),
                 ]
             })
             .collect();
@@ -158,7 +167,7 @@ pub fn report(r: &SimulateReport, wide: bool) -> String {
         {
             let namespace = p.result.pod.split_once('/').map_or("", |(ns, _)| ns).to_string();
             let state = outcome(p);
-            let message = p.result.message.clone().unwrap_or_default();
+            let message = message_of(p);
             match groups
                 .iter_mut()
                 .find(|g| g.0 == namespace && g.1 == p.workload && g.2 == state && g.3 == message)

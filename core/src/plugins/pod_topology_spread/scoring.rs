@@ -34,6 +34,9 @@ pub(super) struct PreScoreState {
     pub topology_value_to_pod_counts: Vec<HashMap<String, i64>>,
     /// Per constraint: log(domains + 2), so small topologies are not drowned by large ones.
     pub topology_normalizing_weight: Vec<f64>,
+    /// Per constraint: matching pods on each node, by the node's position in the snapshot (what
+    /// Score counts for hostname constraints, counted once in PreScore).
+    pub pods_matching_on_node: Vec<Vec<i64>>,
 }
 
 fn state_missing() -> Status {
@@ -176,6 +179,7 @@ impl PreScorePlugin for PodTopologySpread {
                 *n += count;
             }
         }
+        s.pods_matching_on_node = matching;
         state.write(&PRE_SCORE_STATE_KEY, s);
         Status::success()
     }
@@ -196,7 +200,11 @@ impl ScorePlugin for PodTopologySpread {
                 continue;
             };
             let count = if c.topology_key == LABEL_HOSTNAME {
-                count_pods_match_selector(&node.pods, &c.selector, pod.namespace())
+                let counted = self
+                    .snapshot
+                    .node_position(node.name())
+                    .and_then(|position| s.pods_matching_on_node.get(i)?.get(position).copied());
+                counted.unwrap_or_else(|| count_pods_match_selector(&node.pods, &c.selector, pod.namespace()))
             } else {
                 s.topology_value_to_pod_counts[i].get(value).copied().unwrap_or(0)
             };
