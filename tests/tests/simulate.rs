@@ -65,7 +65,7 @@ const LOWEST: (&str, i32) = ("sim-lowest", 50);
 const MID: (&str, i32) = ("sim-mid", 500);
 /// `sim-rank-1` (1) to `sim-rank-RANKS`: distinct priorities for the pods of a batch, all below
 /// LOWEST, so that they never preempt the bound pods of a scenario.
-const RANKS: i32 = 30;
+const RANKS: i32 = 40;
 
 /// Bounds one `kubectl-sched` run.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -730,7 +730,10 @@ fn parse_simulation(json: Value) -> Result<Simulation> {
             nominated: text(entry, "nominated_node")?,
         };
         // A batch pod placed, then preempted, is listed among the victims.
-        if entry["outcome"] == "preempted" {
+        if entry["outcome"]
+            .as_str()
+            .is_some_and(|o| o.eq_ignore_ascii_case("preempted"))
+        {
             continue;
         }
         ensure!(
@@ -1340,5 +1343,138 @@ async fn s12_mixed_priorities() -> Result<()> {
     .map(|(name, millis, rank)| cpu_pod(name, millis).spec("priorityClassName", json!(rank_class(rank))))
     .collect();
     s.run(nodes, vec![], batch).await?;
+    s.finish().await
+}
+
+/// A larger cluster: 12 nodes in 3 zones, of 4 to 15 cpu, half of them SSD, two tainted, and a
+/// batch of 24 pods of four kinds interleaved in the queue: zone-spread web pods, SSD database
+/// replicas that must not share a node, batch pods that tolerate the taint, and large pods that
+/// only the largest nodes could take, if the others left room.
+#[tokio::test]
+async fn s13_larger_mixed_cluster() -> Result<()> {
+    let s = Scenario::begin("sim-large").await?;
+    let zones = ["a", "b", "c"];
+    let nodes = (4..=15u32)
+        .map(|cpu| {
+            let i = cpu as usize;
+            let mut node = s
+                .node(&format!("n{cpu:02}"), cpu)
+                .label(ZONE, zones[i % 3])
+                .label("disk", if i.is_multiple_of(2) { "ssd" } else { "hdd" });
+            // The node's index (cpu - 3) in binary, for the pods' preferences (below).
+            for bit in 0..4 {
+                if (i - 3) & (1 << bit) != 0 {
+                    node = node.label(&format!("bit{bit}"), "1");
+                }
+            }
+            if i.is_multiple_of(5) {
+                node.taint("dedicated", "batch", "NoSchedule")
+            } else {
+                node
+            }
+        })
+        .collect();
+    // Many nodes of close sizes tie on resource scores; preferred terms of weights 1, 2, 4, 8 on
+    // the index bits give each node its own NodeAffinity score (index x 100 / the highest
+    // feasible index), so that one node always scores highest.
+    let prefer = json!({"preferredDuringSchedulingIgnoredDuringExecution": (0..4)
+        .map(|bit| json!({"weight": 1 << bit, "preference": {"matchExpressions": [
+            {"key": format!("bit{bit}"), "operator": "In", "values": ["1"]},
+        ]}}))
+        .collect::<Vec<_>>()});
+    let cpu_pod =
+        |name: &str, millis: u32| cpu_pod(name, millis).spec("affinity", json!({"nodeAffinity": prefer}));
+    let web = |i: usize| {
+        cpu_pod(&format!("p{i:02}-web"), 1500).label("app", "web").spec(
+            "topologySpreadConstraints",
+            json!([{
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }]),
+        )
+    };
+    let db = |i: usize| {
+        cpu_pod(&format!("p{i:02}-db"), 2000)
+            .label("app", "db")
+            .spec("nodeSelector", json!({"disk": "ssd"}))
+            .spec(
+                "affinity",
+                json!({
+                    "nodeAffinity": prefer,
+                    "podAntiAffinity": pod_affinity("podAntiAffinity", "db", HOSTNAME)["podAntiAffinity"],
+                }),
+            )
+    };
+    let batch_pod = |i: usize| {
+        cpu_pod(&format!("p{i:02}-batch"), 3000).toleration(json!({
+            "key": "dedicated", "operator": "Equal", "value": "batch", "effect": "NoSchedule",
+        }))
+    };
+    let big = |i: usize| cpu_pod(&format!("p{i:02}-big"), 11000).memory("4Gi");
+    let batch = (1..=24)
+        .map(|i| match i % 4 {
+            0 => web(i),
+            1 => db(i),
+            2 => batch_pod(i),
+            _ => big(i),
+        })
+        .collect();
+    // Uneven memory loads, so that nodes of close sizes do not tie on score.
+    let loads = (4..=15u32)
+        .map(|cpu| {
+            pod(&format!("load-n{cpu:02}"))
+                .memory(&format!("{}Mi", 200 + (cpu * 733) % 1900))
+                .on(&s.n(&format!("n{cpu:02}")))
+        })
+        .collect();
+    let outcome = s.run(nodes, loads, ranked(batch)).await?;
+    ensure!(
+        !outcome.pending().is_empty(),
+        "sim-large: the scenario means some pods to stay pending: {outcome:?}"
+    );
+    s.finish().await
+}
+
+/// A gated pod stays pending with the condition the API server gave it (kube-scheduler never
+/// tries it), next to an ordinary pod that fits and one that does not.
+#[tokio::test]
+async fn s14_gated_pod() -> Result<()> {
+    let s = Scenario::begin("sim-gated").await?;
+    let nodes = vec![s.node("g2", 2), s.node("g3", 3)];
+    let batch = vec![
+        cpu_pod("p01-fits", 1000),
+        cpu_pod("p02-gated", 100).gate("example.com/wait"),
+        cpu_pod("p03-too-big", 4000),
+    ];
+    let outcome = s.run(nodes, vec![], ranked(batch)).await?;
+    ensure!(
+        outcome.node_of(s.ns(), "p01-fits").is_some() && outcome.pending().len() == 2,
+        "sim-gated: p01 placed, the gated and the too big pods pending: {outcome:?}"
+    );
+    s.finish().await
+}
+
+/// A pod whose required affinity target comes later in the queue: its first attempt fails (no
+/// pod matches), the target's binding sends it back through backoff, and by the time it is tried
+/// again a lower-priority pod has taken the room next to the target: it preempts that pod of its
+/// own batch.
+#[tokio::test]
+async fn s15_affinity_retry_preempts_a_batch_pod() -> Result<()> {
+    let s = Scenario::begin("sim-retry").await?;
+    let nodes = vec![s.node("h2", 2), s.node("h4", 4)];
+    let batch = vec![
+        cpu_pod("a-follower", 1000)
+            .label("app", "follower")
+            .spec("affinity", pod_affinity("podAffinity", "cache", HOSTNAME)),
+        cpu_pod("b-cache", 1000).label("app", "cache"),
+        cpu_pod("c-greedy", 2500),
+    ];
+    let outcome = s.run(nodes, vec![], ranked(batch)).await?;
+    ensure!(
+        outcome.node_of(s.ns(), "a-follower") == outcome.node_of(s.ns(), "b-cache"),
+        "sim-retry: a-follower joins b-cache: {outcome:?}"
+    );
     s.finish().await
 }
