@@ -49,7 +49,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use kube::api::{DeleteParams, ListParams, PostParams};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use sched_core::Snapshot;
 use sched_core::snapshot::ClusterObjects;
@@ -586,6 +586,11 @@ impl Scenario {
         batch: Vec<PodBuilder>,
     ) -> Result<Outcome> {
         self.build(nodes, bound, batch).await?;
+        self.run_built().await
+    }
+
+    /// [`Self::run`] once the cluster is built.
+    async fn run_built(&self) -> Result<Outcome> {
         let pending = self.pending_pods().await?;
         let bound = self.bound_pods().await?;
         let (objects, warnings) = load_from_api(&self.lab.client, &ApiLoadOptions::default()).await?;
@@ -1475,6 +1480,80 @@ async fn s15_affinity_retry_preempts_a_batch_pod() -> Result<()> {
     ensure!(
         outcome.node_of(s.ns(), "a-follower") == outcome.node_of(s.ns(), "b-cache"),
         "sim-retry: a-follower joins b-cache: {outcome:?}"
+    );
+    s.finish().await
+}
+
+/// Requests beyond a container's cpu: an extended resource, an init container larger than the
+/// app container (the pod asks for the larger), a sidecar (a restartable init container, added
+/// to the app containers), memory; an image present on one node only (ImageLocality); a
+/// cordoned node.
+#[tokio::test]
+async fn s16_requests_images_and_a_cordoned_node() -> Result<()> {
+    let s = Scenario::begin("sim-requests").await?;
+    const GPU: &str = "example.com/gpu";
+    const IMAGE: &str = "registry.example/big:1";
+    let nodes = vec![
+        s.node("r4", 4).resource(GPU, "2"),
+        s.node("r6", 6).image(IMAGE, 900 * 1024 * 1024),
+        s.node("r8", 8).cordoned(),
+        s.node("r3", 3).resource(GPU, "4"),
+    ];
+    let gpus = |name: &str, n: &str| cpu_pod(name, 500).limit(GPU, n).request(GPU, n);
+    let batch = vec![
+        gpus("p01-gpu2", "2"),
+        cpu_pod("p02-init", 500).spec(
+            "initContainers",
+            json!([{"name": "init", "image": common::PAUSE_IMAGE,
+                    "resources": {"requests": {"cpu": "3"}}}]),
+        ),
+        cpu_pod("p03-sidecar", 1500).spec(
+            "initContainers",
+            json!([{"name": "proxy", "image": common::PAUSE_IMAGE, "restartPolicy": "Always",
+                    "resources": {"requests": {"cpu": "1"}}}]),
+        ),
+        cpu_pod("p04-image", 500).container_field("image", json!(IMAGE)),
+        gpus("p05-gpu3", "3"),
+        gpus("p06-gpu2", "2"),
+        cpu_pod("p07-mem", 200).memory("9Gi"),
+        cpu_pod("p08-huge", 7000),
+    ];
+    let outcome = s.run(nodes, vec![], ranked(batch)).await?;
+    ensure!(
+        outcome.message_of(s.ns(), "p08-huge").contains("unschedulable"),
+        "sim-requests: p08-huge only fits the cordoned node: {outcome:?}"
+    );
+    s.finish().await
+}
+
+/// Pods already nominated (as an earlier preemption leaves them): kube-scheduler tries the
+/// nominated node first and takes it if the pod fits there, whatever the scores; a nominated
+/// pod that no longer fits its node goes through a full cycle.
+#[tokio::test]
+async fn s17_nominated_pods() -> Result<()> {
+    let s = Scenario::begin("sim-nominated").await?;
+    let a = s.n("a4");
+    let nodes = vec![s.node("a4", 4), s.node("b8", 8)];
+    let batch = vec![
+        cpu_pod("p01-nominated", 2000),
+        cpu_pod("p02-nominated-too-big", 3000),
+        cpu_pod("p03-plain", 6000),
+    ];
+    s.build(nodes, vec![], ranked(batch)).await?;
+    for name in ["p01-nominated", "p02-nominated-too-big"] {
+        s.pods()
+            .patch_status(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": {"nominatedNodeName": a}})),
+            )
+            .await
+            .with_context(|| format!("nominating {name}"))?;
+    }
+    let outcome = s.run_built().await?;
+    ensure!(
+        outcome.node_of(s.ns(), "p01-nominated") == Some(a.as_str()),
+        "sim-nominated: p01 goes to its nominated node {a}: {outcome:?}"
     );
     s.finish().await
 }
