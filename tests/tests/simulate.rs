@@ -48,6 +48,7 @@ use e2e::{ControlPlane, Options};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
@@ -1579,6 +1580,81 @@ async fn s17_nominated_pods() -> Result<()> {
     ensure!(
         outcome.node_of(s.ns(), "p01-nominated") == Some(a.as_str()),
         "sim-nominated: p01 goes to its nominated node {a}: {outcome:?}"
+    );
+    s.finish().await
+}
+
+/// Preemption weighs PodDisruptionBudgets first: the LOW pod of a4 is protected by a budget that
+/// allows no disruption (its status written by hand, as no disruption controller runs), so the
+/// preemptor evicts the MID pod of b5 although a lower-priority victim was available.
+#[tokio::test]
+async fn s18_preemption_respects_a_pdb() -> Result<()> {
+    let s = Scenario::begin("sim-pdb").await?;
+    let (a, b) = (s.n("a4"), s.n("b5"));
+    let nodes = vec![s.node("a4", 4), s.node("b5", 5)];
+    let existing = vec![
+        bound("a-low", &a, Some(LOW), 4000),
+        bound("b-mid", &b, Some(MID), 5000),
+    ];
+    s.build(
+        nodes,
+        existing,
+        vec![cpu_pod("p01-urgent", 3000).priority_class(HIGH)],
+    )
+    .await?;
+    let created = s
+        .lab
+        .create_namespaced::<PodDisruptionBudget>(json!({
+            "metadata": {"name": "a-low"},
+            "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "a-low"}}},
+        }))
+        .await?;
+    Api::<PodDisruptionBudget>::namespaced(s.lab.client.clone(), s.ns())
+        .patch_status(
+            "a-low",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {
+                "observedGeneration": created.metadata.generation.unwrap_or(1),
+                "disruptionsAllowed": 0,
+                "currentHealthy": 1,
+                "desiredHealthy": 1,
+                "expectedPods": 1,
+            }})),
+        )
+        .await
+        .context("setting the PodDisruptionBudget's status")?;
+    let outcome = s.run_built().await?;
+    ensure!(
+        outcome.node_of(s.ns(), "p01-urgent") == Some(b.as_str())
+            && outcome.victims.keys().eq([format!("{}/b-mid", s.ns())].iter()),
+        "sim-pdb: p01-urgent preempts b-mid on {b}: {outcome:?}"
+    );
+    s.finish().await
+}
+
+/// Two preemptors in one batch: the first takes the node whose victim has the lowest priority;
+/// the second, while the first is nominated there (its room reserved), preempts on the other.
+#[tokio::test]
+async fn s19_two_preemptors() -> Result<()> {
+    let s = Scenario::begin("sim-two").await?;
+    let (a, b, c) = (s.n("a4"), s.n("b5"), s.n("c3"));
+    let nodes = vec![s.node("a4", 4), s.node("b5", 5), s.node("c3", 3)];
+    let existing = vec![
+        bound("v-a", &a, Some(LOW), 4000),
+        bound("v-b", &b, Some(LOWEST), 5000),
+        bound("keep-c", &c, Some(HIGH), 3000),
+    ];
+    let batch = vec![
+        cpu_pod("p01-high", 3000).priority_class(HIGH),
+        cpu_pod("p02-mid", 3000).priority_class(MID),
+        cpu_pod("p03-best-effort", 1000),
+    ];
+    let outcome = s.run(nodes, existing, batch).await?;
+    ensure!(
+        outcome.node_of(s.ns(), "p01-high") == Some(b.as_str())
+            && outcome.node_of(s.ns(), "p02-mid") == Some(a.as_str())
+            && outcome.victims.len() == 2,
+        "sim-two: p01-high preempts v-b on {b}, p02-mid v-a on {a}: {outcome:?}"
     );
     s.finish().await
 }
