@@ -1632,8 +1632,8 @@ async fn s18_preemption_respects_a_pdb() -> Result<()> {
     s.finish().await
 }
 
-/// Two preemptors in one batch: the first takes the node whose victim has the lowest priority;
-/// the second, while the first is nominated there (its room reserved), preempts on the other.
+/// Two preemptors in one batch: the first preempts on the only node large enough for it; the
+/// second, while the first is nominated there (its room reserved), preempts on the other.
 #[tokio::test]
 async fn s19_two_preemptors() -> Result<()> {
     let s = Scenario::begin("sim-two").await?;
@@ -1645,9 +1645,12 @@ async fn s19_two_preemptors() -> Result<()> {
         bound("keep-c", &c, Some(HIGH), 3000),
     ];
     let batch = vec![
-        cpu_pod("p01-high", 3000).priority_class(HIGH),
+        // Too big for a4: whichever victim's deletion kube-scheduler sees first, p01-high can
+        // only land on b5 (otherwise it could take a4 once p02-mid has emptied it).
+        cpu_pod("p01-high", 4500).priority_class(HIGH),
         cpu_pod("p02-mid", 3000).priority_class(MID),
-        cpu_pod("p03-best-effort", 1000),
+        // No third pod that would fit next to either: nominated pods reserve room in Filter but
+        // not in Score, so where it lands would depend on whether p02-mid is bound yet.
     ];
     let outcome = s.run(nodes, existing, batch).await?;
     ensure!(
