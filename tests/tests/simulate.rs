@@ -258,8 +258,9 @@ impl Scenario {
         Api::namespaced(self.lab.client.clone(), self.ns())
     }
 
-    /// Creates the nodes, then the bound pods, then the batch, in this order (the batch's names
-    /// must sort in creation order, see the module doc).
+    /// Creates the nodes, then the bound pods, then the batch, in this order. The batch's names
+    /// must sort in creation order: `simulate` orders pods of equal priority by creation time
+    /// (1 s resolution), then by name, which then agree.
     async fn build(
         &self,
         nodes: Vec<NodeBuilder>,
@@ -337,7 +338,7 @@ impl Scenario {
     }
 
     /// Starts kube-scheduler and waits until it has settled (see the module doc); what it did
-    /// with `batch`, and which of `bound` it preempted.
+    /// with `batch`, and which pods it preempted (of `bound`, or of the batch once placed).
     async fn run_kube_scheduler(
         &self,
         batch: &BTreeSet<String>,
@@ -484,7 +485,7 @@ impl Scenario {
     /// A client for kube-scheduler's `/metrics` (its port is in its log: every start picks a new
     /// one; the admin certificate is authorized through the API server).
     async fn metrics_client(&self) -> Result<Client> {
-        let port = common_wait(
+        let port = wait_until(
             &format!("{}: kube-scheduler's serving port in its log", self.id),
             || async { Ok(serving_port(&self.lab.cp.log_tail("kube-scheduler", 400))) },
         )
@@ -828,7 +829,7 @@ async fn delete_workloads(client: &Client) -> Result<()> {
             .delete_collection(&DeleteParams::default(), &ListParams::default())
             .await?;
     }
-    common_wait("every Deployment and ReplicaSet to be gone", || async {
+    wait_until("every Deployment and ReplicaSet to be gone", || async {
         let left = deployments
             .list(&ListParams::default().limit(1))
             .await?
@@ -1277,7 +1278,7 @@ async fn drain(s: &Scenario) -> Result<()> {
             .await
             .with_context(|| format!("binding {name} to {drained}"))?;
     }
-    common_wait("the replicas to be bound", || async {
+    wait_until("the replicas to be bound", || async {
         Ok(s.pending_pods().await?.is_empty().then_some(()))
     })
     .await?;
@@ -1321,7 +1322,7 @@ async fn drain(s: &Scenario) -> Result<()> {
 
 /// The pending pods of the scenario's namespace, once there are `count` of them.
 async fn wait_pending(s: &Scenario, count: usize) -> Result<BTreeSet<String>> {
-    common_wait(&format!("{count} pending pods in {}", s.ns()), || async {
+    wait_until(&format!("{count} pending pods in {}", s.ns()), || async {
         let pending = s.pending_pods().await?;
         Ok((pending.len() == count).then_some(pending))
     })
