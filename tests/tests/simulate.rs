@@ -712,7 +712,7 @@ async fn queued_pods(metrics: &Client) -> Result<u64> {
 }
 
 /// Polls `probe` until it yields `Some`, for at most [`SETUP_TIMEOUT`].
-async fn common_wait<T, F, Fut>(what: &str, probe: F) -> Result<T>
+async fn wait_until<T, F, Fut>(what: &str, probe: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<Option<T>>>,
