@@ -258,6 +258,14 @@ impl Scenario {
         Api::namespaced(self.lab.client.clone(), self.ns())
     }
 
+    fn all_pods(&self) -> Api<Pod> {
+        Api::all(self.lab.client.clone())
+    }
+
+    fn events(&self) -> Api<Event> {
+        Api::all(self.lab.client.clone())
+    }
+
     /// Creates the nodes, then the bound pods, then the batch, in this order. The batch's names
     /// must sort in creation order: `simulate` orders pods of equal priority by creation time
     /// (1 s resolution), then by name, which then agree.
@@ -314,8 +322,8 @@ impl Scenario {
 
     /// The pending pods of the cluster (what a plain `simulate` takes as its batch).
     async fn pending_pods(&self) -> Result<BTreeSet<String>> {
-        let all: Api<Pod> = Api::all(self.lab.client.clone());
-        Ok(all
+        Ok(self
+            .all_pods()
             .list(&ListParams::default())
             .await?
             .items
@@ -325,10 +333,10 @@ impl Scenario {
             .collect())
     }
 
-    /// The bound pods of the scenario's namespace: `ns/name` → node.
+    /// The bound pods of the cluster: `ns/name` → node.
     async fn bound_pods(&self) -> Result<BTreeMap<String, String>> {
         Ok(self
-            .pods()
+            .all_pods()
             .list(&ListParams::default())
             .await?
             .items
@@ -357,7 +365,8 @@ impl Scenario {
         // Where each pod was last seen bound: a victim may also be a batch pod placed earlier.
         let mut seen_on = bound.clone();
         loop {
-            let live = self.pods().list(&ListParams::default()).await?.items;
+            // Every namespace: a batch may span several (the cluster holds this scenario only).
+            let live = self.all_pods().list(&ListParams::default()).await?.items;
             for p in &live {
                 if let Some(node) = node_name(p) {
                     seen_on.insert(key(p), node);
@@ -420,7 +429,7 @@ impl Scenario {
         present: &BTreeSet<String>,
         uids: &BTreeMap<String, String>,
     ) -> Result<Victims> {
-        let events: Api<Event> = Api::namespaced(self.lab.client.clone(), self.ns());
+        let events = self.events();
         let preemptors: BTreeMap<String, String> = events
             .list(&ListParams::default())
             .await?
@@ -461,7 +470,7 @@ impl Scenario {
     /// events; a repeated FailedScheduling only bumps its series, so a pod shows once per
     /// outcome), for the report of a mismatch.
     async fn attempts(&self) -> Result<Vec<String>> {
-        let events: Api<Event> = Api::namespaced(self.lab.client.clone(), self.ns());
+        let events = self.events();
         let mut attempts: Vec<(Option<_>, String)> = events
             .list(&ListParams::default())
             .await?
@@ -1659,6 +1668,113 @@ async fn s19_two_preemptors() -> Result<()> {
             && outcome.node_of(s.ns(), "p02-mid") == Some(a.as_str())
             && outcome.victims.len() == 2,
         "sim-two: p01-high preempts v-b on {b}, p02-mid v-a on {a}: {outcome:?}"
+    );
+    s.finish().await
+}
+
+/// Pod affinity and anti-affinity across namespaces (namespaceSelector), with a batch spanning
+/// two namespaces.
+#[tokio::test]
+async fn s20_affinity_across_namespaces() -> Result<()> {
+    let s = Scenario::begin("sim-ns").await?;
+    let team = s.lab.create_namespace("team", json!({"team": "b"})).await?;
+    let (x, y, z) = (s.n("x3"), s.n("y4"), s.n("z5"));
+    let nodes = vec![s.node("x3", 3), s.node("y4", 4), s.node("z5", 5)];
+    let existing = vec![bound("cache", &x, None, 500).namespace(&team)];
+    let term = |selector: Value| {
+        json!([{
+            "labelSelector": {"matchLabels": {"app": "cache"}},
+            "namespaceSelector": selector,
+            "topologyKey": HOSTNAME,
+        }])
+    };
+    let batch = ranked(vec![
+        cpu_pod("p01-near-cache", 1000).spec(
+            "affinity",
+            json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": term(json!({"matchLabels": {"team": "b"}}))}}),
+        ),
+        cpu_pod("p02-away-from-cache", 1000).spec(
+            "affinity",
+            json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": term(json!({}))}}),
+        ),
+        // Its own namespace only: the cache of team-b does not count, so nothing matches.
+        cpu_pod("p03-same-namespace-only", 500).spec(
+            "affinity",
+            json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+                "labelSelector": {"matchLabels": {"app": "cache"}},
+                "topologyKey": HOSTNAME,
+            }]}}),
+        ),
+    ]);
+    // One more pending pod in team-b, queued last.
+    let batch = batch
+        .into_iter()
+        .chain([cpu_pod("p04-team-b", 2500)
+            .namespace(&team)
+            .spec("priorityClassName", json!(rank_class(1)))])
+        .collect();
+    let outcome = s.run(nodes, existing, batch).await?;
+    ensure!(
+        outcome.node_of(s.ns(), "p01-near-cache") == Some(x.as_str())
+            && outcome
+                .node_of(s.ns(), "p02-away-from-cache")
+                .is_some_and(|n| n == y || n == z)
+            && outcome.node_of(s.ns(), "p03-same-namespace-only").is_none(),
+        "sim-ns: p01 joins the cache on {x}, p02 avoids it, p03 finds none: {outcome:?}"
+    );
+    s.finish().await
+}
+
+/// Topology spread options: minDomains above the number of zones (the global minimum counts
+/// as 0, so no zone may take a second pod), and nodeTaintsPolicy Honor (the tainted zone is no
+/// domain for pods that do not tolerate it).
+#[tokio::test]
+async fn s21_topology_spread_options() -> Result<()> {
+    let s = Scenario::begin("sim-spread2").await?;
+    let nodes = vec![
+        s.node("a6", 6).label(ZONE, "a"),
+        s.node("b5", 5).label(ZONE, "b"),
+        s.node("c4", 4)
+            .label(ZONE, "c")
+            .taint("dedicated", "x", "NoSchedule"),
+        s.node("d3", 3).label(ZONE, "d"),
+    ];
+    let spread = |app: &str, extra: Value| {
+        let mut constraint = json!({
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": app}},
+        });
+        if let (Some(c), Some(e)) = (constraint.as_object_mut(), extra.as_object()) {
+            c.extend(e.clone());
+        }
+        json!([constraint])
+    };
+    let mut batch: Vec<PodBuilder> = (1..=4)
+        .map(|i| {
+            cpu_pod(&format!("a{i}-min-domains"), 500)
+                .label("app", "api")
+                .spec(
+                    "topologySpreadConstraints",
+                    spread("api", json!({"minDomains": 5})),
+                )
+        })
+        .collect();
+    batch.extend((1..=4).map(|i| {
+        cpu_pod(&format!("b{i}-honor-taints"), 500)
+            .label("app", "web")
+            .spec(
+                "topologySpreadConstraints",
+                spread("web", json!({"nodeTaintsPolicy": "Honor"})),
+            )
+    }));
+    // Load on b5 (counted by neither spread), so that a6 and b5 never tie.
+    let existing = vec![bound("load-b", &s.n("b5"), None, 1000)];
+    let outcome = s.run(nodes, existing, ranked(batch)).await?;
+    ensure!(
+        !outcome.pending().is_empty(),
+        "sim-spread2: minDomains leaves pods pending: {outcome:?}"
     );
     s.finish().await
 }
