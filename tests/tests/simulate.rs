@@ -1778,3 +1778,22 @@ async fn s21_topology_spread_options() -> Result<()> {
     );
     s.finish().await
 }
+
+/// The pods allocatable: a large node that takes only three pods, two of them already there.
+#[tokio::test]
+async fn s22_too_many_pods() -> Result<()> {
+    let s = Scenario::begin("sim-podcount").await?;
+    let p = s.n("p8");
+    let nodes = vec![s.node("p8", 8).resource("pods", "3"), s.node("q2", 2)];
+    // Above the batch's ranks: nothing to preempt for a pod slot.
+    let existing = ["tiny-1", "tiny-2"]
+        .map(|name| bound(name, &p, None, 100).spec("priorityClassName", json!(rank_class(RANKS))))
+        .to_vec();
+    let batch = (1..=5).map(|i| cpu_pod(&format!("p{i}"), 600)).collect();
+    let outcome = s.run(nodes, existing, ranked(batch)).await?;
+    ensure!(
+        outcome.message_of(s.ns(), "p5").contains("Too many pods"),
+        "sim-podcount: p5 finds p8 full of pods and q2 full of cpu: {outcome:?}"
+    );
+    s.finish().await
+}
