@@ -24,8 +24,8 @@
 //! priority are alike, and node sizes and loads differ. A replay with sched-core checks the
 //! score-tie part after the fact (scenarios without preemption): each placed pod, evaluated on
 //! the cluster as it was when kube-scheduler scheduled it, must have a single top-scoring node,
-//! or the scenario is
-//! nondeterministic (and `simulate`'s `summary.ties` is shown with every result).
+//! or the scenario is nondeterministic (and `simulate`'s `summary.ties` is shown with every
+//! result).
 //!
 //! The drain scenario needs kube-controller-manager (deployment and replicaset controllers):
 //! `simulate --drain NODE` run before the drain must predict as many replacements per node as
