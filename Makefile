@@ -5,6 +5,7 @@
 #   make lint          fmt check + clippy + the pure engine built without its features
 #   make unit / e2e    the Rust tests without / with only the real control plane
 #   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
+#   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -18,7 +19,7 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo dra-difftest bench-triage
+.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo dra-difftest bench-triage bench-simulate
 
 test: controlplane check-cargo lint
 	$(CARGO) test --workspace
@@ -57,6 +58,9 @@ dra-difftest: check-cargo
 # not part of make test).
 bench-triage: check-cargo
 	CARGO=$(CARGO) tests/bench-triage.sh $(BENCH_RUNS)
+
+bench-simulate: check-cargo
+	CARGO=$(CARGO) tests/bench-simulate.sh $(BENCH_RUNS)
 
 check-cargo:
 	@command -v $(CARGO) >/dev/null 2>&1 || { \

@@ -130,6 +130,7 @@ fn bench(c: &mut Criterion) {
         global_percentage_of_nodes_to_score: 100,
         trace_filters: true,
         stop_at_first_feasible: false,
+        sample_from: None,
     };
     let (plain, with_claims) = pods();
     let plain = PodInfo::new(plain);

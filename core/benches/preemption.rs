@@ -48,6 +48,7 @@ fn bench(c: &mut Criterion) {
         global_percentage_of_nodes_to_score: 0,
         trace_filters: false,
         stop_at_first_feasible: false,
+        sample_from: None,
     };
     let cycle = schedule_cycle(&fwk, &preemptor, options);
     let result = dry_run(

@@ -132,6 +132,7 @@ fn bench(c: &mut Criterion) {
         global_percentage_of_nodes_to_score: 0,
         trace_filters: true,
         stop_at_first_feasible: false,
+        sample_from: None,
     };
 
     let mut group = c.benchmark_group("schedule_pod");

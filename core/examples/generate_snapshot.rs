@@ -12,12 +12,13 @@ use sched_core::testing::generate::{GenerateParams, write_json_list};
 fn main() -> ExitCode {
     let mut args = std::env::args().skip(1);
     let Some(path) = args.next().map(PathBuf::from) else {
-        eprintln!("usage: generate_snapshot FILE [NODES [PODS [ZONES [SEED]]]]");
+        eprintln!("usage: generate_snapshot FILE [NODES [PODS [ZONES [SEED [PENDING_PERCENT]]]]]");
         return ExitCode::from(2);
     };
     let mut number = |default: u64| args.next().and_then(|v| v.parse().ok()).unwrap_or(default);
     let (nodes, pods, zones, seed) = (number(5_000), number(150_000), number(3), number(42));
-    let params = GenerateParams::new(nodes as usize, pods as usize, zones as usize, seed);
+    let mut params = GenerateParams::new(nodes as usize, pods as usize, zones as usize, seed);
+    params.pending_percent = number(params.pending_percent);
     match write_json_list(&params, &path) {
         Ok(bytes) => {
             println!(

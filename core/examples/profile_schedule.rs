@@ -36,6 +36,7 @@ fn main() {
             global_percentage_of_nodes_to_score: 0,
             trace_filters,
             stop_at_first_feasible: false,
+            sample_from: None,
         };
         eprintln!("ready (trace_filters={trace_filters})");
         let start = Instant::now();

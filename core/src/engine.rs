@@ -128,6 +128,7 @@ impl Engine {
             global_percentage_of_nodes_to_score: self.config.percentage_of_nodes_to_score,
             trace_filters,
             stop_at_first_feasible: false,
+            sample_from: None,
         }
     }
 

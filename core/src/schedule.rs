@@ -99,6 +99,12 @@ pub struct ScheduleOptions {
     /// and message are kube-scheduler's, the selected node is only a feasible one (triage: "would it
     /// fit?" over thousands of pods). A pod that fits nowhere is evaluated on every node as usual.
     pub stop_at_first_feasible: bool,
+    /// Sample as kube-scheduler does, from this start index (its `nextStartNodeIndex`): a nominated node
+    /// that passes the filters is taken without looking at others; otherwise nodes are filtered in
+    /// rotating order from the index until `numFeasibleNodesToFind` are feasible, and only those are
+    /// scored. kube-scheduler filters in parallel, so which nodes it finds first varies; this takes
+    /// them in order, as one worker would. `None` evaluates every node (explain's view).
+    pub sample_from: Option<usize>,
 }
 
 impl Default for ScheduleOptions {
@@ -107,6 +113,7 @@ impl Default for ScheduleOptions {
             global_percentage_of_nodes_to_score: 0,
             trace_filters: true,
             stop_at_first_feasible: false,
+            sample_from: None,
         }
     }
 }
@@ -121,6 +128,9 @@ pub struct CycleResult {
     pub state: CycleState,
     /// Filter statuses of the rejected nodes.
     pub node_statuses: NodeToStatus,
+    /// How far kube-scheduler's start index moves after this cycle (`processedNodes`: the feasible
+    /// nodes found plus the nodes with a filter status; 0 when the nominated node was taken).
+    pub processed_nodes: usize,
 }
 
 /// Evaluates `pod` as kube-scheduler would with `fwk`'s profile.
@@ -158,7 +168,7 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
     if all_nodes.is_empty() {
         explanation.outcome = Outcome::Unschedulable;
         explanation.message = NO_NODES_AVAILABLE_MSG.to_string();
-        return finish(explanation, gated, state, node_statuses);
+        return finish(explanation, gated, state, node_statuses, 0);
     }
 
     let fit = find_nodes_that_fit(
@@ -171,12 +181,17 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
         &mut explanation,
         &mut node_statuses,
     );
+    let processed_nodes = match &fit {
+        Ok((_, _, Found::NominatedNode)) => 0,
+        Ok((feasible, _, _)) => feasible.len() + node_statuses.statuses.len(),
+        Err(_) => node_statuses.statuses.len(),
+    };
     let (feasible, pre_filter_msg) = match fit {
-        Ok(found) => found,
+        Ok((feasible, message, _)) => (feasible, message),
         Err(message) => {
             explanation.outcome = Outcome::Error;
             explanation.message = message;
-            return finish(explanation, gated, state, node_statuses);
+            return finish(explanation, gated, state, node_statuses, processed_nodes);
         }
     };
 
@@ -195,7 +210,7 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
         explanation.message =
             fit_error_message(all_nodes.len(), &node_statuses, &pre_filter_msg, &post_filter_msg);
         sort_nodes(&mut explanation);
-        return finish(explanation, gated, state, node_statuses);
+        return finish(explanation, gated, state, node_statuses, processed_nodes);
     }
 
     if options.stop_at_first_feasible {
@@ -206,22 +221,28 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
             .unwrap_or(&feasible[0]);
         explanation.selected = vec![pick.name().to_string()];
         explanation.feasible = feasible.iter().map(|n| n.name().to_string()).collect();
-        return finish(explanation, gated, state, node_statuses);
+        return finish(explanation, gated, state, node_statuses, processed_nodes);
     }
     explanation.sampling.answer_depends_on_sampling = feasible.len() > explanation.sampling.nodes_to_find;
+    if options.sample_from.is_some() && feasible.len() == 1 {
+        // kube-scheduler takes a single feasible node (or the nominated one) without scoring.
+        select_host(pod, &feasible, &BTreeMap::new(), &mut explanation);
+        explanation.selected = vec![feasible[0].name().to_string()];
+        return finish(explanation, gated, state, node_statuses, processed_nodes);
+    }
     let totals = match prioritize_nodes(fwk, &mut state, pod, &feasible, &mut explanation) {
         Ok(totals) => totals,
         Err(message) => {
             explanation.outcome = Outcome::Error;
             explanation.message = message;
-            return finish(explanation, gated, state, node_statuses);
+            return finish(explanation, gated, state, node_statuses, processed_nodes);
         }
     };
     select_host(pod, &feasible, &totals, &mut explanation);
     if let Some(node) = explanation.selected.first() {
         explanation.claim_allocations = crate::plugins::dynamic_resources::claim_allocations(&state, node);
     }
-    finish(explanation, gated, state, node_statuses)
+    finish(explanation, gated, state, node_statuses, processed_nodes)
 }
 
 /// An explanation for `pod` before any plugin ran: every node still considered, nothing decided.
@@ -251,10 +272,19 @@ fn new_explanation(fwk: &Framework, pod: &PodInfo, nodes: usize, percentage: i32
     }
 }
 
+/// How [`find_nodes_that_fit`] found its feasible nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    /// By filtering (every node, or a sample).
+    Filtering,
+    /// The pod's nominated node passed the filters and was taken alone (sampling only).
+    NominatedNode,
+}
+
 /// `findNodesThatFitPod`: PreFilter, then Filter on every node PreFilter left (in parallel, nominated
-/// pods included). Records each node's verdict in `explanation` and the failures in `node_statuses`;
-/// returns the feasible nodes and PreFilter's rejection message ("" when it passed), or `Err` with the
-/// message of an internal error.
+/// pods included), or on kube-scheduler's sample ([`ScheduleOptions::sample_from`]). Records each
+/// node's verdict in `explanation` and the failures in `node_statuses`; returns the feasible nodes and
+/// PreFilter's rejection message ("" when it passed), or `Err` with the message of an internal error.
 fn find_nodes_that_fit(
     fwk: &Framework,
     state: &mut CycleState,
@@ -264,7 +294,7 @@ fn find_nodes_that_fit(
     options: ScheduleOptions,
     explanation: &mut Explanation,
     node_statuses: &mut NodeToStatus,
-) -> Result<(Vec<Arc<NodeInfo>>, String), String> {
+) -> Result<(Vec<Arc<NodeInfo>>, String, Found), String> {
     let trace_filters = options.trace_filters;
     let (pre_result, pre_status, plugins_with_nodes) = fwk.run_pre_filter_plugins(state, pod);
     if !pre_status.is_success() {
@@ -278,7 +308,7 @@ fn find_nodes_that_fit(
             .map(|n| NodeExplanation::from_status(n.name(), pre_status.clone(), Vec::new()))
             .collect();
         node_statuses.absent = pre_status;
-        return Ok((Vec::new(), pre_filter_msg));
+        return Ok((Vec::new(), pre_filter_msg, Found::Filtering));
     }
     let candidates: Vec<Arc<NodeInfo>> = match pre_result.as_ref().and_then(|r| r.node_names.as_ref()) {
         None => all_nodes.to_vec(),
@@ -306,7 +336,49 @@ fn find_nodes_that_fit(
         (s, trace)
     };
     let mut candidates = candidates;
-    let results: Vec<(Status, Vec<PluginTrace>)> = if options.stop_at_first_feasible {
+    if options.sample_from.is_some() {
+        // evaluateNominatedNode: the node preemption made room on is tried first, alone.
+        let nominated = pod.nominated_node_name();
+        if let Some(node) = all_nodes
+            .iter()
+            .find(|n| !nominated.is_empty() && n.name() == nominated)
+        {
+            let (status, trace) = filter(node);
+            if status.code() == Code::Error {
+                return Err(status.message());
+            }
+            if status.is_success() {
+                explanation
+                    .nodes
+                    .push(NodeExplanation::from_status(node.name(), status, verdicts(trace)));
+                return Ok((vec![node.clone()], String::new(), Found::NominatedNode));
+            }
+        }
+    }
+    let results: Vec<(Status, Vec<PluginTrace>)> = if let Some(start) = options.sample_from {
+        if !candidates.is_empty() {
+            let start = start % candidates.len();
+            candidates.rotate_left(start);
+        }
+        let to_find = if fwk.has_score_plugins() {
+            explanation.sampling.nodes_to_find
+        } else {
+            1
+        };
+        let mut results = Vec::with_capacity(candidates.len());
+        let mut found = 0;
+        'chunks: for chunk in candidates.chunks(FIRST_FEASIBLE_CHUNK) {
+            for result in chunk.par_iter().map(filter).collect::<Vec<_>>() {
+                found += usize::from(result.0.is_success());
+                results.push(result);
+                if found == to_find {
+                    break 'chunks;
+                }
+            }
+        }
+        candidates.truncate(results.len());
+        results
+    } else if options.stop_at_first_feasible {
         // The nominated node first, as kube-scheduler does; then chunks, each filtered in parallel.
         let nominated = pod.nominated_node_name();
         if let Some(i) = candidates.iter().position(|n| n.name() == nominated) {
@@ -360,7 +432,7 @@ fn find_nodes_that_fit(
             Vec::new(),
         ));
     }
-    Ok((feasible, String::new()))
+    Ok((feasible, String::new(), Found::Filtering))
 }
 
 /// `prioritizeNodes`: PreScore and Score on the feasible nodes, each node's per-plugin scores recorded
@@ -474,6 +546,7 @@ fn finish(
     gated: Option<String>,
     state: CycleState,
     node_statuses: NodeToStatus,
+    processed_nodes: usize,
 ) -> CycleResult {
     if let Some(gate) = gated {
         // A gated pod never reaches a cycle: the evaluation above says what would happen once ungated.
@@ -486,6 +559,7 @@ fn finish(
         explanation,
         state,
         node_statuses,
+        processed_nodes,
     }
 }
 

@@ -64,6 +64,9 @@ pub enum Command {
     /// Every pending pod at once, grouped by workload and root cause: what blocks them, on how many
     /// nodes, and the smallest change that makes them fit.
     Triage(TriageArgs),
+    /// A batch through kube-scheduler's queue: the cluster's pending pods, new workloads, drained,
+    /// removed or added nodes — where every pod lands, what stays Pending and why, what is preempted.
+    Simulate(SimulateArgs),
     /// Save what the engine needs from the cluster as one YAML List (for explain --from).
     Snapshot(SnapshotArgs),
     /// Print a shell completion script (`kubectl`: the kubectl_complete-sched helper that makes
@@ -245,6 +248,76 @@ pub struct TriageArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = TriageFormat::Table)]
     pub output: TriageFormat,
+}
+
+/// `simulate` output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SimulateFormat {
+    /// Summary, workloads, pods left pending, victims, drains and the nodes whose load changed.
+    Table,
+    /// Also every pod's node and every node.
+    Wide,
+    /// The report as JSON.
+    Json,
+    /// The report as YAML.
+    Yaml,
+}
+
+/// `simulate`'s arguments.
+#[derive(Debug, Clone, Args)]
+#[command(
+    after_help = "Exit codes: 0 every simulated pod is placed; 1 error; 2 usage; 3 some pods stay pending (unschedulable, gated, another scheduler's, or failed). With -f, --drain or --remove-node only those pods count (the new workloads and the evicted pods' replacements), so that a pipeline can fail on \"this drain would strand pods\" whatever else is pending."
+)]
+pub struct SimulateArgs {
+    /// Pods and workloads to add to the queue: Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet
+    /// (YAML or JSON, several documents or a List); `-` reads stdin. Repeatable.
+    #[arg(short = 'f', long = "filename", value_name = "FILE")]
+    pub filenames: Vec<PathBuf>,
+    /// Replicas of every workload of -f (Deployment, ReplicaSet, StatefulSet replicas; Job parallelism).
+    #[arg(long, value_name = "N", requires = "filenames", value_parser = clap::value_parser!(i32).range(0..=100_000))]
+    pub replicas: Option<i32>,
+    /// Read the cluster from a snapshot file (kind: List, YAML or JSON) instead of the API server.
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// A KubeSchedulerConfiguration (default: kube-scheduler's default profile).
+    #[arg(long, value_name = "KSC.yaml")]
+    pub config: Option<PathBuf>,
+    /// Drain NODE as `kubectl drain --ignore-daemonsets` would: cordon it, evict its pods (not
+    /// DaemonSet or mirror pods) as the Eviction API allows under PodDisruptionBudgets; the pods their
+    /// controllers recreate join the queue. Repeatable.
+    #[arg(long, value_name = "NODE")]
+    pub drain: Vec<String>,
+    /// With --drain: also evict pods no controller manages (kubectl drain --force); nothing recreates
+    /// them.
+    #[arg(long, requires = "drain")]
+    pub force: bool,
+    /// With --drain: also evict pods with emptyDir volumes (kubectl drain --delete-emptydir-data).
+    #[arg(long, requires = "drain")]
+    pub delete_emptydir_data: bool,
+    /// Remove NODE and its pods, as if the machine were gone; the pods their controllers recreate join
+    /// the queue. Repeatable.
+    #[arg(long, value_name = "NODE")]
+    pub remove_node: Vec<String>,
+    /// Cordon NODE (spec.unschedulable, as kubectl cordon). Repeatable.
+    #[arg(long, value_name = "NODE")]
+    pub cordon: Vec<String>,
+    /// Add the nodes in this file (Node objects, YAML or JSON), empty.
+    #[arg(long, value_name = "FILE")]
+    pub add_nodes: Option<PathBuf>,
+    /// Seed of the choice among nodes tied for the best score (kube-scheduler picks one at random).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
+    /// Filter and score every node for every pod, instead of kube-scheduler's sample
+    /// (percentageOfNodesToScore from its rotating start index).
+    #[arg(long)]
+    pub all_nodes: bool,
+    /// What-if changes to the cluster (and, with --set, to the pods of -f, else to every pending pod of
+    /// the namespace).
+    #[command(flatten)]
+    pub what_if: WhatIfArgs,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = SimulateFormat::Table)]
+    pub output: SimulateFormat,
 }
 
 /// `preempt --dry-run` values, as kubectl spells them.

@@ -14,7 +14,10 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
 
-use cli::{Cli, Command, ExplainFormat, PreemptArgs, PreemptFormat, TriageArgs, TriageFormat};
+use cli::{
+    Cli, Command, ExplainFormat, PreemptArgs, PreemptFormat, SimulateArgs, SimulateFormat, TriageArgs,
+    TriageFormat,
+};
 use commands::explain::ExplainResult;
 use commands::preempt::{DryRunView, Next, PreemptError, PreemptReport};
 use output::{json, markdown, table, yaml};
@@ -186,6 +189,25 @@ fn triage(cli: &Cli, args: &TriageArgs) -> anyhow::Result<u8> {
     Ok(if r.stuck_pods() > 0 { 3 } else { 0 })
 }
 
+fn simulate(cli: &Cli, args: &SimulateArgs) -> anyhow::Result<u8> {
+    let started = Instant::now();
+    let out = commands::simulate::run(&cli.global, args)?;
+    report_messages(cli.global.verbosity, &out.warnings, &out.notes);
+    let r = &out.report;
+    let text = match args.output {
+        SimulateFormat::Json => json::render(r).context("rendering JSON")?,
+        SimulateFormat::Yaml => yaml::render(r).context("rendering YAML")?,
+        SimulateFormat::Table | SimulateFormat::Wide => {
+            output::simulate::report(r, args.output == SimulateFormat::Wide)
+        }
+    };
+    if cli.global.verbosity >= 2 {
+        eprintln!("simulate took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
+    }
+    emit(text.as_bytes())?;
+    Ok(r.exit_code())
+}
+
 fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
     let mut planned = commands::preempt::plan(&cli.global, args, std::io::stdin().is_terminal())?;
     report_messages(cli.global.verbosity, &planned.warnings, &planned.notes);
@@ -313,6 +335,7 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
         }
         Command::Preempt(args) => preempt(cli, args),
         Command::Triage(args) => triage(cli, args),
+        Command::Simulate(args) => simulate(cli, args),
         Command::Snapshot(args) => {
             let out = commands::snapshot::run(&cli.global, args)?;
             report_messages(verbosity, &out.warnings, &out.notes);

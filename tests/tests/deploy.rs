@@ -49,7 +49,7 @@ use sched_webhook::admission::{ClusterView, Operation};
 use sched_webhook::controller::stored_pod::Scope;
 use sched_webhook::controller::{self, ControllerConfig};
 use sched_webhook::metrics::RequestOutcome;
-use sched_webhook::run::Replica;
+use sched_webhook::run::{Replica, ReplicaClients};
 use sched_webhook::server::{AppState, DEFAULT_MAX_CLAIMS, Limits};
 use sched_webhook::serving::{Listeners, serve};
 
@@ -616,8 +616,7 @@ impl RunningWebhook {
                         concurrency: controller::DEFAULT_CONCURRENCY,
                     };
                     let replica = Replica::start(
-                        &client,
-                        client.clone(),
+                        ReplicaClients::shared(&client),
                         SchedulerConfig::default_config(&in_tree_registry()),
                         Limits::default(),
                         controller_config,

@@ -49,7 +49,7 @@ use sched_webhook::certs::{self, Target};
 use sched_webhook::controller::stored_pod::Scope;
 use sched_webhook::controller::{self, ControllerConfig};
 use sched_webhook::metrics::RequestOutcome;
-use sched_webhook::run::Replica;
+use sched_webhook::run::{Replica, ReplicaClients};
 use sched_webhook::server::{AppState, Limits, Listeners, serve};
 
 const WEBHOOK_LABEL: &str = "e2e.kubectl-sched.dev/webhook";
@@ -169,8 +169,7 @@ async fn start_webhook(cp: &ControlPlane, count: usize, configuration_name: &str
                 for (i, listeners) in listeners.into_iter().enumerate() {
                     let client = Client::try_from(config.clone()).expect("webhook client");
                     let replica = Replica::start(
-                        &client,
-                        client.clone(),
+                        ReplicaClients::shared(&client),
                         SchedulerConfig::default_config(&in_tree_registry()),
                         Limits::default(),
                         controller_config(&lease, i),
@@ -1083,9 +1082,14 @@ async fn j_a_slow_api_server_leaves_nothing_half_done() -> Result<()> {
     config.scope.namespaces =
         Selector::from_map(&[("kubernetes.io/metadata.name".to_string(), ns.clone())].into());
     config.plan_budget = Duration::from_secs(2);
+    // Only the writes are slow: the caches and the Lease use the direct client, as in production
+    // each has its own connections.
     let replica = Replica::start(
-        &client,
-        Client::try_from(slow)?,
+        ReplicaClients {
+            watch: client.clone(),
+            write: Client::try_from(slow)?,
+            lease: client.clone(),
+        },
         SchedulerConfig::default_config(&in_tree_registry()),
         Limits::default(),
         config,
@@ -1094,7 +1098,14 @@ async fn j_a_slow_api_server_leaves_nothing_half_done() -> Result<()> {
     eventually("the replica to sync and lead", SETUP_TIMEOUT, || async {
         Ok((replica.state.cache.is_ready() && metrics.is_leader()).then_some(()))
     })
-    .await?;
+    .await
+    .with_context(|| {
+        format!(
+            "caches synced: {}, leads: {}",
+            replica.state.cache.is_ready(),
+            metrics.is_leader()
+        )
+    })?;
 
     // More claims than are considered: left to the scheduler, counted, nothing read or written.
     let mut huge = pod_with_claim("huge", "c000");

@@ -42,22 +42,49 @@ pub async fn client(kubeconfig: Option<&std::path::Path>) -> Result<Client, Star
     Ok(Client::try_from(client_config(kubeconfig).await?)?)
 }
 
-/// The watch client and, from the same configuration, the client of the writes made while the API
-/// server waits for the answer: a write that hangs must not outlive the webhook timeout
-/// (`timeoutSeconds: 5`). The write client's read timeout counts from the request's last write, not from
-/// when its pooled connection went idle (kube's default would fail the first write after a quiet spell).
-async fn watch_and_write_clients(
-    kubeconfig: Option<&std::path::Path>,
-) -> Result<(Client, Client), StartError> {
-    let mut config = client_config(kubeconfig).await?;
-    let watch = Client::try_from(config.clone())?;
-    config.read_timeout = Some(WRITE_TIMEOUT);
-    config.write_timeout = Some(WRITE_TIMEOUT);
-    config.reset_reader_on_write = true;
-    Ok((watch, Client::try_from(config)?))
+/// The clients a replica talks to the API server with. Each has its own connection pool, so that one
+/// kind of traffic never waits behind another's.
+#[derive(Clone)]
+pub struct ReplicaClients {
+    /// The caches' lists and watches.
+    pub watch: Client,
+    /// The writes (PV pre-binding, nominations), including those made while the API server waits
+    /// for an admission answer.
+    pub write: Client,
+    /// The controller's Lease (acquire, renew, release).
+    pub lease: Client,
 }
 
-/// The read and write timeouts of the write client (see [`watch_and_write_clients`]).
+impl ReplicaClients {
+    /// The clients `serve` uses, from one configuration: writes and the Lease get read and write
+    /// timeouts, because a write that hangs must not outlive the webhook timeout
+    /// (`timeoutSeconds: 5`) and a renewal that hangs must not outlive the Lease. Their read timeout
+    /// counts from the request's last write, not from when its pooled connection went idle (kube's
+    /// default would fail the first write after a quiet spell).
+    async fn from_kubeconfig(kubeconfig: Option<&std::path::Path>) -> Result<Self, StartError> {
+        let mut config = client_config(kubeconfig).await?;
+        let watch = Client::try_from(config.clone())?;
+        config.read_timeout = Some(WRITE_TIMEOUT);
+        config.write_timeout = Some(WRITE_TIMEOUT);
+        config.reset_reader_on_write = true;
+        Ok(ReplicaClients {
+            watch,
+            write: Client::try_from(config.clone())?,
+            lease: Client::try_from(config)?,
+        })
+    }
+
+    /// One client for everything (tests against a real API server that need nothing else).
+    pub fn shared(client: &Client) -> Self {
+        ReplicaClients {
+            watch: client.clone(),
+            write: client.clone(),
+            lease: client.clone(),
+        }
+    }
+}
+
+/// The read and write timeouts of the write and Lease clients (see [`ReplicaClients`]).
 const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 
 fn bind(address: std::net::SocketAddr) -> Result<std::net::TcpListener, StartError> {
@@ -81,7 +108,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
         client_ca: args.client_ca_file.clone(),
     };
     let tls_config = RustlsConfig::from_config(tls::server_config_for(&tls_files)?);
-    let (watch_client, write_client) = watch_and_write_clients(args.kubeconfig.as_deref()).await?;
+    let clients = ReplicaClients::from_kubeconfig(args.kubeconfig.as_deref()).await?;
     let limits = Limits {
         max_decisions: args.max_decisions,
         max_decision_bytes: args.max_decision_bytes,
@@ -102,7 +129,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
         plan_budget: controller::DEFAULT_PLAN_BUDGET,
         concurrency: controller::DEFAULT_CONCURRENCY,
     };
-    let replica = Replica::start(&watch_client, write_client, scheduler, limits, controller_config);
+    let replica = Replica::start(clients, scheduler, limits, controller_config);
     let state = replica.state.clone();
     let stopped = replica.stopped();
     let stop = replica.stop.clone();
@@ -158,22 +185,25 @@ pub struct Replica {
 }
 
 impl Replica {
-    /// Starts the caches on `watch_client` and the controller writing with `write_client`.
+    /// Starts the caches and the controller on `clients`.
     pub fn start(
-        watch_client: &Client,
-        write_client: Client,
+        clients: ReplicaClients,
         scheduler: SchedulerConfig,
         limits: Limits,
         controller_config: ControllerConfig,
     ) -> Self {
         let (cache, writers) = Cache::new(scheduler);
         let pod_events = writers.subscribe_pods();
-        let reflectors = cache.start(watch_client, writers);
-        let state = Arc::new(AppState::with_limits(cache.clone(), write_client.clone(), limits));
+        let reflectors = cache.start(&clients.watch, writers);
+        let state = Arc::new(AppState::with_limits(
+            cache.clone(),
+            clients.write.clone(),
+            limits,
+        ));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let context = Arc::new(controller::Context::new(
             cache,
-            write_client,
+            clients.write,
             state.metrics.clone(),
             controller_config,
         ));
@@ -184,7 +214,7 @@ impl Replica {
                 );
                 return;
             };
-            if let Err(e) = controller::run(context, events, until_true(stopped)).await {
+            if let Err(e) = controller::run(context, clients.lease, events, until_true(stopped)).await {
                 tracing::error!(error = %e, "the controller stopped: volumes are left to the scheduler");
             }
         });

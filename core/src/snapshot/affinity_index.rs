@@ -36,30 +36,58 @@ impl AffinityIndex {
         let mut index = AffinityIndex::default();
         for (position, node) in nodes.iter().enumerate() {
             for pod in &node.pods {
-                index
-                    .pods_by_namespace
-                    .entry(pod.namespace().to_string())
-                    .or_default()
-                    .push((position, pod.clone()));
+                index.add_placed(position, pod);
             }
             for pod in &node.pods_with_required_anti_affinity {
-                for (i, term) in pod.required_anti_affinity_terms.iter().enumerate() {
-                    let entry = (node.clone(), pod.clone(), i);
-                    if term.namespace_selector.is_nothing() {
-                        for ns in &term.namespaces {
-                            index
-                                .anti_affinity_by_namespace
-                                .entry(ns.clone())
-                                .or_default()
-                                .push(entry.clone());
-                        }
-                    } else {
-                        index.anti_affinity_any_namespace.push(entry);
-                    }
-                }
+                index.add_anti_affinity_terms(node, pod);
             }
         }
         index
+    }
+
+    /// Adds a pod just placed on `node` (at `position` in the snapshot's nodes).
+    pub(crate) fn add(&mut self, position: usize, node: &Arc<NodeInfo>, pod: &Arc<PodInfo>) {
+        self.add_placed(position, pod);
+        if pod.has_required_anti_affinity() {
+            self.add_anti_affinity_terms(node, pod);
+        }
+    }
+
+    /// Removes a pod that was on the node at `position`.
+    pub(crate) fn remove(&mut self, position: usize, pod: &PodInfo) {
+        let same = |p: &PodInfo| p.namespace() == pod.namespace() && p.name() == pod.name();
+        if let Some(pods) = self.pods_by_namespace.get_mut(pod.namespace()) {
+            pods.retain(|(at, p)| !(*at == position && same(p)));
+        }
+        if pod.has_required_anti_affinity() {
+            for terms in self.anti_affinity_by_namespace.values_mut() {
+                terms.retain(|(_, p, _)| !same(p));
+            }
+            self.anti_affinity_any_namespace.retain(|(_, p, _)| !same(p));
+        }
+    }
+
+    fn add_placed(&mut self, position: usize, pod: &Arc<PodInfo>) {
+        self.pods_by_namespace
+            .entry(pod.namespace().to_string())
+            .or_default()
+            .push((position, pod.clone()));
+    }
+
+    fn add_anti_affinity_terms(&mut self, node: &Arc<NodeInfo>, pod: &Arc<PodInfo>) {
+        for (i, term) in pod.required_anti_affinity_terms.iter().enumerate() {
+            let entry = (node.clone(), pod.clone(), i);
+            if term.namespace_selector.is_nothing() {
+                for ns in &term.namespaces {
+                    self.anti_affinity_by_namespace
+                        .entry(ns.clone())
+                        .or_default()
+                        .push(entry.clone());
+                }
+            } else {
+                self.anti_affinity_any_namespace.push(entry);
+            }
+        }
     }
 
     /// The placed pods of `namespace`.

@@ -10,6 +10,7 @@ pub mod dra;
 #[cfg(feature = "kube")]
 pub mod kube;
 pub mod load;
+pub mod mutate;
 pub mod node_info;
 pub mod pod_info;
 pub mod requests;

@@ -122,6 +122,7 @@ mod tests {
         };
         let quick = ScheduleOptions {
             stop_at_first_feasible: true,
+            sample_from: None,
             ..options
         };
         let mut outcomes = Vec::new();

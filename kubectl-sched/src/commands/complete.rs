@@ -469,7 +469,7 @@ mod tests {
         let cases: Vec<(&str, Vec<&str>, u32)> = vec![
             (
                 "",
-                vec!["explain", "preempt", "triage", "snapshot", "completion"],
+                vec!["explain", "preempt", "triage", "simulate", "snapshot", "completion"],
                 4,
             ),
             ("ex", vec!["explain"], 4),
@@ -498,7 +498,7 @@ mod tests {
             // A flag's value is not taken for a subcommand.
             (
                 "-n explain ",
-                vec!["explain", "preempt", "triage", "snapshot", "completion"],
+                vec!["explain", "preempt", "triage", "simulate", "snapshot", "completion"],
                 4,
             ),
             ("-n shop explain p --config ", vec![], 0),

@@ -9,6 +9,7 @@ pub mod load;
 pub mod node_resources;
 pub mod pods;
 pub mod preempt;
+pub mod simulate;
 pub mod skew;
 pub mod snapshot;
 pub mod still_pending;

@@ -342,6 +342,7 @@ fn evaluate_shape(
     let options = ScheduleOptions {
         trace_filters: false,
         stop_at_first_feasible: true,
+        sample_from: None,
         ..engine.schedule_options(false)
     };
     let cycle = schedule_cycle(fwk, pod, options);

@@ -139,6 +139,7 @@ pub fn admission_prebind(pod: &Pod, view: &dyn ClusterView) -> Decision {
             global_percentage_of_nodes_to_score: 100,
             trace_filters: false,
             stop_at_first_feasible: false,
+            sample_from: None,
         },
     );
     let node = match (&explanation.outcome, explanation.selected.first()) {

@@ -263,10 +263,16 @@ fn error_policy(pod: Arc<Pod>, error: &ControllerError, _ctx: Arc<Context>) -> R
     Requeue::requeue(RETRY_LATER)
 }
 
-/// Runs the controller until `shutdown` resolves: the leader election, and the reconciles of the
-/// pods `pod_events` names (the cache's pod reflector, [`crate::cache::Writers::subscribe_pods`]).
+/// Runs the controller until `shutdown` resolves: the leader election (over `lease_client`), and the
+/// reconciles of the pods `pod_events` names (the cache's pod reflector,
+/// [`crate::cache::Writers::subscribe_pods`]).
+///
+/// The Lease has its own client, as kube-scheduler's leader election has: renewals then never queue
+/// behind a burst of PV writes on the write client's connections, where a few timeouts in a row
+/// would back the lease manager off for up to 30 s and hand the pods to nobody meanwhile.
 pub async fn run(
     ctx: Arc<Context>,
+    lease_client: Client,
     pod_events: ReflectHandle<Pod>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<(), ControllerError> {
@@ -276,7 +282,7 @@ pub async fn run(
         name: config.lease_name.clone(),
         message,
     };
-    let manager = LeaseManagerBuilder::new(ctx.client.clone(), &config.lease_name)
+    let manager = LeaseManagerBuilder::new(lease_client, &config.lease_name)
         .with_namespace(&config.lease_namespace)
         .with_identity(&config.identity)
         .with_duration(config.lease_seconds)

@@ -1,0 +1,506 @@
+//! The simulation loop: pods taken one at a time from the [`SchedulingQueue`] through the full
+//! scheduling cycle on a snapshot that changes as they are placed — kube-scheduler's loop, with its
+//! sampling and rotating start index, its tie-breaking made reproducible by a seed, and preemption
+//! (victims deleted, lower-priority nominations on the node cleared, the preemptor nominated and
+//! retried).
+//!
+//! The snapshot is changed in place between cycles ([`Snapshot::assume_pod`] and friends): each
+//! cycle's framework is dropped before the change, so the snapshot is never copied.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use serde::Serialize;
+
+use super::queue::{ClusterEvent, SchedulingQueue};
+use crate::action::Action;
+use crate::engine::{Engine, EngineError};
+use crate::explain::Outcome;
+use crate::framework::interface::NodeToStatus;
+use crate::plugins::names;
+use crate::preemption::args::DefaultPreemptionArgs;
+use crate::preemption::evaluator;
+use crate::schedule::{ScheduleOptions, binding_plan, schedule_cycle};
+use crate::snapshot::{PodInfo, Snapshot, namespaced_key};
+
+/// Cycles allowed per queued pod before the simulation gives up (preemption loops cannot go on
+/// forever: each preemption deletes pods).
+const MAX_CYCLES_PER_POD: usize = 20;
+
+/// How a simulation runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SimulationOptions {
+    /// Seeds the choice among nodes tied for the best score (kube-scheduler picks at random).
+    pub seed: u64,
+    /// Filter and score every node for every pod instead of kube-scheduler's sample.
+    pub all_nodes: bool,
+    /// "Now" for victims without a start time (nanoseconds since the epoch).
+    pub now_nanos: i128,
+}
+
+impl Default for SimulationOptions {
+    fn default() -> Self {
+        SimulationOptions {
+            seed: 0,
+            all_nodes: false,
+            now_nanos: evaluator::now_nanos(),
+        }
+    }
+}
+
+/// Where a pod ended up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub enum PodOutcome {
+    /// Placed on a node.
+    Scheduled,
+    /// Still pending: no node fits. (Preemption victims are deleted at once, so a nominated pod that
+    /// stays pending found no room on its node after all.)
+    Unschedulable,
+    /// Kept out of the queue by a PreEnqueue plugin (scheduling gates).
+    Gated,
+    /// Its schedulerName names no profile: kube-scheduler ignores it.
+    Ignored,
+    /// The cycle failed with an internal error.
+    Error,
+    /// Placed, then deleted as another pod's preemption victim.
+    Preempted,
+}
+
+/// One pod's result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PodResult {
+    /// `namespace/name`.
+    pub pod: String,
+    /// The outcome.
+    pub outcome: PodOutcome,
+    /// The node it was placed on (for `Preempted`, the node it was deleted from).
+    pub node: Option<String>,
+    /// The FailedScheduling message of its last attempt (or why it is gated, ignored or failed).
+    pub message: Option<String>,
+    /// Its nominatedNodeName at the end, when it has one.
+    pub nominated_node: Option<String>,
+    /// The pod whose preemption deleted it.
+    pub preempted_by: Option<String>,
+    /// Scheduling cycles it went through.
+    pub attempts: u32,
+    /// How many nodes tied for the best score when it was placed (more than 1: the seed chose).
+    pub tied_nodes: usize,
+}
+
+/// A pod deleted by preemption.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Victim {
+    /// `namespace/name`.
+    pub pod: String,
+    /// Its node.
+    pub node: String,
+    /// Its priority.
+    pub priority: i32,
+    /// The preemptor, `namespace/name`.
+    pub preemptor: String,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SimulationReport {
+    /// Every pod that was queued, in the order of its first attempt.
+    pub pods: Vec<PodResult>,
+    /// Pods deleted by preemption, in order.
+    pub victims: Vec<Victim>,
+    /// Scheduling cycles run.
+    pub cycles: usize,
+    /// Placements where several nodes tied for the best score.
+    pub ties: usize,
+    /// Set when the cycle limit stopped the run before the queue emptied.
+    pub stopped_early: Option<String>,
+}
+
+/// Progress of a run, for callers that report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Progress {
+    /// Cycles run so far.
+    pub cycles: usize,
+    /// Pods placed so far.
+    pub scheduled: usize,
+    /// Pods waiting in the active queue.
+    pub queued: usize,
+}
+
+/// Why a simulation could not run at all.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SimulationError {
+    /// A profile's plugins could not be built.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// SplitMix64: a small, seedable generator for the tie-breaks (reproducible across platforms).
+#[derive(Debug, Clone)]
+struct TieBreaker(u64);
+
+impl TieBreaker {
+    fn pick(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z % n.max(1) as u64) as usize
+    }
+}
+
+/// A batch simulation over one snapshot (see the module doc).
+pub struct Simulation<'e> {
+    engine: &'e Engine,
+    snapshot: Arc<Snapshot>,
+    queue: SchedulingQueue,
+    options: SimulationOptions,
+    next_start_node_index: usize,
+    ties: TieBreaker,
+    results: HashMap<String, PodResult>,
+    first_attempt_order: Vec<String>,
+    victims: Vec<Victim>,
+    cycles: usize,
+    tied_placements: usize,
+}
+
+impl<'e> Simulation<'e> {
+    /// A simulation of every pending pod of `snapshot`, in queue order.
+    pub fn new(engine: &'e Engine, snapshot: Snapshot, options: SimulationOptions) -> Self {
+        let queue = SchedulingQueue::new(snapshot.pending_pods.iter().cloned());
+        Simulation {
+            engine,
+            snapshot: Arc::new(snapshot),
+            queue,
+            options,
+            next_start_node_index: 0,
+            ties: TieBreaker(options.seed),
+            results: HashMap::new(),
+            first_attempt_order: Vec::new(),
+            victims: Vec::new(),
+            cycles: 0,
+            tied_placements: 0,
+        }
+    }
+
+    /// The snapshot as it stands (after [`Simulation::run`]: with every placement made).
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Runs until the active queue is empty; `progress` is called after every cycle.
+    pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<SimulationReport, SimulationError> {
+        let limit = MAX_CYCLES_PER_POD * (self.queue.active_len() + 1);
+        let mut stopped_early = None;
+        let mut scheduled = 0;
+        while let Some(pod) = self.queue.pop() {
+            if self.cycles >= limit {
+                stopped_early = Some(format!(
+                    "stopped after {} scheduling cycles with {} pods still queued",
+                    self.cycles,
+                    self.queue.active_len() + 1
+                ));
+                break;
+            }
+            self.cycles += 1;
+            if self.attempt(pod)? == PodOutcome::Scheduled {
+                scheduled += 1;
+            }
+            progress(Progress {
+                cycles: self.cycles,
+                scheduled,
+                queued: self.queue.active_len(),
+            });
+        }
+        let mut pods: Vec<PodResult> = self
+            .first_attempt_order
+            .iter()
+            .filter_map(|key| self.results.get(key).cloned())
+            .collect();
+        for result in &mut pods {
+            if result.outcome == PodOutcome::Unschedulable {
+                result.nominated_node = self
+                    .snapshot
+                    .pods_by_key
+                    .get(&result.pod)
+                    .map(|p| p.nominated_node_name().to_string())
+                    .filter(|n| !n.is_empty());
+            }
+        }
+        Ok(SimulationReport {
+            pods,
+            victims: self.victims.clone(),
+            cycles: self.cycles,
+            ties: self.tied_placements,
+            stopped_early,
+        })
+    }
+
+    fn result_for(&mut self, pod: &PodInfo) -> &mut PodResult {
+        let key = pod.key();
+        if !self.results.contains_key(&key) {
+            self.first_attempt_order.push(key.clone());
+        }
+        self.results.entry(key.clone()).or_insert_with(|| PodResult {
+            pod: key,
+            outcome: PodOutcome::Unschedulable,
+            node: None,
+            message: None,
+            nominated_node: None,
+            preempted_by: None,
+            attempts: 0,
+            tied_nodes: 0,
+        })
+    }
+
+    /// One scheduling cycle for `pod`, and its consequences on the snapshot and the queue.
+    fn attempt(&mut self, pod: Arc<PodInfo>) -> Result<PodOutcome, SimulationError> {
+        let fwk = match self.engine.framework_for(&pod.pod, self.snapshot.clone()) {
+            Ok(fwk) => fwk,
+            Err(EngineError::UnknownProfile(e)) => {
+                let result = self.result_for(&pod);
+                result.outcome = PodOutcome::Ignored;
+                result.message = Some(e.to_string());
+                return Ok(PodOutcome::Ignored);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let options = ScheduleOptions {
+            trace_filters: false,
+            sample_from: (!self.options.all_nodes).then_some(self.next_start_node_index),
+            ..self.engine.schedule_options(false)
+        };
+        let mut cycle = schedule_cycle(&fwk, &pod, options);
+        let num_nodes = self.snapshot.nodes().len().max(1);
+        self.next_start_node_index = (self.next_start_node_index + cycle.processed_nodes) % num_nodes;
+        let outcome = cycle.explanation.outcome;
+        let message = cycle.explanation.message.clone();
+        match outcome {
+            Outcome::Scheduled => {
+                let tied = cycle.explanation.selected.len();
+                let node = if tied > 1 {
+                    self.tied_placements += 1;
+                    cycle.explanation.selected[self.ties.pick(tied)].clone()
+                } else {
+                    cycle.explanation.selected.first().cloned().unwrap_or_default()
+                };
+                let (actions, status) = binding_plan(&fwk, &mut cycle.state, &pod, &node);
+                // Plugin states may hold the snapshot: nothing of the cycle may outlive it, or the
+                // change below would copy the whole snapshot.
+                drop(cycle);
+                drop(fwk);
+                if !status.is_success() {
+                    // Reserve, Permit or PreBind refused: kube-scheduler un-reserves and retries later.
+                    let result = self.result_for(&pod);
+                    result.attempts += 1;
+                    result.outcome = PodOutcome::Error;
+                    result.message = Some(status.message());
+                    return Ok(PodOutcome::Error);
+                }
+                self.apply_volume_actions(&actions);
+                let placed = Arc::new(placed_on(&pod, &node));
+                let snapshot = Arc::make_mut(&mut self.snapshot);
+                if let Err(e) = snapshot.assume_pod(placed) {
+                    let result = self.result_for(&pod);
+                    result.outcome = PodOutcome::Error;
+                    result.message = Some(e.to_string());
+                    return Ok(PodOutcome::Error);
+                }
+                let result = self.result_for(&pod);
+                result.attempts += 1;
+                result.outcome = PodOutcome::Scheduled;
+                result.node = Some(node);
+                result.message = None;
+                result.tied_nodes = tied;
+                self.queue.on_event(ClusterEvent::AssignedPodAdd);
+                Ok(PodOutcome::Scheduled)
+            }
+            Outcome::Unschedulable => {
+                let mut plugins = rejecting_plugins(&cycle.node_statuses);
+                let nominated = cycle
+                    .explanation
+                    .post_filter
+                    .as_ref()
+                    .and_then(|p| p.nominated_node.clone());
+                let victims = match &nominated {
+                    Some(node) => {
+                        plugins.insert(names::DEFAULT_PREEMPTION);
+                        let args = DefaultPreemptionArgs::from_profile(&fwk.profile);
+                        let eval = evaluator::evaluate(
+                            &fwk,
+                            &cycle.state,
+                            &pod,
+                            &cycle.node_statuses,
+                            &args,
+                            self.options.now_nanos,
+                        );
+                        eval.candidate(node)
+                            .map(|c| c.victims.iter().map(|v| v.pod.clone()).collect::<Vec<_>>())
+                            .unwrap_or_default()
+                    }
+                    None => Vec::new(),
+                };
+                drop(cycle);
+                drop(fwk);
+                let result = self.result_for(&pod);
+                result.attempts += 1;
+                result.outcome = PodOutcome::Unschedulable;
+                result.message = Some(message);
+                let parked = match &nominated {
+                    Some(node) => {
+                        self.preempt(&pod, node, &victims);
+                        let nominated = Arc::new(with_nomination(&pod, node));
+                        Arc::make_mut(&mut self.snapshot).add_pending_pod(nominated.clone());
+                        nominated
+                    }
+                    None => pod,
+                };
+                self.queue.add_unschedulable(parked, plugins);
+                if nominated.is_some() {
+                    self.queue.on_event(ClusterEvent::AssignedPodDelete);
+                }
+                Ok(PodOutcome::Unschedulable)
+            }
+            Outcome::Gated | Outcome::Error => {
+                let result = self.result_for(&pod);
+                result.attempts += u32::from(outcome == Outcome::Error);
+                result.outcome = if outcome == Outcome::Gated {
+                    PodOutcome::Gated
+                } else {
+                    PodOutcome::Error
+                };
+                result.message = Some(message);
+                Ok(result.outcome)
+            }
+        }
+    }
+
+    /// Deletes `victims` and clears the nominations of lower-priority pods on `node`, as
+    /// kube-scheduler's preemption does before it nominates the preemptor.
+    fn preempt(&mut self, preemptor: &PodInfo, node: &str, victims: &[Arc<PodInfo>]) {
+        let snapshot = Arc::make_mut(&mut self.snapshot);
+        for victim in victims {
+            snapshot.remove_pod(victim.namespace(), victim.name());
+            self.victims.push(Victim {
+                pod: victim.key(),
+                node: node.to_string(),
+                priority: victim.priority,
+                preemptor: preemptor.key(),
+            });
+        }
+        let lower: Vec<Arc<PodInfo>> = snapshot
+            .nominated_pods
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter(|p| p.priority < preemptor.priority && p.key() != preemptor.key())
+            .cloned()
+            .collect();
+        for pod in lower {
+            let cleared = Arc::new(without_nomination(&pod));
+            snapshot.add_pending_pod(cleared.clone());
+            self.queue.update_unschedulable(cleared);
+        }
+        for victim in victims {
+            if let Some(result) = self.results.get_mut(&victim.key()) {
+                result.outcome = PodOutcome::Preempted;
+                result.preempted_by = Some(preemptor.key());
+            }
+        }
+    }
+
+    /// Records volume binding decisions in the snapshot as the PV controller would complete them:
+    /// a PV bound to a claim holds its claimRef and the claim names the PV; a claim left to dynamic
+    /// provisioning carries its selected node.
+    fn apply_volume_actions(&mut self, actions: &[Action]) {
+        let snapshot = Arc::make_mut(&mut self.snapshot);
+        for action in actions {
+            match action {
+                Action::BindPv { pv, claim, .. } => {
+                    if let Some(volume) = snapshot.persistent_volumes.get_mut(&pv.name) {
+                        let spec = Arc::make_mut(volume).spec.get_or_insert_with(Default::default);
+                        spec.claim_ref = Some(k8s_openapi::api::core::v1::ObjectReference {
+                            namespace: Some(claim.namespace.clone()),
+                            name: Some(claim.name.clone()),
+                            uid: claim.uid.clone(),
+                            ..Default::default()
+                        });
+                    }
+                    update_claim(snapshot, &claim.namespace, &claim.name, |c| {
+                        c.spec.get_or_insert_with(Default::default).volume_name = Some(pv.name.clone());
+                    });
+                }
+                Action::AnnotatePvc { pvc, key, value, .. } => {
+                    update_claim(snapshot, &pvc.namespace, &pvc.name, |c| {
+                        c.metadata
+                            .annotations
+                            .get_or_insert_with(Default::default)
+                            .insert(key.clone(), value.clone());
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn update_claim(
+    snapshot: &mut Snapshot,
+    namespace: &str,
+    name: &str,
+    change: impl FnOnce(&mut PersistentVolumeClaim),
+) {
+    if let Some(claim) = snapshot
+        .persistent_volume_claims
+        .get_mut(&namespaced_key(namespace, name))
+    {
+        change(Arc::make_mut(claim));
+    }
+}
+
+/// The plugins that rejected the pod in this cycle (PreFilter's, or each node's Filter's).
+fn rejecting_plugins(statuses: &NodeToStatus) -> BTreeSet<&'static str> {
+    statuses
+        .statuses
+        .values()
+        .chain(std::iter::once(&statuses.absent))
+        .filter(|s| s.is_rejected())
+        .map(|s| s.plugin())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// `pod` as kube-scheduler assumes it: bound to `node`, its nomination gone.
+fn placed_on(pod: &PodInfo, node: &str) -> PodInfo {
+    let mut info = pod.clone();
+    let mut object = (*pod.pod).clone();
+    object.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
+    if let Some(status) = object.status.as_mut() {
+        status.nominated_node_name = None;
+    }
+    info.pod = Arc::new(object);
+    info
+}
+
+fn with_nomination(pod: &PodInfo, node: &str) -> PodInfo {
+    let mut info = pod.clone();
+    let mut object = (*pod.pod).clone();
+    object
+        .status
+        .get_or_insert_with(Default::default)
+        .nominated_node_name = Some(node.to_string());
+    info.pod = Arc::new(object);
+    info
+}
+
+fn without_nomination(pod: &PodInfo) -> PodInfo {
+    let mut info = pod.clone();
+    let mut object = (*pod.pod).clone();
+    if let Some(status) = object.status.as_mut() {
+        status.nominated_node_name = None;
+    }
+    info.pod = Arc::new(object);
+    info
+}

@@ -1,0 +1,129 @@
+//! Changing a snapshot in place, as kube-scheduler's cache changes between cycles: a pod assumed on a
+//! node, a pod deleted (a preemption victim), a nomination set or cleared, a pod added to the queue.
+//!
+//! Each change updates every derived structure incrementally — the node's `NodeInfo` (requests,
+//! ports, PVC counts, affinity lists), the lists of nodes with affinity pods, the affinity index when
+//! it has been built, and the pod maps — so that a batch simulation costs one scheduling cycle per
+//! pod, not a snapshot rebuild. The result is the snapshot [`Snapshot::new`] would build from the
+//! changed objects (the simulation's property test checks that).
+//!
+//! Node order, and so kube-scheduler's rotating start index, never changes here.
+
+use std::sync::Arc;
+
+use super::{NodeInfo, PodInfo, Snapshot, namespaced_key};
+
+/// Why a change could not be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MutateError {
+    /// The pod names a node the snapshot does not have.
+    #[error("pod {pod}: node {node:?} is not in the snapshot")]
+    UnknownNode {
+        /// `namespace/name`.
+        pod: String,
+        /// The node named.
+        node: String,
+    },
+    /// A pod to place has no `spec.nodeName`.
+    #[error("pod {0}: no spec.nodeName to place it on")]
+    NotPlaced(String),
+}
+
+impl Snapshot {
+    /// Places `pod` (its `spec.nodeName` set) on its node, as kube-scheduler's `AssumePod` does: it
+    /// leaves the pending pods and the nominations, and every per-node and cluster-wide count sees it.
+    pub fn assume_pod(&mut self, pod: Arc<PodInfo>) -> Result<(), MutateError> {
+        let node = pod.node_name();
+        if node.is_empty() {
+            return Err(MutateError::NotPlaced(pod.key()));
+        }
+        let Some(&position) = self.node_index.get(node) else {
+            return Err(MutateError::UnknownNode {
+                pod: pod.key(),
+                node: node.to_string(),
+            });
+        };
+        let key = pod.key();
+        self.forget_pending(&key);
+        Arc::make_mut(&mut self.nodes[position]).add_pod(pod.clone());
+        self.refresh_node_lists(position);
+        if let Some(index) = self.affinity_index.get_mut() {
+            index.add(position, &self.nodes[position], &pod);
+        }
+        self.pods_by_key.insert(key, pod);
+        Ok(())
+    }
+
+    /// Deletes a pod wherever it is (on a node, pending, nominated); returns it if it was there.
+    pub fn remove_pod(&mut self, namespace: &str, name: &str) -> Option<Arc<PodInfo>> {
+        let key = namespaced_key(namespace, name);
+        let pod = self.pods_by_key.remove(&key)?;
+        self.forget_pending(&key);
+        if let Some(&position) = self.node_index.get(pod.node_name()) {
+            let removed = Arc::make_mut(&mut self.nodes[position]).remove_pod(&pod);
+            if removed.is_some() {
+                self.refresh_node_lists(position);
+                if let Some(index) = self.affinity_index.get_mut() {
+                    index.remove(position, &pod);
+                }
+            }
+        }
+        Some(pod)
+    }
+
+    /// Adds a pod that is not on a node to the pending pods (and to its node's nominations when it has
+    /// a `status.nominatedNodeName`), replacing a pod of the same name.
+    pub fn add_pending_pod(&mut self, pod: Arc<PodInfo>) {
+        let key = pod.key();
+        if self.pods_by_key.contains_key(&key) {
+            self.remove_pod(pod.namespace(), pod.name());
+        }
+        let nominated = pod.nominated_node_name();
+        if !nominated.is_empty() {
+            self.nominated_pods
+                .entry(nominated.to_string())
+                .or_default()
+                .push(pod.clone());
+        }
+        self.pending_pods.push(pod.clone());
+        self.pods_by_key.insert(key, pod);
+    }
+
+    /// Takes a pending pod out of the pending list and the nominations (it stays in `pods_by_key`).
+    fn forget_pending(&mut self, key: &str) {
+        let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+        let same = |p: &Arc<PodInfo>| p.name() == name && p.namespace() == namespace;
+        if let Some(i) = self.pending_pods.iter().position(same) {
+            self.pending_pods.remove(i);
+        }
+        self.nominated_pods.retain(|_, pods| {
+            pods.retain(|p| !same(p));
+            !pods.is_empty()
+        });
+    }
+
+    /// Keeps the lists of nodes with affinity pods in step with node `position`'s new `NodeInfo`
+    /// (they hold the node itself, so a changed node must replace its old entry).
+    fn refresh_node_lists(&mut self, position: usize) {
+        let node = self.nodes[position].clone();
+        let refresh = |list: &mut Vec<Arc<NodeInfo>>, keep: bool| {
+            let at = list.iter().position(|n| n.name() == node.name());
+            match (at, keep) {
+                (Some(i), true) => list[i] = node.clone(),
+                (Some(i), false) => {
+                    list.remove(i);
+                }
+                (None, true) => list.push(node.clone()),
+                (None, false) => {}
+            }
+        };
+        refresh(
+            &mut self.have_pods_with_affinity,
+            !node.pods_with_affinity.is_empty(),
+        );
+        refresh(
+            &mut self.have_pods_with_required_anti_affinity,
+            !node.pods_with_required_anti_affinity.is_empty(),
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! The changes `simulate` makes to the loaded cluster before the run, in memory: `-f` inputs expanded
+//! into pods, `--drain`, `--remove-node`, `--cordon`, `--add-nodes`, and `--set` on the simulated pods.
+
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use sched_core::simulate::drain::{DisruptionBudgets, DrainOptions, plan_drain};
+use sched_core::simulate::workloads::{ExpandContext, WorkloadObject, expand};
+use sched_core::snapshot::ClusterObjects;
+
+use super::super::what_if::{Applied, WhatIf};
+use super::SimulateError;
+use super::report::{KeptPod, NodeChange, Origin};
+
+pub(super) fn find_node<'a>(
+    objects: &'a mut ClusterObjects,
+    name: &str,
+    flag: &'static str,
+) -> Result<&'a mut Node, SimulateError> {
+    objects
+        .nodes
+        .iter_mut()
+        .find(|n| n.metadata.name.as_deref() == Some(name))
+        .ok_or_else(|| SimulateError::NodeNotFound {
+            flag,
+            node: name.to_string(),
+        })
+}
+
+/// `kubectl cordon`: spec.unschedulable.
+pub(super) fn cordon(
+    objects: &mut ClusterObjects,
+    name: &str,
+    flag: &'static str,
+) -> Result<(), SimulateError> {
+    find_node(objects, name, flag)?
+        .spec
+        .get_or_insert_with(Default::default)
+        .unschedulable = Some(true);
+    Ok(())
+}
+
+pub(super) fn key_of(pod: &Pod) -> String {
+    sched_core::snapshot::namespaced_key(
+        pod.metadata.namespace.as_deref().unwrap_or(""),
+        pod.metadata.name.as_deref().unwrap_or(""),
+    )
+}
+
+/// `--drain NODE`: cordon, then evict as planned; replacements join the pods.
+pub(super) fn drain(
+    objects: &mut ClusterObjects,
+    node: &str,
+    options: &DrainOptions,
+    budgets: &mut DisruptionBudgets,
+    origins: &mut HashMap<String, Origin>,
+) -> Result<NodeChange, SimulateError> {
+    cordon(objects, node, "--drain")?;
+    let plan = plan_drain(objects, node, options, budgets)?;
+    let evicted: HashSet<String> = plan.evicted.iter().map(key_of).collect();
+    objects.pods.retain(|p| !evicted.contains(&key_of(p)));
+    let replacements: Vec<String> = plan.replacements.iter().map(key_of).collect();
+    for key in &replacements {
+        origins.insert(key.clone(), Origin::Replacement);
+    }
+    objects.pods.extend(plan.replacements);
+    let mut evicted: Vec<String> = evicted.into_iter().collect();
+    evicted.sort();
+    Ok(NodeChange {
+        node: node.to_string(),
+        action: "drain",
+        evicted,
+        replacements,
+        kept: plan
+            .kept
+            .iter()
+            .map(|(pod, reason)| KeptPod {
+                pod: key_of(pod),
+                reason: reason.to_string(),
+            })
+            .collect(),
+    })
+}
+
+/// `--remove-node NODE`: the node and its pods go; what their controllers recreate is queued. A
+/// removed machine's pods are not evicted: PodDisruptionBudgets and kubectl drain's filters do not
+/// apply, and DaemonSet pods go with the node.
+pub(super) fn remove_node(
+    objects: &mut ClusterObjects,
+    node: &str,
+    origins: &mut HashMap<String, Origin>,
+) -> Result<NodeChange, SimulateError> {
+    find_node(objects, node, "--remove-node")?;
+    let options = DrainOptions {
+        force: true,
+        delete_emptydir_data: true,
+    };
+    // Unlimited budgets: nothing blocks a machine from disappearing.
+    let mut budgets = DisruptionBudgets::new(&[]);
+    let plan = plan_drain(objects, node, &options, &mut budgets)?;
+    let on_node = |p: &Pod| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node);
+    let mut evicted: Vec<String> = objects.pods.iter().filter(|p| on_node(p)).map(key_of).collect();
+    evicted.sort();
+    objects.pods.retain(|p| !on_node(p));
+    objects.nodes.retain(|n| n.metadata.name.as_deref() != Some(node));
+    objects
+        .csi_nodes
+        .retain(|n| n.metadata.name.as_deref() != Some(node));
+    let replacements: Vec<String> = plan.replacements.iter().map(key_of).collect();
+    for key in &replacements {
+        origins.insert(key.clone(), Origin::Replacement);
+    }
+    objects.pods.extend(plan.replacements);
+    Ok(NodeChange {
+        node: node.to_string(),
+        action: "remove",
+        evicted,
+        replacements,
+        kept: Vec::new(),
+    })
+}
+
+/// Reads a YAML or JSON file (or stdin for `-`) as JSON values: every document, every item of a List.
+pub(super) fn read_documents(path: &Path) -> Result<(String, Vec<serde_json::Value>), SimulateError> {
+    use serde::Deserialize;
+    let shown = if path == Path::new("-") {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let invalid = |message: String| SimulateError::Input {
+        path: shown.clone(),
+        message,
+    };
+    let text = if path == Path::new("-") {
+        std::io::read_to_string(std::io::stdin().lock()).map_err(|e| invalid(e.to_string()))?
+    } else {
+        std::fs::read_to_string(path).map_err(|e| invalid(e.to_string()))?
+    };
+    let mut values = Vec::new();
+    for (i, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
+        let value = serde_json::Value::deserialize(doc).map_err(|e| invalid(format!("document {i}: {e}")))?;
+        match value.get("kind").and_then(serde_json::Value::as_str) {
+            _ if value.is_null() => {}
+            Some(kind) if kind.ends_with("List") => match value.get("items") {
+                Some(serde_json::Value::Array(items)) => values.extend(items.iter().cloned()),
+                Some(serde_json::Value::Null) | None => {}
+                Some(_) => return Err(invalid(format!("document {i}: items is not a list"))),
+            },
+            Some(_) => values.push(value),
+            None => return Err(invalid(format!("document {i} has no kind"))),
+        }
+    }
+    Ok((shown, values))
+}
+
+/// `-f FILE`: its pods and workloads' pods join the cluster as pending pods (and new claims of
+/// StatefulSets as claims); returns their keys.
+pub(super) fn add_inputs(
+    objects: &mut ClusterObjects,
+    path: &Path,
+    namespace: &str,
+    replicas: Option<i32>,
+    now: &Time,
+) -> Result<Vec<String>, SimulateError> {
+    let (shown, values) = read_documents(path)?;
+    let mut keys = Vec::new();
+    for value in values {
+        let object = WorkloadObject::from_value(value).map_err(|source| SimulateError::Workload {
+            path: shown.clone(),
+            source,
+        })?;
+        let context = ExpandContext {
+            nodes: &objects.nodes,
+            priority_classes: &objects.priority_classes,
+            persistent_volume_claims: &objects.persistent_volume_claims,
+            default_namespace: namespace,
+            replicas,
+            creation_timestamp: now.clone(),
+        };
+        let expansion = expand(&object, &context).map_err(|source| SimulateError::Workload {
+            path: shown.clone(),
+            source,
+        })?;
+        for mut pod in expansion.pods {
+            sched_core::admission::admit(&mut pod, &objects.priority_classes).map_err(|e| {
+                SimulateError::Input {
+                    path: shown.clone(),
+                    message: format!("{}: {e}", key_of(&pod)),
+                }
+            })?;
+            let key = key_of(&pod);
+            if objects.pods.iter().any(|p| key_of(p) == key) {
+                return Err(SimulateError::Input {
+                    path: shown.clone(),
+                    message: format!("pod {key} already exists in the cluster"),
+                });
+            }
+            keys.push(key);
+            objects.pods.push(pod);
+        }
+        objects.persistent_volume_claims.extend(expansion.claims);
+    }
+    Ok(keys)
+}
+
+/// `--add-nodes FILE`: its Nodes join the cluster.
+pub(super) fn add_nodes(objects: &mut ClusterObjects, path: &Path) -> Result<Applied, SimulateError> {
+    let (shown, values) = read_documents(path)?;
+    let mut names = Vec::new();
+    for (i, value) in values.into_iter().enumerate() {
+        if value.get("kind").and_then(serde_json::Value::as_str) != Some("Node") {
+            return Err(SimulateError::Input {
+                path: shown,
+                message: format!("object {i} is not a Node"),
+            });
+        }
+        let node: Node = serde_json::from_value(value).map_err(|e| SimulateError::Input {
+            path: shown.clone(),
+            message: format!("object {i}: Node: {e}"),
+        })?;
+        let name = node.metadata.name.clone().unwrap_or_default();
+        if name.is_empty()
+            || objects
+                .nodes
+                .iter()
+                .any(|n| n.metadata.name.as_deref() == Some(&name))
+        {
+            return Err(SimulateError::Input {
+                path: shown,
+                message: format!("object {i}: node {name:?} has no name or already exists"),
+            });
+        }
+        names.push(name);
+        objects.nodes.push(node);
+    }
+    Ok(Applied {
+        flag: "--add-nodes",
+        value: shown,
+        effect: format!("added {}", names.join(", ")),
+    })
+}
+
+/// `--set` on the pods of -f, or without -f on every pending pod of the namespace.
+pub(super) fn apply_set(
+    what_if: &WhatIf,
+    objects: &mut ClusterObjects,
+    inputs: &[String],
+    namespace: &str,
+) -> Result<Vec<Applied>, SimulateError> {
+    let inputs: HashSet<&String> = inputs.iter().collect();
+    let priority_classes = objects.priority_classes.clone();
+    let mut effects = Vec::new();
+    let mut changed = 0;
+    for pod in objects.pods.iter_mut().filter(|p| {
+        let pending = p
+            .spec
+            .as_ref()
+            .is_none_or(|s| s.node_name.as_deref().unwrap_or("").is_empty());
+        if inputs.is_empty() {
+            pending && p.metadata.namespace.as_deref() == Some(namespace)
+        } else {
+            inputs.contains(&key_of(p))
+        }
+    }) {
+        effects = what_if.apply_to_pod(pod, &priority_classes)?;
+        changed += 1;
+    }
+    Ok(effects
+        .into_iter()
+        .map(|mut a| {
+            a.effect = format!("{} (on each of {changed} pod(s))", a.effect);
+            a
+        })
+        .collect())
+}

@@ -1,0 +1,299 @@
+//! `simulate`: a batch through kube-scheduler's queue ([`sched_core::simulate`]). The cluster (live or
+//! `--from`) is changed in memory first ([`changes`]: workloads of `-f` expanded into their pods, nodes
+//! drained, removed, cordoned or added, the what-if flags), then every pending pod goes through the
+//! queue, and the report ([`report`]) says where each landed, what stays Pending with kube-scheduler's
+//! message, what was preempted, and how each node's load changed. Nothing is written to the cluster.
+
+pub mod changes;
+pub mod report;
+
+use std::collections::HashMap;
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use sched_core::simulate::drain::{DisruptionBudgets, DrainError, DrainOptions};
+use sched_core::simulate::workloads::WorkloadsError;
+use sched_core::simulate::{Simulation, SimulationError, SimulationOptions};
+use sched_core::snapshot::PodDetail;
+use sched_core::triage::WorkloadIndex;
+use sched_core::{Engine, Snapshot};
+
+use super::load::{LoadError, Loaded, load_keeping_cluster};
+use super::pods::ResolveError;
+use super::what_if::{Applied, WhatIf, WhatIfError};
+use crate::cli::{GlobalArgs, SimulateArgs};
+use changes::{add_inputs, add_nodes, apply_set, cordon, drain, remove_node};
+use report::{
+    Origin, SimulateReport, SimulatedPod, compare, node_notes, placements, pod_name, summarize, usage_of,
+    usage_of_objects,
+};
+
+/// Why `simulate` could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum SimulateError {
+    /// The cluster could not be loaded.
+    #[error(transparent)]
+    Load(Box<LoadError>),
+    /// `--config` could not be loaded or a profile not built.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// A what-if flag is wrong.
+    #[error(transparent)]
+    WhatIf(#[from] WhatIfError),
+    /// A file of `-f` or `--add-nodes` could not be read or understood.
+    #[error("{path}: {message}")]
+    Input {
+        /// The file (`<stdin>` for `-`).
+        path: String,
+        /// What is wrong, with the document and line when known.
+        message: String,
+    },
+    /// A workload of `-f` could not be expanded.
+    #[error("{path}: {source}")]
+    Workload {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: WorkloadsError,
+    },
+    /// `kubectl drain` would refuse the drain.
+    #[error(transparent)]
+    Drain(#[from] DrainError),
+    /// A node flag names no node.
+    #[error("{flag} {node}: no such node")]
+    NodeNotFound {
+        /// The flag.
+        flag: &'static str,
+        /// The node named.
+        node: String,
+    },
+    /// The simulation could not run.
+    #[error(transparent)]
+    Simulation(#[from] SimulationError),
+}
+
+impl From<LoadError> for SimulateError {
+    fn from(e: LoadError) -> Self {
+        SimulateError::Load(Box::new(e))
+    }
+}
+
+/// `simulate`'s result and what to tell the user on stderr.
+#[derive(Debug)]
+pub struct SimulateOutput {
+    /// The report.
+    pub report: SimulateReport,
+    /// Always shown.
+    pub warnings: Vec<String>,
+    /// Shown with -v.
+    pub notes: Vec<String>,
+}
+
+/// Runs `simulate`.
+pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, SimulateError> {
+    let engine = Engine::from_file(args.config.as_deref()).map_err(ResolveError::from)?;
+    // Drains and removals recreate pods from their specs: those need the placed pods whole.
+    let detail = if args.drain.is_empty() && args.remove_node.is_empty() {
+        PodDetail::CompactPlaced {
+            keep: Default::default(),
+        }
+    } else {
+        PodDetail::Full
+    };
+    let (
+        Loaded {
+            mut objects,
+            default_namespace,
+            mut warnings,
+            mut notes,
+            ..
+        },
+        _cluster,
+    ) = load_keeping_cluster(global, args.from.as_deref(), None, &detail)?;
+    let namespace = global.namespace.clone().unwrap_or(default_namespace);
+    let mut origins: HashMap<String, Origin> = HashMap::new();
+    let now = Time(k8s_openapi::jiff::Timestamp::now());
+
+    let what_if = WhatIf::from_args(&args.what_if, &namespace)?;
+    // The load before any change, for the before → after columns.
+    let before = usage_of_objects(&objects);
+    let mut applied = what_if.apply_to_cluster(&mut objects)?;
+    if let Some(path) = &args.add_nodes {
+        applied.push(add_nodes(&mut objects, path)?);
+    }
+    for node in &args.cordon {
+        cordon(&mut objects, node, "--cordon")?;
+        applied.push(Applied {
+            flag: "--cordon",
+            value: node.clone(),
+            effect: format!("cordoned {node}"),
+        });
+    }
+    let mut node_changes = Vec::new();
+    let mut budgets = DisruptionBudgets::new(&objects.pod_disruption_budgets);
+    let drain_options = DrainOptions {
+        force: args.force,
+        delete_emptydir_data: args.delete_emptydir_data,
+    };
+    for node in &args.drain {
+        node_changes.push(drain(
+            &mut objects,
+            node,
+            &drain_options,
+            &mut budgets,
+            &mut origins,
+        )?);
+    }
+    for node in &args.remove_node {
+        node_changes.push(remove_node(&mut objects, node, &mut origins)?);
+    }
+
+    let mut input_keys = Vec::new();
+    for path in &args.filenames {
+        input_keys.extend(add_inputs(&mut objects, path, &namespace, args.replicas, &now)?);
+    }
+    for key in &input_keys {
+        origins.insert(key.clone(), Origin::Input);
+    }
+    if !args.what_if.set.is_empty() {
+        applied.extend(apply_set(&what_if, &mut objects, &input_keys, &namespace)?);
+    }
+
+    let started = Instant::now();
+    let snapshot = Snapshot::new(objects);
+    notes.push(format!(
+        "built the snapshot in {:.0} ms",
+        started.elapsed().as_secs_f64() * 1000.0
+    ));
+    let workloads = WorkloadIndex::new(&snapshot);
+    let workload_of: HashMap<String, (String, String)> = snapshot
+        .pending_pods
+        .iter()
+        .map(|p| {
+            let w = workloads.workload_of(p);
+            (p.key(), (w.namespace.clone(), w.to_string()))
+        })
+        .collect();
+    let changed_nodes = node_notes(args);
+
+    let options = SimulationOptions {
+        seed: args.seed,
+        all_nodes: args.all_nodes,
+        ..SimulationOptions::default()
+    };
+    let queued = snapshot.pending_pods.len();
+    let mut simulation = Simulation::new(&engine, snapshot, options);
+    let simulated_at = Instant::now();
+    let mut progress = ProgressLine::new(queued, global.verbosity);
+    let outcome = simulation.run(&mut |p| progress.update(p.cycles, p.scheduled, p.queued))?;
+    progress.finish();
+    let millis = simulated_at.elapsed().as_millis() as u64;
+    let after = usage_of(simulation.snapshot());
+    // The process ends after the output: freeing a large snapshot pod by pod would only delay it.
+    std::mem::forget(simulation);
+    notes.push(format!(
+        "simulated {} pod(s) in {} cycle(s), {millis} ms",
+        outcome.pods.len(),
+        outcome.cycles
+    ));
+    if outcome.ties > 0 {
+        notes.push(format!(
+            "{} placement(s) chose among nodes tied for the best score (--seed {})",
+            outcome.ties, args.seed
+        ));
+    }
+    if let Some(stopped) = &outcome.stopped_early {
+        warnings.push(stopped.clone());
+    }
+
+    let pods: Vec<SimulatedPod> = outcome
+        .pods
+        .into_iter()
+        .map(|result| {
+            let (_, workload) = workload_of
+                .get(&result.pod)
+                .cloned()
+                .unwrap_or_else(|| (String::new(), format!("pod/{}", pod_name(&result.pod))));
+            SimulatedPod {
+                workload,
+                origin: origins.get(&result.pod).copied().unwrap_or(Origin::Pending),
+                result,
+            }
+        })
+        .collect();
+    let report = SimulateReport {
+        summary: summarize(
+            &pods,
+            &outcome.victims,
+            outcome.ties,
+            outcome.cycles,
+            after.len(),
+            millis,
+            !(args.filenames.is_empty() && args.drain.is_empty() && args.remove_node.is_empty()),
+        ),
+        workloads: placements(&pods, &workload_of),
+        nodes: compare(&before, &after, &changed_nodes),
+        pods,
+        victims: outcome.victims,
+        node_changes,
+        what_if: applied,
+        stopped_early: outcome.stopped_early,
+    };
+    Ok(SimulateOutput {
+        report,
+        warnings,
+        notes,
+    })
+}
+
+/// Progress on stderr for long runs: a line rewritten at most every 200 ms on a terminal, nothing
+/// otherwise (unless -v, then a line every 5 s).
+struct ProgressLine {
+    total: usize,
+    terminal: bool,
+    verbose: bool,
+    last: Instant,
+    shown: bool,
+}
+
+impl ProgressLine {
+    fn new(total: usize, verbosity: u8) -> Self {
+        ProgressLine {
+            total,
+            terminal: std::io::stderr().is_terminal(),
+            verbose: verbosity >= 1,
+            last: Instant::now(),
+            shown: false,
+        }
+    }
+
+    fn update(&mut self, cycles: usize, scheduled: usize, queued: usize) {
+        let every = if self.terminal {
+            Duration::from_millis(200)
+        } else {
+            Duration::from_secs(5)
+        };
+        if !(self.terminal || self.verbose) || self.last.elapsed() < every {
+            return;
+        }
+        self.last = Instant::now();
+        let line = format!(
+            "simulating: {cycles} cycle(s), {scheduled}/{} pod(s) placed, {queued} queued",
+            self.total
+        );
+        if self.terminal {
+            eprint!("\r{line}\x1b[K");
+            self.shown = true;
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    fn finish(&mut self) {
+        if self.shown {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
