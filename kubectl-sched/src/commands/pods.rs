@@ -232,6 +232,25 @@ pub(crate) fn subject_with<'e, E: From<ResolveError>>(
     })
 }
 
+/// The text of a `-f` file, `-` reading stdin as kubectl does, with the name to show for it
+/// (`<stdin>`); on failure the name and the reason.
+pub(crate) fn read_file_or_stdin(path: &Path) -> Result<(String, String), (String, String)> {
+    let shown = if path == Path::new("-") {
+        "<stdin>".to_string()
+    } else {
+        path.display().to_string()
+    };
+    let text = if path == Path::new("-") {
+        std::io::read_to_string(std::io::stdin().lock())
+    } else {
+        std::fs::read_to_string(path)
+    };
+    match text {
+        Ok(text) => Ok((shown, text)),
+        Err(e) => Err((shown, e.to_string())),
+    }
+}
+
 /// Reads `-f`'s pod and applies what the API server's defaulting and default admission plugins
 /// would before kube-scheduler sees it.
 pub(crate) fn read_pod_file(
@@ -239,20 +258,11 @@ pub(crate) fn read_pod_file(
     namespace: &str,
     objects: &ClusterObjects,
 ) -> Result<Pod, ResolveError> {
-    let shown = if path == Path::new("-") {
-        "<stdin>".to_string()
-    } else {
-        path.display().to_string()
-    };
+    let (shown, text) =
+        read_file_or_stdin(path).map_err(|(path, message)| ResolveError::PodFile { path, message })?;
     let invalid = |message: String| ResolveError::PodFile {
         path: shown.clone(),
         message,
-    };
-    // `-f -` reads the pod from stdin, as kubectl does.
-    let text = if path == Path::new("-") {
-        std::io::read_to_string(std::io::stdin().lock()).map_err(|e| invalid(e.to_string()))?
-    } else {
-        std::fs::read_to_string(path).map_err(|e| invalid(e.to_string()))?
     };
     let mut pods = parse_pods(&text).map_err(invalid)?;
     if pods.len() != 1 {

@@ -613,18 +613,10 @@ impl PreBindPlugin for DynamicResources {
 /// The devices the pod's unallocated claims would get on `node`, from a cycle's state after Filter
 /// (empty when the pod has no such claims or the node was not feasible).
 pub fn claim_allocations(state: &CycleState, node: &str) -> Vec<ClaimAllocation> {
-    let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
-        return Vec::new();
-    };
-    let allocations = lock(&cycle.node_allocations);
-    let Some(results) = allocations.get(node) else {
-        return Vec::new();
-    };
-    cycle
-        .to_allocate()
-        .zip(results)
-        .map(|((_, claim), result)| ClaimAllocation {
-            claim: claim_key(claim),
+    allocation_results(state, node)
+        .into_iter()
+        .map(|(claim, result)| ClaimAllocation {
+            claim,
             node: node.to_string(),
             devices: result
                 .devices

@@ -125,19 +125,11 @@ pub(super) fn remove_node(
 /// Reads a YAML or JSON file (or stdin for `-`) as JSON values: every document, every item of a List.
 pub(super) fn read_documents(path: &Path) -> Result<(String, Vec<serde_json::Value>), SimulateError> {
     use serde::Deserialize;
-    let shown = if path == Path::new("-") {
-        "<stdin>".to_string()
-    } else {
-        path.display().to_string()
-    };
+    let (shown, text) = super::super::pods::read_file_or_stdin(path)
+        .map_err(|(path, message)| SimulateError::Input { path, message })?;
     let invalid = |message: String| SimulateError::Input {
         path: shown.clone(),
         message,
-    };
-    let text = if path == Path::new("-") {
-        std::io::read_to_string(std::io::stdin().lock()).map_err(|e| invalid(e.to_string()))?
-    } else {
-        std::fs::read_to_string(path).map_err(|e| invalid(e.to_string()))?
     };
     let mut values = Vec::new();
     for (i, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
