@@ -76,6 +76,39 @@ struct Incoming<'a> {
     namespace_labels: Option<Arc<Labels>>,
 }
 
+/// The first half of `processExistingPod`: the incoming pod's preferred terms matching `existing`
+/// (their namespaceSelector unrolled: no namespace labels needed).
+fn process_incoming_terms(
+    incoming: &Incoming<'_>,
+    existing: &PodInfo,
+    node_labels: &Labels,
+    m: &mut ScoreMap,
+) {
+    if node_labels.is_empty() {
+        return;
+    }
+    process_terms(m, &incoming.preferred_affinity, 1, existing, None, node_labels);
+    process_terms(
+        m,
+        &incoming.preferred_anti_affinity,
+        -1,
+        existing,
+        None,
+        node_labels,
+    );
+}
+
+/// Adds `from`'s weights to `into`.
+fn merge_scores(mut into: ScoreMap, from: ScoreMap) -> ScoreMap {
+    for (key, values) in from {
+        let target = into.entry(key).or_default();
+        for (value, w) in values {
+            *target.entry(value).or_insert(0) += w;
+        }
+    }
+    into
+}
+
 fn has_preferred_terms(pod: &PodInfo) -> bool {
     let affinity = pod.pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
     let preferred_affinity = affinity
@@ -90,8 +123,21 @@ fn has_preferred_terms(pod: &PodInfo) -> bool {
 }
 
 impl InterPodAffinity {
-    /// Go's `processExistingPod`.
+    /// Go's `processExistingPod`: the incoming pod's terms matching `existing`, and `existing`'s terms
+    /// matching the incoming pod.
     fn process_existing_pod(
+        &self,
+        incoming: &Incoming<'_>,
+        existing: &PodInfo,
+        node_labels: &Labels,
+        m: &mut ScoreMap,
+    ) {
+        process_incoming_terms(incoming, existing, node_labels, m);
+        self.process_existing_terms(incoming, existing, node_labels, m);
+    }
+
+    /// The second half of `processExistingPod`: `existing`'s terms matching the incoming pod.
+    fn process_existing_terms(
         &self,
         incoming: &Incoming<'_>,
         existing: &PodInfo,
@@ -101,17 +147,6 @@ impl InterPodAffinity {
         if node_labels.is_empty() {
             return;
         }
-        // The incoming pod's terms have their namespaceSelector unrolled: no namespace labels needed.
-        process_terms(m, &incoming.preferred_affinity, 1, existing, None, node_labels);
-        process_terms(
-            m,
-            &incoming.preferred_anti_affinity,
-            -1,
-            existing,
-            None,
-            node_labels,
-        );
-
         let ns = incoming.namespace_labels.as_deref();
         if self.hard_pod_affinity_weight > 0 {
             for t in &existing.required_affinity_terms {
@@ -173,34 +208,82 @@ impl PreScorePlugin for InterPodAffinity {
             self.merge_term_namespaces(&mut t.term);
         }
 
-        let per_node: Vec<ScoreMap> = all_nodes
-            .par_iter()
-            .map(|node| {
-                let pods = if has_constraints {
-                    &node.pods
-                } else {
-                    &node.pods_with_affinity
-                };
-                let mut m = ScoreMap::new();
-                for existing in pods {
-                    self.process_existing_pod(&incoming, existing, node.labels(), &mut m);
-                }
-                m
+        // The incoming pod's terms (every one naming its namespaces once unrolled) can only match
+        // pods of those namespaces: count them from the snapshot's namespace index instead of
+        // walking every pod of every node, and walk only the pods with affinity terms of their own
+        // for the other half. kube-scheduler walks every pod here.
+        let term_namespaces: Option<std::collections::BTreeSet<&str>> = has_constraints
+            .then(|| {
+                incoming
+                    .preferred_affinity
+                    .iter()
+                    .chain(&incoming.preferred_anti_affinity)
+                    .map(|t| {
+                        t.term
+                            .namespace_selector
+                            .is_nothing()
+                            .then_some(t.term.namespaces.iter().map(String::as_str))
+                    })
+                    .collect::<Option<Vec<_>>>()
+                    .map(|sets| sets.into_iter().flatten().collect())
             })
-            .filter(|m| !m.is_empty())
-            .collect();
+            .flatten();
+        let per_node: Vec<ScoreMap> = match &term_namespaces {
+            Some(namespaces) => {
+                let nodes = self.snapshot.nodes();
+                let index = self.snapshot.affinity_index();
+                let incoming_terms = namespaces
+                    .iter()
+                    .map(|ns| {
+                        index
+                            .pods_in(ns)
+                            .par_iter()
+                            .fold(ScoreMap::new, |mut m, (position, existing)| {
+                                process_incoming_terms(
+                                    &incoming,
+                                    existing,
+                                    nodes[*position].labels(),
+                                    &mut m,
+                                );
+                                m
+                            })
+                            .reduce(ScoreMap::new, merge_scores)
+                    })
+                    .collect::<Vec<_>>();
+                let existing_terms = self.snapshot.have_pods_with_affinity().par_iter().map(|node| {
+                    let mut m = ScoreMap::new();
+                    for existing in &node.pods_with_affinity {
+                        self.process_existing_terms(&incoming, existing, node.labels(), &mut m);
+                    }
+                    m
+                });
+                incoming_terms
+                    .into_iter()
+                    .chain(existing_terms.collect::<Vec<_>>())
+                    .filter(|m| !m.is_empty())
+                    .collect()
+            }
+            None => all_nodes
+                .par_iter()
+                .map(|node| {
+                    let pods = if has_constraints {
+                        &node.pods
+                    } else {
+                        &node.pods_with_affinity
+                    };
+                    let mut m = ScoreMap::new();
+                    for existing in pods {
+                        self.process_existing_pod(&incoming, existing, node.labels(), &mut m);
+                    }
+                    m
+                })
+                .filter(|m| !m.is_empty())
+                .collect(),
+        };
         if per_node.is_empty() {
             return Status::skip();
         }
-        let mut topology_score = ScoreMap::new();
-        for m in per_node {
-            for (key, values) in m {
-                let target = topology_score.entry(key).or_default();
-                for (value, w) in values {
-                    *target.entry(value).or_insert(0) += w;
-                }
-            }
-        }
+        let topology_score = per_node.into_iter().fold(ScoreMap::new(), merge_scores);
         state.write(&PRE_SCORE_STATE_KEY, PreScoreState { topology_score });
         Status::success()
     }
@@ -496,5 +579,75 @@ mod tests {
                 "failed to read \"PreScoreInterPodAffinity\" from cycleState: not found".to_string()
             )
         );
+    }
+
+    /// PreScore through the namespace index gives the topology scores a walk of every pod of every
+    /// node gives (kube-scheduler's way), for every pending pod of generated clusters, incl. pods
+    /// with preferred (anti-)affinity of their own.
+    #[cfg(feature = "testing")]
+    #[test]
+    fn the_index_gives_the_scores_walking_every_pod_gives() {
+        use crate::testing::generate::{GenerateParams, generate};
+        let mut checked = 0;
+        for seed in [3, 11] {
+            let mut params = GenerateParams::new(50, 3_000, 3, seed);
+            params.pending_percent = 15;
+            let snap = Arc::new(Snapshot::new(generate(&params)));
+            let handle = Handle {
+                snapshot: snap.clone(),
+            };
+            let plugin = super::super::InterPodAffinity {
+                snapshot: handle.snapshot.clone(),
+                hard_pod_affinity_weight: 1,
+                ignore_preferred_terms_of_existing_pods: false,
+            };
+            for pod in &snap.pending_pods {
+                let mut state = CycleState::new();
+                let status = plugin.pre_score(&mut state, pod, snap.nodes());
+                let indexed = state
+                    .read(&PRE_SCORE_STATE_KEY)
+                    .map(|s| sorted(&s.topology_score))
+                    .unwrap_or_default();
+                let mut incoming = Incoming {
+                    pod,
+                    preferred_affinity: pod.preferred_affinity_terms.clone(),
+                    preferred_anti_affinity: pod.preferred_anti_affinity_terms.clone(),
+                    namespace_labels: plugin.namespace_labels(pod),
+                };
+                for t in incoming
+                    .preferred_affinity
+                    .iter_mut()
+                    .chain(incoming.preferred_anti_affinity.iter_mut())
+                {
+                    plugin.merge_term_namespaces(&mut t.term);
+                }
+                let mut walked = ScoreMap::new();
+                for node in snap.nodes() {
+                    for existing in &node.pods {
+                        plugin.process_existing_pod(&incoming, existing, node.labels(), &mut walked);
+                    }
+                }
+                walked.retain(|_, values| !values.is_empty());
+                assert_eq!(indexed, sorted(&walked), "{} ({:?})", pod.key(), status.code());
+                checked += usize::from(has_preferred_terms(pod));
+            }
+        }
+        assert!(
+            checked > 5,
+            "only {checked} pods with preferred terms of their own"
+        );
+    }
+
+    fn sorted(m: &ScoreMap) -> Vec<(String, Vec<(String, i64)>)> {
+        let mut out: Vec<(String, Vec<(String, i64)>)> = m
+            .iter()
+            .map(|(k, v)| {
+                let mut values: Vec<(String, i64)> = v.iter().map(|(a, b)| (a.clone(), *b)).collect();
+                values.sort();
+                (k.clone(), values)
+            })
+            .collect();
+        out.sort();
+        out
     }
 }
