@@ -7,7 +7,7 @@ use std::path::Path;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sched_core::simulate::drain::{DisruptionBudgets, DrainOptions, plan_drain};
-use sched_core::simulate::workloads::{ExpandContext, WorkloadObject, expand};
+use sched_core::simulate::workloads::{ExpandContext, POD_TEMPLATE_HASH_LABEL, WorkloadObject, expand};
 use sched_core::snapshot::ClusterObjects;
 
 use super::super::what_if::{Applied, WhatIf};
@@ -176,6 +176,7 @@ pub(super) fn add_inputs(
             path: shown.clone(),
             source,
         })?;
+        add_controller(objects, &object, &expansion.pods, namespace);
         for mut pod in expansion.pods {
             sched_core::admission::admit(&mut pod, &objects.priority_classes).map_err(|e| {
                 SimulateError::Input {
@@ -196,6 +197,98 @@ pub(super) fn add_inputs(
         objects.persistent_volume_claims.extend(expansion.claims);
     }
     Ok(keys)
+}
+
+/// The object kube-scheduler's default spreading selects an expanded workload's pods by (its
+/// ReplicaSet for a Deployment, the ReplicaSet or StatefulSet itself): PodTopologySpread's system
+/// default constraints spread the pods of a ReplicaSet or StatefulSet found in the cluster, so
+/// without it a rollout's replicas would be packed instead of spread. A Deployment's ReplicaSet is
+/// the one its pods name as their owner, selecting by the Deployment's selector and the
+/// pod-template-hash, as the deployment controller makes it.
+fn add_controller(objects: &mut ClusterObjects, object: &WorkloadObject, pods: &[Pod], namespace: &str) {
+    use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetSpec};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+    let in_namespace = |meta: &ObjectMeta| {
+        meta.namespace
+            .clone()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or_else(|| namespace.to_string())
+    };
+    let exists = |list: &[ReplicaSet], meta: &ObjectMeta, ns: &str| {
+        list.iter()
+            .any(|r| r.metadata.name == meta.name && r.metadata.namespace.as_deref() == Some(ns))
+    };
+    match object {
+        WorkloadObject::ReplicaSet(rs) => {
+            let ns = in_namespace(&rs.metadata);
+            if !exists(&objects.replica_sets, &rs.metadata, &ns) {
+                let mut rs = rs.clone();
+                rs.metadata.namespace = Some(ns);
+                objects.replica_sets.push(rs);
+            }
+        }
+        WorkloadObject::StatefulSet(set) => {
+            let ns = in_namespace(&set.metadata);
+            let known = objects.stateful_sets.iter().any(|s| {
+                s.metadata.name == set.metadata.name && s.metadata.namespace.as_deref() == Some(&ns)
+            });
+            if !known {
+                let mut set = set.clone();
+                set.metadata.namespace = Some(ns);
+                objects.stateful_sets.push(set);
+            }
+        }
+        WorkloadObject::Deployment(deployment) => {
+            let ns = in_namespace(&deployment.metadata);
+            // The ReplicaSet the expanded pods name as their controller, and their template hash.
+            let Some((name, hash)) = pods.iter().find_map(|p| {
+                let owner = p
+                    .metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .find(|o| o.controller == Some(true) && o.kind == "ReplicaSet")?;
+                let hash = p.metadata.labels.as_ref()?.get(POD_TEMPLATE_HASH_LABEL)?;
+                Some((owner.name.clone(), hash.clone()))
+            }) else {
+                return;
+            };
+            let meta = ObjectMeta {
+                name: Some(name),
+                namespace: Some(ns.clone()),
+                ..Default::default()
+            };
+            if exists(&objects.replica_sets, &meta, &ns) {
+                return;
+            }
+            let spec = &deployment.spec;
+            let mut selector = spec.selector.clone();
+            selector
+                .match_labels
+                .get_or_insert_with(Default::default)
+                .insert(POD_TEMPLATE_HASH_LABEL.to_string(), hash);
+            objects.replica_sets.push(ReplicaSet {
+                metadata: ObjectMeta {
+                    owner_references: Some(vec![OwnerReference {
+                        api_version: "apps/v1".into(),
+                        kind: "Deployment".into(),
+                        name: deployment.metadata.name.clone().unwrap_or_default(),
+                        uid: deployment.metadata.uid.clone().unwrap_or_default(),
+                        controller: Some(true),
+                        block_owner_deletion: Some(true),
+                    }]),
+                    ..meta
+                },
+                spec: ReplicaSetSpec {
+                    selector,
+                    replicas: spec.replicas,
+                    ..Default::default()
+                },
+                ..Default::default()
+            });
+        }
+        WorkloadObject::Pod(_) | WorkloadObject::Job(_) | WorkloadObject::DaemonSet(_) => {}
+    }
 }
 
 /// `--add-nodes FILE`: its Nodes join the cluster.
