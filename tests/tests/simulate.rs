@@ -2219,3 +2219,36 @@ async fn rollout_job(s: &Scenario) -> Result<()> {
     );
     Ok(())
 }
+
+/// A rollout where the ReplicaSet matters: one node much larger and emptier than the others, so
+/// that by resources alone every replica would go there. kube-scheduler spreads the replicas of a
+/// ReplicaSet over the hostnames (PodTopologySpread's system default constraints, which select a
+/// pod by its ReplicaSet), so `simulate -f` must account for the ReplicaSet the Deployment will
+/// create, although it does not exist yet.
+#[tokio::test]
+async fn s26_rollout_spreads_over_hostnames() -> Result<()> {
+    let s = Scenario::begin("sim-rs-spread").await?;
+    let result = rollout_spread(&s).await;
+    delete_workloads(&s.lab.client).await?;
+    result?;
+    s.finish().await
+}
+
+async fn rollout_spread(s: &Scenario) -> Result<()> {
+    let b = s.n("b6");
+    s.lab
+        .create_nodes(vec![s.node("a4", 4), s.node("b6", 6), s.node("c32", 32)])
+        .await?;
+    s.lab
+        .create_pods(vec![bound("load-b", &b, Some(LOWEST), 1000)])
+        .await?;
+    let ns = s.ns().to_owned();
+    let manifests = |count| vec![workload_manifest(&ns, "Deployment", "web", count, 1, 1000)];
+    let kinds = BTreeMap::from([("web", "deployment/web")]);
+    let outcome = rollout(s, manifests, 3, 4, &kinds).await?;
+    ensure!(
+        outcome.per_node().len() > 1,
+        "sim-rs-spread: the replicas spread over several nodes: {outcome:?}"
+    );
+    Ok(())
+}
