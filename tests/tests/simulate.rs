@@ -35,7 +35,7 @@
 //! The rollout scenarios check `simulate -f FILE` (workloads expanded into the pods their
 //! controllers would create) the same way: run before the workloads exist, it must predict as many
 //! pods per workload and node as kube-scheduler places once the real controllers (deployment,
-//! replicaset and job, in kube-controller-manager) have created them, and the messages of the
+//! replicaset, job and statefulset, in kube-controller-manager) have created them, and the messages of the
 //! pods left pending; so must a plain `simulate` of the created pods (by workload: the replicas
 //! are alike and of equal priority, kube-scheduler takes them in an order of its own).
 //!
@@ -55,7 +55,7 @@ use common::{
     HIGH, HIGH_NEVER, LOW, Lab, NodeBuilder, PodBuilder, clean_slate, evaluate, kubectl_sched_binary, pod,
 };
 use e2e::{ControlPlane, Options};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
@@ -91,8 +91,8 @@ const QUIET: Duration = Duration::from_millis(1500);
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(200);
 
-/// etcd, kube-apiserver and kube-controller-manager with the deployment, replicaset and job
-/// controllers (the drain and rollout scenarios); kube-scheduler is started by each scenario once
+/// etcd, kube-apiserver and kube-controller-manager with the deployment, replicaset, job and
+/// statefulset controllers (the drain and rollout scenarios); kube-scheduler is started by each scenario once
 /// its state is built.
 async fn control_plane() -> Result<&'static ControlPlane, e2e::Error> {
     CONTROL_PLANE
@@ -101,6 +101,7 @@ async fn control_plane() -> Result<&'static ControlPlane, e2e::Error> {
                 "deployment-controller",
                 "replicaset-controller",
                 "job-controller",
+                "statefulset-controller",
             ]))
         })
         .await
@@ -834,7 +835,7 @@ fn show(output: &Output) -> String {
     )
 }
 
-/// Deletes every Deployment, ReplicaSet and Job (owners first, so nothing recreates what
+/// Deletes every Deployment, ReplicaSet, StatefulSet and Job (owners first, so nothing recreates what
 /// follows), then takes the Job controller's tracking finalizer off the pods left (no garbage
 /// collector runs, and `clean_slate` waits until the pods are gone).
 async fn delete_workloads(client: &Client) -> Result<()> {
@@ -879,6 +880,22 @@ async fn delete_workloads(client: &Client) -> Result<()> {
             }
         }
     }
+    let sets: Api<StatefulSet> = Api::all(client.clone());
+    for set in sets.list(&ListParams::default()).await?.items {
+        let ns = set.metadata.namespace.unwrap_or_default();
+        Api::<StatefulSet>::namespaced(client.clone(), &ns)
+            .delete_collection(&DeleteParams::background(), &ListParams::default())
+            .await?;
+    }
+    wait_until("every StatefulSet to be gone", || async {
+        Ok(sets
+            .list(&ListParams::default().limit(1))
+            .await?
+            .items
+            .is_empty()
+            .then_some(()))
+    })
+    .await?;
     let deployments: Api<Deployment> = Api::all(client.clone());
     for d in deployments.list(&ListParams::default()).await?.items {
         let ns = d.metadata.namespace.unwrap_or_default();
@@ -1947,6 +1964,17 @@ fn workload_manifest(ns: &str, kind: &str, name: &str, count: i32, rank: i32, mi
                 "template": template("Never"),
             },
         }),
+        "StatefulSet" => json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "replicas": count,
+                "serviceName": name,
+                "podManagementPolicy": "Parallel",
+                "selector": {"matchLabels": {"app": name}},
+                "template": template("Always"),
+            },
+        }),
         _ => json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": name, "namespace": ns},
@@ -2077,6 +2105,9 @@ async fn rollout(
         match manifest["kind"].as_str() {
             Some("Job") => {
                 s.lab.create_namespaced::<Job>(manifest.clone()).await?;
+            }
+            Some("StatefulSet") => {
+                s.lab.create_namespaced::<StatefulSet>(manifest.clone()).await?;
             }
             _ => {
                 s.lab.create_namespaced::<Deployment>(manifest.clone()).await?;
@@ -2249,6 +2280,37 @@ async fn rollout_spread(s: &Scenario) -> Result<()> {
     ensure!(
         outcome.per_node().len() > 1,
         "sim-rs-spread: the replicas spread over several nodes: {outcome:?}"
+    );
+    Ok(())
+}
+
+/// As s26 with a StatefulSet (podManagementPolicy Parallel, no volumeClaimTemplates): its pods
+/// are spread by the StatefulSet's selector (the system default constraints), which `simulate -f`
+/// must account for before the set exists.
+#[tokio::test]
+async fn s27_statefulset_spreads_over_hostnames() -> Result<()> {
+    let s = Scenario::begin("sim-sts-spread").await?;
+    let result = rollout_stateful_set(&s).await;
+    delete_workloads(&s.lab.client).await?;
+    result?;
+    s.finish().await
+}
+
+async fn rollout_stateful_set(s: &Scenario) -> Result<()> {
+    let b = s.n("b6");
+    s.lab
+        .create_nodes(vec![s.node("a4", 4), s.node("b6", 6), s.node("c32", 32)])
+        .await?;
+    s.lab
+        .create_pods(vec![bound("load-b", &b, Some(LOWEST), 1000)])
+        .await?;
+    let ns = s.ns().to_owned();
+    let manifests = |count| vec![workload_manifest(&ns, "StatefulSet", "db", count, 1, 1000)];
+    let kinds = BTreeMap::from([("db", "statefulset/db")]);
+    let outcome = rollout(s, manifests, 3, 4, &kinds).await?;
+    ensure!(
+        outcome.per_node().len() > 1,
+        "sim-sts-spread: the replicas spread over several nodes: {outcome:?}"
     );
     Ok(())
 }
