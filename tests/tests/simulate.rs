@@ -32,6 +32,13 @@
 //! kube-scheduler then places after a real `kubectl drain` (replacement names differ); the
 //! replacements, once created, are also compared pod by pod with a plain `simulate`.
 //!
+//! The rollout scenarios check `simulate -f FILE` (workloads expanded into the pods their
+//! controllers would create) the same way: run before the workloads exist, it must predict as many
+//! pods per workload and node as kube-scheduler places once the real controllers (deployment,
+//! replicaset, job and statefulset, in kube-controller-manager) have created them, and the messages of the
+//! pods left pending; so must a plain `simulate` of the created pods (by workload: the replicas
+//! are alike and of equal priority, kube-scheduler takes them in an order of its own).
+//!
 //! The scenarios share one control plane of their own (kube-scheduler is stopped and started)
 //! and run one at a time, each in its own namespace with its own nodes, and leave no node and no
 //! pod behind (`simulate` looks at every pending pod of the cluster).
@@ -48,7 +55,8 @@ use common::{
     HIGH, HIGH_NEVER, LOW, Lab, NodeBuilder, PodBuilder, clean_slate, evaluate, kubectl_sched_binary, pod,
 };
 use e2e::{ControlPlane, Options};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -83,15 +91,18 @@ const QUIET: Duration = Duration::from_millis(1500);
 const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(200);
 
-/// etcd, kube-apiserver and kube-controller-manager with the deployment and replicaset
-/// controllers (the drain scenario); kube-scheduler is started by each scenario once its state
-/// is built.
+/// etcd, kube-apiserver and kube-controller-manager with the deployment, replicaset, job and
+/// statefulset controllers (the drain and rollout scenarios); kube-scheduler is started by each scenario once
+/// its state is built.
 async fn control_plane() -> Result<&'static ControlPlane, e2e::Error> {
     CONTROL_PLANE
         .get_or_try_init(|| {
-            ControlPlane::start(
-                Options::new().with_controller_manager(&["deployment-controller", "replicaset-controller"]),
-            )
+            ControlPlane::start(Options::new().with_controller_manager(&[
+                "deployment-controller",
+                "replicaset-controller",
+                "job-controller",
+                "statefulset-controller",
+            ]))
         })
         .await
 }
@@ -824,8 +835,67 @@ fn show(output: &Output) -> String {
     )
 }
 
-/// Deletes every Deployment and ReplicaSet (owners first, so nothing recreates what follows).
+/// Deletes every Deployment, ReplicaSet, StatefulSet and Job (owners first, so nothing recreates what
+/// follows), then takes the Job controller's tracking finalizer off the pods left (no garbage
+/// collector runs, and `clean_slate` waits until the pods are gone).
 async fn delete_workloads(client: &Client) -> Result<()> {
+    let jobs: Api<Job> = Api::all(client.clone());
+    for j in jobs.list(&ListParams::default()).await?.items {
+        let ns = j.metadata.namespace.unwrap_or_default();
+        // Background: the default for Jobs orphans the pods through a finalizer that only the
+        // garbage collector would remove.
+        Api::<Job>::namespaced(client.clone(), &ns)
+            .delete_collection(&DeleteParams::background(), &ListParams::default())
+            .await?;
+    }
+    wait_until("every Job to be gone", || async {
+        Ok(jobs
+            .list(&ListParams::default().limit(1))
+            .await?
+            .items
+            .is_empty()
+            .then_some(()))
+    })
+    .await?;
+    let pods: Api<Pod> = Api::all(client.clone());
+    for p in pods.list(&ListParams::default()).await?.items {
+        if p.metadata.finalizers.as_ref().is_none_or(Vec::is_empty) {
+            continue;
+        }
+        let (ns, name) = (
+            p.metadata.namespace.unwrap_or_default(),
+            p.metadata.name.unwrap_or_default(),
+        );
+        match Api::<Pod>::namespaced(client.clone(), &ns)
+            .patch(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+            )
+            .await
+        {
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            other => {
+                other.with_context(|| format!("removing the finalizers of pod {ns}/{name}"))?;
+            }
+        }
+    }
+    let sets: Api<StatefulSet> = Api::all(client.clone());
+    for set in sets.list(&ListParams::default()).await?.items {
+        let ns = set.metadata.namespace.unwrap_or_default();
+        Api::<StatefulSet>::namespaced(client.clone(), &ns)
+            .delete_collection(&DeleteParams::background(), &ListParams::default())
+            .await?;
+    }
+    wait_until("every StatefulSet to be gone", || async {
+        Ok(sets
+            .list(&ListParams::default().limit(1))
+            .await?
+            .items
+            .is_empty()
+            .then_some(()))
+    })
+    .await?;
     let deployments: Api<Deployment> = Api::all(client.clone());
     for d in deployments.list(&ListParams::default()).await?.items {
         let ns = d.metadata.namespace.unwrap_or_default();
@@ -1834,4 +1904,413 @@ async fn s23_preemption_policy_never() -> Result<()> {
         "sim-never: p01-never ends on {a}, p02-mid on {b}, both victims p02-mid's: {outcome:?}"
     );
     s.finish().await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rollouts from a file
+
+/// What one side says about one workload's pods: how many on each node, and the messages of
+/// those left pending (sorted).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Rollout {
+    per_node: BTreeMap<String, usize>,
+    pending: Vec<String>,
+}
+
+impl Rollout {
+    fn add(&mut self, placement: &Placement) {
+        match &placement.node {
+            Some(node) => *self.per_node.entry(node.clone()).or_insert(0) += 1,
+            None => self.pending.push(placement.message.clone().unwrap_or_default()),
+        }
+    }
+
+    fn pods(&self) -> usize {
+        self.per_node.values().sum::<usize>() + self.pending.len()
+    }
+}
+
+/// Rollouts by workload (`deployment/web`).
+type Rollouts = BTreeMap<String, Rollout>;
+
+/// The completions of the rollout scenarios' Jobs: above any parallelism they ask, so that the
+/// parallelism is the number of pods.
+const JOB_COMPLETIONS: i32 = 12;
+
+/// A workload's manifest, as the file holds it and as it is created: pods labelled `app: NAME`
+/// requesting `millis` of cpu and 512Mi, of priority `sim-rank-RANK` (distinct ranks order the
+/// workloads in kube-scheduler's queue; the replicas of one are alike), deleted with grace 0.
+fn workload_manifest(ns: &str, kind: &str, name: &str, count: i32, rank: i32, millis: u32) -> Value {
+    let template = |restart: &str| {
+        json!({
+            "metadata": {"labels": {"app": name}},
+            "spec": {
+                "priorityClassName": rank_class(rank),
+                "terminationGracePeriodSeconds": 0,
+                "restartPolicy": restart,
+                "containers": [{"name": "c", "image": common::PAUSE_IMAGE,
+                                "resources": {"requests": {"cpu": format!("{millis}m"), "memory": "512Mi"}}}],
+            },
+        })
+    };
+    match kind {
+        "Job" => json!({
+            "apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "parallelism": count,
+                "completions": JOB_COMPLETIONS,
+                "backoffLimit": 0,
+                "template": template("Never"),
+            },
+        }),
+        "StatefulSet" => json!({
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "replicas": count,
+                "serviceName": name,
+                "podManagementPolicy": "Parallel",
+                "selector": {"matchLabels": {"app": name}},
+                "template": template("Always"),
+            },
+        }),
+        _ => json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {
+                "replicas": count,
+                "selector": {"matchLabels": {"app": name}},
+                "template": template("Always"),
+            },
+        }),
+    }
+}
+
+/// `manifests` as a `kind: List` in a temporary file.
+fn manifest_file(manifests: &[Value]) -> Result<tempfile::NamedTempFile> {
+    let file = tempfile::Builder::new().suffix(".json").tempfile()?;
+    serde_json::to_writer_pretty(
+        file.as_file(),
+        &json!({"apiVersion": "v1", "kind": "List", "items": manifests}),
+    )?;
+    Ok(file)
+}
+
+/// The pods of `simulate -f`'s document by workload. Every pod must be of one of `workloads`
+/// (no other pod is pending) and come from the file.
+fn predicted_rollouts(simulation: &Simulation, workloads: &[&str]) -> Result<Rollouts> {
+    let mut rollouts: Rollouts = workloads
+        .iter()
+        .map(|w| ((*w).to_owned(), Rollout::default()))
+        .collect();
+    for entry in simulation.json["pods"].as_array().context("no pods[]")? {
+        let workload = entry["workload"].as_str().unwrap_or_default();
+        let name = entry["pod"].as_str().unwrap_or_default();
+        let rollout = rollouts
+            .get_mut(workload)
+            .with_context(|| format!("{name}: a pod of {workload:?}, none of {workloads:?}: {entry}"))?;
+        ensure!(
+            entry["origin"]
+                .as_str()
+                .is_some_and(|o| o.eq_ignore_ascii_case("input")),
+            "{name} does not come from the file: {entry}"
+        );
+        let placement = simulation
+            .pods
+            .get(name)
+            .with_context(|| format!("{name}: no placement (preempted?): {entry}"))?;
+        rollout.add(placement);
+    }
+    Ok(rollouts)
+}
+
+/// kube-scheduler's outcome by workload: each pod's is `KIND/APP` of its `app` label (`kinds`
+/// maps the app to its workload).
+async fn real_rollouts(s: &Scenario, outcome: &Outcome, kinds: &BTreeMap<&str, &str>) -> Result<Rollouts> {
+    let mut rollouts: Rollouts = kinds
+        .values()
+        .map(|w| ((*w).to_owned(), Rollout::default()))
+        .collect();
+    let live = s.pods().list(&ListParams::default()).await?.items;
+    for (name, placement) in &outcome.pods {
+        let pod = live
+            .iter()
+            .find(|p| key(p) == *name)
+            .with_context(|| format!("{name} is gone"))?;
+        let app = pod
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get("app"))
+            .map(String::as_str)
+            .unwrap_or_default();
+        let workload = kinds
+            .get(app)
+            .with_context(|| format!("{name}: app {app:?} is none of {kinds:?}"))?;
+        rollouts.get_mut(*workload).context("workload")?.add(placement);
+    }
+    Ok(rollouts)
+}
+
+/// `simulate -f FILE` (with `extra` arguments), before the workloads exist, by workload.
+async fn predict(
+    s: &Scenario,
+    file: &Path,
+    extra: &[&str],
+    workloads: &[&str],
+) -> Result<(Rollouts, Simulation)> {
+    let path = file.display().to_string();
+    let mut args = vec!["-f", path.as_str()];
+    args.extend_from_slice(extra);
+    let simulation = s.simulate(&args).await?;
+    ensure!(
+        simulation.victims.is_empty(),
+        "{}: simulate -f predicted victims: {:?}",
+        s.id,
+        simulation.victims
+    );
+    Ok((predicted_rollouts(&simulation, workloads)?, simulation))
+}
+
+/// The rollout procedure: `manifests(N)` are the workloads with N replicas (or parallelism).
+/// Predict with `simulate -f FILE --replicas COUNT`, FILE holding `manifests(in_file)` (and
+/// check that without `--replicas` the file's count is used); create `manifests(COUNT)`, wait
+/// for their pods, run kube-scheduler, check the prediction, and that of a plain `simulate` of
+/// the created pods, by workload. `kinds` maps each workload's app label to its `kind/name`.
+async fn rollout(
+    s: &Scenario,
+    manifests: impl Fn(i32) -> Vec<Value>,
+    in_file: i32,
+    count: i32,
+    kinds: &BTreeMap<&str, &str>,
+) -> Result<Outcome> {
+    let workloads: Vec<&str> = kinds.values().copied().collect();
+    let file = manifest_file(&manifests(in_file))?;
+    // The file's own counts first: --replicas is what changes them.
+    let (as_written, _) = predict(s, file.path(), &[], &workloads).await?;
+    let replicas = count.to_string();
+    let (predicted, prediction) = predict(s, file.path(), &["--replicas", &replicas], &workloads).await?;
+    let (in_file, count) = (usize::try_from(in_file)?, usize::try_from(count)?);
+    ensure!(
+        in_file != count
+            && predicted.values().all(|r| r.pods() == count)
+            && as_written.values().all(|r| r.pods() == in_file),
+        "{}: each workload makes {in_file} pods as written, {count} with --replicas {count}: \
+         with it {predicted:?}, without {as_written:?}",
+        s.id
+    );
+
+    for manifest in &manifests(i32::try_from(count)?) {
+        match manifest["kind"].as_str() {
+            Some("Job") => {
+                s.lab.create_namespaced::<Job>(manifest.clone()).await?;
+            }
+            Some("StatefulSet") => {
+                s.lab.create_namespaced::<StatefulSet>(manifest.clone()).await?;
+            }
+            _ => {
+                s.lab.create_namespaced::<Deployment>(manifest.clone()).await?;
+            }
+        }
+    }
+    let pending = wait_pending(s, count * workloads.len()).await?;
+    let bound = s.bound_pods().await?;
+    let (objects, warnings) = load_from_api(&s.lab.client, &ApiLoadOptions::default()).await?;
+    ensure!(warnings.is_empty(), "load_from_api warned: {warnings:?}");
+    let simulation = s.simulate(&[]).await?;
+    let outcome = s.run_kube_scheduler(&pending, &bound).await?;
+    s.check_no_ties(&objects, &outcome)?;
+
+    // Replicas are alike and of equal priority: kube-scheduler takes them in an order of its
+    // own, so the pods compare by workload (per node, and the pending ones' messages), not by
+    // name.
+    let real = real_rollouts(s, &outcome, kinds).await?;
+    let live = s.pods().list(&ListParams::default()).await?.items;
+    let mut plain = Rollouts::new();
+    for (name, placement) in &simulation.pods {
+        let app = live
+            .iter()
+            .find(|p| key(p) == *name)
+            .and_then(|p| p.metadata.labels.as_ref()?.get("app").cloned())
+            .unwrap_or_default();
+        let workload = kinds.get(app.as_str()).copied().unwrap_or("?");
+        plain.entry(workload.to_owned()).or_default().add(placement);
+    }
+    eprintln!(
+        "[simulate] {}: {} pods, {} placed, {} pending; kube-scheduler settled in {:.1} s, scenario {:.1} s\n  \
+         kube-scheduler:                     {real:?}\n  simulate -f --replicas {count}:     {predicted:?}\n  \
+         plain simulate of the created pods: {plain:?}",
+        s.id,
+        outcome.pods.len(),
+        outcome.placed(),
+        outcome.pods.len() - outcome.placed(),
+        outcome.settled_in.as_secs_f64(),
+        s.started.elapsed().as_secs_f64()
+    );
+    ensure!(
+        real == predicted,
+        "{}: `simulate -f FILE --replicas {count}` (before the workloads existed) disagrees with \
+         kube-scheduler on the pods the controllers created:\n  kube-scheduler: {real:?}\n  \
+         simulate -f:    {predicted:?}\nprediction: {:#}\nkube-scheduler's events in order: {}",
+        s.id,
+        prediction.json["pods"],
+        s.attempts().await.unwrap_or_default().join(", ")
+    );
+    ensure!(
+        real == plain,
+        "{}: a plain `simulate` of the pods the controllers created disagrees with kube-scheduler:\n  \
+         kube-scheduler: {real:?}\n  simulate:       {plain:?}\nsimulate's pods: {:#}",
+        s.id,
+        simulation.json["pods"]
+    );
+    ensure!(
+        outcome.victims.is_empty(),
+        "{}: kube-scheduler preempted {:?}",
+        s.id,
+        outcome.victims
+    );
+    Ok(outcome)
+}
+
+/// `simulate -f FILE` with two Deployments, before they exist: `web` (higher rank, 1 cpu)
+/// spreads by score over three nodes of distinct sizes and loads, `big` (2.5 cpu) takes what room
+/// is left and partly stays pending. The file says 3 replicas, `--replicas 4` overrides both.
+/// Once the Deployments are created for real (4 replicas each) and kube-scheduler has placed
+/// what the ReplicaSets created, the pods per workload and node, and the pending replicas'
+/// messages, must be those predicted.
+#[tokio::test]
+async fn s24_rollout_from_a_file() -> Result<()> {
+    let s = Scenario::begin("sim-rollout").await?;
+    let result = rollout_deployments(&s).await;
+    delete_workloads(&s.lab.client).await?;
+    result?;
+    s.finish().await
+}
+
+async fn rollout_deployments(s: &Scenario) -> Result<()> {
+    let (b, c) = (s.n("b6"), s.n("c9"));
+    s.lab
+        .create_nodes(vec![s.node("a4", 4), s.node("b6", 6), s.node("c9", 9)])
+        .await?;
+    // Above the ranks: nothing to preempt.
+    s.lab
+        .create_pods(vec![
+            bound("load-b", &b, Some(LOWEST), 1000),
+            bound("load-c", &c, Some(LOWEST), 2500),
+        ])
+        .await?;
+    let ns = s.ns().to_owned();
+    let manifests = |count| {
+        vec![
+            workload_manifest(&ns, "Deployment", "web", count, 2, 1000),
+            workload_manifest(&ns, "Deployment", "big", count, 1, 2500),
+        ]
+    };
+    let kinds = BTreeMap::from([("web", "deployment/web"), ("big", "deployment/big")]);
+    let outcome = rollout(s, manifests, 3, 4, &kinds).await?;
+    ensure!(
+        !outcome.pending().is_empty(),
+        "sim-rollout: some big replicas stay pending: {outcome:?}"
+    );
+    Ok(())
+}
+
+/// `simulate -f FILE` with a Job (parallelism 2 in the file, `--replicas 9` overrides it,
+/// completions above it): the pods the job controller creates (its labels, its tracking
+/// finalizer) fill three nodes of distinct sizes and loads, and the ninth stays pending with the
+/// predicted message.
+#[tokio::test]
+async fn s25_job_from_a_file() -> Result<()> {
+    let s = Scenario::begin("sim-job").await?;
+    let result = rollout_job(&s).await;
+    delete_workloads(&s.lab.client).await?;
+    result?;
+    s.finish().await
+}
+
+async fn rollout_job(s: &Scenario) -> Result<()> {
+    let (b, c) = (s.n("b5"), s.n("c8"));
+    s.lab
+        .create_nodes(vec![s.node("a3", 3), s.node("b5", 5), s.node("c8", 8)])
+        .await?;
+    s.lab
+        .create_pods(vec![
+            bound("load-b", &b, Some(LOWEST), 1700),
+            bound("load-c", &c, Some(LOWEST), 2900),
+        ])
+        .await?;
+    let ns = s.ns().to_owned();
+    let manifest = |count| vec![workload_manifest(&ns, "Job", "crunch", count, 1, 1200)];
+    let kinds = BTreeMap::from([("crunch", "job/crunch")]);
+    let outcome = rollout(s, manifest, 2, 9, &kinds).await?;
+    ensure!(
+        outcome.pending().len() == 1,
+        "sim-job: the ninth pod stays pending: {outcome:?}"
+    );
+    Ok(())
+}
+
+/// A rollout where the ReplicaSet matters: one node much larger and emptier than the others, so
+/// that by resources alone every replica would go there. kube-scheduler spreads the replicas of a
+/// ReplicaSet over the hostnames (PodTopologySpread's system default constraints, which select a
+/// pod by its ReplicaSet), so `simulate -f` must account for the ReplicaSet the Deployment will
+/// create, although it does not exist yet.
+#[tokio::test]
+async fn s26_rollout_spreads_over_hostnames() -> Result<()> {
+    let s = Scenario::begin("sim-rs-spread").await?;
+    let result = rollout_spread(&s).await;
+    delete_workloads(&s.lab.client).await?;
+    result?;
+    s.finish().await
+}
+
+async fn rollout_spread(s: &Scenario) -> Result<()> {
+    let b = s.n("b6");
+    s.lab
+        .create_nodes(vec![s.node("a4", 4), s.node("b6", 6), s.node("c32", 32)])
+        .await?;
+    s.lab
+        .create_pods(vec![bound("load-b", &b, Some(LOWEST), 1000)])
+        .await?;
+    let ns = s.ns().to_owned();
+    let manifests = |count| vec![workload_manifest(&ns, "Deployment", "web", count, 1, 1000)];
+    let kinds = BTreeMap::from([("web", "deployment/web")]);
+    let outcome = rollout(s, manifests, 3, 4, &kinds).await?;
+    ensure!(
+        outcome.per_node().len() > 1,
+        "sim-rs-spread: the replicas spread over several nodes: {outcome:?}"
+    );
+    Ok(())
+}
+
+/// As s26 with a StatefulSet (podManagementPolicy Parallel, no volumeClaimTemplates): its pods
+/// are spread by the StatefulSet's selector (the system default constraints), which `simulate -f`
+/// must account for before the set exists.
+#[tokio::test]
+async fn s27_statefulset_spreads_over_hostnames() -> Result<()> {
+    let s = Scenario::begin("sim-sts-spread").await?;
+    let result = rollout_stateful_set(&s).await;
+    delete_workloads(&s.lab.client).await?;
+    result?;
+    s.finish().await
+}
+
+async fn rollout_stateful_set(s: &Scenario) -> Result<()> {
+    let b = s.n("b6");
+    s.lab
+        .create_nodes(vec![s.node("a4", 4), s.node("b6", 6), s.node("c32", 32)])
+        .await?;
+    s.lab
+        .create_pods(vec![bound("load-b", &b, Some(LOWEST), 1000)])
+        .await?;
+    let ns = s.ns().to_owned();
+    let manifests = |count| vec![workload_manifest(&ns, "StatefulSet", "db", count, 1, 1000)];
+    let kinds = BTreeMap::from([("db", "statefulset/db")]);
+    let outcome = rollout(s, manifests, 3, 4, &kinds).await?;
+    ensure!(
+        outcome.per_node().len() > 1,
+        "sim-sts-spread: the replicas spread over several nodes: {outcome:?}"
+    );
+    Ok(())
 }
