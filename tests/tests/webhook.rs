@@ -1037,7 +1037,16 @@ async fn i_a_pod_rejected_by_validation_after_the_webhook_claims_nothing() -> Re
 #[tokio::test]
 async fn j_a_slow_api_server_leaves_nothing_half_done() -> Result<()> {
     const CLAIMS: usize = 60;
-    let cp = ControlPlane::shared().await?;
+    // A control plane of its own, as the shared one is configured: a replica started on the
+    // shared one after the other tests (hundreds of pods, PVs and claims, two replicas of their
+    // own) did not report its caches synced within 60 s in two runs, alone it always does. Not
+    // understood yet (a follow-up); this test is about a slow API server.
+    let cp = &ControlPlane::start(
+        e2e::Options::new()
+            .with_scheduler(None)
+            .with_controller_manager(&["persistentvolume-binder"]),
+    )
+    .await?;
     // Not labelled for the shared replicas: only this test's replica serves the namespace.
     let ns = cp.new_namespace("wh-j").await?;
     let client = cp.client()?;
@@ -1075,34 +1084,20 @@ async fn j_a_slow_api_server_leaves_nothing_half_done() -> Result<()> {
         .trim_start_matches("https://")
         .parse()
         .context("the API server's address")?;
-    let proxy = e2e::latency::LatencyProxy::start(upstream, Duration::from_millis(25)).await?;
-    let mut slow = cp.config().clone();
-    slow.cluster_url = proxy.url().parse()?;
     let mut config = controller_config(&format!("sched-webhook-e2e-j-{ns}"), 0);
     config.scope.namespaces =
         Selector::from_map(&[("kubernetes.io/metadata.name".to_string(), ns.clone())].into());
     config.plan_budget = Duration::from_secs(2);
-    // Only the writes are slow: the caches and the Lease use the direct client, as in production
-    // each has its own connections.
-    let replica = Replica::start(
-        ReplicaClients {
-            watch: client.clone(),
-            write: Client::try_from(slow)?,
-            lease: client.clone(),
-        },
-        SchedulerConfig::default_config(&in_tree_registry()),
-        Limits::default(),
-        config,
-    );
-    let metrics = replica.state.metrics.clone();
+    let replica = SlowReplica::start(cp.config().clone(), upstream, config)?;
+    let (state, metrics) = (replica.state.clone(), replica.state.metrics.clone());
     eventually("the replica to sync and lead", SETUP_TIMEOUT, || async {
-        Ok((replica.state.cache.is_ready() && metrics.is_leader()).then_some(()))
+        Ok((state.cache.is_ready() && metrics.is_leader()).then_some(()))
     })
     .await
     .with_context(|| {
         format!(
             "caches synced: {}, leads: {}",
-            replica.state.cache.is_ready(),
+            state.cache.is_ready(),
             metrics.is_leader()
         )
     })?;
@@ -1151,9 +1146,10 @@ async fn j_a_slow_api_server_leaves_nothing_half_done() -> Result<()> {
     .await
     .with_context(|| {
         format!(
-            "{} writes counted, {} plans cut short or failed",
+            "{} writes counted, {} plans cut short or failed; leads: {}",
             metrics.bindings(),
-            metrics.plan_failures()
+            metrics.plan_failures(),
+            metrics.is_leader()
         )
     })?;
     let took = started.elapsed();
@@ -1183,7 +1179,82 @@ async fn j_a_slow_api_server_leaves_nothing_half_done() -> Result<()> {
         metrics.plan_failures(),
         metrics.bindings()
     );
-    replica.stop().await;
-    drop(proxy);
+    replica.stop();
     Ok(())
+}
+
+/// Test j's replica: its writes through a [`e2e::latency::LatencyProxy`] that holds every chunk 25 ms,
+/// its caches and Lease over the direct client (as in production each has its own connections),
+/// all on a runtime of its own — as `sched-webhook serve` runs — so that the test's polling never
+/// competes with it for the test's single thread.
+struct SlowReplica {
+    state: Arc<AppState>,
+    stop: tokio::sync::watch::Sender<bool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SlowReplica {
+    fn start(direct: kube::Config, upstream: std::net::SocketAddr, config: ControllerConfig) -> Result<Self> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("sched-webhook-slow".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .enable_all()
+                    .build()
+                    .expect("replica runtime");
+                runtime.block_on(async move {
+                    let proxy =
+                        match e2e::latency::LatencyProxy::start(upstream, Duration::from_millis(25)).await {
+                            Ok(proxy) => proxy,
+                            Err(e) => {
+                                let _ = tx.send(Err(anyhow::anyhow!("starting the latency proxy: {e}")));
+                                return;
+                            }
+                        };
+                    let mut slow = direct.clone();
+                    let clients = proxy.url().parse().map_err(anyhow::Error::from).and_then(|url| {
+                        slow.cluster_url = url;
+                        Ok((Client::try_from(direct)?, Client::try_from(slow)?))
+                    });
+                    let (client, slow) = match clients {
+                        Ok(clients) => clients,
+                        Err(e) => {
+                            let _ = tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let replica = Replica::start(
+                        ReplicaClients {
+                            watch: client.clone(),
+                            write: slow,
+                            lease: client,
+                        },
+                        SchedulerConfig::default_config(&in_tree_registry()),
+                        Limits::default(),
+                        config,
+                    );
+                    let stopped = replica.stopped();
+                    let _ = tx.send(Ok((replica.state.clone(), replica.stop_handle())));
+                    stopped.await;
+                    replica.stop().await;
+                    drop(proxy);
+                });
+            })?;
+        let (state, stop) = rx.recv_timeout(SETUP_TIMEOUT)??;
+        Ok(SlowReplica {
+            state,
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stops the replica (it releases its Lease) and waits for its runtime to end.
+    fn stop(mut self) {
+        let _ = self.stop.send(true);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
 }
