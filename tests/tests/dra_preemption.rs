@@ -133,26 +133,9 @@ async fn first_failed_scheduling(lab: &Lab, uid: &str) -> Result<Option<String>>
 // ---------------------------------------------------------------------------------------------
 // Running kubectl-sched
 
-/// Runs the plugin binary directly (no kubeconfig from the environment), bounded in time.
+/// Runs the plugin binary (built once), bounded in time.
 async fn run_kubectl_sched(args: &[&str]) -> Result<Output> {
-    let binary = binary().await?;
-    tokio::time::timeout(
-        COMMAND_TIMEOUT,
-        tokio::process::Command::new(binary)
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .with_context(|| {
-        format!(
-            "kubectl-sched {} took more than {COMMAND_TIMEOUT:?}",
-            args.join(" ")
-        )
-    })?
-    .with_context(|| format!("running {}", binary.display()))
+    common::run_kubectl_sched(binary().await?, args).await
 }
 
 /// `kubectl sched preempt POD -n NS --dry-run=client -o json`: the JSON document (exit 0, or 3

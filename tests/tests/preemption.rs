@@ -31,7 +31,7 @@ use std::process::Output;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use common::{HIGH, LOW, Lab, PodBuilder, kubectl_sched_binary, pod};
+use common::{HIGH, LOW, Lab, PodBuilder, kubectl_sched_binary, pod, run_kubectl_sched};
 use e2e::{ControlPlane, Options};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
@@ -247,27 +247,6 @@ async fn predict(lab: &Lab, pod: &str) -> Result<Value> {
             String::from_utf8_lossy(&output.stdout)
         )
     })
-}
-
-/// Runs the plugin binary directly (no kubeconfig from the environment), bounded in time.
-async fn run_kubectl_sched(binary: &Path, args: &[&str]) -> Result<Output> {
-    tokio::time::timeout(
-        COMMAND_TIMEOUT,
-        tokio::process::Command::new(binary)
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .with_context(|| {
-        format!(
-            "kubectl-sched {} took more than {COMMAND_TIMEOUT:?}",
-            args.join(" ")
-        )
-    })?
-    .with_context(|| format!("running {}", binary.display()))
 }
 
 /// What the prediction says kube-scheduler will do.

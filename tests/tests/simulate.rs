@@ -53,6 +53,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail, ensure};
 use common::{
     HIGH, HIGH_NEVER, LOW, Lab, NodeBuilder, PodBuilder, clean_slate, evaluate, kubectl_sched_binary, pod,
+    run_kubectl_sched,
 };
 use e2e::{ControlPlane, Options};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
@@ -79,8 +80,6 @@ const MID: (&str, i32) = ("sim-mid", 500);
 /// LOWEST, so that they never preempt the bound pods of a scenario.
 const RANKS: i32 = 40;
 
-/// Bounds one `kubectl-sched` run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bounds the wait for kube-scheduler to settle after it starts.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long nothing may change, queue empty, before kube-scheduler is deemed settled. A pod in
@@ -804,27 +803,6 @@ fn parse_simulation(json: Value) -> Result<Simulation> {
         }
     }
     Ok(Simulation { pods, victims, json })
-}
-
-/// Runs the plugin binary directly (no kubeconfig from the environment), bounded in time.
-async fn run_kubectl_sched(binary: &Path, args: &[&str]) -> Result<Output> {
-    tokio::time::timeout(
-        COMMAND_TIMEOUT,
-        tokio::process::Command::new(binary)
-            .args(args)
-            .env_remove("KUBECONFIG")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .with_context(|| {
-        format!(
-            "kubectl-sched {} took more than {COMMAND_TIMEOUT:?}",
-            args.join(" ")
-        )
-    })?
-    .with_context(|| format!("running {}", binary.display()))
 }
 
 fn show(output: &Output) -> String {

@@ -726,3 +726,29 @@ pub async fn kubectl_sched_binary() -> Result<PathBuf> {
     );
     Ok(binary)
 }
+
+/// How long one run of the plugin binary may take in [`run_kubectl_sched`].
+pub const KUBECTL_SCHED_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs the plugin binary directly (no kubeconfig from the environment, stdin closed), bounded in
+/// time ([`KUBECTL_SCHED_TIMEOUT`]).
+#[allow(dead_code)] // not every test binary runs the plugin
+pub async fn run_kubectl_sched(binary: &Path, args: &[&str]) -> Result<std::process::Output> {
+    tokio::time::timeout(
+        KUBECTL_SCHED_TIMEOUT,
+        tokio::process::Command::new(binary)
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "kubectl-sched {} took more than {KUBECTL_SCHED_TIMEOUT:?}",
+            args.join(" ")
+        )
+    })?
+    .with_context(|| format!("running {}", binary.display()))
+}

@@ -123,6 +123,24 @@ fn has_preferred_terms(pod: &PodInfo) -> bool {
 }
 
 impl InterPodAffinity {
+    /// The incoming pod as PreScore matches it: its preferred terms with namespaceSelector unrolled.
+    fn incoming<'a>(&self, pod: &'a PodInfo) -> Incoming<'a> {
+        let mut incoming = Incoming {
+            pod,
+            preferred_affinity: pod.preferred_affinity_terms.clone(),
+            preferred_anti_affinity: pod.preferred_anti_affinity_terms.clone(),
+            namespace_labels: self.namespace_labels(pod),
+        };
+        for t in incoming
+            .preferred_affinity
+            .iter_mut()
+            .chain(incoming.preferred_anti_affinity.iter_mut())
+        {
+            self.merge_term_namespaces(&mut t.term);
+        }
+        incoming
+    }
+
     /// Go's `processExistingPod`: the incoming pod's terms matching `existing`, and `existing`'s terms
     /// matching the incoming pod.
     fn process_existing_pod(
@@ -194,19 +212,7 @@ impl PreScorePlugin for InterPodAffinity {
         } else {
             self.snapshot.have_pods_with_affinity()
         };
-        let mut incoming = Incoming {
-            pod,
-            preferred_affinity: pod.preferred_affinity_terms.clone(),
-            preferred_anti_affinity: pod.preferred_anti_affinity_terms.clone(),
-            namespace_labels: self.namespace_labels(pod),
-        };
-        for t in incoming
-            .preferred_affinity
-            .iter_mut()
-            .chain(incoming.preferred_anti_affinity.iter_mut())
-        {
-            self.merge_term_namespaces(&mut t.term);
-        }
+        let incoming = self.incoming(pod);
 
         // The incoming pod's terms (every one naming its namespaces once unrolled) can only match
         // pods of those namespaces: count them from the snapshot's namespace index instead of
@@ -608,19 +614,7 @@ mod tests {
                     .read(&PRE_SCORE_STATE_KEY)
                     .map(|s| sorted(&s.topology_score))
                     .unwrap_or_default();
-                let mut incoming = Incoming {
-                    pod,
-                    preferred_affinity: pod.preferred_affinity_terms.clone(),
-                    preferred_anti_affinity: pod.preferred_anti_affinity_terms.clone(),
-                    namespace_labels: plugin.namespace_labels(pod),
-                };
-                for t in incoming
-                    .preferred_affinity
-                    .iter_mut()
-                    .chain(incoming.preferred_anti_affinity.iter_mut())
-                {
-                    plugin.merge_term_namespaces(&mut t.term);
-                }
+                let incoming = plugin.incoming(pod);
                 let mut walked = ScoreMap::new();
                 for node in snap.nodes() {
                     for existing in &node.pods {
