@@ -6,6 +6,7 @@
 #   make unit / e2e    the Rust tests without / with only the real control plane
 #   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
 #   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
+#   make bench         every figure of BENCHMARKS.md: kubectl-sched vs kube-scheduler on a real control plane (tens of minutes)
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -19,7 +20,7 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo dra-difftest bench-triage bench-simulate
+.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo dra-difftest bench-triage bench-simulate bench
 
 test: controlplane check-cargo lint
 	$(CARGO) test --workspace
@@ -61,6 +62,11 @@ bench-triage: check-cargo
 
 bench-simulate: check-cargo
 	CARGO=$(CARGO) tests/bench-simulate.sh $(BENCH_RUNS)
+
+# kubectl-sched and the real kube-scheduler side by side at 100, 1,000 and 5,000 nodes, and the webhook's
+# latency (BENCHMARKS.md; BENCH_NODES=100,1000 BENCH_RUNS=5 to change; not part of make test).
+bench: controlplane check-cargo
+	CARGO=$(CARGO) tests/bench.sh
 
 check-cargo:
 	@command -v $(CARGO) >/dev/null 2>&1 || { \

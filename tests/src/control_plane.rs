@@ -39,6 +39,7 @@ pub struct Options {
     controllers: Option<Vec<String>>,
     startup_timeout: Duration,
     webhook_client_certs: Vec<WebhookClientCert>,
+    scheduler_verbosity: Option<u8>,
 }
 
 /// A client certificate kube-apiserver presents when it calls an admission webhook.
@@ -58,6 +59,7 @@ impl Default for Options {
             controllers: None,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             webhook_client_certs: Vec::new(),
+            scheduler_verbosity: None,
         }
     }
 }
@@ -80,6 +82,13 @@ impl Options {
     /// lifecycle controller, it would taint and evict everything.
     pub fn with_controller_manager(mut self, controllers: &[&str]) -> Self {
         self.controllers = Some(controllers.iter().map(|c| (*c).to_owned()).collect());
+        self
+    }
+
+    /// Runs kube-scheduler (whenever it is started) with `-v=LEVEL`: at 2 it logs every binding
+    /// with its `evaluatedNodes` and every unschedulable attempt, which the benchmark reads.
+    pub fn with_scheduler_verbosity(mut self, level: u8) -> Self {
+        self.scheduler_verbosity = Some(level);
         self
     }
 
@@ -210,6 +219,7 @@ pub struct ControlPlane {
     config: Config,
     version: Info,
     startup_time: Duration,
+    scheduler_verbosity: Option<u8>,
 }
 
 static SHARED: OnceCell<ControlPlane> = OnceCell::const_new();
@@ -315,6 +325,7 @@ impl ControlPlane {
                 &dir,
                 &kubeconfig,
                 scheduler_config.as_deref(),
+                options.scheduler_verbosity,
                 scheduler_port,
                 group,
             )?);
@@ -366,6 +377,7 @@ impl ControlPlane {
             config,
             version,
             startup_time,
+            scheduler_verbosity: options.scheduler_verbosity,
         })
     }
 
@@ -453,6 +465,7 @@ impl ControlPlane {
                     &self.dir,
                     &self.kubeconfig,
                     config,
+                    self.scheduler_verbosity,
                     port,
                     self.group,
                 )?);
@@ -479,6 +492,11 @@ impl ControlPlane {
             }
             attempt += 1;
         }
+    }
+
+    /// kube-scheduler's process id while it runs (for reading its memory from /proc).
+    pub fn scheduler_pid(&self) -> Option<u32> {
+        self.lock_processes().component("kube-scheduler").map(|c| c.pid)
     }
 
     /// Stops kube-scheduler (SIGKILL: nothing of its state needs saving) and waits for it to
@@ -643,6 +661,7 @@ fn spawn_scheduler(
     dir: &Path,
     kubeconfig: &Path,
     config: Option<&str>,
+    verbosity: Option<u8>,
     port: u16,
     group: u32,
 ) -> Result<Component, Error> {
@@ -652,7 +671,7 @@ fn spawn_scheduler(
     Component::spawn(
         "kube-scheduler",
         &binaries.path("kube-scheduler"),
-        &scheduler_args(dir, kubeconfig, &config_path, port),
+        &scheduler_args(dir, kubeconfig, &config_path, port, verbosity),
         dir.join("kube-scheduler.log"),
         Some(group),
     )
@@ -718,6 +737,9 @@ fn etcd_args(data_dir: &Path, client_port: u16, peer_port: u16) -> Vec<OsString>
         ("initial-cluster", format!("e2e={peer}")),
         // Test data is thrown away: durability only costs time.
         ("unsafe-no-fsync", "true".into()),
+        // The default 2 GiB quota is less than the benchmark's 150,000 realistic pods take with
+        // their revisions; reaching it would make etcd refuse every write.
+        ("quota-backend-bytes", (8u64 << 30).to_string()),
         ("log-level", "warn".into()),
     ])
 }
@@ -756,9 +778,9 @@ fn apiserver_args(dir: &Path, pki: &PkiFiles, port: u16, etcd_port: u16) -> Vec<
     ])
 }
 
-fn scheduler_args(dir: &Path, kubeconfig: &Path, config: &Path, port: u16) -> Vec<OsString> {
+fn scheduler_args(dir: &Path, kubeconfig: &Path, config: &Path, port: u16, verbosity: Option<u8>) -> Vec<OsString> {
     let path = |p: &Path| p.display().to_string();
-    flags([
+    let mut args = flags([
         ("config", path(config)),
         // With --config, kube-scheduler ignores --kubeconfig: the file carries it. These two are
         // still read from flags and let /healthz callers authenticate.
@@ -768,7 +790,11 @@ fn scheduler_args(dir: &Path, kubeconfig: &Path, config: &Path, port: u16) -> Ve
         ("secure-port", port.to_string()),
         ("leader-elect", "false".into()),
         ("cert-dir", path(&dir.join("kube-scheduler-certs"))),
-    ])
+    ]);
+    if let Some(level) = verbosity {
+        args.extend(flags([("v", level.to_string())]));
+    }
+    args
 }
 
 fn controller_manager_args(

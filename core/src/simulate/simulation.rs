@@ -123,6 +123,9 @@ pub struct SimulationReport {
     pub cycles: usize,
     /// Placements where several nodes tied for the best score.
     pub ties: usize,
+    /// Nodes evaluated over all cycles (kube-scheduler's `processedNodes`: feasible nodes found
+    /// plus nodes a filter rejected), for node evaluations per second.
+    pub evaluated_nodes: usize,
     /// Set when the cycle limit stopped the run before the queue emptied.
     pub stopped_early: Option<String>,
 }
@@ -174,6 +177,7 @@ pub struct Simulation<'e> {
     victims: Vec<Victim>,
     cycles: usize,
     tied_placements: usize,
+    evaluated_nodes: usize,
 }
 
 impl<'e> Simulation<'e> {
@@ -192,6 +196,7 @@ impl<'e> Simulation<'e> {
             victims: Vec::new(),
             cycles: 0,
             tied_placements: 0,
+            evaluated_nodes: 0,
         }
     }
 
@@ -244,6 +249,7 @@ impl<'e> Simulation<'e> {
             victims: self.victims.clone(),
             cycles: self.cycles,
             ties: self.tied_placements,
+            evaluated_nodes: self.evaluated_nodes,
             stopped_early,
         })
     }
@@ -284,6 +290,7 @@ impl<'e> Simulation<'e> {
             ..self.engine.schedule_options(false)
         };
         let mut cycle = schedule_cycle(&fwk, &pod, options);
+        self.evaluated_nodes += cycle.processed_nodes;
         let num_nodes = self.snapshot.nodes().len().max(1);
         self.next_start_node_index = (self.next_start_node_index + cycle.processed_nodes) % num_nodes;
         let outcome = cycle.explanation.outcome;

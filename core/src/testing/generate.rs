@@ -627,7 +627,11 @@ fn pod_template(w: &Workload, realistic: bool) -> (ObjectMeta, PodSpec) {
     }
     let mut init_containers = Vec::new();
     if w.init {
-        init_containers.push(app_container(w, "migrate", w.image, "200m", "128Mi", realistic));
+        let mut migrate = app_container(w, "migrate", w.image, "200m", "128Mi", realistic);
+        // The API server refuses probes on init containers that are not sidecars.
+        migrate.liveness_probe = None;
+        migrate.readiness_probe = None;
+        init_containers.push(migrate);
     }
     if w.sidecar && realistic {
         let mut proxy = app_container(w, "proxy", IMAGES[4], "50m", "64Mi", realistic);

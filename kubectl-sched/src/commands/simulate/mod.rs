@@ -25,7 +25,7 @@ use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{GlobalArgs, SimulateArgs};
 use changes::{add_inputs, add_nodes, apply_set, cordon, drain, remove_node};
 use report::{
-    Origin, SimulateReport, SimulatedPod, compare, node_notes, placements, pod_name, summarize, usage_of,
+    Origin, RunCounts, SimulateReport, SimulatedPod, compare, node_notes, placements, pod_name, summarize, usage_of,
     usage_of_objects,
 };
 
@@ -227,10 +227,13 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
         summary: summarize(
             &pods,
             &outcome.victims,
-            outcome.ties,
-            outcome.cycles,
-            after.len(),
-            millis,
+            RunCounts {
+                ties: outcome.ties,
+                cycles: outcome.cycles,
+                evaluated_nodes: outcome.evaluated_nodes,
+                nodes: after.len(),
+                millis,
+            },
             !(args.filenames.is_empty() && args.drain.is_empty() && args.remove_node.is_empty()),
         ),
         workloads: placements(&pods, &workload_of),

@@ -137,6 +137,8 @@ pub struct Summary {
     pub ties: usize,
     /// Scheduling cycles run.
     pub cycles: usize,
+    /// Nodes evaluated over all cycles (feasible ones found plus ones a filter rejected).
+    pub evaluated_nodes: usize,
     /// Nodes after the changes.
     pub nodes: usize,
     /// Wall time of the simulation proper, in milliseconds.
@@ -185,15 +187,16 @@ pub(super) fn pod_name(key: &str) -> &str {
     key.split_once('/').map_or(key, |(_, name)| name)
 }
 
-pub(super) fn summarize(
-    pods: &[SimulatedPod],
-    victims: &[Victim],
-    ties: usize,
-    cycles: usize,
-    nodes: usize,
-    millis: u64,
-    new_pods_only: bool,
-) -> Summary {
+/// How the run went, besides its pods: copied into the [`Summary`].
+pub(super) struct RunCounts {
+    pub ties: usize,
+    pub cycles: usize,
+    pub evaluated_nodes: usize,
+    pub nodes: usize,
+    pub millis: u64,
+}
+
+pub(super) fn summarize(pods: &[SimulatedPod], victims: &[Victim], run: RunCounts, new_pods_only: bool) -> Summary {
     let placed = |p: &&SimulatedPod| p.result.outcome == PodOutcome::Scheduled;
     let inputs: Vec<&SimulatedPod> = pods.iter().filter(|p| p.origin != Origin::Pending).collect();
     let scheduled = pods.iter().filter(placed).count();
@@ -212,10 +215,11 @@ pub(super) fn summarize(
             .iter()
             .filter(|p| !matches!(p.result.outcome, PodOutcome::Scheduled))
             .count(),
-        ties,
-        cycles,
-        nodes,
-        millis,
+        ties: run.ties,
+        cycles: run.cycles,
+        evaluated_nodes: run.evaluated_nodes,
+        nodes: run.nodes,
+        millis: run.millis,
     }
 }
 

@@ -1,0 +1,171 @@
+//! The benchmark's results and their Markdown rendering (the tables BENCHMARKS.md holds).
+
+use serde::Serialize;
+
+use crate::load::LoadFigures;
+use crate::measure::{Runs, SchedulerRun, median, spread};
+
+/// `simulate` runs on one snapshot.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SimulateFigures {
+    /// Process wall time per run (reading the file included).
+    pub wall_seconds: Vec<f64>,
+    /// The simulation proper per run (the report's `millis`).
+    pub simulation_seconds: Vec<f64>,
+    pub max_rss_mib: Vec<f64>,
+    pub pods: usize,
+    pub scheduled: usize,
+    pub cycles: usize,
+    pub evaluated_nodes: u64,
+}
+
+impl SimulateFigures {
+    fn seconds(&self) -> f64 {
+        median(&self.simulation_seconds)
+    }
+
+    pub fn pods_per_second(&self) -> f64 {
+        self.scheduled as f64 / self.seconds()
+    }
+
+    pub fn evaluations_per_second(&self) -> f64 {
+        self.evaluated_nodes as f64 / self.seconds()
+    }
+
+    /// Milliseconds per scheduling cycle.
+    pub fn cycle_ms(&self) -> f64 {
+        self.seconds() * 1e3 / self.cycles.max(1) as f64
+    }
+
+    fn show_spread(&self) -> String {
+        let (lo, hi) = spread(&self.simulation_seconds);
+        if self.simulation_seconds.len() > 1 {
+            format!(" ({lo:.2}–{hi:.2} s)")
+        } else {
+            String::new()
+        }
+    }
+}
+
+/// Everything measured at one size.
+#[derive(Debug, Clone, Serialize)]
+pub struct SizeResult {
+    pub nodes: usize,
+    pub bound_pods: usize,
+    pub batch: usize,
+    pub load: LoadFigures,
+    pub explain_live: Runs,
+    pub snapshot: Runs,
+    pub snapshot_mib: f64,
+    pub explain_file: Runs,
+    pub sampled: SimulateFigures,
+    pub full: SimulateFigures,
+    pub preempt: Runs,
+    pub scheduler: SchedulerRun,
+}
+
+fn ratio(ours: f64, theirs: f64) -> String {
+    format!("{:.2}×", ours / theirs)
+}
+
+/// The side-by-side table of one size.
+pub fn print_size(r: &SizeResult) {
+    let k = &r.scheduler;
+    println!(
+        "\n### {} nodes, {} bound pods, a batch of {} pending pods\n",
+        r.nodes, r.bound_pods, r.batch
+    );
+    println!(
+        "Loaded {} objects into kube-apiserver in {:.1} s ({:.0} objects/s, {} failed requests).\n",
+        r.load.objects,
+        r.load.seconds,
+        r.load.objects as f64 / r.load.seconds,
+        r.load.failed
+    );
+    println!("| measure | kubectl-sched | kube-scheduler | ratio (ours / theirs) |");
+    println!("|---|---|---|---|");
+    println!(
+        "| batch throughput, kube-scheduler's sampling (placed pods/s) | {:.0}{} — {} of {} placed | {:.0} — {} of {} bound | {} |",
+        r.sampled.pods_per_second(),
+        r.sampled.show_spread(),
+        r.sampled.scheduled,
+        r.sampled.pods,
+        k.pods_per_second(),
+        k.bound,
+        r.batch,
+        ratio(r.sampled.pods_per_second(), k.pods_per_second())
+    );
+    println!(
+        "| node evaluations/s, sampled | {:.0} | {:.0} | {} |",
+        r.sampled.evaluations_per_second(),
+        k.evaluations_per_second(),
+        ratio(r.sampled.evaluations_per_second(), k.evaluations_per_second())
+    );
+    println!(
+        "| node evaluations/s, ours scanning every node | {:.0} ({:.1} ms per cycle) | {:.0} | {} |",
+        r.full.evaluations_per_second(),
+        r.full.cycle_ms(),
+        k.evaluations_per_second(),
+        ratio(r.full.evaluations_per_second(), k.evaluations_per_second())
+    );
+    println!(
+        "| cold start to the first decision (ours: `explain POD` end to end; kube-scheduler: process start to its first scheduling decision) | {} | {:.2} s | {} |",
+        r.explain_live.show(),
+        k.first_decision_seconds,
+        ratio(r.explain_live.median_seconds(), k.first_decision_seconds)
+    );
+    println!(
+        "| peak RSS (ours: `explain POD`; kube-scheduler: VmHWM after the batch) | {:.0} MiB | {:.0} MiB | {} |",
+        r.explain_live.median_rss(),
+        k.max_rss_mib,
+        ratio(r.explain_live.median_rss(), k.max_rss_mib)
+    );
+    println!();
+    println!("| ours alone | median (min–max) | peak RSS |");
+    println!("|---|---|---|");
+    for (what, runs) in [
+        ("`explain POD` against the API server", &r.explain_live),
+        ("`snapshot -A -o FILE.json`", &r.snapshot),
+        ("`explain POD --from FILE.json`", &r.explain_file),
+        ("`preempt POD` dry run against the API server", &r.preempt),
+    ] {
+        println!("| {what} | {} | {:.0} MiB |", runs.show(), runs.median_rss());
+    }
+    println!(
+        "| `simulate --from FILE` (batch, sampled): whole process / simulation | {:.2} s / {:.2} s | {:.0} MiB |",
+        median(&r.sampled.wall_seconds),
+        median(&r.sampled.simulation_seconds),
+        median(&r.sampled.max_rss_mib)
+    );
+    println!(
+        "| `simulate --from FILE --all-nodes`: whole process / simulation | {:.2} s / {:.2} s | {:.0} MiB |",
+        median(&r.full.wall_seconds),
+        median(&r.full.simulation_seconds),
+        median(&r.full.max_rss_mib)
+    );
+    println!("\nSnapshot file: {:.0} MiB.", r.snapshot_mib);
+}
+
+/// How each cost grows with the cluster.
+pub fn print_scaling(results: &[SizeResult]) {
+    println!("\n### Scaling\n");
+    println!(
+        "| nodes | pods | load | `explain POD` live | `explain --from` | `preempt` dry run | full-scan cycle | sampled pods/s (ours / kube-scheduler) | kube-scheduler first decision |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for r in results {
+        println!(
+            "| {} | {} | {:.1} s | {} | {} | {} | {:.2} ms | {:.0} / {:.0} | {:.2} s |",
+            r.nodes,
+            r.bound_pods + r.batch,
+            r.load.seconds,
+            r.explain_live.show(),
+            r.explain_file.show(),
+            r.preempt.show(),
+            r.full.cycle_ms(),
+            r.sampled.pods_per_second(),
+            r.scheduler.pods_per_second(),
+            r.scheduler.first_decision_seconds
+        );
+    }
+}
