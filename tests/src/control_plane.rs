@@ -778,7 +778,13 @@ fn apiserver_args(dir: &Path, pki: &PkiFiles, port: u16, etcd_port: u16) -> Vec<
     ])
 }
 
-fn scheduler_args(dir: &Path, kubeconfig: &Path, config: &Path, port: u16, verbosity: Option<u8>) -> Vec<OsString> {
+fn scheduler_args(
+    dir: &Path,
+    kubeconfig: &Path,
+    config: &Path,
+    port: u16,
+    verbosity: Option<u8>,
+) -> Vec<OsString> {
     let path = |p: &Path| p.display().to_string();
     let mut args = flags([
         ("config", path(config)),

@@ -25,8 +25,8 @@ use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{GlobalArgs, SimulateArgs};
 use changes::{add_inputs, add_nodes, apply_set, cordon, drain, remove_node};
 use report::{
-    Origin, RunCounts, SimulateReport, SimulatedPod, compare, node_notes, placements, pod_name, summarize, usage_of,
-    usage_of_objects,
+    Origin, RunCounts, SimulateReport, SimulatedPod, compare, node_notes, placements, pod_name, summarize,
+    usage_of, usage_of_objects,
 };
 
 /// Why `simulate` could not answer.

@@ -196,7 +196,12 @@ pub(super) struct RunCounts {
     pub millis: u64,
 }
 
-pub(super) fn summarize(pods: &[SimulatedPod], victims: &[Victim], run: RunCounts, new_pods_only: bool) -> Summary {
+pub(super) fn summarize(
+    pods: &[SimulatedPod],
+    victims: &[Victim],
+    run: RunCounts,
+    new_pods_only: bool,
+) -> Summary {
     let placed = |p: &&SimulatedPod| p.result.outcome == PodOutcome::Scheduled;
     let inputs: Vec<&SimulatedPod> = pods.iter().filter(|p| p.origin != Origin::Pending).collect();
     let scheduled = pods.iter().filter(placed).count();

@@ -203,7 +203,11 @@ async fn create_namespaced<K>(
     status: Option<serde_json::Value>,
 ) -> Result<(), String>
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + Debug + Serialize + DeserializeOwned,
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + Serialize
+        + DeserializeOwned,
 {
     let mut object = object.clone();
     for_create(&mut object);
@@ -211,7 +215,11 @@ where
     create_with_status(&api, &object, status).await
 }
 
-async fn create_with_status<K>(api: &Api<K>, object: &K, status: Option<serde_json::Value>) -> Result<(), String>
+async fn create_with_status<K>(
+    api: &Api<K>,
+    object: &K,
+    status: Option<serde_json::Value>,
+) -> Result<(), String>
 where
     K: Resource + Clone + Debug + Serialize + DeserializeOwned,
 {

@@ -146,7 +146,12 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
     let out = |what: &str| file(&args.out, nodes, what);
 
     eprintln!("sched-bench: {nodes} nodes: explain {ns}/{name} against the API server");
-    let explain_live = run_command(binary, &ours(&["explain", &name, "-n", &ns]), runs, &out("explain-live.txt"))?;
+    let explain_live = run_command(
+        binary,
+        &ours(&["explain", &name, "-n", &ns]),
+        runs,
+        &out("explain-live.txt"),
+    )?;
     let snapshot_path = out("snapshot.json").display().to_string();
     eprintln!("sched-bench: {nodes} nodes: snapshot");
     let snapshot = run_command(
@@ -163,7 +168,13 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
     )?;
     eprintln!("sched-bench: {nodes} nodes: simulate the batch, sampled and full scan");
     let sampled = simulate(binary, &snapshot_path, false, runs, &out("simulate-sampled.json"))?;
-    let full = simulate(binary, &snapshot_path, true, args.full_scan_runs, &out("simulate-full.json"))?;
+    let full = simulate(
+        binary,
+        &snapshot_path,
+        true,
+        args.full_scan_runs,
+        &out("simulate-full.json"),
+    )?;
 
     eprintln!("sched-bench: {nodes} nodes: preemption dry run");
     let preemptor = create_preemptor(&client, &cluster).await?;
@@ -218,7 +229,13 @@ fn simulate(
     runs: usize,
     out: &std::path::Path,
 ) -> Result<SimulateFigures, String> {
-    let mut args = vec!["simulate".to_string(), "--from".into(), snapshot.into(), "-o".into(), "json".into()];
+    let mut args = vec![
+        "simulate".to_string(),
+        "--from".into(),
+        snapshot.into(),
+        "-o".into(),
+        "json".into(),
+    ];
     if all_nodes {
         args.push("--all-nodes".into());
     }
@@ -226,7 +243,8 @@ fn simulate(
     for _ in 0..runs.max(1) {
         let run: Runs = run_command(binary, &args, 1, out)?;
         let text = std::fs::read_to_string(out).map_err(|e| format!("{}: {e}", out.display()))?;
-        let report: serde_json::Value = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", out.display()))?;
+        let report: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| format!("{}: {e}", out.display()))?;
         let summary = &report["summary"];
         let number = |key: &str| summary[key].as_f64().unwrap_or(f64::NAN);
         figures.wall_seconds.push(run.seconds[0]);

@@ -67,7 +67,8 @@ pub fn run_command(binary: &Path, args: &[String], runs: usize, stdout: &Path) -
     };
     for _ in 0..runs {
         let out = std::fs::File::create(stdout).map_err(|e| format!("{}: {e}", stdout.display()))?;
-        let err = std::fs::File::create(&stderr_file).map_err(|e| format!("{}: {e}", stderr_file.display()))?;
+        let err =
+            std::fs::File::create(&stderr_file).map_err(|e| format!("{}: {e}", stderr_file.display()))?;
         let started = Instant::now();
         let status = Command::new("/usr/bin/time")
             .arg("-f")
@@ -198,7 +199,8 @@ pub async fn watch_scheduler(
             last_len = text.len();
             quiet_since = Instant::now();
         }
-        let settled = run.bound + run.not_bound >= batch && run.bound + distinct_unschedulable(&text) >= batch;
+        let settled =
+            run.bound + run.not_bound >= batch && run.bound + distinct_unschedulable(&text) >= batch;
         if (settled && quiet_since.elapsed() >= QUIET) || Instant::now() >= deadline {
             let mut run = run;
             run.max_rss_mib = pid.and_then(vm_hwm_mib).unwrap_or(f64::NAN);
@@ -230,7 +232,13 @@ fn summarize(text: &str, started: SystemTime, batch: usize, nodes: usize) -> Sch
     bound_pods.dedup();
     let start = seconds_of_day(started);
     // A log past midnight wraps; shift times before the start by a day.
-    let at = |d: &Decision| if d.at + 60.0 < start { d.at + 86_400.0 } else { d.at };
+    let at = |d: &Decision| {
+        if d.at + 60.0 < start {
+            d.at + 86_400.0
+        } else {
+            d.at
+        }
+    };
     let first = decisions.iter().map(at).fold(f64::INFINITY, f64::min);
     let last = decisions.iter().map(at).fold(f64::NEG_INFINITY, f64::max);
     let unschedulable = decisions.iter().filter(|d| d.evaluated.is_none()).count();
