@@ -1,5 +1,8 @@
 //! Loading [`ClusterObjects`] from the API server (feature `kube`): every kind is listed concurrently,
-//! page by page, and pruned as it arrives (see [`Prune`]), so peak memory stays near the pruned size.
+//! page by page as raw JSON, and each page is decoded on the blocking pool while the next one is
+//! fetched, by the file loader's decoder: only the fields scheduling reads, in parallel, pods on nodes
+//! reduced to their scheduling facts as they are decoded when [`ApiLoadOptions::detail`] asks for it.
+//! Peak memory stays near the pruned size.
 //!
 //! Nodes and pods are required. Every other kind only refines decisions (volume binding, PDBs, spread
 //! defaults, namespace selectors), so a kind the user may not list (403) or the server does not serve
@@ -8,14 +11,11 @@
 //! To save what was loaded, use [`write_list_yaml`] (what `kubectl sched snapshot` writes) or
 //! [`write_list_json`] (faster to load back for large clusters).
 
-use std::fmt::Debug;
-
+use ::kube::Client;
 use ::kube::api::ListParams;
-use ::kube::{Api, Client};
-use serde::de::DeserializeOwned;
 
-use super::ClusterObjects;
-use super::load::{ObjectKind, Prune};
+use super::load::{ListPageMeta, ObjectKind, PageError, decode_list_page};
+use super::{ClusterObjects, PodDetail};
 pub use super::load::{write_list_json, write_list_yaml};
 
 /// How to list.
@@ -28,6 +28,25 @@ pub struct ApiLoadOptions {
     pub namespace: Option<String>,
     /// Asks the server to leave out Succeeded/Failed pods, which the scheduler ignores anyway.
     pub skip_terminal_pods: bool,
+    /// How much of the pods on nodes to keep (see [`PodDetail`]); decided per pod as each page is
+    /// decoded, so a compact load never holds every pod's containers at once.
+    pub detail: PodDetail,
+    /// Where the API server serves the lists from (see [`ReadFrom`]).
+    pub read_from: ReadFrom,
+}
+
+/// Which state of the cluster a list reads.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReadFrom {
+    /// The latest state (no `resourceVersion`): what kube-scheduler's informers converge to. Since
+    /// Kubernetes 1.34 the API server serves these from its watch cache once it has caught up with
+    /// etcd, so they are both consistent and cheap.
+    #[default]
+    Latest,
+    /// Any state at least as new as the server's cache (`resourceVersion=0`, `NotOlderThan`): no wait
+    /// for the cache to catch up with etcd, possibly a little stale. Servers that cannot page from
+    /// their cache answer with one page.
+    Cache,
 }
 
 impl Default for ApiLoadOptions {
@@ -36,6 +55,8 @@ impl Default for ApiLoadOptions {
             page_size: 500,
             namespace: None,
             skip_terminal_pods: true,
+            detail: PodDetail::Full,
+            read_from: ReadFrom::Latest,
         }
     }
 }
@@ -54,6 +75,9 @@ pub enum ApiLoadError {
         #[source]
         source: ::kube::Error,
     },
+    /// The API server's answer did not decode as the kind's list.
+    #[error(transparent)]
+    Decode(#[from] PageError),
 }
 
 /// The server's field selector that drops terminal pods.
@@ -68,67 +92,145 @@ fn is_expired(err: &::kube::Error) -> bool {
     matches!(err, ::kube::Error::Api(status) if status.code == 410)
 }
 
-/// Lists every object of one kind, following continue tokens; restarts once from the beginning if
-/// the server expired the token (410 Gone) in the middle.
-async fn list_all<K>(
-    api: &Api<K>,
-    page_size: u32,
+/// Why listing one kind stopped.
+#[derive(Debug)]
+enum ListFailure {
+    /// The request failed.
+    Api(::kube::Error),
+    /// A page did not decode.
+    Decode(PageError),
+}
+
+/// Lists every object of one kind as raw JSON pages, following continue tokens, and decodes each page
+/// on the blocking pool (in parallel, into the compact forms the file loader uses) while the next one
+/// is fetched. Restarts once from the beginning if the server expired the token (410 Gone) in the
+/// middle. Returns the objects (in list order) and the resourceVersion the list was served at.
+async fn list_kind<K>(
+    client: &Client,
+    kind: ObjectKind,
+    namespace: Option<&str>,
+    options: &ApiLoadOptions,
     field_selector: Option<&str>,
-) -> Result<Vec<K>, ::kube::Error>
+) -> Result<(ClusterObjects, Option<String>), ListFailure>
 where
-    K: Clone + DeserializeOwned + Debug + Prune,
+    K: ::kube::Resource<DynamicType = ()>,
 {
+    let path = K::url_path(&(), namespace);
     let mut restarted = false;
     'attempt: loop {
-        let mut out = Vec::new();
-        let mut params = ListParams::default().limit(page_size);
+        let mut params = ListParams::default().limit(options.page_size.max(1));
+        if options.read_from == ReadFrom::Cache {
+            params = params.match_any();
+        }
         if let Some(fs) = field_selector {
             params = params.fields(fs);
         }
+        let mut pages = Vec::new();
+        let mut resource_version = None;
         loop {
-            let page = match api.list(&params).await {
-                Ok(page) => page,
+            let request = ::kube::core::Request::new(&path)
+                .list(&params)
+                .map_err(|e| ListFailure::Api(::kube::Error::BuildRequest(e)))?;
+            let text = match client.request_text(request).await {
+                Ok(text) => text,
                 Err(e) if is_expired(&e) && !restarted && params.continue_token.is_some() => {
                     restarted = true;
                     continue 'attempt;
                 }
-                Err(e) => return Err(e),
+                Err(e) => return Err(ListFailure::Api(e)),
             };
-            out.extend(page.items.into_iter().map(|mut o| {
-                o.prune();
-                o
+            let meta = list_metadata(&text);
+            let detail = options.detail.clone();
+            pages.push(tokio::task::spawn_blocking(move || {
+                let mut objects = ClusterObjects::default();
+                decode_list_page(kind, &text, &detail, &mut objects).map(|_| objects)
             }));
-            match page.metadata.continue_.filter(|t| !t.is_empty()) {
-                Some(token) => params = params.continue_token(&token),
-                None => return Ok(out),
+            resource_version = resource_version.or(meta.resource_version);
+            match meta.continue_token {
+                // A paged read continues from the version of its first page.
+                Some(token) => params = ListParams { resource_version: None, version_match: None, ..params }.continue_token(&token),
+                None => break,
             }
         }
+        let mut objects = ClusterObjects::default();
+        for page in pages {
+            let decoded = page.await.map_err(|e| {
+                ListFailure::Decode(PageError {
+                    kind: kind.kind(),
+                    name: None,
+                    message: format!("decoding stopped: {e}"),
+                })
+            })?;
+            objects.append(decoded.map_err(ListFailure::Decode)?);
+        }
+        return Ok((objects, resource_version));
     }
 }
 
+/// The list's `metadata` (continue token, resourceVersion), read without decoding its items: the API
+/// server writes `metadata` before `items`, so this stops after a few bytes.
+fn list_metadata(text: &str) -> ListPageMeta {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "continue", default)]
+        continue_token: Option<String>,
+        #[serde(rename = "resourceVersion", default)]
+        resource_version: Option<String>,
+    }
+    struct MetadataOnly(Option<Meta>);
+    impl<'de> serde::de::Visitor<'de> for &mut MetadataOnly {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key == "metadata" {
+                    self.0 = Some(map.next_value()?);
+                    // Stop here: the items are decoded elsewhere.
+                    return Err(serde::de::Error::custom("metadata read"));
+                }
+                map.next_value::<serde::de::IgnoredAny>()?;
+            }
+            Ok(())
+        }
+    }
+    let mut found = MetadataOnly(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let _ = serde::Deserializer::deserialize_map(&mut de, &mut found);
+    found
+        .0
+        .map(|m| ListPageMeta {
+            continue_token: m.continue_token.filter(|t| !t.is_empty()),
+            resource_version: m.resource_version,
+        })
+        .unwrap_or_default()
+}
+
 /// What `settle` does with a failed optional kind.
-fn settle<K>(
+fn settle(
     kind: ObjectKind,
     required: bool,
-    result: Result<Vec<K>, ::kube::Error>,
+    result: Result<(ClusterObjects, Option<String>), ListFailure>,
     warnings: &mut Vec<String>,
-) -> Result<Vec<K>, ApiLoadError> {
+) -> Result<ClusterObjects, ApiLoadError> {
     match result {
-        Ok(items) => Ok(items),
-        Err(e) if !required && is_forbidden_or_missing(&e) => {
+        Ok((items, _)) => Ok(items),
+        Err(ListFailure::Api(e)) if !required && is_forbidden_or_missing(&e) => {
             warnings.push(format!(
                 "cannot list {} ({}): {}; continuing without them",
                 kind.kind(),
                 kind.api_version(),
                 short_reason(&e)
             ));
-            Ok(Vec::new())
+            Ok(ClusterObjects::default())
         }
-        Err(source) => Err(ApiLoadError::List {
+        Err(ListFailure::Api(source)) => Err(ApiLoadError::List {
             kind: kind.kind(),
             api_version: kind.api_version(),
             source,
         }),
+        Err(ListFailure::Decode(e)) => Err(ApiLoadError::Decode(e)),
     }
 }
 
@@ -140,115 +242,78 @@ fn short_reason(e: &::kube::Error) -> String {
     }
 }
 
-/// Lists everything the engine needs. Returns the (pruned) objects and warnings for optional kinds
-/// that could not be listed.
+/// Lists everything the engine needs, every kind at once, each page decoded while the next is
+/// fetched. Returns the (pruned) objects and warnings for optional kinds that could not be listed.
 pub async fn load_from_api(
     client: &Client,
     options: &ApiLoadOptions,
 ) -> Result<(ClusterObjects, Vec<String>), ApiLoadError> {
-    let page = options.page_size.max(1);
-    let cluster = || client.clone();
-    macro_rules! scoped {
-        ($ty:ty) => {{
-            let api: Api<$ty> = match options.namespace.as_deref() {
-                Some(ns) => Api::namespaced(client.clone(), ns),
-                None => Api::all(client.clone()),
-            };
-            api
-        }};
-    }
+    use k8s_openapi::api::{apps, core, policy, resource, scheduling, storage};
+    let scoped = options.namespace.as_deref();
     let pod_fields = options.skip_terminal_pods.then_some(NON_TERMINAL_PODS);
-
-    let nodes_api: Api<k8s_openapi::api::core::v1::Node> = Api::all(cluster());
-    let pods_api = scoped!(k8s_openapi::api::core::v1::Pod);
-    let namespaces_api: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(cluster());
-    let pvs_api: Api<k8s_openapi::api::core::v1::PersistentVolume> = Api::all(cluster());
-    let pvcs_api = scoped!(k8s_openapi::api::core::v1::PersistentVolumeClaim);
-    let scs_api: Api<k8s_openapi::api::storage::v1::StorageClass> = Api::all(cluster());
-    let csinodes_api: Api<k8s_openapi::api::storage::v1::CSINode> = Api::all(cluster());
-    let csidrivers_api: Api<k8s_openapi::api::storage::v1::CSIDriver> = Api::all(cluster());
-    let capacities_api = scoped!(k8s_openapi::api::storage::v1::CSIStorageCapacity);
-    let pdbs_api = scoped!(k8s_openapi::api::policy::v1::PodDisruptionBudget);
-    let pcs_api: Api<k8s_openapi::api::scheduling::v1::PriorityClass> = Api::all(cluster());
-    let services_api = scoped!(k8s_openapi::api::core::v1::Service);
-    let rcs_api = scoped!(k8s_openapi::api::core::v1::ReplicationController);
-    let rss_api = scoped!(k8s_openapi::api::apps::v1::ReplicaSet);
-    let stss_api = scoped!(k8s_openapi::api::apps::v1::StatefulSet);
-    let claims_api = scoped!(k8s_openapi::api::resource::v1::ResourceClaim);
-    let classes_api: Api<k8s_openapi::api::resource::v1::DeviceClass> = Api::all(cluster());
-    let slices_api: Api<k8s_openapi::api::resource::v1::ResourceSlice> = Api::all(cluster());
-    let templates_api = scoped!(k8s_openapi::api::resource::v1::ResourceClaimTemplate);
-    let taint_rules_api: Api<k8s_openapi::api::resource::v1::DeviceTaintRule> = Api::all(cluster());
-
-    let (
-        nodes,
-        pods,
-        namespaces,
-        pvs,
-        pvcs,
-        scs,
-        csinodes,
-        csidrivers,
-        capacities,
-        pdbs,
-        pcs,
-        services,
-        rcs,
-        rss,
-        stss,
-        claims,
-        classes,
-        slices,
-        templates,
-        taint_rules,
-    ) = futures::join!(
-        list_all(&nodes_api, page, None),
-        list_all(&pods_api, page, pod_fields),
-        list_all(&namespaces_api, page, None),
-        list_all(&pvs_api, page, None),
-        list_all(&pvcs_api, page, None),
-        list_all(&scs_api, page, None),
-        list_all(&csinodes_api, page, None),
-        list_all(&csidrivers_api, page, None),
-        list_all(&capacities_api, page, None),
-        list_all(&pdbs_api, page, None),
-        list_all(&pcs_api, page, None),
-        list_all(&services_api, page, None),
-        list_all(&rcs_api, page, None),
-        list_all(&rss_api, page, None),
-        list_all(&stss_api, page, None),
-        list_all(&claims_api, page, None),
-        list_all(&classes_api, page, None),
-        list_all(&slices_api, page, None),
-        list_all(&templates_api, page, None),
-        list_all(&taint_rules_api, page, None),
+    macro_rules! list {
+        ($ty:ty, $kind:ident, cluster) => {
+            list_kind::<$ty>(client, ObjectKind::$kind, None, options, None)
+        };
+        ($ty:ty, $kind:ident, namespaced) => {
+            list_kind::<$ty>(client, ObjectKind::$kind, scoped, options, None)
+        };
+    }
+    // Nodes and pods are required; every other kind only refines decisions.
+    let (required, optional) = futures::join!(
+        futures::future::join(
+            list!(core::v1::Node, Node, cluster),
+            list_kind::<core::v1::Pod>(client, ObjectKind::Pod, scoped, options, pod_fields),
+        ),
+        futures::future::join_all([
+            Box::pin(list!(core::v1::Namespace, Namespace, cluster))
+                as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>>,
+            Box::pin(list!(core::v1::PersistentVolume, PersistentVolume, cluster)),
+            Box::pin(list!(core::v1::PersistentVolumeClaim, PersistentVolumeClaim, namespaced)),
+            Box::pin(list!(storage::v1::StorageClass, StorageClass, cluster)),
+            Box::pin(list!(storage::v1::CSINode, CSINode, cluster)),
+            Box::pin(list!(storage::v1::CSIDriver, CSIDriver, cluster)),
+            Box::pin(list!(storage::v1::CSIStorageCapacity, CSIStorageCapacity, namespaced)),
+            Box::pin(list!(policy::v1::PodDisruptionBudget, PodDisruptionBudget, namespaced)),
+            Box::pin(list!(scheduling::v1::PriorityClass, PriorityClass, cluster)),
+            Box::pin(list!(core::v1::Service, Service, namespaced)),
+            Box::pin(list!(core::v1::ReplicationController, ReplicationController, namespaced)),
+            Box::pin(list!(apps::v1::ReplicaSet, ReplicaSet, namespaced)),
+            Box::pin(list!(apps::v1::StatefulSet, StatefulSet, namespaced)),
+            Box::pin(list!(resource::v1::ResourceClaim, ResourceClaim, namespaced)),
+            Box::pin(list!(resource::v1::DeviceClass, DeviceClass, cluster)),
+            Box::pin(list!(resource::v1::ResourceSlice, ResourceSlice, cluster)),
+            Box::pin(list!(resource::v1::ResourceClaimTemplate, ResourceClaimTemplate, namespaced)),
+            Box::pin(list!(resource::v1::DeviceTaintRule, DeviceTaintRule, cluster)),
+        ]),
     );
-
+    let optional_kinds = [
+        ObjectKind::Namespace,
+        ObjectKind::PersistentVolume,
+        ObjectKind::PersistentVolumeClaim,
+        ObjectKind::StorageClass,
+        ObjectKind::CSINode,
+        ObjectKind::CSIDriver,
+        ObjectKind::CSIStorageCapacity,
+        ObjectKind::PodDisruptionBudget,
+        ObjectKind::PriorityClass,
+        ObjectKind::Service,
+        ObjectKind::ReplicationController,
+        ObjectKind::ReplicaSet,
+        ObjectKind::StatefulSet,
+        ObjectKind::ResourceClaim,
+        ObjectKind::DeviceClass,
+        ObjectKind::ResourceSlice,
+        ObjectKind::ResourceClaimTemplate,
+        ObjectKind::DeviceTaintRule,
+    ];
     let mut warnings = Vec::new();
-    let w = &mut warnings;
-    let objects = ClusterObjects {
-        nodes: settle(ObjectKind::Node, true, nodes, w)?,
-        pods: settle(ObjectKind::Pod, true, pods, w)?,
-        namespaces: settle(ObjectKind::Namespace, false, namespaces, w)?,
-        persistent_volumes: settle(ObjectKind::PersistentVolume, false, pvs, w)?,
-        persistent_volume_claims: settle(ObjectKind::PersistentVolumeClaim, false, pvcs, w)?,
-        storage_classes: settle(ObjectKind::StorageClass, false, scs, w)?,
-        csi_nodes: settle(ObjectKind::CSINode, false, csinodes, w)?,
-        csi_drivers: settle(ObjectKind::CSIDriver, false, csidrivers, w)?,
-        csi_storage_capacities: settle(ObjectKind::CSIStorageCapacity, false, capacities, w)?,
-        pod_disruption_budgets: settle(ObjectKind::PodDisruptionBudget, false, pdbs, w)?,
-        priority_classes: settle(ObjectKind::PriorityClass, false, pcs, w)?,
-        services: settle(ObjectKind::Service, false, services, w)?,
-        replication_controllers: settle(ObjectKind::ReplicationController, false, rcs, w)?,
-        replica_sets: settle(ObjectKind::ReplicaSet, false, rss, w)?,
-        stateful_sets: settle(ObjectKind::StatefulSet, false, stss, w)?,
-        resource_claims: settle(ObjectKind::ResourceClaim, false, claims, w)?,
-        device_classes: settle(ObjectKind::DeviceClass, false, classes, w)?,
-        resource_slices: settle(ObjectKind::ResourceSlice, false, slices, w)?,
-        resource_claim_templates: settle(ObjectKind::ResourceClaimTemplate, false, templates, w)?,
-        device_taint_rules: settle(ObjectKind::DeviceTaintRule, false, taint_rules, w)?,
-        placed_pods: Vec::new(),
-    };
+    let (nodes, pods) = required;
+    let mut objects = settle(ObjectKind::Node, true, nodes, &mut warnings)?;
+    objects.append(settle(ObjectKind::Pod, true, pods, &mut warnings)?);
+    for (kind, result) in optional_kinds.into_iter().zip(optional) {
+        objects.append(settle(kind, false, result, &mut warnings)?);
+    }
     Ok((objects, warnings))
 }
 
@@ -271,10 +336,10 @@ mod tests {
     fn optional_kinds_forbidden_or_missing_become_warnings() {
         for code in [403, 404] {
             let mut warnings = Vec::new();
-            let got: Vec<k8s_openapi::api::storage::v1::CSIStorageCapacity> = settle(
+            let got = settle(
                 ObjectKind::CSIStorageCapacity,
                 false,
-                Err(api_error(code, "csistoragecapacities is forbidden")),
+                Err(ListFailure::Api(api_error(code, "csistoragecapacities is forbidden"))),
                 &mut warnings,
             )
             .unwrap();
@@ -293,10 +358,10 @@ mod tests {
     #[test]
     fn required_kinds_and_other_errors_fail() {
         let mut warnings = Vec::new();
-        let err = settle::<k8s_openapi::api::core::v1::Pod>(
+        let err = settle(
             ObjectKind::Pod,
             true,
-            Err(api_error(403, "pods is forbidden")),
+            Err(ListFailure::Api(api_error(403, "pods is forbidden"))),
             &mut warnings,
         )
         .unwrap_err();
@@ -304,10 +369,10 @@ mod tests {
             err.to_string(),
             "cannot list Pod (v1): Error from server (Forbidden): pods is forbidden"
         );
-        let err = settle::<k8s_openapi::api::policy::v1::PodDisruptionBudget>(
+        let err = settle(
             ObjectKind::PodDisruptionBudget,
             false,
-            Err(api_error(500, "etcd unavailable")),
+            Err(ListFailure::Api(api_error(500, "etcd unavailable"))),
             &mut warnings,
         )
         .unwrap_err();
@@ -319,6 +384,57 @@ mod tests {
             }
         ));
         assert!(warnings.is_empty());
+    }
+
+    /// A page as the API server writes it: `metadata` first, items without apiVersion/kind.
+    const POD_PAGE: &str = r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"4711","continue":"tok-2","remainingItemCount":1},"items":[
+        {"metadata":{"name":"web-0","namespace":"team","uid":"u0"},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"250m"}},"env":[{"name":"A","value":"b"}]}]},"status":{"phase":"Running"}},
+        {"metadata":{"name":"web-1","namespace":"team","uid":"u1"},"spec":{"containers":[{"name":"c","image":"i"}]},"status":{"phase":"Pending"}},
+        {"metadata":{"name":"done","namespace":"team","uid":"u2"},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"i"}]},"status":{"phase":"Succeeded"}}
+    ]}"#;
+
+    #[test]
+    fn list_metadata_is_read_without_the_items() {
+        let meta = list_metadata(POD_PAGE);
+        assert_eq!(meta.continue_token.as_deref(), Some("tok-2"));
+        assert_eq!(meta.resource_version.as_deref(), Some("4711"));
+        let last = list_metadata(r#"{"kind":"NodeList","metadata":{"resourceVersion":"9","continue":""},"items":[]}"#);
+        assert_eq!((last.continue_token, last.resource_version.as_deref()), (None, Some("9")));
+        assert_eq!(list_metadata("not json"), ListPageMeta::default());
+    }
+
+    #[test]
+    fn pages_decode_like_files_with_pods_placed_as_asked() {
+        let mut full = ClusterObjects::default();
+        let meta = decode_list_page(ObjectKind::Pod, POD_PAGE, &PodDetail::Full, &mut full).unwrap();
+        assert_eq!(meta.continue_token.as_deref(), Some("tok-2"));
+        assert_eq!((full.pods.len(), full.placed_pods.len()), (3, 0));
+        // Pruned as a file's pods are: environment variables are not scheduling facts.
+        assert!(full.pods[0].spec.as_ref().unwrap().containers[0].env.is_none());
+
+        let mut compact = ClusterObjects::default();
+        let detail = PodDetail::CompactPlaced {
+            keep: Default::default(),
+        };
+        decode_list_page(ObjectKind::Pod, POD_PAGE, &detail, &mut compact).unwrap();
+        // The pending pod stays whole, the running one is reduced, the terminal one is dropped.
+        let whole: Vec<_> = compact.pods.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
+        assert_eq!(whole, ["web-1"]);
+        assert_eq!(compact.placed_pods.len(), 1);
+        assert_eq!(compact.placed_pods[0].name(), "web-0");
+    }
+
+    #[test]
+    fn a_page_that_does_not_decode_names_the_item_and_field() {
+        let page = r#"{"metadata":{},"items":[{"metadata":{"name":"n1"},"spec":{"unschedulable":"yes"}}]}"#;
+        let err = decode_list_page(ObjectKind::Node, page, &PodDetail::Full, &mut ClusterObjects::default())
+            .unwrap_err();
+        assert_eq!(err.kind, "Node");
+        assert_eq!(err.name.as_deref(), Some("n1"));
+        assert!(err.message.starts_with("spec.unschedulable: invalid type"), "{}", err.message);
+        let err = decode_list_page(ObjectKind::Pod, "[]", &PodDetail::Full, &mut ClusterObjects::default())
+            .unwrap_err();
+        assert!(err.to_string().starts_with("Pod list from the API server: not a list"), "{err}");
     }
 
     #[test]

@@ -164,26 +164,30 @@ impl Cluster {
 
     /// Lists everything the engine needs (optional kinds that may not be listed become warnings).
     pub fn load(&self, namespace: Option<&str>) -> Result<(ClusterObjects, Vec<String>), LoadError> {
-        self.load_inner(namespace, false)
+        self.load_inner(namespace, false, &PodDetail::Full)
     }
 
     /// [`Cluster::load`], and a warning when the API server is of another minor version than the
     /// engine's kube-scheduler (see [`super::skew`]): one `GET /version`, sent while the kinds are
     /// listed, so it costs no time. A failed `/version` is no warning (nothing is known).
+    /// Pods on nodes are kept as `detail` says.
     pub fn load_checking_version(
         &self,
         namespace: Option<&str>,
+        detail: &PodDetail,
     ) -> Result<(ClusterObjects, Vec<String>), LoadError> {
-        self.load_inner(namespace, true)
+        self.load_inner(namespace, true, detail)
     }
 
     fn load_inner(
         &self,
         namespace: Option<&str>,
         check_version: bool,
+        detail: &PodDetail,
     ) -> Result<(ClusterObjects, Vec<String>), LoadError> {
         let options = ApiLoadOptions {
             namespace: namespace.map(str::to_string),
+            detail: detail.clone(),
             ..ApiLoadOptions::default()
         };
         let version = async {
@@ -372,7 +376,8 @@ pub fn evaluation_detail(global: &GlobalArgs, pod: Option<&str>) -> PodDetail {
 
 /// Loads from `--from FILE` or the API server (all namespaces unless `namespace` restricts them),
 /// also returning the connection when the objects came from the API server (to write to it).
-/// `detail` applies to snapshot files, where a large cluster's pods would otherwise be read whole.
+/// `detail` says how much of the pods on nodes to keep, from a file or the API server alike: a large
+/// cluster's pods would otherwise be held whole.
 pub fn load_keeping_cluster(
     global: &GlobalArgs,
     from: Option<&Path>,
@@ -404,12 +409,16 @@ pub fn load_keeping_cluster(
         }
         None => {
             let cluster = Cluster::connect(global)?;
-            let (objects, warnings) = cluster.load_checking_version(namespace)?;
+            let (objects, warnings) = cluster.load_checking_version(namespace, detail)?;
             let summary = format!(
-                "listed {} object(s) from {} in {:.0} ms",
+                "listed {} object(s) from {} in {:.0} ms (the latest state, pages of 500, decoded while listing{})",
                 objects.len(),
                 cluster.server,
-                started.elapsed().as_secs_f64() * 1000.0
+                started.elapsed().as_secs_f64() * 1000.0,
+                match detail {
+                    PodDetail::Full => "",
+                    PodDetail::CompactPlaced { .. } => "; pods on nodes reduced to their scheduling facts",
+                }
             );
             let loaded = Loaded {
                 objects,

@@ -351,3 +351,98 @@ fn first_json_error(text: &str, path: &Path, buckets: &[Vec<RawItem<'_>>]) -> Lo
         message: "an object failed to decode".into(),
     }
 }
+
+/// What a list response from the API server says besides its items.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ListPageMeta {
+    /// `metadata.continue`: the token for the next page, `None` on the last.
+    pub continue_token: Option<String>,
+    /// `metadata.resourceVersion`: the version the list was served at.
+    pub resource_version: Option<String>,
+}
+
+/// A list response: its metadata, and its items as raw slices (not decoded).
+#[derive(Deserialize)]
+struct ApiListPage<'a> {
+    #[serde(default)]
+    metadata: ApiListMeta,
+    #[serde(default, borrow)]
+    items: Option<Vec<&'a RawValue>>,
+}
+
+#[derive(Deserialize, Default)]
+struct ApiListMeta {
+    #[serde(rename = "continue", default)]
+    continue_token: Option<String>,
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: Option<String>,
+}
+
+/// A list page that does not decode: the kind, the item's name when known, and what failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind} list from the API server{}: {message}", .name.as_deref().map(|n| format!(", item {n}")).unwrap_or_default())]
+pub struct PageError {
+    /// The kind listed.
+    pub kind: &'static str,
+    /// The failing item's `namespace/name`, when it has one.
+    pub name: Option<String>,
+    /// The decoder's message, with the field path.
+    pub message: String,
+}
+
+/// Decodes one page of a list response from the API server into `objects` (appending), the same way
+/// a snapshot file's items are decoded: only the fields scheduling reads, in parallel, pods placed as
+/// `detail` says as soon as each is decoded. List items carry no apiVersion/kind: `kind` says what
+/// they are. Returns the page's metadata (its continue token).
+pub fn decode_list_page(
+    kind: ObjectKind,
+    text: &str,
+    detail: &PodDetail,
+    objects: &mut ClusterObjects,
+) -> Result<ListPageMeta, PageError> {
+    let error = |name: Option<String>, message: String| PageError {
+        kind: kind.kind(),
+        name,
+        message,
+    };
+    let page: ApiListPage<'_> =
+        serde_json::from_str(text).map_err(|e| error(None, format!("not a list: {e}")))?;
+    let items: Vec<RawItem<'_>> = page
+        .items
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, raw)| RawItem {
+            document: 0,
+            item: Some(i),
+            text: raw.get(),
+            kind,
+        })
+        .collect();
+    let decoded = if kind == ObjectKind::Pod {
+        decode_json_pods(&items, detail, objects)
+    } else {
+        kind.decode_json(&items, objects)
+    };
+    if decoded.is_err() {
+        // The first item that fails, decoded again alone for its field path.
+        for item in &items {
+            if let Err(e) = kind.check_json(item.text) {
+                let field_path = e.path().to_string();
+                let message = strip_position(&e.into_inner().to_string());
+                return Err(error(json_name(item.text), format!("{field_path}: {message}")));
+            }
+            if kind == ObjectKind::Pod
+                && let Ok(pod) = serde_json::from_str::<Pod>(item.text)
+                && let Err(bad) = super::quantities::check_pod(&pod)
+            {
+                return Err(error(json_name(item.text), bad.to_string()));
+            }
+        }
+        return Err(error(None, "an item failed to decode".into()));
+    }
+    Ok(ListPageMeta {
+        continue_token: page.metadata.continue_token.filter(|t| !t.is_empty()),
+        resource_version: page.metadata.resource_version,
+    })
+}

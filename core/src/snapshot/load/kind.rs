@@ -109,6 +109,14 @@ macro_rules! object_kinds {
             }
         }
 
+        impl ClusterObjects {
+            /// Moves every object of `other` to the end of this one's lists, kind by kind.
+            pub fn append(&mut self, mut other: ClusterObjects) {
+                $(self.$field.append(&mut other.$field);)*
+                self.placed_pods.append(&mut other.placed_pods);
+            }
+        }
+
         /// Writes every object, kind by kind, as elements of one sequence.
         pub(super) fn serialize_items<S: SerializeSeq>(objects: &ClusterObjects, seq: &mut S) -> Result<(), S::Error> {
             $(for o in &objects.$field { seq.serialize_element(o)?; })*

@@ -37,6 +37,7 @@ use std::io;
 use std::path::Path;
 
 pub use error::{DecodeError, Format, LoadError, LoadReport, Location};
+pub use json::{ListPageMeta, PageError, decode_list_page};
 pub use kind::ObjectKind;
 pub use prune::{
     KEPT_ANNOTATION_PREFIXES, Prune, keep_annotation, prune_container, prune_metadata, prune_node, prune_pod,
