@@ -177,8 +177,10 @@ fn seconds_of_day(time: SystemTime) -> f64 {
     time.duration_since(UNIX_EPOCH).unwrap_or_default().as_secs_f64() % 86_400.0
 }
 
-/// Waits until every one of `batch` pods was bound or found unschedulable and the log has been
-/// quiet for a few seconds (or `timeout`), then reads the figures.
+/// Waits until every one of `batch` pods was bound or found unschedulable and no new decision was
+/// logged for a few seconds, or until decisions stopped for longer (a pod kube-scheduler never logs a
+/// decision for, e.g. one whose binding failed and waits in backoff), or `timeout`; then reads the
+/// figures. Only scheduling decisions count as activity: kube-scheduler logs other lines all the time.
 pub async fn watch_scheduler(
     log: &Path,
     started: SystemTime,
@@ -188,20 +190,23 @@ pub async fn watch_scheduler(
     pid: Option<u32>,
 ) -> SchedulerRun {
     const QUIET: Duration = Duration::from_secs(5);
+    const STALLED: Duration = Duration::from_secs(30);
     let deadline = Instant::now() + timeout;
-    let mut last_len = 0;
+    let mut last_decisions = 0;
     let mut quiet_since = Instant::now();
     loop {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let text = std::fs::read_to_string(log).unwrap_or_default();
         let run = summarize(&text, started, batch, nodes);
-        if text.len() != last_len {
-            last_len = text.len();
+        let decisions = run.bound + run.unschedulable_attempts;
+        if decisions != last_decisions {
+            last_decisions = decisions;
             quiet_since = Instant::now();
         }
-        let settled =
-            run.bound + run.not_bound >= batch && run.bound + distinct_unschedulable(&text) >= batch;
-        if (settled && quiet_since.elapsed() >= QUIET) || Instant::now() >= deadline {
+        let settled = run.bound + distinct_unschedulable(&text) >= batch;
+        let quiet = quiet_since.elapsed();
+        let stalled = decisions > 0 && quiet >= STALLED;
+        if (settled && quiet >= QUIET) || stalled || Instant::now() >= deadline {
             let mut run = run;
             run.max_rss_mib = pid.and_then(vm_hwm_mib).unwrap_or(f64::NAN);
             return run;
