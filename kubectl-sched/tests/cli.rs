@@ -245,7 +245,7 @@ fn json_scores_add_up_for_a_pod_that_fits() {
 #[test]
 fn yaml_output_parses_to_the_same_explanation() {
     let text = ok(run_example(&["explain", "trainer", "-n", "shop", "-o", "yaml"]));
-    let v: serde_yaml::Value = serde_yaml::from_str(&text).expect("valid YAML");
+    let v: yaml_serde::Value = yaml_serde::from_str(&text).expect("valid YAML");
     assert_eq!(v["pod"].as_str(), Some("shop/trainer"));
     assert_eq!(v["nodes_total"].as_u64(), Some(5));
     assert_eq!(
@@ -990,7 +990,7 @@ fn preempt_json_has_the_contract_fields() {
     assert!(v.get("results").is_none(), "nothing was executed: {v}");
 
     // YAML is the same document.
-    let y: serde_yaml::Value = serde_yaml::from_str(&ok(drill("urgent", &["-o", "yaml"]))).unwrap();
+    let y: yaml_serde::Value = yaml_serde::from_str(&ok(drill("urgent", &["-o", "yaml"]))).unwrap();
     assert_eq!(y["node"].as_str(), Some("n2"));
 
     // --mode=evict plans evictions instead of deletions.

@@ -296,27 +296,27 @@ pub(crate) fn read_pod_file(
 fn parse_pods(text: &str) -> Result<Vec<Pod>, String> {
     use serde::Deserialize;
     let mut pods = Vec::new();
-    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        let value = serde_yaml::Value::deserialize(doc).map_err(|e| format!("document {i}: {e}"))?;
+    for (i, doc) in yaml_serde::Deserializer::from_str(text).enumerate() {
+        let value = yaml_serde::Value::deserialize(doc).map_err(|e| format!("document {i}: {e}"))?;
         if value.is_null() {
             continue;
         }
-        match value.get("kind").and_then(serde_yaml::Value::as_str) {
+        match value.get("kind").and_then(yaml_serde::Value::as_str) {
             Some("Pod") => {
                 // Decoded again straight from the text, so a schema error carries its line.
-                let doc = serde_yaml::Deserializer::from_str(text)
+                let doc = yaml_serde::Deserializer::from_str(text)
                     .nth(i)
                     .ok_or_else(|| format!("document {i} vanished"))?;
                 pods.push(Pod::deserialize(doc).map_err(|e| format!("document {i}: Pod: {e}"))?);
             }
             Some(kind) if kind.ends_with("List") => {
-                let items = value.get("items").cloned().unwrap_or(serde_yaml::Value::Null);
-                let items: Vec<serde_yaml::Value> =
-                    serde_yaml::from_value(items).map_err(|e| format!("document {i}: items: {e}"))?;
+                let items = value.get("items").cloned().unwrap_or(yaml_serde::Value::Null);
+                let items: Vec<yaml_serde::Value> =
+                    yaml_serde::from_value(items).map_err(|e| format!("document {i}: items: {e}"))?;
                 for (j, item) in items.into_iter().enumerate() {
-                    if item.get("kind").and_then(serde_yaml::Value::as_str) == Some("Pod") {
+                    if item.get("kind").and_then(yaml_serde::Value::as_str) == Some("Pod") {
                         pods.push(
-                            serde_yaml::from_value(item)
+                            yaml_serde::from_value(item)
                                 .map_err(|e| format!("document {i}: items[{j}]: Pod: {e}"))?,
                         );
                     }

@@ -90,7 +90,7 @@ macro_rules! object_kinds {
             }
 
             /// Converts a YAML value to this kind, prunes it and stores it.
-            pub(super) fn store_yaml(self, value: serde_yaml::Value, objects: &mut ClusterObjects) -> Result<(), serde_yaml::Error> {
+            pub(super) fn store_yaml(self, value: yaml_serde::Value, objects: &mut ClusterObjects) -> Result<(), yaml_serde::Error> {
                 match self {
                     $(ObjectKind::$variant => {
                         let mut o: $ty = decode_shaped(value, $shape)?;

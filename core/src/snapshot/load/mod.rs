@@ -12,7 +12,7 @@
 //!
 //! JSON is the fast path: the file is split into raw item slices without building a value tree, and
 //! items are decoded straight into typed objects in parallel. YAML goes through one small value tree
-//! per item, sequentially (serde_yaml has no borrowed raw values), so large snapshots should be JSON.
+//! per item, sequentially (yaml_serde has no borrowed raw values), so large snapshots should be JSON.
 //!
 //! This file holds the entry points; each other file has one job: `error` (the report, locations
 //! and errors), `prune` (the pruning policy, [`Prune`]), `quantities` (every quantity parses), `shape` (pruning while decoding: decode
