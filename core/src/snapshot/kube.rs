@@ -1,7 +1,7 @@
 //! Loading [`ClusterObjects`] from the API server (feature `kube`): every kind is listed concurrently,
 //! page by page, and pruned as it arrives (see [`Prune`]), so peak memory stays near the pruned size.
 //!
-//! Nodes and pods are required. Every other kind only refines decisions (volume binding, PDBs, spread
+//! Nodes and pods are required. Every other kind only refines decisions (volume binding and limits, PDBs, spread
 //! defaults, namespace selectors), so a kind the user may not list (403) or the server does not serve
 //! (404) becomes a warning and an empty list instead of a failure.
 //!
@@ -168,6 +168,7 @@ pub async fn load_from_api(
     let csinodes_api: Api<k8s_openapi::api::storage::v1::CSINode> = Api::all(cluster());
     let csidrivers_api: Api<k8s_openapi::api::storage::v1::CSIDriver> = Api::all(cluster());
     let capacities_api = scoped!(k8s_openapi::api::storage::v1::CSIStorageCapacity);
+    let attachments_api: Api<k8s_openapi::api::storage::v1::VolumeAttachment> = Api::all(cluster());
     let pdbs_api = scoped!(k8s_openapi::api::policy::v1::PodDisruptionBudget);
     let pcs_api: Api<k8s_openapi::api::scheduling::v1::PriorityClass> = Api::all(cluster());
     let services_api = scoped!(k8s_openapi::api::core::v1::Service);
@@ -190,6 +191,7 @@ pub async fn load_from_api(
         csinodes,
         csidrivers,
         capacities,
+        attachments,
         pdbs,
         pcs,
         services,
@@ -211,6 +213,7 @@ pub async fn load_from_api(
         list_all(&csinodes_api, page, None),
         list_all(&csidrivers_api, page, None),
         list_all(&capacities_api, page, None),
+        list_all(&attachments_api, page, None),
         list_all(&pdbs_api, page, None),
         list_all(&pcs_api, page, None),
         list_all(&services_api, page, None),
@@ -236,6 +239,7 @@ pub async fn load_from_api(
         csi_nodes: settle(ObjectKind::CSINode, false, csinodes, w)?,
         csi_drivers: settle(ObjectKind::CSIDriver, false, csidrivers, w)?,
         csi_storage_capacities: settle(ObjectKind::CSIStorageCapacity, false, capacities, w)?,
+        volume_attachments: settle(ObjectKind::VolumeAttachment, false, attachments, w)?,
         pod_disruption_budgets: settle(ObjectKind::PodDisruptionBudget, false, pdbs, w)?,
         priority_classes: settle(ObjectKind::PriorityClass, false, pcs, w)?,
         services: settle(ObjectKind::Service, false, services, w)?,
