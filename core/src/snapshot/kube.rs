@@ -4,7 +4,7 @@
 //! reduced to their scheduling facts as they are decoded when [`ApiLoadOptions::detail`] asks for it.
 //! Peak memory stays near the pruned size.
 //!
-//! Nodes and pods are required. Every other kind only refines decisions (volume binding, PDBs, spread
+//! Nodes and pods are required. Every other kind only refines decisions (volume binding and limits, PDBs, spread
 //! defaults, namespace selectors), so a kind the user may not list (403) or the server does not serve
 //! (404) becomes a warning and an empty list instead of a failure.
 //!
@@ -274,6 +274,7 @@ pub async fn load_from_api(
             Box::pin(list!(storage::v1::CSINode, CSINode, cluster)),
             Box::pin(list!(storage::v1::CSIDriver, CSIDriver, cluster)),
             Box::pin(list!(storage::v1::CSIStorageCapacity, CSIStorageCapacity, namespaced)),
+            Box::pin(list!(storage::v1::VolumeAttachment, VolumeAttachment, cluster)),
             Box::pin(list!(policy::v1::PodDisruptionBudget, PodDisruptionBudget, namespaced)),
             Box::pin(list!(scheduling::v1::PriorityClass, PriorityClass, cluster)),
             Box::pin(list!(core::v1::Service, Service, namespaced)),
@@ -295,6 +296,7 @@ pub async fn load_from_api(
         ObjectKind::CSINode,
         ObjectKind::CSIDriver,
         ObjectKind::CSIStorageCapacity,
+        ObjectKind::VolumeAttachment,
         ObjectKind::PodDisruptionBudget,
         ObjectKind::PriorityClass,
         ObjectKind::Service,

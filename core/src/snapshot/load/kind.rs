@@ -12,7 +12,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use serde::Deserializer;
 use serde::ser::SerializeSeq;
 
@@ -136,6 +136,8 @@ object_kinds! {
     CSINode(CSINode) = "storage.k8s.io/v1", "CSINode" => csi_nodes, shapes::METADATA_ONLY;
     CSIDriver(CSIDriver) = "storage.k8s.io/v1", "CSIDriver" => csi_drivers, shapes::METADATA_ONLY;
     CSIStorageCapacity(CSIStorageCapacity) = "storage.k8s.io/v1", "CSIStorageCapacity" => csi_storage_capacities,
+        shapes::METADATA_ONLY;
+    VolumeAttachment(VolumeAttachment) = "storage.k8s.io/v1", "VolumeAttachment" => volume_attachments,
         shapes::METADATA_ONLY;
     PodDisruptionBudget(PodDisruptionBudget) = "policy/v1", "PodDisruptionBudget" => pod_disruption_budgets,
         shapes::METADATA_ONLY;
