@@ -603,3 +603,50 @@ fn json_and_yaml_readers_agree_on_object_errors() {
         }
     }
 }
+
+/// Not bad input, but what a hand-written snapshot often is: pods with `priorityClassName` and no
+/// `priority`. They get the priority admission would give them (the named class's, the global default
+/// class's for a pod that names none), so the preemption drill sees the urgent pod outrank the one in
+/// its way, which it would not at priority 0 against 0.
+#[test]
+fn hand_written_pods_get_their_priority_class() {
+    let text = snapshot(&[
+        "- apiVersion: v1\n  kind: Pod\n  metadata: {name: batch, namespace: shop, uid: u-batch}\n  spec:\n    \
+         nodeName: n1\n    containers:\n    - name: c\n      resources:\n        requests: {cpu: \"4\"}\n",
+        "- apiVersion: v1\n  kind: Pod\n  metadata: {name: urgent, namespace: shop, uid: u-urgent}\n  spec:\n    \
+         priorityClassName: high\n    containers:\n    - name: c\n      resources:\n        requests: {cpu: \"1\"}\n",
+        "- apiVersion: scheduling.k8s.io/v1\n  kind: PriorityClass\n  metadata: {name: high}\n  value: 1000\n",
+        "- apiVersion: scheduling.k8s.io/v1\n  kind: PriorityClass\n  metadata: {name: base}\n  value: 10\n  \
+         globalDefault: true\n",
+    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("snapshot.yaml");
+    std::fs::write(&path, text).expect("write");
+    let out = Command::new(BIN)
+        .args(["preempt", "urgent", "-n", "shop", "-o", "json", "--from"])
+        .arg(&path)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("running kubectl-sched");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(v["node"], "n1", "{v:#}");
+    let victims: Vec<(String, i64)> = v["victims"]
+        .as_array()
+        .expect("victims")
+        .iter()
+        .map(|victim| {
+            (
+                victim["name"].as_str().unwrap_or_default().to_string(),
+                victim["priority"].as_i64().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(victims, [("batch".to_string(), 10)], "the global default's value");
+}
