@@ -375,8 +375,9 @@ fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
     let out = ok(run_example(&["explain", "canary", "-n", "shop"]));
     assert!(
         out.starts_with(
-            "shop/canary is gated (profile default-scheduler, 5 nodes):\n  waiting for scheduling gates: \
-             [example.com/rollout-approval]\nOnce ungated, it would be scheduled on worker-big with score 408.\n"
+            "shop/canary is gated (profile default-scheduler, 5 nodes):\n  Scheduling is blocked due to \
+             non-empty scheduling gates: example.com/rollout-approval\nOnce ungated, it would be scheduled on \
+             worker-big with score 408.\n"
         ),
         "{out}"
     );
@@ -387,6 +388,10 @@ fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
         "waiting for scheduling gates: [example.com/rollout-approval]"
     );
     assert_eq!(v["once_ungated"]["selected"], serde_json::json!(["worker-big"]));
+    assert_eq!(
+        v["scheduling_gates"],
+        serde_json::json!(["example.com/rollout-approval"])
+    );
 }
 
 /// From a snapshot file, "why it is still Pending" rests on the pod alone: the gate is named; a bound

@@ -122,13 +122,15 @@ pub(crate) enum PodPlace {
 }
 
 impl PodDetail {
-    /// True when `pod` is kept whole: everything under [`PodDetail::Full`]; pods not on a node and the
-    /// pods named in `keep` under [`PodDetail::CompactPlaced`].
+    /// True when `pod` is kept whole: everything under [`PodDetail::Full`]; pods not on a node, pods
+    /// without `spec.priority` (admission has yet to give them one, from PriorityClasses that may come
+    /// later in the file) and the pods named in `keep` under [`PodDetail::CompactPlaced`].
     pub(crate) fn keeps_whole(&self, pod: &Pod) -> bool {
         match self {
             PodDetail::Full => true,
             PodDetail::CompactPlaced { keep } => {
                 !is_placed(pod)
+                    || load::needs_priority(pod)
                     || (!keep.is_empty()
                         && keep.contains(&namespaced_key(
                             pod.metadata.namespace.as_deref().unwrap_or(""),

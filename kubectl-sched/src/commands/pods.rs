@@ -12,6 +12,7 @@ use sched_core::engine::{EngineError, UnknownProfile};
 use sched_core::framework::profile::ProfileError;
 use sched_core::framework::runtime::ResolvedProfile;
 use sched_core::snapshot::is_terminal;
+use sched_core::snapshot::load::check_pod;
 use sched_core::{ClusterObjects, Engine, PodInfo, Snapshot};
 
 /// Why the pod or its profile could not be resolved.
@@ -287,8 +288,19 @@ pub(crate) fn read_pod_file(
         // pods are told apart from the pod being scheduled by uid).
         pod.metadata.uid = Some(format!("kubectl-sched-file-{shown}"));
     }
-    admit(&mut pod, &objects.priority_classes).map_err(|e| invalid(e.to_string()))?;
+    // As a snapshot's pods: a quantity the API server would refuse is an error, not a silent 0.
+    check_pod(&pod).map_err(|e| invalid(e.to_string()))?;
+    admit(&mut pod, &objects.priority_classes).map_err(|e| invalid(format!("Pod {}: {e}", pod_key(&pod))))?;
     Ok(pod)
+}
+
+/// `namespace/name` of a pod whose namespace and name are set.
+fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or(""),
+        pod.metadata.name.as_deref().unwrap_or("")
+    )
 }
 
 /// The pods of a YAML or JSON text: one or more documents, each a Pod or a List of them. Errors say

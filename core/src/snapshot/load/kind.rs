@@ -67,6 +67,31 @@ macro_rules! object_kinds {
                 match self { $(ObjectKind::$variant => objects.$field.len(),)* }
             }
 
+            /// `namespace/name` (or `name`) of each named object of this kind, in load order; pods
+            /// already reduced to their scheduling facts included.
+            pub(super) fn names(self, objects: &ClusterObjects) -> Vec<String> {
+                let mut names: Vec<String> = match self {
+                    $(ObjectKind::$variant => objects
+                        .$field
+                        .iter()
+                        .filter_map(|o| {
+                            super::error::display_name(o.metadata.namespace.as_deref(), o.metadata.name.as_deref())
+                        })
+                        .collect(),)*
+                };
+                if self == ObjectKind::Pod {
+                    names.extend(
+                        objects
+                            .placed_pods
+                            .iter()
+                            .filter_map(|p| {
+                                super::error::display_name(Some(p.namespace()), Some(p.name()).filter(|n| !n.is_empty()))
+                            }),
+                    );
+                }
+                names
+            }
+
             /// Decodes JSON items of this kind in parallel into `objects` (appending, in order).
             /// `Err(())` when any fails; the caller then finds the first failure sequentially.
             pub(super) fn decode_json(self, items: &[RawItem<'_>], objects: &mut ClusterObjects) -> Result<(), ()> {
@@ -157,6 +182,11 @@ object_kinds! {
 }
 
 impl ObjectKind {
+    /// The apiVersion the engine reads `kind` in, when it reads that kind.
+    pub(super) fn api_version_of(kind: &str) -> Option<&'static str> {
+        ObjectKind::lookup_kind(kind).map(ObjectKind::api_version)
+    }
+
     pub(super) fn index(self) -> usize {
         ObjectKind::ALL.iter().position(|k| *k == self).unwrap_or(0)
     }

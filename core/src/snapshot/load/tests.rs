@@ -248,10 +248,14 @@ fn warnings_name_skipped_kinds() {
     let (_, report) = load(YAML_LIST).unwrap();
     assert_eq!(report.skipped_total(), 2);
     assert_eq!(
+        report.notes(),
+        ["skipped 1 object(s) of kind Deployment (apps/v1): not used by the scheduler"]
+    );
+    assert_eq!(
         report.warnings(),
         [
-            "skipped 1 object(s) of kind Deployment (apps/v1): not used by the scheduler",
-            "skipped 1 object(s) of kind PodDisruptionBudget (policy/v1beta1): not used by the scheduler",
+            "skipped 1 object(s) of kind PodDisruptionBudget (policy/v1beta1): kubectl-sched reads \
+          PodDisruptionBudget as policy/v1 only, so these are ignored"
         ]
     );
 }
