@@ -418,11 +418,12 @@ mod tests {
         assert!(warnings.is_empty());
     }
 
-    /// A page as the API server writes it: `metadata` first, items without apiVersion/kind.
+    /// A page as the API server writes it: `metadata` first, items without apiVersion/kind, and every
+    /// pod with the priority admission gave it.
     const POD_PAGE: &str = r#"{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"4711","continue":"tok-2","remainingItemCount":1},"items":[
-        {"metadata":{"name":"web-0","namespace":"team","uid":"u0"},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"250m"}},"env":[{"name":"A","value":"b"}]}]},"status":{"phase":"Running"}},
-        {"metadata":{"name":"web-1","namespace":"team","uid":"u1"},"spec":{"containers":[{"name":"c","image":"i"}]},"status":{"phase":"Pending"}},
-        {"metadata":{"name":"done","namespace":"team","uid":"u2"},"spec":{"nodeName":"n1","containers":[{"name":"c","image":"i"}]},"status":{"phase":"Succeeded"}}
+        {"metadata":{"name":"web-0","namespace":"team","uid":"u0"},"spec":{"nodeName":"n1","priority":0,"containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"250m"}},"env":[{"name":"A","value":"b"}]}]},"status":{"phase":"Running"}},
+        {"metadata":{"name":"web-1","namespace":"team","uid":"u1"},"spec":{"priority":0,"containers":[{"name":"c","image":"i"}]},"status":{"phase":"Pending"}},
+        {"metadata":{"name":"done","namespace":"team","uid":"u2"},"spec":{"nodeName":"n1","priority":0,"containers":[{"name":"c","image":"i"}]},"status":{"phase":"Succeeded"}}
     ]}"#;
 
     #[test]
@@ -467,7 +468,7 @@ mod tests {
 
     #[test]
     fn a_page_that_does_not_decode_names_the_item_and_field() {
-        let page = r#"{"metadata":{},"items":[{"metadata":{"name":"n1"},"spec":{"unschedulable":"yes"}}]}"#;
+        let page = r#"{"metadata":{},"items":[{"metadata":{"name":"n1"},"spec":{"taints":"oops"}}]}"#;
         let err = decode_list_page(
             ObjectKind::Node,
             page,
@@ -478,7 +479,7 @@ mod tests {
         assert_eq!(err.kind, "Node");
         assert_eq!(err.name.as_deref(), Some("n1"));
         assert!(
-            err.message.starts_with("spec.unschedulable: invalid type"),
+            err.message.starts_with("spec.taints: invalid type"),
             "{}",
             err.message
         );
