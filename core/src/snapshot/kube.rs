@@ -485,7 +485,7 @@ mod tests {
         );
         let err = decode_list_page(
             ObjectKind::Pod,
-            "[]",
+            "42",
             &PodDetail::Full,
             &mut ClusterObjects::default(),
         )
