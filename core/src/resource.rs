@@ -211,15 +211,17 @@ impl Resource {
         }
     }
 
-    /// Adds an amount of one named resource.
+    /// Adds an amount of one named resource. Sums saturate at the i64 range (Go's int64 would wrap):
+    /// quantities near 2^63 only come from hand-written files, and must not end in an overflow.
     pub fn add_amount(&mut self, name: &str, amount: i64) {
         match name {
-            CPU => self.milli_cpu += amount,
-            MEMORY => self.memory += amount,
-            EPHEMERAL_STORAGE => self.ephemeral_storage += amount,
-            PODS => self.allowed_pod_number += amount,
+            CPU => self.milli_cpu = self.milli_cpu.saturating_add(amount),
+            MEMORY => self.memory = self.memory.saturating_add(amount),
+            EPHEMERAL_STORAGE => self.ephemeral_storage = self.ephemeral_storage.saturating_add(amount),
+            PODS => self.allowed_pod_number = self.allowed_pod_number.saturating_add(amount),
             _ if is_scalar_resource_name(name) => {
-                *self.scalar_resources.entry(name.to_string()).or_insert(0) += amount;
+                let sum = self.scalar_resources.entry(name.to_string()).or_insert(0);
+                *sum = sum.saturating_add(amount);
             }
             _ => {}
         }
@@ -236,14 +238,16 @@ impl Resource {
         }
     }
 
-    /// Adds another resource, field by field (`sign` = 1 to add, -1 to subtract).
+    /// Adds another resource, field by field (`sign` = 1 to add, -1 to subtract), saturating as
+    /// [`Resource::add_amount`] does.
     pub fn add_resource(&mut self, other: &Resource, sign: i64) {
-        self.milli_cpu += sign * other.milli_cpu;
-        self.memory += sign * other.memory;
-        self.ephemeral_storage += sign * other.ephemeral_storage;
-        self.allowed_pod_number += sign * other.allowed_pod_number;
+        let add = |sum: &mut i64, v: i64| *sum = sum.saturating_add(v.saturating_mul(sign));
+        add(&mut self.milli_cpu, other.milli_cpu);
+        add(&mut self.memory, other.memory);
+        add(&mut self.ephemeral_storage, other.ephemeral_storage);
+        add(&mut self.allowed_pod_number, other.allowed_pod_number);
         for (k, v) in &other.scalar_resources {
-            *self.scalar_resources.entry(k.clone()).or_insert(0) += sign * v;
+            add(self.scalar_resources.entry(k.clone()).or_insert(0), *v);
         }
     }
 

@@ -245,7 +245,7 @@ fn json_scores_add_up_for_a_pod_that_fits() {
 #[test]
 fn yaml_output_parses_to_the_same_explanation() {
     let text = ok(run_example(&["explain", "trainer", "-n", "shop", "-o", "yaml"]));
-    let v: serde_yaml::Value = serde_yaml::from_str(&text).expect("valid YAML");
+    let v: yaml_serde::Value = yaml_serde::from_str(&text).expect("valid YAML");
     assert_eq!(v["pod"].as_str(), Some("shop/trainer"));
     assert_eq!(v["nodes_total"].as_u64(), Some(5));
     assert_eq!(
@@ -375,8 +375,9 @@ fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
     let out = ok(run_example(&["explain", "canary", "-n", "shop"]));
     assert!(
         out.starts_with(
-            "shop/canary is gated (profile default-scheduler, 5 nodes):\n  waiting for scheduling gates: \
-             [example.com/rollout-approval]\nOnce ungated, it would be scheduled on worker-big with score 408.\n"
+            "shop/canary is gated (profile default-scheduler, 5 nodes):\n  Scheduling is blocked due to \
+             non-empty scheduling gates: example.com/rollout-approval\nOnce ungated, it would be scheduled on \
+             worker-big with score 408.\n"
         ),
         "{out}"
     );
@@ -387,6 +388,10 @@ fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
         "waiting for scheduling gates: [example.com/rollout-approval]"
     );
     assert_eq!(v["once_ungated"]["selected"], serde_json::json!(["worker-big"]));
+    assert_eq!(
+        v["scheduling_gates"],
+        serde_json::json!(["example.com/rollout-approval"])
+    );
 }
 
 /// From a snapshot file, "why it is still Pending" rests on the pod alone: the gate is named; a bound
@@ -990,7 +995,7 @@ fn preempt_json_has_the_contract_fields() {
     assert!(v.get("results").is_none(), "nothing was executed: {v}");
 
     // YAML is the same document.
-    let y: serde_yaml::Value = serde_yaml::from_str(&ok(drill("urgent", &["-o", "yaml"]))).unwrap();
+    let y: yaml_serde::Value = yaml_serde::from_str(&ok(drill("urgent", &["-o", "yaml"]))).unwrap();
     assert_eq!(y["node"].as_str(), Some("n2"));
 
     // --mode=evict plans evictions instead of deletions.

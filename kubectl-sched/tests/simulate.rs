@@ -262,6 +262,6 @@ fn the_same_seed_gives_the_same_placements_and_yaml_has_them_too() {
     let mut yaml_args = args.to_vec();
     yaml_args.extend(["-o", "yaml"]);
     let out = simulate(&yaml_args);
-    let yaml: Value = serde_yaml::from_slice(&out.stdout).expect("YAML");
+    let yaml: Value = yaml_serde::from_slice(&out.stdout).expect("YAML");
     assert_eq!(placements(&yaml), placements(&first));
 }

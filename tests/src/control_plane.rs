@@ -131,7 +131,7 @@ fn admission_config_yaml(kubeconfig: &Path) -> String {
         "kind": "AdmissionConfiguration",
         "plugins": [plugin("MutatingAdmissionWebhook"), plugin("ValidatingAdmissionWebhook")],
     });
-    serde_yaml::to_string(&config).unwrap_or_default()
+    yaml_serde::to_string(&config).unwrap_or_default()
 }
 
 /// The kubeconfig of [`admission_config_yaml`]: one user per webhook target, named after it.
@@ -146,7 +146,7 @@ fn webhook_kubeconfig_yaml(certs: &[WebhookClientCert]) -> String {
         })
         .collect();
     let kubeconfig = serde_json::json!({"apiVersion": "v1", "kind": "Config", "users": users});
-    serde_yaml::to_string(&kubeconfig).unwrap_or_default()
+    yaml_serde::to_string(&kubeconfig).unwrap_or_default()
 }
 
 /// Writes the admission configuration and its kubeconfig into `dir`; the configuration's path.
@@ -708,7 +708,7 @@ fn write_kubeconfig(path: &Path, server: &str, pki: &PkiFiles) -> Result<(), Err
         "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "admin", "namespace": "default"}}],
         "current-context": "e2e",
     });
-    let yaml = serde_yaml::to_string(&kubeconfig).map_err(|e| Error::Io {
+    let yaml = yaml_serde::to_string(&kubeconfig).map_err(|e| Error::Io {
         context: "serializing the kubeconfig".into(),
         source: std::io::Error::other(e),
     })?;
@@ -832,10 +832,10 @@ fn controller_manager_args(
 /// The caller's KubeSchedulerConfiguration (or an empty one) with what only the harness knows:
 /// the kubeconfig, and leader election off (a single scheduler that must start at once).
 fn scheduler_config_yaml(config: Option<&str>, kubeconfig: &Path) -> Result<String, Error> {
-    use serde_yaml::{Mapping, Value};
+    use yaml_serde::{Mapping, Value};
     let mut root = match config {
         Some(text) => {
-            serde_yaml::from_str::<Value>(text).map_err(|e| Error::SchedulerConfig(e.to_string()))?
+            yaml_serde::from_str::<Value>(text).map_err(|e| Error::SchedulerConfig(e.to_string()))?
         }
         None => Value::Mapping(Mapping::new()),
     };
@@ -863,7 +863,7 @@ fn scheduler_config_yaml(config: Option<&str>, kubeconfig: &Path) -> Result<Stri
         };
         inner.insert(Value::from(key), value);
     }
-    serde_yaml::to_string(&root).map_err(|e| Error::SchedulerConfig(e.to_string()))
+    yaml_serde::to_string(&root).map_err(|e| Error::SchedulerConfig(e.to_string()))
 }
 
 #[cfg(test)]
@@ -877,7 +877,7 @@ mod tests {
                     leaderElection:\n  leaderElect: true\nprofiles:\n- schedulerName: default-scheduler\n";
         for config in [None, Some(user)] {
             let yaml = scheduler_config_yaml(config, kubeconfig).expect("valid");
-            let value: serde_yaml::Value = serde_yaml::from_str(&yaml).expect("yaml");
+            let value: yaml_serde::Value = yaml_serde::from_str(&yaml).expect("yaml");
             assert_eq!(value["apiVersion"].as_str(), Some(SCHEDULER_CONFIG_API_VERSION));
             assert_eq!(value["kind"].as_str(), Some("KubeSchedulerConfiguration"));
             assert_eq!(
@@ -902,14 +902,14 @@ mod tests {
         }];
         let path = write_admission_config(dir.path(), &certs).expect("written");
         let config: serde_json::Value =
-            serde_yaml::from_str(&std::fs::read_to_string(&path).expect("read")).expect("yaml");
+            yaml_serde::from_str(&std::fs::read_to_string(&path).expect("read")).expect("yaml");
         assert_eq!(config["kind"], "AdmissionConfiguration");
         let plugin = &config["plugins"][0];
         assert_eq!(plugin["name"], "MutatingAdmissionWebhook");
         assert_eq!(plugin["configuration"]["kind"], "WebhookAdmissionConfiguration");
         let kubeconfig_path = plugin["configuration"]["kubeConfigFile"].as_str().expect("path");
         let kubeconfig: serde_json::Value =
-            serde_yaml::from_str(&std::fs::read_to_string(kubeconfig_path).expect("read")).expect("yaml");
+            yaml_serde::from_str(&std::fs::read_to_string(kubeconfig_path).expect("read")).expect("yaml");
         assert_eq!(kubeconfig["users"][0]["name"], "127.0.0.1:8443");
         assert!(
             kubeconfig["users"][0]["user"]["client-certificate"]

@@ -109,7 +109,7 @@ async fn kubectl_ok(cp: &ControlPlane, args: &[&str]) -> Result<String> {
 /// The documents of a multi-document YAML stream.
 fn documents(yaml: &str) -> Result<Vec<Value>> {
     let mut docs = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(yaml) {
+    for doc in yaml_serde::Deserializer::from_str(yaml) {
         let value = Value::deserialize(doc)?;
         if !value.is_null() {
             docs.push(value);
@@ -1129,7 +1129,7 @@ const RELEASE_TARGETS: &[(&str, &str, &str)] = &[
 #[test]
 fn krew_manifest_names_one_release_archive_per_platform() -> Result<()> {
     let path = deploy_dir().join("krew/sched.yaml");
-    let manifest: Value = serde_yaml::from_str(&std::fs::read_to_string(&path)?)?;
+    let manifest: Value = yaml_serde::from_str(&std::fs::read_to_string(&path)?)?;
     ensure!(manifest["kind"] == "Plugin" && manifest["metadata"]["name"] == "sched");
     let version = manifest["spec"]["version"].as_str().context("spec.version")?;
     let cargo_version = env!("CARGO_PKG_VERSION");

@@ -800,22 +800,18 @@ async fn wait_for_first_consumer_without_volumes() -> Result<()> {
     trial.expect_failed(&["2 node(s) didn't find available persistent volumes to bind"])
 }
 
-/// A CSINode allows one volume of the driver on n1, which already has one; n2 is cordoned.
-#[tokio::test]
-async fn csi_volume_limit() -> Result<()> {
-    let lab = Lab::begin("csilimit").await?;
-    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi").cordoned()])
-        .await?;
+/// The CSI driver of the volume-limit scenarios (no driver runs: its objects are made by hand).
+const CSI_DRIVER: &str = "csi.example.com";
+
+/// A CSINode for `node` allowing `count` volumes of [`CSI_DRIVER`], and for each claim a CSI volume
+/// `<ns>-<claim>` bound to it.
+async fn csi_volumes(lab: &Lab, node: &str, count: i32, claims: &[&str]) -> Result<()> {
     lab.create_cluster::<k8s_openapi::api::storage::v1::CSINode>(json!({
-        "metadata": {"name": lab.n("n1")},
-        "spec": {"drivers": [{
-            "name": "csi.example.com",
-            "nodeID": lab.n("n1"),
-            "allocatable": {"count": 1},
-        }]},
+        "metadata": {"name": node},
+        "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": node, "allocatable": {"count": count}}]},
     }))
     .await?;
-    for claim in ["used", "data"] {
+    for claim in claims {
         let pv_name = format!("{}-{claim}", lab.ns);
         lab.create_cluster::<PersistentVolume>(json!({
             "metadata": {"name": pv_name},
@@ -825,7 +821,7 @@ async fn csi_volume_limit() -> Result<()> {
                 "storageClassName": "",
                 "persistentVolumeReclaimPolicy": "Retain",
                 "claimRef": {"namespace": lab.ns, "name": claim},
-                "csi": {"driver": "csi.example.com", "volumeHandle": pv_name},
+                "csi": {"driver": CSI_DRIVER, "volumeHandle": pv_name},
             },
         }))
         .await?;
@@ -841,6 +837,28 @@ async fn csi_volume_limit() -> Result<()> {
         .await?;
         lab.wait_claim_bound(claim).await?;
     }
+    Ok(())
+}
+
+/// A VolumeAttachment of `claim`'s volume to `node`, as the attach-detach controller would leave
+/// one. Created without a status (not reported attached): kube-scheduler counts it all the same.
+async fn attach(lab: &Lab, claim: &str, node: &str) -> Result<()> {
+    let pv_name = format!("{}-{claim}", lab.ns);
+    lab.create_cluster::<k8s_openapi::api::storage::v1::VolumeAttachment>(json!({
+        "metadata": {"name": pv_name},
+        "spec": {"attacher": CSI_DRIVER, "nodeName": node, "source": {"persistentVolumeName": pv_name}},
+    }))
+    .await?;
+    Ok(())
+}
+
+/// A CSINode allows one volume of the driver on n1, which already has one; n2 is cordoned.
+#[tokio::test]
+async fn csi_volume_limit() -> Result<()> {
+    let lab = Lab::begin("csilimit").await?;
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi").cordoned()])
+        .await?;
+    csi_volumes(&lab, &lab.n("n1"), 1, &["used", "data"]).await?;
     lab.create_pods([pod("owner").claim("used").on(&lab.n("n1"))])
         .await?;
     let trial = lab.trial(pod("p").claim("data")).await?;
@@ -848,6 +866,41 @@ async fn csi_volume_limit() -> Result<()> {
         "1 node(s) exceed max volume count",
         "1 node(s) were unschedulable",
     ])
+}
+
+/// n1 allows two volumes: one is its pod's (attached too), one is still attached after its pod
+/// left (a VolumeAttachment no pod's volume matches). kube-scheduler counts both, so a third does
+/// not fit; n2 is cordoned.
+#[tokio::test]
+async fn csi_volume_limit_counts_attachments_no_pod_uses() -> Result<()> {
+    let lab = Lab::begin("csiattach").await?;
+    let n1 = lab.n("n1");
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi").cordoned()])
+        .await?;
+    csi_volumes(&lab, &n1, 2, &["used", "left", "data"]).await?;
+    lab.create_pods([pod("owner").claim("used").on(&n1)]).await?;
+    attach(&lab, "used", &n1).await?;
+    attach(&lab, "left", &n1).await?;
+    let trial = lab.trial(pod("p").claim("data")).await?;
+    trial.expect_failed(&[
+        "1 node(s) exceed max volume count",
+        "1 node(s) were unschedulable",
+    ])
+}
+
+/// As above without the left-over attachment: the attachment of the pod's own volume is that
+/// volume, counted once, so a second volume fits on n1.
+#[tokio::test]
+async fn csi_volume_limit_counts_an_attached_pod_volume_once() -> Result<()> {
+    let lab = Lab::begin("csiattached").await?;
+    let n1 = lab.n("n1");
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi").cordoned()])
+        .await?;
+    csi_volumes(&lab, &n1, 2, &["used", "data"]).await?;
+    lab.create_pods([pod("owner").claim("used").on(&n1)]).await?;
+    attach(&lab, "used", &n1).await?;
+    let trial = lab.trial(pod("p").claim("data")).await?;
+    trial.expect_bound(Some(&n1))
 }
 
 /// A ResourceClaim that does not exist: DynamicResources' PreEnqueue keeps the pod out of the

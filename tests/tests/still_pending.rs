@@ -415,12 +415,12 @@ async fn forbidden_lease_and_events_are_notes_not_errors() -> Result<()> {
         }
     }
     // The admin's kubeconfig, impersonating the reader.
-    let mut kubeconfig: serde_yaml::Value =
-        serde_yaml::from_str(&std::fs::read_to_string(cp.kubeconfig_path())?)?;
-    kubeconfig["users"][0]["user"]["as"] = serde_yaml::Value::from(READER);
+    let mut kubeconfig: yaml_serde::Value =
+        yaml_serde::from_str(&std::fs::read_to_string(cp.kubeconfig_path())?)?;
+    kubeconfig["users"][0]["user"]["as"] = yaml_serde::Value::from(READER);
     let dir = tempfile::tempdir()?;
     let reader_kubeconfig = dir.path().join("reader.kubeconfig");
-    std::fs::write(&reader_kubeconfig, serde_yaml::to_string(&kubeconfig)?)?;
+    std::fs::write(&reader_kubeconfig, yaml_serde::to_string(&kubeconfig)?)?;
 
     // RBAC takes effect once the authorizer's informers see the binding.
     let output = eventually("explain as the reader", Duration::from_secs(20), || async {

@@ -18,11 +18,19 @@
 //!   `--heartbeat-timeout` (a wedged runtime: every worker blocked), so the kubelet restarts the pod.
 
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::registry::Registry;
+
 use crate::cache::Cache;
+use crate::metrics;
 
 /// Default: how long a watch may keep failing before the replica is unready.
 pub const DEFAULT_WATCH_FAILURE_THRESHOLD: Duration = Duration::from_secs(30);
@@ -243,28 +251,39 @@ impl Health {
         Err(format!("watches failing: {}", list.join("; ")))
     }
 
-    /// Watch error counters and the heartbeat age, in Prometheus text.
-    pub fn render(&self, out: &mut String) {
-        use std::fmt::Write;
-        let _ = writeln!(
-            out,
-            "# HELP sched_webhook_watch_errors_total Watch errors of the reflector caches, by kind.\n# TYPE sched_webhook_watch_errors_total counter"
-        );
+    /// Adds the watch error counters and the heartbeat age to `registry`, read at each encoding.
+    pub fn register(&self, registry: &mut Registry) {
+        registry.register_collector(Box::new(self.clone()));
+    }
+}
+
+impl Collector for Health {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> fmt::Result {
+        let mut errors = metrics::family(
+            &mut encoder,
+            "sched_webhook_watch_errors",
+            "Watch errors of the reflector caches, by kind.",
+            MetricType::Counter,
+        )?;
         for (kind, total) in self.watches.errors_total() {
-            let _ = writeln!(out, "sched_webhook_watch_errors_total{{kind=\"{kind}\"}} {total}");
+            ConstCounter::new(total).encode(errors.encode_family(&[("kind", kind.as_str())])?)?;
         }
         let failing = self.watches.failing(self.watch_failure_threshold).len();
-        let _ = writeln!(
-            out,
-            "# HELP sched_webhook_watches_failing Kinds whose watch has failed for longer than --watch-failure-threshold.\n# TYPE sched_webhook_watches_failing gauge\nsched_webhook_watches_failing {failing}"
-        );
+        metrics::gauge(
+            &mut encoder,
+            "sched_webhook_watches_failing",
+            "Kinds whose watch has failed for longer than --watch-failure-threshold.",
+            failing as u64,
+        )?;
         if let Some(heartbeat) = &self.heartbeat {
-            let _ = writeln!(
-                out,
-                "# HELP sched_webhook_heartbeat_age_seconds Age of the main runtime's heartbeat.\n# TYPE sched_webhook_heartbeat_age_seconds gauge\nsched_webhook_heartbeat_age_seconds {:.3}",
-                heartbeat.age().as_secs_f64()
-            );
+            metrics::gauge(
+                &mut encoder,
+                "sched_webhook_heartbeat_age_seconds",
+                "Age of the main runtime's heartbeat.",
+                heartbeat.age().as_secs_f64(),
+            )?;
         }
+        Ok(())
     }
 }
 

@@ -31,12 +31,18 @@ use axum_server::tls_rustls::RustlsConfig;
 use http_body::{Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::registry::Registry;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio::time::{Instant, Sleep};
 use tower::ServiceExt;
 
 use crate::health::{self, Health, Heartbeat};
+use crate::metrics;
 use crate::server::{AppState, router};
 
 /// Default cap of open connections on the webhook port.
@@ -180,34 +186,42 @@ impl ConnectionStats {
         }
     }
 
-    fn render(&self, out: &mut String) {
-        use std::fmt::Write;
-        let _ = writeln!(
-            out,
-            "# HELP sched_webhook_connections_open Connections open on the webhook port.\n# TYPE sched_webhook_connections_open gauge\nsched_webhook_connections_open {}",
-            self.open()
-        );
-        let _ = writeln!(
-            out,
-            "# HELP sched_webhook_connections_rejected_total Connections closed at accept because --max-connections were open.\n# TYPE sched_webhook_connections_rejected_total counter\nsched_webhook_connections_rejected_total {}",
-            self.rejected()
-        );
-        let _ = writeln!(
-            out,
-            "# HELP sched_webhook_connections_closed_total Webhook connections closed by the server, by reason.\n# TYPE sched_webhook_connections_closed_total counter"
-        );
+    /// Adds the connection counters to `registry`, read at each encoding.
+    pub fn register(self: &Arc<Self>, registry: &mut Registry) {
+        registry.register_collector(Box::new(self.clone()));
+    }
+}
+
+impl Collector for ConnectionStats {
+    fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {
+        metrics::gauge(
+            &mut encoder,
+            "sched_webhook_connections_open",
+            "Connections open on the webhook port.",
+            self.open() as u64,
+        )?;
+        metrics::counter(
+            &mut encoder,
+            "sched_webhook_connections_rejected",
+            "Connections closed at accept because --max-connections were open.",
+            self.rejected(),
+        )?;
+        let mut closed = metrics::family(
+            &mut encoder,
+            "sched_webhook_connections_closed",
+            "Webhook connections closed by the server, by reason.",
+            MetricType::Counter,
+        )?;
         for (reason, counter) in [
             ("tls_handshake_failed", &self.handshake_failed),
             ("tls_handshake_timeout", &self.handshake_timed_out),
             ("read_timeout", &self.read_timed_out),
             ("idle", &self.idle_closed),
         ] {
-            let _ = writeln!(
-                out,
-                "sched_webhook_connections_closed_total{{reason=\"{reason}\"}} {}",
-                counter.load(Ordering::Relaxed)
-            );
+            ConstCounter::new(counter.load(Ordering::Relaxed))
+                .encode(closed.encode_family(&[("reason", reason)])?)?;
         }
+        Ok(())
     }
 }
 
@@ -225,7 +239,7 @@ pub fn admin_router_with(
     health: Health,
     connections: Option<Arc<ConnectionStats>>,
 ) -> Router {
-    let (live, ready, metrics) = (health.clone(), health.clone(), health);
+    let (live, ready) = (health.clone(), health.clone());
     Router::new()
         .route(
             "/healthz",
@@ -248,12 +262,16 @@ pub fn admin_router_with(
         .route(
             "/metrics",
             get(move |State(s): State<Arc<AppState>>| async move {
-                let mut text = s.metrics.render(s.cache.is_ready());
-                metrics.render(&mut text);
+                let mut registry = Registry::default();
+                s.metrics.register(&mut registry, s.cache.is_ready());
+                health.register(&mut registry);
                 if let Some(connections) = &connections {
-                    connections.render(&mut text);
+                    connections.register(&mut registry);
                 }
-                ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
+                (
+                    [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+                    metrics::exposition(&registry),
+                )
             }),
         )
         .with_state(state)

@@ -111,6 +111,14 @@ impl Server {
 
     /// One value of the admin port's `/metrics`.
     async fn metric(&self, name: &str) -> f64 {
+        let text = self.metrics_text().await;
+        text.lines()
+            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} not in /metrics:\n{text}"))
+    }
+
+    /// The admin port's `/metrics`.
+    async fn metrics_text(&self) -> String {
         let tcp = TcpStream::connect(("127.0.0.1", self.admin_port))
             .await
             .expect("admin port");
@@ -125,10 +133,7 @@ impl Server {
             .expect("request");
         let response = sender.send_request(request).await.expect("metrics");
         let text = response.into_body().collect().await.expect("body").to_bytes();
-        let text = String::from_utf8_lossy(&text).into_owned();
-        text.lines()
-            .find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-            .unwrap_or_else(|| panic!("{name} not in /metrics:\n{text}"))
+        String::from_utf8_lossy(&text).into_owned()
     }
 
     async fn stop(mut self) {
@@ -397,5 +402,165 @@ async fn connections_beyond_the_cap_are_closed_at_accept() {
     }
     assert_eq!(server.post().await, Ok(200));
     drop(held);
+    server.stop().await;
+}
+
+/// Every metric family of a serving replica's `/metrics`: name (as exposed, `_total` included), type,
+/// help text, and a label every sample of it carries (`None`: no labels). These are the families,
+/// types and help texts the hand-written exposition had before prometheus-client wrote it.
+const FAMILIES: [(&str, &str, &str, Option<&str>); 18] = [
+    (
+        "sched_webhook_requests_total",
+        "counter",
+        "Admission requests by operation and outcome.",
+        Some("operation"),
+    ),
+    (
+        "sched_webhook_request_duration_seconds",
+        "histogram",
+        "Time to answer an admission request.",
+        Some("le"),
+    ),
+    (
+        "sched_webhook_bindings_total",
+        "counter",
+        "PersistentVolumes bound and claims annotated with a selected node.",
+        None,
+    ),
+    (
+        "sched_webhook_conflicts_retried_total",
+        "counter",
+        "Plans decided again on fresh state after a write conflict.",
+        None,
+    ),
+    (
+        "sched_webhook_nominations_cleared_total",
+        "counter",
+        "nominatedNodeName values cleared.",
+        None,
+    ),
+    (
+        "sched_webhook_writes_undone_total",
+        "counter",
+        "Writes taken back after a plan failed.",
+        None,
+    ),
+    (
+        "sched_webhook_plan_failures_total",
+        "counter",
+        "Plans that could not be carried out.",
+        None,
+    ),
+    (
+        "sched_webhook_pods_skipped_total",
+        "counter",
+        "Stored pods left to the scheduler because they use more claims than are considered.",
+        None,
+    ),
+    (
+        "sched_webhook_requests_shed_total",
+        "counter",
+        "Requests allowed unchanged, with a warning, because every decision slot was taken.",
+        None,
+    ),
+    (
+        "sched_webhook_catch_up_reads_total",
+        "counter",
+        "Claims and classes read from the API server because the watches had not delivered them.",
+        None,
+    ),
+    (
+        "sched_webhook_leader",
+        "gauge",
+        "Whether this replica holds the controller's Lease (only the leader writes).",
+        None,
+    ),
+    (
+        "sched_webhook_cache_ready",
+        "gauge",
+        "Whether every reflector cache has synced.",
+        None,
+    ),
+    (
+        "sched_webhook_watch_errors_total",
+        "counter",
+        "Watch errors of the reflector caches, by kind.",
+        Some("kind"),
+    ),
+    (
+        "sched_webhook_watches_failing",
+        "gauge",
+        "Kinds whose watch has failed for longer than --watch-failure-threshold.",
+        None,
+    ),
+    (
+        "sched_webhook_heartbeat_age_seconds",
+        "gauge",
+        "Age of the main runtime's heartbeat.",
+        None,
+    ),
+    (
+        "sched_webhook_connections_open",
+        "gauge",
+        "Connections open on the webhook port.",
+        None,
+    ),
+    (
+        "sched_webhook_connections_rejected_total",
+        "counter",
+        "Connections closed at accept because --max-connections were open.",
+        None,
+    ),
+    (
+        "sched_webhook_connections_closed_total",
+        "counter",
+        "Webhook connections closed by the server, by reason.",
+        Some("reason"),
+    ),
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_name_every_family_with_its_type_help_and_labels() {
+    let server = Server::start(ConnectionLimits::default()).await;
+    // One answered request, so the request families have samples.
+    assert_eq!(server.post().await, Ok(200));
+    let text = server.metrics_text().await;
+    for (name, kind, help, label) in FAMILIES {
+        assert!(
+            text.contains(&format!("# HELP {name} {help}\n")),
+            "HELP of {name}:\n{text}"
+        );
+        assert!(
+            text.contains(&format!("# TYPE {name} {kind}\n")),
+            "TYPE of {name}:\n{text}"
+        );
+        let samples: Vec<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.starts_with(name))
+            .collect();
+        // The watches of an unsynced cache have no errors: a family that is only its header.
+        if name == "sched_webhook_watch_errors_total" {
+            continue;
+        }
+        assert!(!samples.is_empty(), "no sample of {name}:\n{text}");
+        for sample in samples {
+            let series = sample.split(' ').next().unwrap_or_default();
+            // A histogram's buckets carry `le`; its `_sum` and `_count` no label.
+            let labelled = match label {
+                Some("le") => series.starts_with(&format!("{name}_bucket{{")),
+                other => other.is_some(),
+            };
+            match label.filter(|_| labelled) {
+                Some(label) => assert!(
+                    series.contains(&format!("{label}=\"")),
+                    "{sample}: no {label} label"
+                ),
+                None => assert!(!series.contains('{'), "{sample}: unexpected labels"),
+            }
+        }
+    }
+    // Nothing else: the exposition has exactly these families.
+    let types = text.lines().filter(|l| l.starts_with("# TYPE ")).count();
+    assert_eq!(types, FAMILIES.len(), "{text}");
     server.stop().await;
 }

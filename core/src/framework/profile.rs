@@ -187,7 +187,7 @@ impl SchedulerConfig {
     /// Parses a KubeSchedulerConfiguration document; `origin` names it in errors.
     pub fn from_str(text: &str, origin: &str, registry: &Registry) -> Result<Self, ProfileError> {
         let config: KubeSchedulerConfiguration =
-            serde_yaml::from_str(text).map_err(|e| ProfileError::Parse {
+            yaml_serde::from_str(text).map_err(|e| ProfileError::Parse {
                 path: origin.to_string(),
                 message: e.to_string(),
             })?;
@@ -666,7 +666,7 @@ mod tests {
     }
 
     fn load(yaml: &str) -> Result<SchedulerConfig, ProfileError> {
-        let config: KubeSchedulerConfiguration = serde_yaml::from_str(yaml).unwrap();
+        let config: KubeSchedulerConfiguration = yaml_serde::from_str(yaml).unwrap();
         resolve_with_defaults(&config, &registry(), "test.yaml", &defaults())
     }
 

@@ -15,6 +15,11 @@ pub const NAME: &str = names::SCHEDULING_GATES;
 /// The reason prefix; the gate names follow as Go prints a `[]string` (`[g1 g2]`).
 pub const ERR_REASON_WAITING_FOR_GATES: &str = "waiting for scheduling gates";
 
+/// The PodScheduled condition message the API server gives a pod created with scheduling gates
+/// (reason `SchedulingGated`; `applySchedulingGatedCondition` in pkg/registry/core/pod/strategy.go):
+/// what `kubectl describe pod` shows, so what explain's and simulate's headlines say for a gated pod.
+pub const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty scheduling gates";
+
 /// The SchedulingGates plugin.
 #[derive(Debug, Default)]
 pub struct SchedulingGates;

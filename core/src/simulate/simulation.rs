@@ -21,14 +21,11 @@ use crate::explain::Outcome;
 use crate::framework::interface::NodeToStatus;
 use crate::plugins::dynamic_resources::allocation_results;
 use crate::plugins::names;
+use crate::plugins::scheduling_gates::SCHEDULING_GATED_MESSAGE;
 use crate::preemption::args::DefaultPreemptionArgs;
 use crate::preemption::evaluator;
 use crate::schedule::{ScheduleOptions, binding_plan, schedule_cycle};
 use crate::snapshot::{PodInfo, Snapshot, namespaced_key};
-
-/// The PodScheduled condition message the API server gives a pod created with scheduling gates
-/// (reason `SchedulingGated`).
-pub const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-empty scheduling gates";
 
 /// Cycles allowed per queued pod before the simulation gives up (preemption loops cannot go on
 /// forever: each preemption deletes pods).

@@ -30,7 +30,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use serde_json::Value;
 
-use crate::admission::{self, builtin_priority};
+use crate::admission;
 use crate::labels::{NodeSelectorMatcher, Selector};
 use crate::plugins::helper::taints::{
     EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, do_not_schedule_taints_filter, find_matching_untolerated_taint,
@@ -463,36 +463,21 @@ fn resolve_priority(
     classes: &[PriorityClass],
     owner: &Owner,
 ) -> Result<(), WorkloadsError> {
-    let named = spec.priority_class_name.clone().filter(|n| !n.is_empty());
-    let (class_name, priority, policy) = match named {
-        Some(name) => match classes
-            .iter()
-            .find(|pc| pc.metadata.name.as_deref() == Some(name.as_str()))
-        {
-            Some(pc) => (Some(name), pc.value.unwrap_or(0), pc.preemption_policy.clone()),
-            None => match builtin_priority(&name) {
-                Some(value) => (Some(name), value, None),
-                None => {
-                    return Err(WorkloadsError::UnknownPriorityClass {
-                        workload: owner.workload.to_string(),
-                        class: name,
-                    });
-                }
+    let established =
+        admission::establish_priority(spec.priority_class_name.as_deref(), classes).map_err(|e| match e {
+            admission::AdmitError::UnknownPriorityClass(class) => WorkloadsError::UnknownPriorityClass {
+                workload: owner.workload.to_string(),
+                class,
             },
-        },
-        None => match classes
-            .iter()
-            .filter(|pc| pc.global_default == Some(true))
-            .min_by_key(|pc| pc.value.unwrap_or(0))
-        {
-            Some(pc) => (
-                pc.metadata.name.clone(),
-                pc.value.unwrap_or(0),
-                pc.preemption_policy.clone(),
-            ),
-            None => (None, 0, None),
-        },
-    };
+            admission::AdmitError::NoSpec => WorkloadsError::MissingPodSpec {
+                workload: owner.workload.to_string(),
+            },
+        })?;
+    let (class_name, priority, policy) = (
+        established.class_name,
+        established.priority,
+        established.preemption_policy,
+    );
     let conflict = |message: String| WorkloadsError::PriorityConflict {
         workload: owner.workload.to_string(),
         message,

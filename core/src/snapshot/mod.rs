@@ -28,7 +28,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 
 pub use dra::{AllocatedState, DeviceId, ResourceSlices};
 pub use load::{
@@ -61,6 +61,9 @@ pub struct ClusterObjects {
     pub csi_drivers: Vec<CSIDriver>,
     /// CSIStorageCapacities.
     pub csi_storage_capacities: Vec<CSIStorageCapacity>,
+    /// VolumeAttachments: NodeVolumeLimits counts a node's attached CSI volumes, including those no pod
+    /// on the node uses any more (still attached after their pod left).
+    pub volume_attachments: Vec<VolumeAttachment>,
     /// PodDisruptionBudgets.
     pub pod_disruption_budgets: Vec<PodDisruptionBudget>,
     /// PriorityClasses (to resolve `priorityClassName` of pods without `spec.priority`).
@@ -119,13 +122,15 @@ pub(crate) enum PodPlace {
 }
 
 impl PodDetail {
-    /// True when `pod` is kept whole: everything under [`PodDetail::Full`]; pods not on a node and the
-    /// pods named in `keep` under [`PodDetail::CompactPlaced`].
+    /// True when `pod` is kept whole: everything under [`PodDetail::Full`]; pods not on a node, pods
+    /// without `spec.priority` (admission has yet to give them one, from PriorityClasses that may come
+    /// later in the file) and the pods named in `keep` under [`PodDetail::CompactPlaced`].
     pub(crate) fn keeps_whole(&self, pod: &Pod) -> bool {
         match self {
             PodDetail::Full => true,
             PodDetail::CompactPlaced { keep } => {
                 !is_placed(pod)
+                    || load::needs_priority(pod)
                     || (!keep.is_empty()
                         && keep.contains(&namespaced_key(
                             pod.metadata.namespace.as_deref().unwrap_or(""),
@@ -224,6 +229,8 @@ pub struct Snapshot {
     pub csi_drivers: HashMap<String, Arc<CSIDriver>>,
     /// CSIStorageCapacities.
     pub csi_storage_capacities: Vec<Arc<CSIStorageCapacity>>,
+    /// VolumeAttachments by `spec.nodeName`, in their order (kube-scheduler's informer index of them).
+    pub volume_attachments: HashMap<String, Vec<Arc<VolumeAttachment>>>,
     /// PodDisruptionBudgets.
     pub pod_disruption_budgets: Vec<Arc<PodDisruptionBudget>>,
     /// PriorityClasses by name.
@@ -277,6 +284,17 @@ fn by_namespaced_name<
         .collect()
 }
 
+/// VolumeAttachments grouped by the node they attach to.
+fn by_node_name(items: Vec<VolumeAttachment>) -> HashMap<String, Vec<Arc<VolumeAttachment>>> {
+    let mut out: HashMap<String, Vec<Arc<VolumeAttachment>>> = HashMap::new();
+    for va in items {
+        out.entry(va.spec.node_name.clone())
+            .or_default()
+            .push(Arc::new(va));
+    }
+    out
+}
+
 /// How many pods [`build_pod_infos`] converts at a time.
 const POD_INFO_CHUNK: usize = 16_384;
 
@@ -326,6 +344,7 @@ impl Snapshot {
             csi_nodes,
             csi_drivers,
             csi_storage_capacities,
+            volume_attachments,
             pod_disruption_budgets,
             priority_classes,
             services,
@@ -452,6 +471,7 @@ impl Snapshot {
             csi_nodes: by_name(csi_nodes),
             csi_drivers: by_name(csi_drivers),
             csi_storage_capacities: csi_storage_capacities.into_iter().map(Arc::new).collect(),
+            volume_attachments: by_node_name(volume_attachments),
             pod_disruption_budgets: pod_disruption_budgets.into_iter().map(Arc::new).collect(),
             priority_classes: by_name(priority_classes),
             services: services.into_iter().map(Arc::new).collect(),

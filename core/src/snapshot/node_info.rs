@@ -185,14 +185,20 @@ impl NodeInfo {
 
     fn update(&mut self, pod: &PodInfo, sign: i64) {
         let r = &pod.resource;
-        self.requested.milli_cpu += sign * r.resource.milli_cpu;
-        self.requested.memory += sign * r.resource.memory;
-        self.requested.ephemeral_storage += sign * r.resource.ephemeral_storage;
+        // Saturating, as `Resource::add_resource` (Go's int64 wraps): absurd requests in a
+        // hand-written file must not overflow. Like Go's NodeInfo.update, the pod count is not summed.
+        let add = |sum: &mut i64, v: i64| *sum = sum.saturating_add(v.saturating_mul(sign));
+        add(&mut self.requested.milli_cpu, r.resource.milli_cpu);
+        add(&mut self.requested.memory, r.resource.memory);
+        add(
+            &mut self.requested.ephemeral_storage,
+            r.resource.ephemeral_storage,
+        );
         for (k, v) in &r.resource.scalar_resources {
-            *self.requested.scalar_resources.entry(k.clone()).or_insert(0) += sign * v;
+            add(self.requested.scalar_resources.entry(k.clone()).or_insert(0), *v);
         }
-        self.non_zero_requested.milli_cpu += sign * r.non_zero_cpu;
-        self.non_zero_requested.memory += sign * r.non_zero_mem;
+        add(&mut self.non_zero_requested.milli_cpu, r.non_zero_cpu);
+        add(&mut self.non_zero_requested.memory, r.non_zero_mem);
         for (ip, protocol, port) in &pod.host_ports {
             if sign > 0 {
                 self.used_ports.add(ip, protocol, *port);

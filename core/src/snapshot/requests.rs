@@ -30,9 +30,11 @@ fn amounts(list: Option<&QuantityList>) -> Amounts {
         .collect()
 }
 
+/// Saturating: absurd quantities in a hand-written file must not overflow (see `Resource::add_amount`).
 fn add_into(sum: &mut Amounts, add: &Amounts) {
     for (k, v) in add {
-        *sum.entry(k.clone()).or_insert(0) += v;
+        let s = sum.entry(k.clone()).or_insert(0);
+        *s = s.saturating_add(*v);
     }
 }
 

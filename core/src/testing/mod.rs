@@ -536,6 +536,34 @@ pub fn csi_driver(
     }
 }
 
+/// A VolumeAttachment `name` of the PV `pv` (None: an inline volume spec instead, empty here) to
+/// `node` by `attacher`, reported attached.
+pub fn volume_attachment(
+    name: &str,
+    attacher: &str,
+    node: &str,
+    pv: Option<&str>,
+) -> k8s_openapi::api::storage::v1::VolumeAttachment {
+    k8s_openapi::api::storage::v1::VolumeAttachment {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            ..Default::default()
+        },
+        spec: k8s_openapi::api::storage::v1::VolumeAttachmentSpec {
+            attacher: attacher.to_string(),
+            node_name: node.to_string(),
+            source: k8s_openapi::api::storage::v1::VolumeAttachmentSource {
+                persistent_volume_name: pv.map(str::to_string),
+                inline_volume_spec: pv.is_none().then(Default::default),
+            },
+        },
+        status: Some(k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
+            attached: true,
+            ..Default::default()
+        }),
+    }
+}
+
 // --- preemption builders: preemptionPolicy, start time, termination, conditions, PDBs ---
 
 impl PodBuilder {

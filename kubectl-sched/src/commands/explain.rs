@@ -146,6 +146,9 @@ pub struct ExplainReport {
     /// The profile's score plugins and weights (the wide table's columns).
     #[serde(skip)]
     pub score_plugins: Vec<(String, i64)>,
+    /// For a gated pod: its `spec.schedulingGates`, by name, in order (the headline lists them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scheduling_gates: Vec<String>,
 }
 
 /// One pending pod of `--all-pending`.
@@ -423,6 +426,7 @@ fn explain_one(
         .as_deref()
         .and_then(|name| node_detail(basis, &fwk, &basis_state, &basis_pod, &snapshot, name));
     lap("computed hints", timings);
+    let explanation_gated = explanation.outcome == Outcome::Gated;
     Ok(ExplainReport {
         score_plugins: fwk
             .score_plugin_names()
@@ -437,7 +441,23 @@ fn explain_one(
         once_ungated,
         dra,
         still_pending,
+        scheduling_gates: if explanation_gated {
+            gate_names(&info.pod)
+        } else {
+            Vec::new()
+        },
     })
+}
+
+/// The names of a pod's `spec.schedulingGates`, in order.
+fn gate_names(pod: &k8s_openapi::api::core::v1::Pod) -> Vec<String> {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.scheduling_gates.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|g| g.name.clone())
+        .collect()
 }
 
 /// For `explain POD` without `--profile`, `-f` or what-if flags: the profile to evaluate the pod with

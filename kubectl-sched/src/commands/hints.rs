@@ -554,7 +554,7 @@ mod tests {
         struct Doc {
             tolerations: Vec<k8s_openapi::api::core::v1::Toleration>,
         }
-        let doc: Doc = serde_yaml::from_str(&snippet).unwrap();
+        let doc: Doc = yaml_serde::from_str(&snippet).unwrap();
         for t in &taints {
             assert!(
                 tolerations_tolerate_taint(&doc.tolerations, t),

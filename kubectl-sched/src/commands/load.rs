@@ -397,12 +397,13 @@ pub fn load_keeping_cluster(
                 started.elapsed().as_secs_f64() * 1000.0
             );
             let mut notes = vec![summary];
-            notes.extend(report.warnings());
+            notes.extend(report.notes());
             let loaded = Loaded {
                 objects,
                 origin: path.display().to_string(),
                 default_namespace: "default".to_string(),
-                warnings: Vec::new(),
+                // Kinds the engine reads, skipped for their apiVersion: the answer may differ.
+                warnings: report.warnings(),
                 notes,
             };
             Ok((loaded, None))

@@ -98,7 +98,7 @@ pub fn breakdown(pod: &PodInfo, node: &NodeInfo, nominated: &[Arc<PodInfo>]) -> 
                 })
                 .filter(|u| u.request > 0)
                 .collect();
-            let requested = users.iter().map(|u| u.request).sum::<i64>();
+            let requested = users.iter().fold(0_i64, |sum, u| sum.saturating_add(u.request));
             users.sort_by(|a, b| b.request.cmp(&a.request).then_with(|| a.pod.cmp(&b.pod)));
             let more_pods = users.len().saturating_sub(MAX_PODS);
             users.truncate(MAX_PODS);

@@ -12,6 +12,7 @@ use sched_core::engine::{EngineError, UnknownProfile};
 use sched_core::framework::profile::ProfileError;
 use sched_core::framework::runtime::ResolvedProfile;
 use sched_core::snapshot::is_terminal;
+use sched_core::snapshot::load::check_pod;
 use sched_core::{ClusterObjects, Engine, PodInfo, Snapshot};
 
 /// Why the pod or its profile could not be resolved.
@@ -287,8 +288,19 @@ pub(crate) fn read_pod_file(
         // pods are told apart from the pod being scheduled by uid).
         pod.metadata.uid = Some(format!("kubectl-sched-file-{shown}"));
     }
-    admit(&mut pod, &objects.priority_classes).map_err(|e| invalid(e.to_string()))?;
+    // As a snapshot's pods: a quantity the API server would refuse is an error, not a silent 0.
+    check_pod(&pod).map_err(|e| invalid(e.to_string()))?;
+    admit(&mut pod, &objects.priority_classes).map_err(|e| invalid(format!("Pod {}: {e}", pod_key(&pod))))?;
     Ok(pod)
+}
+
+/// `namespace/name` of a pod whose namespace and name are set.
+fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}/{}",
+        pod.metadata.namespace.as_deref().unwrap_or(""),
+        pod.metadata.name.as_deref().unwrap_or("")
+    )
 }
 
 /// The pods of a YAML or JSON text: one or more documents, each a Pod or a List of them. Errors say
@@ -296,27 +308,27 @@ pub(crate) fn read_pod_file(
 fn parse_pods(text: &str) -> Result<Vec<Pod>, String> {
     use serde::Deserialize;
     let mut pods = Vec::new();
-    for (i, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
-        let value = serde_yaml::Value::deserialize(doc).map_err(|e| format!("document {i}: {e}"))?;
+    for (i, doc) in yaml_serde::Deserializer::from_str(text).enumerate() {
+        let value = yaml_serde::Value::deserialize(doc).map_err(|e| format!("document {i}: {e}"))?;
         if value.is_null() {
             continue;
         }
-        match value.get("kind").and_then(serde_yaml::Value::as_str) {
+        match value.get("kind").and_then(yaml_serde::Value::as_str) {
             Some("Pod") => {
                 // Decoded again straight from the text, so a schema error carries its line.
-                let doc = serde_yaml::Deserializer::from_str(text)
+                let doc = yaml_serde::Deserializer::from_str(text)
                     .nth(i)
                     .ok_or_else(|| format!("document {i} vanished"))?;
                 pods.push(Pod::deserialize(doc).map_err(|e| format!("document {i}: Pod: {e}"))?);
             }
             Some(kind) if kind.ends_with("List") => {
-                let items = value.get("items").cloned().unwrap_or(serde_yaml::Value::Null);
-                let items: Vec<serde_yaml::Value> =
-                    serde_yaml::from_value(items).map_err(|e| format!("document {i}: items: {e}"))?;
+                let items = value.get("items").cloned().unwrap_or(yaml_serde::Value::Null);
+                let items: Vec<yaml_serde::Value> =
+                    yaml_serde::from_value(items).map_err(|e| format!("document {i}: items: {e}"))?;
                 for (j, item) in items.into_iter().enumerate() {
-                    if item.get("kind").and_then(serde_yaml::Value::as_str) == Some("Pod") {
+                    if item.get("kind").and_then(yaml_serde::Value::as_str) == Some("Pod") {
                         pods.push(
-                            serde_yaml::from_value(item)
+                            yaml_serde::from_value(item)
                                 .map_err(|e| format!("document {i}: items[{j}]: Pod: {e}"))?,
                         );
                     }

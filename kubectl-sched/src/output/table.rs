@@ -6,6 +6,7 @@ use sched_core::action::Action;
 use sched_core::apply::{ActionResult, Outcome as ApplyOutcome};
 use sched_core::dra::diagnose::{Diagnosis, Wants};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome};
+use sched_core::plugins::scheduling_gates::SCHEDULING_GATED_MESSAGE;
 use sched_core::preemption::{PreemptionResult, VictimRemoval, VictimView};
 use sched_core::resource::format_amount;
 
@@ -229,7 +230,13 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
             ));
         }
         (None, Outcome::Gated) => {
-            out.push_str(&format!("{} is gated ({context}):\n  {}\n", e.pod, e.message));
+            // The words of the pod's own PodScheduled condition (what `kubectl describe pod` shows),
+            // then the gates it waits for.
+            out.push_str(&format!(
+                "{} is gated ({context}):\n  {SCHEDULING_GATED_MESSAGE}: {}\n",
+                e.pod,
+                r.scheduling_gates.join(", ")
+            ));
             if let Some(u) = &r.once_ungated {
                 match u.outcome {
                     Outcome::Unschedulable => out.push_str(&format!(

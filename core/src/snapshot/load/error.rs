@@ -53,11 +53,35 @@ impl LoadReport {
         self.skipped.values().sum()
     }
 
-    /// One line per skipped kind, for the CLI to print as warnings.
+    /// One line per skipped kind (the CLI prints them with `-v`), e.g. `skipped 2 object(s) of kind
+    /// Deployment (apps/v1): not used by the scheduler`.
+    pub fn notes(&self) -> Vec<String> {
+        self.lines(false)
+    }
+
+    /// One line per kind the engine reads that was skipped because of its apiVersion
+    /// (`policy/v1beta1` PodDisruptionBudgets from an old cluster, a typo): those objects are ignored and
+    /// the answer may differ, so the CLI always prints these.
     pub fn warnings(&self) -> Vec<String> {
+        self.lines(true)
+    }
+
+    fn lines(&self, misversioned: bool) -> Vec<String> {
         self.skipped
             .iter()
-            .map(|(kind, n)| format!("skipped {n} object(s) of kind {kind}: not used by the scheduler"))
+            .filter_map(|(key, n)| {
+                let kind = key.split_once(" (").map_or(key.as_str(), |(k, _)| k);
+                match (super::kind::ObjectKind::api_version_of(kind), misversioned) {
+                    (Some(read), true) => Some(format!(
+                        "skipped {n} object(s) of kind {key}: kubectl-sched reads {kind} as {read} only, so \
+                         these are ignored"
+                    )),
+                    (None, false) => Some(format!(
+                        "skipped {n} object(s) of kind {key}: not used by the scheduler"
+                    )),
+                    _ => None,
+                }
+            })
             .collect()
     }
 
@@ -142,6 +166,25 @@ pub enum LoadError {
         /// The object, the field and the text.
         #[source]
         source: super::quantities::BadQuantity,
+    },
+    /// A pod without `spec.priority` names a PriorityClass the file does not hold: the API server's
+    /// Priority admission plugin would have refused it.
+    #[error("{}: {source}", path.display())]
+    Priority {
+        /// The file.
+        path: PathBuf,
+        /// The pod and the class.
+        #[source]
+        source: super::priority::PriorityRefused,
+    },
+    /// Two objects of one kind have the same name (namespace/name): a cluster holds one.
+    #[error("{}: {source}", path.display())]
+    Duplicate {
+        /// The file.
+        path: PathBuf,
+        /// The kind, the name and where the two are.
+        #[source]
+        source: super::duplicates::Duplicate,
     },
 }
 

@@ -12,7 +12,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use serde::Deserializer;
 use serde::ser::SerializeSeq;
 
@@ -67,6 +67,31 @@ macro_rules! object_kinds {
                 match self { $(ObjectKind::$variant => objects.$field.len(),)* }
             }
 
+            /// `namespace/name` (or `name`) of each named object of this kind, in load order; pods
+            /// already reduced to their scheduling facts included.
+            pub(super) fn names(self, objects: &ClusterObjects) -> Vec<String> {
+                let mut names: Vec<String> = match self {
+                    $(ObjectKind::$variant => objects
+                        .$field
+                        .iter()
+                        .filter_map(|o| {
+                            super::error::display_name(o.metadata.namespace.as_deref(), o.metadata.name.as_deref())
+                        })
+                        .collect(),)*
+                };
+                if self == ObjectKind::Pod {
+                    names.extend(
+                        objects
+                            .placed_pods
+                            .iter()
+                            .filter_map(|p| {
+                                super::error::display_name(Some(p.namespace()), Some(p.name()).filter(|n| !n.is_empty()))
+                            }),
+                    );
+                }
+                names
+            }
+
             /// Decodes JSON items of this kind in parallel into `objects` (appending, in order).
             /// `Err(())` when any fails; the caller then finds the first failure sequentially.
             pub(super) fn decode_json(self, items: &[RawItem<'_>], objects: &mut ClusterObjects) -> Result<(), ()> {
@@ -90,7 +115,7 @@ macro_rules! object_kinds {
             }
 
             /// Converts a YAML value to this kind, prunes it and stores it.
-            pub(super) fn store_yaml(self, value: serde_yaml::Value, objects: &mut ClusterObjects) -> Result<(), serde_yaml::Error> {
+            pub(super) fn store_yaml(self, value: yaml_serde::Value, objects: &mut ClusterObjects) -> Result<(), yaml_serde::Error> {
                 match self {
                     $(ObjectKind::$variant => {
                         let mut o: $ty = decode_shaped(value, $shape)?;
@@ -137,6 +162,8 @@ object_kinds! {
     CSIDriver(CSIDriver) = "storage.k8s.io/v1", "CSIDriver" => csi_drivers, shapes::METADATA_ONLY;
     CSIStorageCapacity(CSIStorageCapacity) = "storage.k8s.io/v1", "CSIStorageCapacity" => csi_storage_capacities,
         shapes::METADATA_ONLY;
+    VolumeAttachment(VolumeAttachment) = "storage.k8s.io/v1", "VolumeAttachment" => volume_attachments,
+        shapes::METADATA_ONLY;
     PodDisruptionBudget(PodDisruptionBudget) = "policy/v1", "PodDisruptionBudget" => pod_disruption_budgets,
         shapes::METADATA_ONLY;
     PriorityClass(PriorityClass) = "scheduling.k8s.io/v1", "PriorityClass" => priority_classes, shapes::METADATA_ONLY;
@@ -155,6 +182,11 @@ object_kinds! {
 }
 
 impl ObjectKind {
+    /// The apiVersion the engine reads `kind` in, when it reads that kind.
+    pub(super) fn api_version_of(kind: &str) -> Option<&'static str> {
+        ObjectKind::lookup_kind(kind).map(ObjectKind::api_version)
+    }
+
     pub(super) fn index(self) -> usize {
         ObjectKind::ALL.iter().position(|k| *k == self).unwrap_or(0)
     }

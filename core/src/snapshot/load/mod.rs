@@ -12,17 +12,20 @@
 //!
 //! JSON is the fast path: the file is split into raw item slices without building a value tree, and
 //! items are decoded straight into typed objects in parallel. YAML goes through one small value tree
-//! per item, sequentially (serde_yaml has no borrowed raw values), so large snapshots should be JSON.
+//! per item, sequentially (yaml_serde has no borrowed raw values), so large snapshots should be JSON.
 //!
 //! This file holds the entry points; each other file has one job: `error` (the report, locations
-//! and errors), `prune` (the pruning policy, [`Prune`]), `quantities` (every quantity parses), `shape` (pruning while decoding: decode
-//! shapes and their serde adapter), `kind` (kind resolution, [`ObjectKind`]), `json` (peek and
-//! parallel decode), `stream` (the streaming JSON scanner), `yaml`, and `write` (the `kind: List`
-//! writer). Their public items are re-exported here.
+//! and errors), `priority` (pods get the priority admission gives), `duplicates` (one object per
+//! name), `prune` (the pruning policy, [`Prune`]), `quantities` (every quantity parses and is sane),
+//! `shape` (pruning while decoding: decode shapes and their serde adapter), `kind` (kind resolution,
+//! [`ObjectKind`]), `json` (peek and parallel decode), `stream` (the streaming JSON scanner), `yaml`,
+//! and `write` (the `kind: List` writer). Their public items are re-exported here.
 
+mod duplicates;
 mod error;
 mod json;
 mod kind;
+mod priority;
 mod prune;
 mod quantities;
 mod shape;
@@ -36,14 +39,17 @@ mod tests;
 use std::io;
 use std::path::Path;
 
+pub use duplicates::Duplicate;
 pub use error::{DecodeError, Format, LoadError, LoadReport, Location};
 pub use json::{ListPageMeta, PageError, decode_list_page};
 pub use kind::ObjectKind;
+pub use priority::PriorityRefused;
+pub(crate) use priority::needs_priority;
 pub use prune::{
     KEPT_ANNOTATION_PREFIXES, Prune, keep_annotation, prune_container, prune_metadata, prune_node, prune_pod,
     prune_pod_spec, prune_pod_status, retain_annotations,
 };
-pub use quantities::BadQuantity;
+pub use quantities::{BadQuantity, MAX_AMOUNT, Problem, check_pod};
 pub use write::{ListView, write_list_json, write_list_yaml};
 
 use super::{ClusterObjects, PodDetail, Snapshot};
@@ -76,11 +82,15 @@ pub fn load_file_with(
         && let Ok(loaded) = stream_json_file(path, CHUNK, detail)
     {
         // Pods reduced while streaming were checked before (a bad one makes the stream fall back).
-        quantities::check(&loaded.0).map_err(|source| LoadError::Quantity {
+        let (mut objects, report) = loaded;
+        quantities::check(&objects).map_err(|source| LoadError::Quantity {
             path: path.to_path_buf(),
             source,
         })?;
-        return Ok(loaded);
+        after_decode(&mut objects, path)?;
+        // Pods kept whole only until admission gave them a priority are reduced now.
+        detail.compact(&mut objects.pods, &mut objects.placed_pods);
+        return Ok((objects, report));
     }
     let bytes = std::fs::read(path).map_err(io_error)?;
     let (mut objects, report) = load_bytes(&bytes, path)?;
@@ -121,15 +131,30 @@ pub fn load_bytes(bytes: &[u8], origin: &Path) -> Result<(ClusterObjects, LoadRe
         }
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let loaded = match first_significant(text.as_bytes()) {
+    let (mut objects, report) = match first_significant(text.as_bytes()) {
         Some(b'{') | Some(b'[') => load_json(text, origin),
         _ => load_yaml(text, origin),
     }?;
-    quantities::check(&loaded.0).map_err(|source| LoadError::Quantity {
+    quantities::check(&objects).map_err(|source| LoadError::Quantity {
         path: origin.to_path_buf(),
         source,
     })?;
-    Ok(loaded)
+    after_decode(&mut objects, origin)?;
+    Ok((objects, report))
+}
+
+/// What every loader does once the objects are decoded and their quantities checked: pods get the
+/// priority admission would give them ([`priority`]), and an object that appears twice is refused
+/// ([`duplicates`]).
+fn after_decode(objects: &mut ClusterObjects, path: &Path) -> Result<(), LoadError> {
+    duplicates::check(objects).map_err(|source| LoadError::Duplicate {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    priority::admit_priorities(objects).map_err(|source| LoadError::Priority {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 impl Snapshot {

@@ -13,7 +13,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::snapshot::ClusterObjects;
@@ -360,6 +360,7 @@ prune_metadata_only!(
     CSINode,
     CSIDriver,
     CSIStorageCapacity,
+    VolumeAttachment,
     PodDisruptionBudget,
     PriorityClass,
     Service,
@@ -385,6 +386,7 @@ impl ClusterObjects {
         all(&mut self.csi_nodes);
         all(&mut self.csi_drivers);
         all(&mut self.csi_storage_capacities);
+        all(&mut self.volume_attachments);
         all(&mut self.pod_disruption_budgets);
         all(&mut self.priority_classes);
         all(&mut self.services);

@@ -1,7 +1,9 @@
-//! Quantities in a snapshot file must parse. The API server rejects a malformed quantity (`cpu: oops`),
-//! so one can only come from a hand-written or edited file; the engine's arithmetic would count it as 0
-//! and explain a decision about a cluster that cannot exist. The loaders check every quantity the
-//! engine reads and fail naming the object and the field.
+//! Quantities in a snapshot file must parse and be sane. The API server rejects a malformed quantity
+//! (`cpu: oops`) and a negative one, so such a one can only come from a hand-written or edited file;
+//! the engine's arithmetic would count it as 0 (or as room on a node) and explain a decision about a
+//! cluster that cannot exist. Amounts so large that kube-scheduler's int64 sums of them overflow are
+//! refused on pods and nodes too ([`MAX_AMOUNT`]). The loaders check every quantity the engine reads
+//! and fail naming the object and the field; `-f`'s pod goes through [`check_pod`] as well.
 
 use std::collections::BTreeMap;
 
@@ -14,12 +16,44 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use rayon::prelude::*;
 
 use super::error::display_name;
-use crate::resource::parse_milli_value;
+use crate::resource::{CPU, parse_milli_value, parse_value};
 use crate::snapshot::ClusterObjects;
 
-/// A quantity that does not parse, and where it is.
+/// What is wrong with a quantity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Problem {
+    /// Not a Kubernetes quantity at all (`oops`, `8 Gi`).
+    DoesNotParse,
+    /// Below zero: API validation requires every request, limit, capacity and allocatable amount to
+    /// be at least 0, and a negative request would add room to a node.
+    Negative,
+    /// A pod's or node's amount above [`MAX_AMOUNT`]: the API server caps quantities at 2^63-1 and
+    /// kube-scheduler's int64 sums of such amounts wrap around, so no answer about them means anything.
+    TooLarge,
+}
+
+/// The largest pod or node amount a snapshot file may hold, in the engine's units (millicores for
+/// cpu, else bytes or counts): 2^53, i.e. 9 billion cores, 8 PiB, 9·10^15 devices. Sums of a
+/// thousand such amounts, and the score arithmetic on them (times 100), stay inside int64; longer
+/// sums saturate instead of wrapping.
+pub const MAX_AMOUNT: i64 = 1 << 53;
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Problem::DoesNotParse => "does not parse",
+            Problem::Negative => "is negative (the API server requires it to be greater than or equal to 0)",
+            Problem::TooLarge => {
+                "is too large (more than 2^53 in the scheduler's units: millicores for cpu, else bytes or \
+                 counts): sums of such amounts overflow kube-scheduler's int64 arithmetic"
+            }
+        })
+    }
+}
+
+/// A quantity that does not parse or is negative, and where it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{kind} {name}: {field}: quantity {value:?} does not parse")]
+#[error("{kind} {name}: {field}: quantity {value:?} {problem}")]
 pub struct BadQuantity {
     /// The object's kind (`Pod`).
     pub kind: &'static str,
@@ -29,22 +63,40 @@ pub struct BadQuantity {
     pub field: String,
     /// The text as written.
     pub value: String,
+    /// What is wrong with it.
+    pub problem: Problem,
 }
 
-/// Collects `(field path, quantity)` pairs of one object.
+/// Collects `(field path, resource name, quantity)` of one object (no name for a lone quantity).
 #[derive(Default)]
-struct Fields<'a>(Vec<(String, &'a Quantity)>);
+struct Fields<'a>(Vec<(String, &'a str, &'a Quantity)>);
+
+/// What is wrong with the amount of resource `name`, if anything. `bounded` where the object's
+/// amounts are summed (pods, nodes), not where they are only compared (volumes, storage capacities:
+/// a storage pool larger than 8 PiB is no error).
+fn problem(name: &str, text: &str, bounded: bool) -> Option<Problem> {
+    let Ok(milli) = parse_milli_value(text) else {
+        return Some(Problem::DoesNotParse);
+    };
+    if is_negative(text) {
+        return Some(Problem::Negative);
+    }
+    // An amount read in units is at most its milli-value: only a large milli-value needs the second parse.
+    let too_large =
+        bounded && milli > MAX_AMOUNT && (name == CPU || parse_value(text).is_ok_and(|v| v > MAX_AMOUNT));
+    too_large.then_some(Problem::TooLarge)
+}
 
 impl<'a> Fields<'a> {
     fn list(&mut self, path: &str, list: Option<&'a BTreeMap<String, Quantity>>) {
         for (name, q) in list.into_iter().flatten() {
-            self.0.push((format!("{path}.{name}"), q));
+            self.0.push((format!("{path}.{name}"), name.as_str(), q));
         }
     }
 
     fn one(&mut self, path: &str, q: Option<&'a Quantity>) {
         if let Some(q) = q {
-            self.0.push((path.to_string(), q));
+            self.0.push((path.to_string(), "", q));
         }
     }
 
@@ -71,29 +123,42 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// The first quantity that does not parse (in field order).
+    /// The first quantity that does not parse, is negative or (`bounded`) too large, in field order.
     fn first_bad(
         self,
         kind: &'static str,
         meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        bounded: bool,
     ) -> Option<BadQuantity> {
-        let (field, q) = self
+        let (field, q, problem) = self
             .0
             .into_iter()
-            .find(|(_, q)| parse_milli_value(&q.0).is_err())?;
+            .find_map(|(field, name, q)| problem(name, &q.0, bounded).map(|p| (field, q, p)))?;
         Some(BadQuantity {
             kind,
             name: display_name(meta.namespace.as_deref(), meta.name.as_deref())
                 .unwrap_or_else(|| "(unnamed)".to_string()),
             field,
             value: q.0.clone(),
+            problem,
         })
     }
 }
 
-/// The first malformed quantity of a pod: container and init container resources, overhead, pod-level
-/// resources, and the resources the status reports (in-place resize).
-pub(crate) fn check_pod(pod: &Pod) -> Result<(), BadQuantity> {
+/// True for a well-formed quantity below zero, however small (`-1n` rounds to 0 milli-units, but
+/// the API server's `Sign() < 0` refuses it): a minus sign and a non-zero digit before the suffix.
+fn is_negative(text: &str) -> bool {
+    text.trim().strip_prefix('-').is_some_and(|rest| {
+        rest.chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .any(|c| ('1'..='9').contains(&c))
+    })
+}
+
+/// The first malformed or negative quantity of a pod: container and init container resources,
+/// overhead, pod-level resources, and the resources the status reports (in-place resize). Snapshot
+/// loaders call it on every pod; `-f`'s pod is checked with it too.
+pub fn check_pod(pod: &Pod) -> Result<(), BadQuantity> {
     let mut f = Fields::default();
     if let Some(spec) = &pod.spec {
         f.containers("spec.initContainers", spec.init_containers.as_ref());
@@ -110,7 +175,7 @@ pub(crate) fn check_pod(pod: &Pod) -> Result<(), BadQuantity> {
         f.list("status.allocatedResources", status.allocated_resources.as_ref());
         f.requirements("status.resources", status.resources.as_ref());
     }
-    f.first_bad("Pod", &pod.metadata).map_or(Ok(()), Err)
+    f.first_bad("Pod", &pod.metadata, true).map_or(Ok(()), Err)
 }
 
 fn check_node(node: &Node) -> Result<(), BadQuantity> {
@@ -119,7 +184,7 @@ fn check_node(node: &Node) -> Result<(), BadQuantity> {
         f.list("status.allocatable", status.allocatable.as_ref());
         f.list("status.capacity", status.capacity.as_ref());
     }
-    f.first_bad("Node", &node.metadata).map_or(Ok(()), Err)
+    f.first_bad("Node", &node.metadata, true).map_or(Ok(()), Err)
 }
 
 fn check_pvc(pvc: &PersistentVolumeClaim) -> Result<(), BadQuantity> {
@@ -133,7 +198,7 @@ fn check_pvc(pvc: &PersistentVolumeClaim) -> Result<(), BadQuantity> {
     if let Some(status) = &pvc.status {
         f.list("status.capacity", status.capacity.as_ref());
     }
-    f.first_bad("PersistentVolumeClaim", &pvc.metadata)
+    f.first_bad("PersistentVolumeClaim", &pvc.metadata, false)
         .map_or(Ok(()), Err)
 }
 
@@ -143,14 +208,16 @@ fn check_pv(pv: &PersistentVolume) -> Result<(), BadQuantity> {
         "spec.capacity",
         pv.spec.as_ref().and_then(|s| s.capacity.as_ref()),
     );
-    f.first_bad("PersistentVolume", &pv.metadata).map_or(Ok(()), Err)
+    f.first_bad("PersistentVolume", &pv.metadata, false)
+        .map_or(Ok(()), Err)
 }
 
 fn check_capacity(c: &CSIStorageCapacity) -> Result<(), BadQuantity> {
     let mut f = Fields::default();
     f.one("capacity", c.capacity.as_ref());
     f.one("maximumVolumeSize", c.maximum_volume_size.as_ref());
-    f.first_bad("CSIStorageCapacity", &c.metadata).map_or(Ok(()), Err)
+    f.first_bad("CSIStorageCapacity", &c.metadata, false)
+        .map_or(Ok(()), Err)
 }
 
 /// Every quantity the engine reads in `objects` parses; else the first that does not. Pods already
@@ -214,6 +281,14 @@ mod tests {
                 Some(("status.containerStatuses[0].allocatedResources.cpu", "1x")),
             ),
             (
+                "negative request, however small",
+                pod(
+                    serde_json::json!({"metadata": {"namespace": "shop", "name": "web-1"}, "spec": {"containers": [
+                    {"name": "a", "resources": {"requests": {"cpu": "-0", "memory": "-0e3"}, "limits": {"cpu": "-1n"}}}]}}),
+                ),
+                Some(("spec.containers[0].resources.limits.cpu", "-1n")),
+            ),
+            (
                 "all well formed",
                 pod(
                     serde_json::json!({"metadata": {"namespace": "shop", "name": "web-1"}, "spec": {"containers": [
@@ -231,6 +306,12 @@ mod tests {
                 "{name}"
             );
             if let Some(b) = got {
+                let problem = if b.value.starts_with('-') {
+                    Problem::Negative
+                } else {
+                    Problem::DoesNotParse
+                };
+                assert_eq!(b.problem, problem, "{name}");
                 assert_eq!(b.kind, "Pod", "{name}");
                 assert_eq!(b.name, "shop/web-1", "{name}");
             }
@@ -261,6 +342,30 @@ mod tests {
         assert_eq!(
             check(&objects).unwrap_err().field,
             "spec.resources.requests.storage"
+        );
+    }
+
+    /// Amounts above 2^53 in the engine's unit are refused on pods and nodes (millicores for cpu:
+    /// 9e12 cores is too many; bytes for memory: 9e15 bytes is not), never on volumes.
+    #[test]
+    fn absurd_amounts_are_refused_where_they_are_summed() {
+        let cases = [
+            ("cpu", "9007199254740m", None),
+            ("cpu", "9007199254741", Some(Problem::TooLarge)),
+            ("cpu", "1e100", Some(Problem::TooLarge)),
+            ("memory", "9e15", None),
+            ("memory", "8Ei", Some(Problem::TooLarge)),
+            ("example.com/gpu", "1e16", Some(Problem::TooLarge)),
+            ("example.com/gpu", "-2", Some(Problem::Negative)),
+            ("pods", "99999999999999999999999", Some(Problem::TooLarge)),
+        ];
+        for (name, value, want) in cases {
+            assert_eq!(problem(name, value, true), want, "{name}: {value}");
+        }
+        assert_eq!(
+            problem("storage", "1e100", false),
+            None,
+            "volumes are only compared"
         );
     }
 }

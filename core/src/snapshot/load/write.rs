@@ -36,8 +36,8 @@ impl Serialize for ListView<'_> {
 }
 
 /// Writes the objects as one YAML `kind: List` (what `kubectl sched snapshot` saves).
-pub fn write_list_yaml<W: io::Write>(objects: &ClusterObjects, writer: W) -> Result<(), serde_yaml::Error> {
-    serde_yaml::to_writer(writer, &ListView(objects))
+pub fn write_list_yaml<W: io::Write>(objects: &ClusterObjects, writer: W) -> Result<(), yaml_serde::Error> {
+    yaml_serde::to_writer(writer, &ListView(objects))
 }
 
 /// Writes the objects as one JSON `kind: List`, indented like `kubectl get -o json`. Loading JSON is

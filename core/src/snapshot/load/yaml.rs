@@ -1,5 +1,5 @@
 //! The YAML reader: one small value tree per item, converted to its typed object and pruned, one
-//! document after another (serde_yaml has no borrowed raw values, so large snapshots should be
+//! document after another (yaml_serde has no borrowed raw values, so large snapshots should be
 //! JSON). Items of a typed list without their own kind wait for the list's kind. A failing object is
 //! read again straight from the text to learn its line, column and field path.
 
@@ -26,7 +26,7 @@ struct YamlState<'s> {
     failure: Option<ItemFailure>,
     shape: Option<(Option<usize>, String)>,
     /// Items without a kind, resolved against the list's kind once the document is read.
-    pending: Vec<(usize, serde_yaml::Value)>,
+    pending: Vec<(usize, yaml_serde::Value)>,
 }
 
 /// What remains of a document once its items are stored.
@@ -36,16 +36,16 @@ struct YamlDoc {
     kind: Option<String>,
     had_items: bool,
     /// Every field but `items` (the object itself when the document is not a List).
-    rest: serde_yaml::Mapping,
+    rest: yaml_serde::Mapping,
 }
 
 const YAML_ABORT: &str = "\u{0}abort";
 
-fn yaml_str<'v>(v: &'v serde_yaml::Value, key: &str) -> Option<&'v str> {
-    v.get(key).and_then(serde_yaml::Value::as_str)
+fn yaml_str<'v>(v: &'v yaml_serde::Value, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(yaml_serde::Value::as_str)
 }
 
-fn yaml_name(v: &serde_yaml::Value) -> Option<String> {
+fn yaml_name(v: &yaml_serde::Value) -> Option<String> {
     let meta = v.get("metadata")?;
     display_name(yaml_str(meta, "namespace"), yaml_str(meta, "name"))
 }
@@ -55,7 +55,7 @@ impl YamlState<'_> {
     fn store(
         &mut self,
         item: Option<usize>,
-        value: serde_yaml::Value,
+        value: yaml_serde::Value,
         default: Option<(&str, &str)>,
     ) -> Result<(), ()> {
         if !value.is_mapping() {
@@ -112,13 +112,13 @@ impl<'de> Visitor<'de> for YamlDocVisitor<'_, '_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<YamlDoc, A::Error> {
         let mut doc = YamlDoc::default();
-        while let Some(key) = map.next_key::<serde_yaml::Value>()? {
+        while let Some(key) = map.next_key::<yaml_serde::Value>()? {
             if key.as_str() == Some("items") {
                 doc.had_items = true;
                 map.next_value_seed(YamlItemsSeed(&mut *self.0))?;
                 continue;
             }
-            let value: serde_yaml::Value = map.next_value()?;
+            let value: yaml_serde::Value = map.next_value()?;
             match key.as_str() {
                 Some("apiVersion") => doc.api_version = value.as_str().map(str::to_string),
                 Some("kind") => doc.kind = value.as_str().map(str::to_string),
@@ -157,7 +157,7 @@ impl<'de> Visitor<'de> for YamlItemsSeed<'_, '_> {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut i = 0;
-        while let Some(value) = seq.next_element::<serde_yaml::Value>()? {
+        while let Some(value) = seq.next_element::<yaml_serde::Value>()? {
             let has_kind = value.get("kind").is_some();
             if has_kind || !value.is_mapping() {
                 if self.0.store(Some(i), value, None).is_err() {
@@ -175,7 +175,7 @@ impl<'de> Visitor<'de> for YamlItemsSeed<'_, '_> {
 pub(super) fn load_yaml(text: &str, path: &Path) -> Result<(ClusterObjects, LoadReport), LoadError> {
     let mut objects = ClusterObjects::default();
     let mut report = LoadReport::new(Format::Yaml);
-    for (document, de) in serde_yaml::Deserializer::from_str(text).enumerate() {
+    for (document, de) in yaml_serde::Deserializer::from_str(text).enumerate() {
         report.documents += 1;
         let mut state = YamlState {
             objects: &mut objects,
@@ -226,7 +226,7 @@ pub(super) fn load_yaml(text: &str, path: &Path) -> Result<(ClusterObjects, Load
                 }
             }
         } else if !doc.rest.is_empty() {
-            let value = serde_yaml::Value::Mapping(doc.rest);
+            let value = yaml_serde::Value::Mapping(doc.rest);
             if state.store(None, value, None).is_err() {
                 return Err(yaml_state_error(text, path, document, &mut state));
             }
@@ -263,7 +263,7 @@ fn yaml_state_error(text: &str, path: &Path, document: usize, state: &mut YamlSt
 /// Builds a decode error, re-reading the failing object straight from the text to learn the line,
 /// column and field path (conversion from a value tree knows neither).
 fn yaml_decode_error(text: &str, path: &Path, document: usize, f: ItemFailure) -> LoadError {
-    let located = serde_yaml::Deserializer::from_str(text)
+    let located = yaml_serde::Deserializer::from_str(text)
         .nth(document)
         .and_then(|de| {
             let result = match f.item {
@@ -309,7 +309,7 @@ impl<'de> Visitor<'de> for LocateItem {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(key) = map.next_key::<serde_yaml::Value>()? {
+        while let Some(key) = map.next_key::<yaml_serde::Value>()? {
             if key.as_str() == Some("items") {
                 return map.next_value_seed(LocateInSeq {
                     index: self.index,

@@ -132,7 +132,7 @@ pub(super) fn read_documents(path: &Path) -> Result<(String, Vec<serde_json::Val
         message,
     };
     let mut values = Vec::new();
-    for (i, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
+    for (i, doc) in yaml_serde::Deserializer::from_str(&text).enumerate() {
         let value = serde_json::Value::deserialize(doc).map_err(|e| invalid(format!("document {i}: {e}")))?;
         match value.get("kind").and_then(serde_json::Value::as_str) {
             _ if value.is_null() => {}

@@ -307,11 +307,16 @@ pub(super) fn usage_of_objects(objects: &ClusterObjects) -> BTreeMap<String, Nod
         .collect();
     let mut add = |node: &str, r: &Resource| {
         if let Some(load) = loads.get_mut(node) {
-            load.requested.milli_cpu += r.milli_cpu;
-            load.requested.memory += r.memory;
-            load.requested.ephemeral_storage += r.ephemeral_storage;
+            // Saturating, as the engine's sums (absurd requests in a file must not overflow).
+            let add = |sum: &mut i64, v: i64| *sum = sum.saturating_add(v);
+            add(&mut load.requested.milli_cpu, r.milli_cpu);
+            add(&mut load.requested.memory, r.memory);
+            add(&mut load.requested.ephemeral_storage, r.ephemeral_storage);
             for (name, v) in &r.scalar_resources {
-                *load.requested.scalar_resources.entry(name.clone()).or_insert(0) += v;
+                add(
+                    load.requested.scalar_resources.entry(name.clone()).or_insert(0),
+                    *v,
+                );
             }
             load.pods += 1;
         }
