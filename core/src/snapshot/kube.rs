@@ -31,22 +31,6 @@ pub struct ApiLoadOptions {
     /// How much of the pods on nodes to keep (see [`PodDetail`]); decided per pod as each page is
     /// decoded, so a compact load never holds every pod's containers at once.
     pub detail: PodDetail,
-    /// Where the API server serves the lists from (see [`ReadFrom`]).
-    pub read_from: ReadFrom,
-}
-
-/// Which state of the cluster a list reads.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ReadFrom {
-    /// The latest state (no `resourceVersion`): what kube-scheduler's informers converge to. Since
-    /// Kubernetes 1.34 the API server serves these from its watch cache once it has caught up with
-    /// etcd, so they are both consistent and cheap.
-    #[default]
-    Latest,
-    /// Any state at least as new as the server's cache (`resourceVersion=0`, `NotOlderThan`): no wait
-    /// for the cache to catch up with etcd, possibly a little stale. Servers that cannot page from
-    /// their cache answer with one page.
-    Cache,
 }
 
 impl Default for ApiLoadOptions {
@@ -56,7 +40,6 @@ impl Default for ApiLoadOptions {
             namespace: None,
             skip_terminal_pods: true,
             detail: PodDetail::Full,
-            read_from: ReadFrom::Latest,
         }
     }
 }
@@ -118,10 +101,9 @@ where
     let path = K::url_path(&(), namespace);
     let mut restarted = false;
     'attempt: loop {
+        // No resourceVersion: the latest state, which the API server (1.34+) serves from its watch
+        // cache once the cache has caught up with etcd.
         let mut params = ListParams::default().limit(options.page_size.max(1));
-        if options.read_from == ReadFrom::Cache {
-            params = params.match_any();
-        }
         if let Some(fs) = field_selector {
             params = params.fields(fs);
         }
