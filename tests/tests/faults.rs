@@ -79,7 +79,10 @@ impl Cluster {
 
     async fn node(&self, name: &str, cpu: &str) -> Result<()> {
         Api::<Node>::all(self.client.clone())
-            .create(&PostParams::default(), &ready_node(name, "faults", cpu, "16Gi", "110"))
+            .create(
+                &PostParams::default(),
+                &ready_node(name, "faults", cpu, "16Gi", "110"),
+            )
             .await?;
         Ok(())
     }
@@ -94,7 +97,17 @@ impl Cluster {
     /// `preempt POD -n NS --kubeconfig KUBECONFIG --yes -o json`.
     async fn preempt(&self, pod: &str, kubeconfig: &Path) -> Result<Output> {
         let kubeconfig = kubeconfig.display().to_string();
-        let args = ["preempt", pod, "-n", &self.ns, "--kubeconfig", &kubeconfig, "--yes", "-o", "json"];
+        let args = [
+            "preempt",
+            pod,
+            "-n",
+            &self.ns,
+            "--kubeconfig",
+            &kubeconfig,
+            "--yes",
+            "-o",
+            "json",
+        ];
         run_kubectl_sched(binary().await?, &args).await
     }
 
@@ -145,11 +158,7 @@ impl Cluster {
     }
 
     fn apiserver_address(&self) -> Result<std::net::SocketAddr> {
-        Ok(self
-            .cp
-            .server_url()
-            .trim_start_matches("https://")
-            .parse()?)
+        Ok(self.cp.server_url().trim_start_matches("https://").parse()?)
     }
 }
 
@@ -231,7 +240,17 @@ async fn apiserver_killed_mid_preemption_then_a_rerun_finishes_the_job() -> Resu
     let first = {
         let (ns, kubeconfig) = (c.ns.clone(), via_proxy.display().to_string());
         tokio::spawn(async move {
-            let args = ["preempt", "p", "-n", &ns, "--kubeconfig", &kubeconfig, "--yes", "-o", "json"];
+            let args = [
+                "preempt",
+                "p",
+                "-n",
+                &ns,
+                "--kubeconfig",
+                &kubeconfig,
+                "--yes",
+                "-o",
+                "json",
+            ];
             run_kubectl_sched(binary, &args).await
         })
     };
@@ -248,7 +267,10 @@ async fn apiserver_killed_mid_preemption_then_a_rerun_finishes_the_job() -> Resu
         );
         tokio::time::sleep(POLL).await;
     };
-    ensure!(c.cp.stop_component(KUBE_APISERVER), "kube-apiserver was not running");
+    ensure!(
+        c.cp.stop_component(KUBE_APISERVER),
+        "kube-apiserver was not running"
+    );
     let killed_at = Instant::now();
     let first = first.await??;
     let first_took = killed_at.elapsed();
@@ -257,13 +279,21 @@ async fn apiserver_killed_mid_preemption_then_a_rerun_finishes_the_job() -> Resu
         first_took.as_secs_f64(),
         show(&first)
     );
-    ensure!(first.status.code() == Some(1), "the interrupted run: {}", show(&first));
+    ensure!(
+        first.status.code() == Some(1),
+        "the interrupted run: {}",
+        show(&first)
+    );
     let lines = stderr_lines(&first);
     let last = lines.last().cloned().unwrap_or_default();
     ensure!(
-        last.starts_with("error: ") && last.contains("failed to "),
+        last.starts_with("error: ") && last.contains("failed to ") && last.contains("run the command again"),
         "the interrupted run's last line does not name the failed step: {}",
         show(&first)
+    );
+    ensure!(
+        last.to_lowercase().contains("connection") || last.contains("connect error"),
+        "the interrupted run's last line does not say the connection failed: {last}"
     );
     ensure!(
         lines.iter().any(|l| l.contains("preemption stopped at step")),
@@ -277,7 +307,10 @@ async fn apiserver_killed_mid_preemption_then_a_rerun_finishes_the_job() -> Resu
         !after_kill.is_empty() && after_kill.len() < victims.len(),
         "the kill did not land between two victims: {after_kill:?} deleted"
     );
-    ensure!(c.nominated("p").await?.is_none(), "p was nominated by the interrupted run");
+    ensure!(
+        c.nominated("p").await?.is_none(),
+        "p was nominated by the interrupted run"
+    );
 
     let second = c.preempt("p", c.cp.kubeconfig_path()).await?;
     eprintln!("[faults] the second run:\n{}", show(&second));
@@ -305,7 +338,9 @@ async fn apiserver_killed_mid_preemption_then_a_rerun_finishes_the_job() -> Resu
         "p is not nominated to n1"
     );
     let events = c.preempted_events().await?;
-    eprintln!("[faults] Preempted events per victim after both runs: {events:?}; second run's deletes: {outcomes:?}");
+    eprintln!(
+        "[faults] Preempted events per victim after both runs: {events:?}; second run's deletes: {outcomes:?}"
+    );
     ensure!(
         events.values().all(|n| *n == 1),
         "a victim has more than one Preempted event: {events:?}"
@@ -336,16 +371,25 @@ async fn etcd_stopped_explain_and_preempt_fail_clearly_in_bounded_time() -> Resu
     let binary = binary().await?;
     let c = Cluster::start(Options::new(), "fault-etcd").await?;
     c.node("n1", "2").await?;
-    c.create_pods([victim("v1", LOW, "2", "n1"), pod("p").priority_class(HIGH).cpu("2")])
-        .await?;
+    c.create_pods([
+        victim("v1", LOW, "2", "n1"),
+        pod("p").priority_class(HIGH).cpu("2"),
+    ])
+    .await?;
     ensure!(c.cp.stop_component(ETCD), "etcd was not running");
     let kubeconfig = c.cp.kubeconfig_path().display().to_string();
     let server = c.cp.server_url().to_owned();
-    for (command, extra) in [
-        ("explain", &[][..]),
-        ("preempt", &["--yes"][..]),
-    ] {
-        let mut args = vec![command, "p", "-n", &c.ns, "--kubeconfig", &kubeconfig, "--request-timeout", "5s"];
+    for (command, extra) in [("explain", &[][..]), ("preempt", &["--yes"][..])] {
+        let mut args = vec![
+            command,
+            "p",
+            "-n",
+            &c.ns,
+            "--kubeconfig",
+            &kubeconfig,
+            "--request-timeout",
+            "5s",
+        ];
         args.extend_from_slice(extra);
         let started = Instant::now();
         let output = run_kubectl_sched(binary, &args).await?;
@@ -364,6 +408,10 @@ async fn etcd_stopped_explain_and_preempt_fail_clearly_in_bounded_time() -> Resu
         ensure!(
             lines.len() == 1 && lines[0].starts_with(&format!("error: {server}")),
             "{command} {extra:?}: not one error line naming {server}: {lines:?}"
+        );
+        ensure!(
+            lines[0].contains("timed out"),
+            "{command} {extra:?}: the error does not say the request timed out: {lines:?}"
         );
         ensure!(took <= ETCD_DOWN_BOUND, "{command} {extra:?} took {took:?}");
     }
@@ -424,7 +472,10 @@ async fn two_preemptions_racing_for_one_node_keep_the_invariants() -> Result<()>
                     "preempt {name} failed without a clear last line: {}",
                     show(&output)
                 );
-                ensure!(nominated.is_none(), "preempt {name} failed but {name} is nominated");
+                ensure!(
+                    nominated.is_none(),
+                    "preempt {name} failed but {name} is nominated"
+                );
             }
             other => anyhow::bail!("preempt {name}: exit {other:?}: {}", show(&output)),
         }
@@ -434,7 +485,10 @@ async fn two_preemptions_racing_for_one_node_keep_the_invariants() -> Result<()>
         ));
     }
     let terminating = c.terminating().await?;
-    eprintln!("[faults] race outcome: {summary:?}; terminating {:?}", terminating.keys());
+    eprintln!(
+        "[faults] race outcome: {summary:?}; terminating {:?}",
+        terminating.keys()
+    );
     ensure!(
         deleted.values().all(|n| *n == 1),
         "a victim was deleted by both runs: {deleted:?}"
@@ -651,7 +705,11 @@ async fn etcd_stopped_the_webhook_answers_in_time_and_fails_open() -> Result<()>
     let reads_before = replica.state.metrics.catch_up_reads();
     for (case, object, bound) in [
         ("no claim", no_claim, Duration::from_millis(500)),
-        ("a claim the caches have not seen", unseen_claim, Duration::from_secs(5)),
+        (
+            "a claim the caches have not seen",
+            unseen_claim,
+            Duration::from_secs(5),
+        ),
     ] {
         let body = serde_json::to_vec(&review(case, object))?;
         let request = http::Request::post("/mutate?timeout=5s")
@@ -752,15 +810,19 @@ async fn webhook_killed_mid_prebinding_is_repaired_by_the_next_replica() -> Resu
     let mut a = InProcessReplica::start(&c.cp, "a", Some(proxy.url()))?;
     a.wait_ready().await?;
     a.wait_leader().await?;
-    eventually("the PV to be Available in the replica's cache", SETUP_TIMEOUT, || async {
-        use sched_webhook::admission::ClusterView;
-        let snapshot = a.state.cache.volume_snapshot();
-        let phase = snapshot
-            .persistent_volumes
-            .get(&pv_name)
-            .and_then(|pv| pv.status.as_ref().and_then(|s| s.phase.clone()));
-        Ok((phase.as_deref() == Some("Available")).then_some(()))
-    })
+    eventually(
+        "the PV to be Available in the replica's cache",
+        SETUP_TIMEOUT,
+        || async {
+            use sched_webhook::admission::ClusterView;
+            let snapshot = a.state.cache.volume_snapshot();
+            let phase = snapshot
+                .persistent_volumes
+                .get(&pv_name)
+                .and_then(|pv| pv.status.as_ref().and_then(|s| s.phase.clone()));
+            Ok((phase.as_deref() == Some("Available")).then_some(()))
+        },
+    )
     .await?;
 
     let annotation = |claim: PersistentVolumeClaim| {
