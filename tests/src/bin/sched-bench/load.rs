@@ -83,10 +83,10 @@ pub async fn load(client: &Client, cluster: &Cluster) -> LoadFigures {
             .for_each_concurrent(CONCURRENCY, |object| {
                 let (client, failed, created) = (client.clone(), &failed, &created);
                 async move {
-                    if let Err(e) = create_generated(&client, object).await {
-                        if failed.fetch_add(1, Ordering::Relaxed) < 5 {
-                            eprintln!("sched-bench: loading: {e}");
-                        }
+                    if let Err(e) = create_generated(&client, object).await
+                        && failed.fetch_add(1, Ordering::Relaxed) < 5
+                    {
+                        eprintln!("sched-bench: loading: {e}");
                     }
                     let done = created.fetch_add(1, Ordering::Relaxed) + 1;
                     if done % 20_000 == 0 {
@@ -116,10 +116,10 @@ pub async fn create_pending(client: &Client, pods: &[Pod]) -> usize {
                 let mut pod = pod.clone();
                 clear_pod(&mut pod);
                 pod.status = None;
-                if let Err(e) = create_namespaced(&client, &pod, None).await {
-                    if failed.fetch_add(1, Ordering::Relaxed) < 5 {
-                        eprintln!("sched-bench: creating pending pods: {e}");
-                    }
+                if let Err(e) = create_namespaced(&client, &pod, None).await
+                    && failed.fetch_add(1, Ordering::Relaxed) < 5
+                {
+                    eprintln!("sched-bench: creating pending pods: {e}");
                 }
             }
         })
