@@ -21,12 +21,29 @@ pub fn server_error(status: &Status) -> String {
 }
 
 /// [`server_error`] for a Status the API server sent, the client's own message for anything else
-/// (connection, TLS, decoding).
+/// (connection, TLS, decoding) followed by its causes: kube's message alone is often only
+/// `ServiceError: client error (SendRequest)`, while the cause says what happened (`operation timed
+/// out`, `Connection refused`).
 pub fn describe(err: &kube::Error) -> String {
     match err {
         kube::Error::Api(status) => server_error(status),
-        other => other.to_string(),
+        other => with_causes(other),
     }
+}
+
+/// The error's message, then each cause's that it does not already contain, joined by `: `.
+pub fn with_causes(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut cause = err.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !more.is_empty() && !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 #[cfg(test)]
@@ -75,5 +92,47 @@ mod tests {
     fn other_errors_keep_the_clients_message() {
         let err = kube::Error::LinesCodecMaxLineLengthExceeded;
         assert_eq!(describe(&err), err.to_string());
+    }
+
+    /// An error whose message hides its cause, as hyper-util's `client error (SendRequest)` does.
+    #[derive(Debug)]
+    struct Wrapper(std::io::Error);
+
+    impl std::fmt::Display for Wrapper {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("client error (SendRequest)")
+        }
+    }
+
+    impl std::error::Error for Wrapper {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    #[test]
+    fn client_errors_name_their_causes() {
+        let cases = [
+            (
+                "timed out",
+                Wrapper(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "operation timed out",
+                )),
+                "ServiceError: client error (SendRequest): operation timed out",
+            ),
+            (
+                "refused",
+                Wrapper(std::io::Error::new(
+                    std::io::ErrorKind::ConnectionRefused,
+                    "Connection refused (os error 111)",
+                )),
+                "ServiceError: client error (SendRequest): Connection refused (os error 111)",
+            ),
+        ];
+        for (name, cause, want) in cases {
+            let err = kube::Error::Service(Box::new(cause));
+            assert_eq!(describe(&err), want, "{name}");
+        }
     }
 }

@@ -220,7 +220,17 @@ pub struct ControlPlane {
     version: Info,
     startup_time: Duration,
     scheduler_verbosity: Option<u8>,
+    /// etcd's and kube-apiserver's command lines, for [`Self::start_component`] after a stop.
+    restartable: Vec<(&'static str, Vec<OsString>)>,
 }
+
+/// The components [`ControlPlane::stop_component`] and [`ControlPlane::start_component`] handle:
+/// the two whose state lives elsewhere (etcd's on disk, kube-apiserver's in etcd), so that a
+/// restart on the same ports and data directory is the same cluster. kube-scheduler has its own
+/// methods ([`ControlPlane::start_scheduler`]), since each start may take another configuration.
+pub const ETCD: &str = "etcd";
+/// See [`ETCD`].
+pub const KUBE_APISERVER: &str = "kube-apiserver";
 
 static SHARED: OnceCell<ControlPlane> = OnceCell::const_new();
 
@@ -281,10 +291,11 @@ impl ControlPlane {
         let kubeconfig = dir.join("admin.kubeconfig");
         write_kubeconfig(&kubeconfig, &server_url, &pki)?;
 
+        let etcd_flags = etcd_args(&dir.join("etcd"), etcd_client, etcd_peer);
         let etcd = Component::spawn(
-            "etcd",
-            &binaries.path("etcd"),
-            &etcd_args(&dir.join("etcd"), etcd_client, etcd_peer),
+            ETCD,
+            &binaries.path(ETCD),
+            &etcd_flags,
             dir.join("etcd.log"),
             None,
         )?;
@@ -302,8 +313,8 @@ impl ControlPlane {
             )]));
         }
         processes.components.push(Component::spawn(
-            "kube-apiserver",
-            &binaries.path("kube-apiserver"),
+            KUBE_APISERVER,
+            &binaries.path(KUBE_APISERVER),
             &apiserver_flags,
             dir.join("kube-apiserver.log"),
             Some(group),
@@ -378,6 +389,7 @@ impl ControlPlane {
             version,
             startup_time,
             scheduler_verbosity: options.scheduler_verbosity,
+            restartable: vec![(ETCD, etcd_flags), (KUBE_APISERVER, apiserver_flags)],
         })
     }
 
@@ -513,6 +525,68 @@ impl ControlPlane {
         let mut component = processes.components.remove(index);
         component.kill_and_reap();
         true
+    }
+
+    /// Stops etcd or kube-apiserver ([`ETCD`], [`KUBE_APISERVER`]) with SIGKILL, as a crash or an
+    /// OOM kill would, and waits for it to exit. Returns whether it was running. For fault tests:
+    /// clients of the API server see refused connections (kube-apiserver) or requests that time
+    /// out or fail inside the API server (etcd). The process group (and so the watchdog's cleanup)
+    /// is unaffected: it lives on in the other components, even when etcd, its first member, is
+    /// gone.
+    pub fn stop_component(&self, name: &str) -> bool {
+        let mut processes = self.lock_processes();
+        let Some(index) = processes.components.iter().position(|c| c.name == name) else {
+            return false;
+        };
+        let mut component = processes.components.remove(index);
+        component.kill_and_reap();
+        true
+    }
+
+    /// Starts etcd or kube-apiserver again after [`Self::stop_component`], with the command line of
+    /// the first start (same ports, same data directory, same certificates: the same cluster, and
+    /// kubeconfigs and clients made before keep working), and waits until the API server answers
+    /// `/readyz` (which needs etcd too). Its log starts afresh. [`Self::processes`] still shows
+    /// the first process ids.
+    pub async fn start_component(&self, name: &str) -> Result<(), Error> {
+        let Some((name, args)) = self.restartable.iter().find(|(n, _)| *n == name) else {
+            return Err(Error::Startup {
+                component: name.to_owned(),
+                reason: format!("only {ETCD} and {KUBE_APISERVER} can be started again"),
+                log: PathBuf::new(),
+                tail: String::new(),
+            });
+        };
+        {
+            let mut processes = self.lock_processes();
+            if processes.component(name).is_some() {
+                return Err(Error::AlreadyRunning((*name).to_owned()));
+            }
+            processes.components.push(Component::spawn(
+                name,
+                &self.binaries.path(name),
+                args,
+                self.dir.join(format!("{name}.log")),
+                Some(self.group),
+            )?);
+        }
+        let deadline = Instant::now() + DEFAULT_STARTUP_TIMEOUT;
+        let client = self.client()?;
+        let ready = poll_ready(name, &client, "/readyz", deadline, || {
+            self.lock_processes().check_running()
+        })
+        .await;
+        match ready {
+            Ok(()) => Ok(()),
+            Err(NotReady::Failed(err)) => Err(err),
+            Err(NotReady::TimedOut(reason)) => Err(match self.lock_processes().component(name) {
+                Some(c) => c.startup_error(reason),
+                None => Error::Timeout {
+                    timeout: DEFAULT_STARTUP_TIMEOUT,
+                    what: reason,
+                },
+            }),
+        }
     }
 
     fn lock_processes(&self) -> std::sync::MutexGuard<'_, Processes> {

@@ -23,5 +23,5 @@ mod process;
 pub mod procfs;
 
 pub use binaries::{BIN_DIR_ENV, BUILD_COMMAND, Binaries, COMPONENTS, pinned_version};
-pub use control_plane::{ControlPlane, Options, ProcessInfo};
+pub use control_plane::{ControlPlane, ETCD, KUBE_APISERVER, Options, ProcessInfo};
 pub use error::Error;

@@ -189,7 +189,7 @@ pub enum ApplyError {
 fn brief(e: &kube::Error) -> String {
     match e {
         kube::Error::Api(status) => format!("{} (HTTP {})", status.message, status.code),
-        other => other.to_string(),
+        other => crate::api_error::with_causes(other),
     }
 }
 

@@ -234,7 +234,7 @@ impl PodBuilder {
         self.value["metadata"]["name"].as_str().unwrap_or_default()
     }
 
-    fn build(&self) -> Result<Pod> {
+    pub fn build(&self) -> Result<Pod> {
         serde_json::from_value(self.value.clone()).with_context(|| format!("pod JSON {}", self.value))
     }
 }
