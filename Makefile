@@ -6,6 +6,7 @@
 #   make unit / e2e    the Rust tests without / with only the real control plane
 #   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
 #   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
+#   make fuzz          the cargo-fuzz targets, FUZZ_SECONDS each (nightly + cargo-fuzz; 25+ minutes)
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -19,7 +20,7 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo dra-difftest bench-triage bench-simulate
+.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo dra-difftest bench-triage bench-simulate fuzz
 
 test: controlplane check-cargo lint
 	$(CARGO) test --workspace
@@ -61,6 +62,15 @@ bench-triage: check-cargo
 
 bench-simulate: check-cargo
 	CARGO=$(CARGO) tests/bench-simulate.sh $(BENCH_RUNS)
+
+# The cargo-fuzz targets of fuzz/ one after another, FUZZ_SECONDS each (default 300: five targets take
+# over 25 minutes plus the first nightly build), then each corpus merged and minimized back into
+# fuzz/corpus/ (not part of make test; stable tests replay the committed corpora). Needs a nightly
+# toolchain and cargo-fuzz. FUZZ_TARGETS="quantity label_selector" runs some targets only.
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS ?=
+fuzz: check-cargo
+	CARGO=$(CARGO) FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
 
 check-cargo:
 	@command -v $(CARGO) >/dev/null 2>&1 || { \
