@@ -21,6 +21,8 @@ cd "$(dirname "$0")"
 CARGO=${CARGO:-cargo}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-300}
 read -r -a FLAGS <<<"${FUZZ_FLAGS:---sanitizer none --debug-assertions}"
+# admission_review needs the webhook feature; one build serves every target.
+FLAGS+=(--features webhook)
 ALL=(admission_review snapshot_load scheduler_config quantity label_selector)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
