@@ -8,6 +8,7 @@
 #   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
 #   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
 #   make bench         every figure of BENCHMARKS.md: kubectl-sched vs kube-scheduler on a real control plane (tens of minutes)
+#   make fuzz          the cargo-fuzz targets, FUZZ_SECONDS each (nightly + cargo-fuzz; 25+ minutes)
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -21,7 +22,7 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo deny dra-difftest bench-triage bench-simulate bench
+.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo deny dra-difftest bench-triage bench-simulate bench fuzz
 
 test: controlplane check-cargo lint deny
 	$(CARGO) test --workspace
@@ -74,6 +75,15 @@ bench-simulate: check-cargo
 # latency (BENCHMARKS.md; BENCH_NODES=100,1000 BENCH_RUNS=5 to change; not part of make test).
 bench: controlplane check-cargo
 	CARGO=$(CARGO) tests/bench.sh
+
+# The cargo-fuzz targets of fuzz/ one after another, FUZZ_SECONDS each (default 300: five targets take
+# over 25 minutes plus the first nightly build), then each corpus merged and minimized back into
+# fuzz/corpus/ (not part of make test; stable tests replay the committed corpora). Needs a nightly
+# toolchain and cargo-fuzz. FUZZ_TARGETS="quantity label_selector" runs some targets only.
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS ?=
+fuzz: check-cargo
+	CARGO=$(CARGO) FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
 
 check-cargo:
 	@command -v $(CARGO) >/dev/null 2>&1 || { \

@@ -110,7 +110,9 @@ fn scaled_ceil(q: Exact, extra: i32) -> i64 {
         }
         v
     } else if scale > 38 {
-        i128::from(q.numerator != 0)
+        // Under 10^-38 in magnitude: rounded up, a positive value is 1 and a negative one 0, as the
+        // division below rounds them (found by fuzzing: `-1e-50` gave -1).
+        i128::from(q.numerator != 0 && !q.negative)
     } else {
         let d = 10_i128.pow(scale as u32);
         if q.negative {
@@ -332,6 +334,21 @@ mod tests {
     fn rejects_malformed() {
         for s in ["", "abc", "1.2.3", "1Qi", "m", "1e", "--1"] {
             assert!(parse_value(s).is_err(), "{s} should be rejected");
+        }
+    }
+
+    #[test]
+    fn tiny_quantities_round_up_like_other_fractions() {
+        // Below 10^-38 the division is skipped; the result must still be the ceiling, as for "-0.5".
+        for (s, value, milli) in [
+            ("1e-50", 1, 1),
+            ("-1e-50", 0, 0),
+            ("-0.5", 0, -500),
+            ("-1e-39", 0, 0),
+            ("-0.0000000000000000000000000000000000000000001", 0, 0),
+        ] {
+            assert_eq!(parse_value(s), Ok(value), "value of {s}");
+            assert_eq!(parse_milli_value(s), Ok(milli), "milli of {s}");
         }
     }
 

@@ -29,9 +29,10 @@ use sched_core::apply::Observed;
 use sched_core::plugins::volume_binding::pv_helpers::{claim_class, claim_volume_name};
 use sched_core::snapshot::Prune;
 
+use crate::admission::answer::{self, PodCreateScreen, raw_object, respond};
 use crate::admission::{
-    self, ADMITTED_BY_KEY, AdmissionRequest, AdmissionResponse, ClusterView, Decision, Operation,
-    RequestKind, binding, pod_create,
+    self, AdmissionRequest, AdmissionResponse, ClusterView, Decision, Operation, RequestKind, binding,
+    pod_create,
 };
 use crate::cache::Cache;
 use crate::error::RequestError;
@@ -206,17 +207,6 @@ async fn handle(
     }
 }
 
-fn raw_object<'a>(request: &'a AdmissionRequest, what: &'static str) -> Result<&'a str, RequestError> {
-    request
-        .object
-        .as_deref()
-        .map(|r| r.get())
-        .ok_or(RequestError::Object {
-            what,
-            message: "the request has no object".into(),
-        })
-}
-
 /// Allowed unchanged, with a warning, because every decision slot is taken: the webhook fails open
 /// under load as it does when it is down (`failurePolicy: Ignore`), instead of making the API server
 /// wait and time out.
@@ -248,43 +238,14 @@ async fn pod_create_request(
 ) -> Result<(Operation, AdmissionResponse), RequestError> {
     let raw = raw_object(&request, "pod")?;
     // The cheap look first: most pods name no claim, and a pod naming thousands is not decoded at all.
-    let shape = admission::pod_shape(raw).map_err(|e| RequestError::Object {
-        what: "pod",
-        message: e.to_string(),
-    })?;
-    let claims = shape.claims;
-    if claims == 0 {
-        return Ok((Operation::PodCreate, AdmissionResponse::allow(&request.uid)));
-    }
-    if claims > state.limits.max_claims {
-        return Ok((
-            Operation::Other,
-            AdmissionResponse::allow(&request.uid).with_warnings(vec![format!(
-                "the pod names {claims} claims, more than the {} sched-webhook considers: its volumes are left to the scheduler",
-                state.limits.max_claims
-            )]),
-        ));
-    }
-    let weight = shape.decoded_bytes(raw.len());
-    if weight > state.limits.max_decision_bytes {
-        return Ok((
-            Operation::Other,
-            AdmissionResponse::allow(&request.uid).with_warnings(vec![format!(
-                "the pod is too large for sched-webhook to check ({} volumes, {} containers): its volumes are left to the scheduler",
-                shape.volumes, shape.containers
-            )]),
-        ));
-    }
+    let weight = match answer::screen_pod_create(&request, raw, &state.limits)? {
+        PodCreateScreen::Answered(op, response) => return Ok((op, response)),
+        PodCreateScreen::Decide { weight } => weight,
+    };
     let Some(_slot) = state.decision_slot(weight) else {
         return Ok(shed(state, &request, Operation::Other));
     };
-    let mut pod: Pod = serde_json::from_str(raw).map_err(|e| RequestError::Object {
-        what: "pod",
-        message: e.to_string(),
-    })?;
-    if pod.metadata.namespace.as_deref().unwrap_or("").is_empty() {
-        pod.metadata.namespace = Some(request.namespace.clone());
-    }
+    let pod = answer::decode_pod(&request, raw)?;
     let node_name_set = pod
         .spec
         .as_ref()
@@ -303,16 +264,11 @@ async fn pod_create_request(
         catch_up(state, deadline, &pod).await;
     }
     let pod = Arc::new(pod);
-    let mut decision = {
+    let decision = {
         let pod = pod.clone();
         decide_on_cache(state, move |cache| pod_create::decide(&pod, cache.as_ref())).await
     };
-    if decision.denial.is_none() && !decision.plan.is_empty() {
-        decision
-            .patch
-            .push(admission::annotation_patch(&pod, ADMITTED_BY_KEY, &request.uid));
-    }
-    Ok((decision.operation, respond(&request, decision)))
+    Ok(answer::pod_create_response(&request, &pod, decision))
 }
 
 async fn binding_request(
@@ -498,44 +454,4 @@ where
             )
         }
     }
-}
-
-/// The answer to `decision`. Denials and decisions with work for the controller are logged with the
-/// request uid and the user the API server names; a pod with such work also carries the request uid
-/// ([`ADMITTED_BY_KEY`]), which the controller's write log names.
-fn respond(request: &AdmissionRequest, decision: Decision) -> AdmissionResponse {
-    let Decision {
-        operation,
-        denial,
-        patch,
-        plan,
-        warnings,
-        ..
-    } = decision;
-    if let Some(message) = denial {
-        tracing::info!(
-            request_uid = %request.uid,
-            user = %request.user(),
-            operation = operation.as_str(),
-            namespace = %request.namespace,
-            name = %request.name,
-            reason = %message,
-            "denied"
-        );
-        return AdmissionResponse::deny(&request.uid, &message).with_warnings(warnings);
-    }
-    if !plan.is_empty() {
-        tracing::info!(
-            request_uid = %request.uid,
-            user = %request.user(),
-            operation = operation.as_str(),
-            namespace = %request.namespace,
-            name = %request.name,
-            writes = plan.len(),
-            "admitted: the controller pre-binds once the object is stored"
-        );
-    }
-    AdmissionResponse::allow(&request.uid)
-        .with_patch(&patch)
-        .with_warnings(warnings)
 }

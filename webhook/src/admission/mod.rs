@@ -8,8 +8,11 @@
 //! | pods CREATE | [`pod_create`]: PreBind for `spec.nodeName`, or admission pre-binding when opted in |
 //! | pods/binding CREATE | [`binding`]: PreBind for the target node, then stale nominations |
 //! | anything else | allowed, no patch |
+//!
+//! [`answer`] runs a whole review body through these decisions without I/O, as the server does.
 
 pub mod affinity;
+pub mod answer;
 pub mod binding;
 #[cfg(test)]
 mod decision_tests;

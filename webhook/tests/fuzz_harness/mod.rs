@@ -1,0 +1,168 @@
+//! What the webhook's fuzz target runs on one input, with its invariants (a broken invariant panics,
+//! which libFuzzer reports as a crash). Shared by `fuzz/fuzz_targets/admission_review.rs` (through
+//! `#[path]`) and by `tests/fuzz_corpus.rs`, which replays the committed corpus on stable.
+//!
+//! The input is a request body; it is answered by [`answer`] (the server's steps without I/O) against
+//! a fixed cluster with claims of every kind PreBind handles, an opted-in namespace and a nominated
+//! pod, so that pods CREATE (with `spec.nodeName`, opted in, or neither) and pods/binding reach their
+//! decisions.
+
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::Value;
+
+use sched_core::ClusterObjects;
+use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
+use sched_core::testing::{node, pod, pv, pvc, storage_class};
+use sched_webhook::admission::answer::answer;
+use sched_webhook::admission::{OPT_IN_KEY, OPT_IN_VALUE, StaticView};
+use sched_webhook::error::RequestError;
+use sched_webhook::server::Limits;
+
+/// The body limit the harness answers with: small, so that the fuzzer reaches it.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+const HOST: &str = "kubernetes.io/hostname";
+
+/// The cluster every input is answered against. Namespace `ns` is plain, `opt` is opted into
+/// admission pre-binding; in each: claims `c1`, `c2` (static, WaitForFirstConsumer), `d1` (dynamic),
+/// `b1` (bound to `pv-bound`); pods `p` (on no node, using `c1` and `d1`) and `nominated` (nominated
+/// to node-a).
+pub fn view() -> StaticView {
+    let local_pv = |name: &str, size: &str, on: &str| {
+        pv(name)
+            .storage_class("local")
+            .capacity(size)
+            .phase("Available")
+            .access_modes(&["ReadWriteOnce"])
+            .node_affinity(HOST, &[on])
+            .uid(&format!("uid-{name}"))
+            .resource_version("7")
+    };
+    let mut objects = ClusterObjects {
+        nodes: ["node-a", "node-b"]
+            .iter()
+            .map(|n| node(n).cpu("4").memory("8Gi").label(HOST, n).obj())
+            .collect(),
+        namespaces: vec![namespace("ns", false), namespace("opt", true)],
+        persistent_volumes: vec![
+            local_pv("pv-a1", "2Gi", "node-a").obj(),
+            local_pv("pv-a2", "1Gi", "node-a").obj(),
+            local_pv("pv-b", "1Gi", "node-b").obj(),
+            local_pv("pv-bound", "1Gi", "node-b")
+                .phase("Bound")
+                .claim_ref("ns", "b1", "uid-b1-ns")
+                .obj(),
+        ],
+        storage_classes: vec![
+            storage_class("local", NOT_SUPPORTED_PROVISIONER, "WaitForFirstConsumer"),
+            storage_class("dyn", "csi.example.com", "WaitForFirstConsumer"),
+        ],
+        ..ClusterObjects::default()
+    };
+    for ns in ["ns", "opt"] {
+        let claim = |name: &str, class: &str| {
+            pvc(name)
+                .namespace(ns)
+                .storage_class(class)
+                .request("1Gi")
+                .access_modes(&["ReadWriteOnce"])
+                .uid(&format!("uid-{name}-{ns}"))
+                .resource_version("3")
+        };
+        objects.persistent_volume_claims.extend([
+            claim("c1", "local").obj(),
+            claim("c2", "local").obj(),
+            claim("d1", "dyn").obj(),
+            claim("b1", "local").volume_name("pv-bound").phase("Bound").obj(),
+        ]);
+        objects.pods.extend([
+            pod("p").namespace(ns).cpu("100m").pvc("c1").pvc("d1").obj(),
+            pod("nominated")
+                .namespace(ns)
+                .cpu("100m")
+                .nominated("node-a")
+                .obj(),
+        ]);
+    }
+    StaticView::new(objects)
+}
+
+fn namespace(name: &str, opted_in: bool) -> Namespace {
+    let labels = opted_in.then(|| [(OPT_IN_KEY.to_string(), OPT_IN_VALUE.to_string())].into());
+    Namespace {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels,
+            ..ObjectMeta::default()
+        },
+        ..Namespace::default()
+    }
+}
+
+/// The limits the harness answers with: the server's defaults but a small body limit.
+pub fn limits() -> Limits {
+    Limits {
+        max_body_bytes: MAX_BODY_BYTES,
+        ..Limits::default()
+    }
+}
+
+/// One request body → the answer. Invariants: no panic; a body over the limit is refused as too
+/// large (before it is parsed), and only such a body; an answer echoes the request's uid; a denial
+/// carries a 403 status and no patch, an admission no status; a patch is base64 JSONPatch that
+/// applies cleanly to the request's object; the review serializes.
+pub fn admission_review(data: &[u8], view: &StaticView) {
+    let limits = limits();
+    let result = answer(data, view, &limits);
+    let too_large = data.len() > limits.max_body_bytes;
+    let response = match result {
+        Err(RequestError::TooLarge { limit }) => {
+            assert!(
+                too_large,
+                "a body of {} bytes refused as larger than {limit}",
+                data.len()
+            );
+            return;
+        }
+        Err(e) => {
+            assert!(!too_large, "a body over the limit was parsed: {e}");
+            let _ = (e.status(), e.to_string());
+            return;
+        }
+        Ok((_, response)) => response,
+    };
+    assert!(!too_large, "a body over the limit was answered");
+    let body: Value = serde_json::from_slice(data).expect("an answered body is JSON");
+    let request = &body["request"];
+    assert_eq!(
+        Some(response.uid.as_str()),
+        request["uid"].as_str(),
+        "the response uid is not the request uid"
+    );
+    assert!(!response.uid.is_empty(), "answered a request without uid");
+    if response.allowed {
+        assert!(response.status.is_none(), "an admission carries a status");
+    } else {
+        let status = response.status.as_ref().expect("a denial carries a status");
+        assert_eq!(status.code, 403);
+        assert!(!status.message.is_empty(), "a denial says why");
+        assert!(response.patch.is_none(), "a denial carries a patch");
+    }
+    match &response.patch {
+        None => assert!(response.patch_type.is_none(), "patchType without a patch"),
+        Some(encoded) => {
+            assert_eq!(response.patch_type.as_deref(), Some("JSONPatch"));
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .expect("the patch is base64");
+            let patch: json_patch::Patch = serde_json::from_slice(&bytes).expect("the patch is a JSONPatch");
+            let mut object = request["object"].clone();
+            json_patch::patch(&mut object, &patch)
+                .unwrap_or_else(|e| panic!("the patch does not apply to the request's object: {e}"));
+        }
+    }
+    let review = response.into_review();
+    serde_json::to_vec(&review).expect("the review serializes");
+}
