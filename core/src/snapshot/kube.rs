@@ -110,10 +110,7 @@ where
         let mut pages = Vec::new();
         let mut resource_version = None;
         loop {
-            let request = ::kube::core::Request::new(&path)
-                .list(&params)
-                .map_err(|e| ListFailure::Api(::kube::Error::BuildRequest(e)))?;
-            let text = match client.request_text(request).await {
+            let text = match request_page(client, &path, &params).await {
                 Ok(text) => text,
                 Err(e) if is_expired(&e) && !restarted && params.continue_token.is_some() => {
                     restarted = true;
@@ -153,6 +150,27 @@ where
             objects.append(decoded.map_err(ListFailure::Decode)?);
         }
         return Ok((objects, resource_version));
+    }
+}
+
+/// Attempts at one page while the API server answers 429 (too many requests: its priority and
+/// fairness queues are full), a second apart. Nothing else is retried: a client that retries 503 and
+/// 504 (etcd unavailable, the server's own 60 s timeout) would wait for minutes before failing.
+const TOO_MANY_REQUESTS_ATTEMPTS: usize = 4;
+
+async fn request_page(client: &Client, path: &str, params: &ListParams) -> Result<String, ::kube::Error> {
+    let mut attempt = 1;
+    loop {
+        let request = ::kube::core::Request::new(path)
+            .list(params)
+            .map_err(::kube::Error::BuildRequest)?;
+        match client.request_text(request).await {
+            Err(::kube::Error::Api(status)) if status.code == 429 && attempt < TOO_MANY_REQUESTS_ATTEMPTS => {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            other => return other,
+        }
     }
 }
 

@@ -138,10 +138,12 @@ impl Cluster {
         }
         let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
         let default_namespace = config.default_namespace.clone();
-        // Writes must see a 429 at once: from the Eviction API it means "a PodDisruptionBudget forbids
-        // this", which the client's default retry layer would otherwise retry for minutes.
-        let mut writer_config = config.clone();
-        writer_config.default_retry = false;
+        // No client-level retries, as kubectl: the client's default layer retries 429, 503 and 504 up
+        // to 15 times with backoff, so a list the API server cannot serve (etcd down: a 504 after its
+        // own 60 s) would take many minutes. Writes must see a 429 at once anyway (from the Eviction API
+        // it means "a PodDisruptionBudget forbids this"); lists retry a 429 themselves, a few times.
+        config.default_retry = false;
+        let writer_config = config.clone();
         let (client, writer) = {
             // Building a client spawns its buffer task, which needs the runtime's context.
             let _guard = runtime.enter();

@@ -423,6 +423,46 @@ async fn etcd_stopped_explain_and_preempt_fail_clearly_in_bounded_time() -> Resu
 /// How long a command with `--request-timeout 5s` may take to give up while etcd is down.
 const ETCD_DOWN_BOUND: Duration = Duration::from_secs(20);
 
+/// Without `--request-timeout`, kube-apiserver's own request timeout (60 s, then a 504) bounds the
+/// wait: the client retries neither 503 nor 504 (kube-client's default layer, which retried them up to
+/// 15 times, made this about 19 minutes).
+const ETCD_DOWN_DEFAULT_BOUND: Duration = Duration::from_secs(90);
+
+/// etcd stopped, `explain` with no `--request-timeout`: one error line naming the server and the
+/// API server's answer, within the API server's own timeout plus a margin.
+#[tokio::test]
+async fn etcd_stopped_explain_without_a_timeout_fails_once_the_api_server_gives_up() -> Result<()> {
+    let _turn = TURN.lock().await;
+    let binary = binary().await?;
+    let c = Cluster::start(Options::new(), "fault-etcd-default").await?;
+    c.node("n1", "2").await?;
+    c.create_pods([pod("p").cpu("1")]).await?;
+    ensure!(c.cp.stop_component(ETCD), "etcd was not running");
+    let kubeconfig = c.cp.kubeconfig_path().display().to_string();
+    let server = c.cp.server_url().to_owned();
+    let started = Instant::now();
+    let output = tokio::time::timeout(
+        ETCD_DOWN_DEFAULT_BOUND + Duration::from_secs(30),
+        run_kubectl_sched(binary, &["explain", "p", "-n", &c.ns, "--kubeconfig", &kubeconfig]),
+    )
+    .await
+    .map_err(|_| anyhow::anyhow!("explain did not end within {ETCD_DOWN_DEFAULT_BOUND:?} + 30 s"))??;
+    let took = started.elapsed();
+    eprintln!(
+        "[faults] etcd stopped: explain without --request-timeout ended in {:.1} s:\n{}",
+        took.as_secs_f64(),
+        show(&output)
+    );
+    let lines = stderr_lines(&output);
+    ensure!(output.status.code() == Some(1), "explain: exit {:?}", output.status.code());
+    ensure!(
+        lines.len() == 1 && lines[0].starts_with(&format!("error: {server}")),
+        "explain: not one error line naming {server}: {lines:?}"
+    );
+    ensure!(took <= ETCD_DOWN_DEFAULT_BOUND, "explain took {took:?}");
+    Ok(())
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. Two `preempt --yes` for different preemptors racing for one node
 
