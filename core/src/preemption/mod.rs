@@ -627,8 +627,24 @@ mod tests {
         assert_eq!(r.nominated_node_name.as_deref(), Some("n2"));
         assert!(r.profile_has_default_preemption);
         // Both n2 pods are equal (priority 1, unstarted): the one listed later on the node goes first,
-        // since equal victims keep node order and reprieve runs most important first.
+        // since equal victims keep node order and reprieve runs most important first; kube-scheduler's
+        // order among them is arbitrary, so the other is reported as an alternative.
         assert_eq!(r.victims[0].name, "w2");
+        assert_eq!(
+            r.alternative_victims,
+            vec![VictimSetView {
+                victims: vec!["default/w1".into()],
+                pdb_violations: 0
+            }]
+        );
+        assert_eq!(r.possible_nodes, vec!["n2"]);
+        assert!(r.message_alternatives.is_empty());
+        assert_eq!(r.random_outcome.len(), 1, "{:?}", r.random_outcome);
+        assert!(
+            r.random_outcome[0].starts_with("victims: on n2"),
+            "{:?}",
+            r.random_outcome
+        );
         let kinds: Vec<String> = r.actions.iter().map(Action::describe).collect();
         assert_eq!(
             kinds,
@@ -746,6 +762,13 @@ mod tests {
         assert_eq!(r.tied_nodes, vec!["a", "b"]);
         assert_eq!(r.decided_by, None);
         assert_eq!(r.node.as_deref(), Some("a"));
+        // kube-scheduler's message names whichever it picks.
+        assert_eq!(r.possible_nodes, vec!["a", "b"]);
+        assert_eq!(
+            r.message_alternatives,
+            vec!["preemption: found a potential placement for pod on node b, preempting 1 victims"]
+        );
+        assert!(r.random_outcome[0].starts_with("node: kube-scheduler picks any of a, b (they tie"));
     }
 
     #[test]
