@@ -37,6 +37,10 @@ pub const MAX_VICTIM_SETS: usize = 8;
 pub const MAX_ORDERS_PER_NODE: usize = 24;
 /// Preemption messages reported besides the planned one.
 pub const MAX_MESSAGES: usize = 8;
+/// Candidates searched for other victim sets, best first: the search costs up to
+/// [`MAX_ORDERS_PER_NODE`] reprieve passes per candidate, so this bounds it to a fraction of the dry
+/// run's own cost even at thousands of candidates; the ones left out are counted.
+pub const MAX_EXPLORED_CANDIDATES: usize = 64;
 
 /// The victim sets a candidate node may have besides the planned one.
 #[derive(Debug, Clone, Default)]
@@ -61,6 +65,9 @@ pub struct OrderTies {
     pub possible_messages: Vec<String>,
     /// True when `possible_messages` was cut at its cap.
     pub messages_capped: bool,
+    /// Candidates with equally important victims beyond the first [`MAX_EXPLORED_CANDIDATES`], not
+    /// searched: `possible_nodes` may miss some of them.
+    pub unexplored: usize,
 }
 
 /// Runs of at least two equally important victims in `sorted` (most important first).
@@ -161,6 +168,19 @@ fn set_key(c: &Candidate) -> (Vec<String>, i64) {
     (uids, c.num_pdb_violations)
 }
 
+/// The runs of equally important pods among a node's potential victims (a cheap check before cloning
+/// anything: the same stable sort the evaluator does).
+fn potential_tie_groups(node: &NodeInfo, preemptor: &PodInfo, now_nanos: i128) -> Vec<Range<usize>> {
+    let mut potential: Vec<Victim> = node
+        .pods
+        .iter()
+        .filter(|p| p.priority < preemptor.priority)
+        .map(|p| Victim::new(p.clone(), now_nanos))
+        .collect();
+    potential.sort_by(importance_order);
+    tie_groups(&potential)
+}
+
 /// The victim sets `planned`'s node may have with other orders of its equally important pods. `None`
 /// when it has no such pods, or when no order tried gives another set.
 pub fn alternatives_on_node(
@@ -172,15 +192,7 @@ pub fn alternatives_on_node(
     now_nanos: i128,
     planned: &Candidate,
 ) -> Result<Option<NodeAlternatives>, Status> {
-    // Cheap check before cloning anything: the same stable sort the evaluator does.
-    let mut potential: Vec<Victim> = node
-        .pods
-        .iter()
-        .filter(|p| p.priority < preemptor.priority)
-        .map(|p| Victim::new(p.clone(), now_nanos))
-        .collect();
-    potential.sort_by(importance_order);
-    let groups = tie_groups(&potential);
+    let groups = potential_tie_groups(node, preemptor, now_nanos);
     if groups.is_empty() {
         return Ok(None);
     }
@@ -236,8 +248,16 @@ pub fn explore(
 ) -> OrderTies {
     let snapshot = fwk.snapshot();
     let pdbs = PdbIndex::from_objects(&snapshot.pod_disruption_budgets);
-    let by_node: HashMap<String, NodeAlternatives> = eval
-        .candidates
+    let explored = eval.candidates.len().min(MAX_EXPLORED_CANDIDATES);
+    let unexplored = eval.candidates[explored..]
+        .par_iter()
+        .filter(|c| {
+            snapshot
+                .node(&c.node)
+                .is_some_and(|n| !potential_tie_groups(n, preemptor, now_nanos).is_empty())
+        })
+        .count();
+    let by_node: HashMap<String, NodeAlternatives> = eval.candidates[..explored]
         .par_iter()
         .filter_map(|c| {
             let node = snapshot.node(&c.node)?;
@@ -249,6 +269,7 @@ pub fn explore(
         .collect();
     let mut ties = OrderTies {
         by_node,
+        unexplored,
         ..Default::default()
     };
     ties.possible(&eval.candidates);
@@ -356,6 +377,14 @@ impl OrderTies {
                  stable: {}{} victim sets are possible, the planned one and alternative_victims",
                 if a.capped { "at least " } else { "" },
                 a.sets.len() + 1
+            ));
+        }
+        if self.unexplored > 0 {
+            parts.push(format!(
+                "{NODE_PART}: {} more candidate(s) with equally important victims were not searched for other \
+                 victim sets (only the best {MAX_EXPLORED_CANDIDATES} are): possible_nodes may miss some of \
+                 them",
+                self.unexplored
             ));
         }
         if self.possible_messages.len() > 1 {
@@ -640,5 +669,37 @@ mod dry_run_tests {
                 .expect("candidate");
             assert_eq!(planned.alternative_victims, r.alternative_victims, "{name}");
         }
+    }
+
+    #[test]
+    fn candidates_beyond_the_search_bound_are_counted() {
+        let total = MAX_EXPLORED_CANDIDATES + 2;
+        let nodes: Vec<Node> = (0..total)
+            .map(|i| node(&format!("n{i:03}")).cpu("2").memory("4Gi").obj())
+            .collect();
+        let pods: Vec<Pod> = (0..total)
+            .flat_map(|i| {
+                let n = format!("n{i:03}");
+                [
+                    on(&format!("a{i}"), &n, "1", 1).obj(),
+                    on(&format!("b{i}"), &n, "1", 1).obj(),
+                ]
+            })
+            .collect();
+        let r = run(nodes, pods, pod("p").cpu("1").priority(100));
+        assert_eq!(r.candidates.len(), total);
+        let searched = r
+            .candidates
+            .iter()
+            .filter(|c| !c.alternative_victims.is_empty())
+            .count();
+        assert_eq!(searched, MAX_EXPLORED_CANDIDATES);
+        assert!(
+            r.random_outcome
+                .iter()
+                .any(|s| s.starts_with("node: 2 more candidate(s)")),
+            "{:?}",
+            r.random_outcome
+        );
     }
 }
