@@ -15,8 +15,8 @@ use ::kube::Client;
 use ::kube::api::ListParams;
 
 use super::load::{ListPageMeta, ObjectKind, PageError, decode_list_page};
-pub use super::load::{write_list_json, write_list_yaml};
 use super::{ClusterObjects, PodDetail};
+pub use super::load::{write_list_json, write_list_yaml};
 
 /// How to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -148,14 +148,7 @@ where
             resource_version = resource_version.or(meta.resource_version);
             match meta.continue_token {
                 // A paged read continues from the version of its first page.
-                Some(token) => {
-                    params = ListParams {
-                        resource_version: None,
-                        version_match: None,
-                        ..params
-                    }
-                    .continue_token(&token)
-                }
+                Some(token) => params = ListParams { resource_version: None, version_match: None, ..params }.continue_token(&token),
                 None => break,
             }
         }
@@ -276,42 +269,22 @@ pub async fn load_from_api(
             Box::pin(list!(core::v1::Namespace, Namespace, cluster))
                 as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>>,
             Box::pin(list!(core::v1::PersistentVolume, PersistentVolume, cluster)),
-            Box::pin(list!(
-                core::v1::PersistentVolumeClaim,
-                PersistentVolumeClaim,
-                namespaced
-            )),
+            Box::pin(list!(core::v1::PersistentVolumeClaim, PersistentVolumeClaim, namespaced)),
             Box::pin(list!(storage::v1::StorageClass, StorageClass, cluster)),
             Box::pin(list!(storage::v1::CSINode, CSINode, cluster)),
             Box::pin(list!(storage::v1::CSIDriver, CSIDriver, cluster)),
-            Box::pin(list!(
-                storage::v1::CSIStorageCapacity,
-                CSIStorageCapacity,
-                namespaced
-            )),
+            Box::pin(list!(storage::v1::CSIStorageCapacity, CSIStorageCapacity, namespaced)),
             Box::pin(list!(storage::v1::VolumeAttachment, VolumeAttachment, cluster)),
-            Box::pin(list!(
-                policy::v1::PodDisruptionBudget,
-                PodDisruptionBudget,
-                namespaced
-            )),
+            Box::pin(list!(policy::v1::PodDisruptionBudget, PodDisruptionBudget, namespaced)),
             Box::pin(list!(scheduling::v1::PriorityClass, PriorityClass, cluster)),
             Box::pin(list!(core::v1::Service, Service, namespaced)),
-            Box::pin(list!(
-                core::v1::ReplicationController,
-                ReplicationController,
-                namespaced
-            )),
+            Box::pin(list!(core::v1::ReplicationController, ReplicationController, namespaced)),
             Box::pin(list!(apps::v1::ReplicaSet, ReplicaSet, namespaced)),
             Box::pin(list!(apps::v1::StatefulSet, StatefulSet, namespaced)),
             Box::pin(list!(resource::v1::ResourceClaim, ResourceClaim, namespaced)),
             Box::pin(list!(resource::v1::DeviceClass, DeviceClass, cluster)),
             Box::pin(list!(resource::v1::ResourceSlice, ResourceSlice, cluster)),
-            Box::pin(list!(
-                resource::v1::ResourceClaimTemplate,
-                ResourceClaimTemplate,
-                namespaced
-            )),
+            Box::pin(list!(resource::v1::ResourceClaimTemplate, ResourceClaimTemplate, namespaced)),
             Box::pin(list!(resource::v1::DeviceTaintRule, DeviceTaintRule, cluster)),
         ]),
     );
@@ -368,10 +341,7 @@ mod tests {
             let got = settle(
                 ObjectKind::CSIStorageCapacity,
                 false,
-                Err(ListFailure::Api(api_error(
-                    code,
-                    "csistoragecapacities is forbidden",
-                ))),
+                Err(ListFailure::Api(api_error(code, "csistoragecapacities is forbidden"))),
                 &mut warnings,
             )
             .unwrap();
@@ -430,13 +400,8 @@ mod tests {
         let meta = list_metadata(POD_PAGE);
         assert_eq!(meta.continue_token.as_deref(), Some("tok-2"));
         assert_eq!(meta.resource_version.as_deref(), Some("4711"));
-        let last = list_metadata(
-            r#"{"kind":"NodeList","metadata":{"resourceVersion":"9","continue":""},"items":[]}"#,
-        );
-        assert_eq!(
-            (last.continue_token, last.resource_version.as_deref()),
-            (None, Some("9"))
-        );
+        let last = list_metadata(r#"{"kind":"NodeList","metadata":{"resourceVersion":"9","continue":""},"items":[]}"#);
+        assert_eq!((last.continue_token, last.resource_version.as_deref()), (None, Some("9")));
         assert_eq!(list_metadata("not json"), ListPageMeta::default());
     }
 
@@ -455,11 +420,7 @@ mod tests {
         };
         decode_list_page(ObjectKind::Pod, POD_PAGE, &detail, &mut compact).unwrap();
         // The pending pod stays whole, the running one is reduced, the terminal one is dropped.
-        let whole: Vec<_> = compact
-            .pods
-            .iter()
-            .map(|p| p.metadata.name.clone().unwrap())
-            .collect();
+        let whole: Vec<_> = compact.pods.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
         assert_eq!(whole, ["web-1"]);
         assert_eq!(compact.placed_pods.len(), 1);
         assert_eq!(compact.placed_pods[0].name(), "web-0");
@@ -468,32 +429,14 @@ mod tests {
     #[test]
     fn a_page_that_does_not_decode_names_the_item_and_field() {
         let page = r#"{"metadata":{},"items":[{"metadata":{"name":"n1"},"spec":{"unschedulable":"yes"}}]}"#;
-        let err = decode_list_page(
-            ObjectKind::Node,
-            page,
-            &PodDetail::Full,
-            &mut ClusterObjects::default(),
-        )
-        .unwrap_err();
+        let err = decode_list_page(ObjectKind::Node, page, &PodDetail::Full, &mut ClusterObjects::default())
+            .unwrap_err();
         assert_eq!(err.kind, "Node");
         assert_eq!(err.name.as_deref(), Some("n1"));
-        assert!(
-            err.message.starts_with("spec.unschedulable: invalid type"),
-            "{}",
-            err.message
-        );
-        let err = decode_list_page(
-            ObjectKind::Pod,
-            "[]",
-            &PodDetail::Full,
-            &mut ClusterObjects::default(),
-        )
-        .unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with("Pod list from the API server: not a list"),
-            "{err}"
-        );
+        assert!(err.message.starts_with("spec.unschedulable: invalid type"), "{}", err.message);
+        let err = decode_list_page(ObjectKind::Pod, "[]", &PodDetail::Full, &mut ClusterObjects::default())
+            .unwrap_err();
+        assert!(err.to_string().starts_with("Pod list from the API server: not a list"), "{err}");
     }
 
     #[test]
