@@ -805,6 +805,99 @@ async fn node_with_the_latest_start_time() -> Result<()> {
     differential(&s, "p", "n2", &["v2"], &[]).await
 }
 
+/// Victims of equal priority that have not started are equally important: kube-scheduler spares
+/// them in the order it meets them, which is not stable. On n1 (4 cpu, full) it takes `b` and `c`
+/// (1 cpu each) or `a` (2 cpu), depending on that order; the prediction must report both sets, say
+/// the victims are random, and kube-scheduler must take one of them and write one of the messages.
+#[tokio::test]
+async fn equally_important_victims_are_reported_as_random() -> Result<()> {
+    let s = Scenario::begin("pre-random").await?;
+    let lab = &s.lab;
+    let n1 = lab.n("n1");
+    lab.create_nodes([lab.node("n1", "4", "8Gi")]).await?;
+    lab.create_pods([
+        victim("a", LOW, "2", &n1),
+        victim("b", LOW, "1", &n1),
+        victim("c", LOW, "1", &n1),
+        pod("p").priority_class(HIGH).cpu("2"),
+    ])
+    .await?;
+    let key = |name: &str| format!("{}/{name}", lab.ns);
+    let api = s.pods();
+    let before = pods_before(&api).await?;
+    let prediction = Prediction::new(predict(lab, "p").await?)?;
+    let json = &prediction.json;
+    let mut possible: Vec<BTreeSet<String>> = vec![prediction.victims.clone()];
+    for set in json["alternative_victims"]
+        .as_array()
+        .context("no alternative_victims[]")?
+    {
+        let victims = set["victims"]
+            .as_array()
+            .context("no victims[] in an alternative")?;
+        possible.push(
+            victims
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+        );
+    }
+    possible.sort();
+    let want: Vec<BTreeSet<String>> = vec![
+        [key("a")].into_iter().collect(),
+        [key("b"), key("c")].into_iter().collect(),
+    ];
+    ensure!(
+        possible == want,
+        "predicted victim sets {possible:?}, want {want:?}\n{json}"
+    );
+    let random = json["random_outcome"].as_array().context("no random_outcome[]")?;
+    ensure!(
+        random
+            .iter()
+            .any(|r| r.as_str().is_some_and(|r| r.starts_with("victims:"))),
+        "the victims are not reported as random: {json}"
+    );
+    let mut messages: Vec<String> = vec![prediction.message.clone()];
+    messages.extend(
+        json["message_alternatives"]
+            .as_array()
+            .context("no message_alternatives[]")?
+            .iter()
+            .filter_map(|m| m.as_str().map(str::to_owned)),
+    );
+    ensure!(
+        messages.len() == 2,
+        "the victim count, and so the message, is random: {messages:?}"
+    );
+
+    s.start_scheduler().await?;
+    let mut outcome = observe(lab, "p", &before, &BTreeSet::new()).await?;
+    let deadline = Instant::now() + VICTIMS_TIMEOUT;
+    while !possible.contains(&outcome.removed) && Instant::now() < deadline {
+        outcome = observe(lab, "p", &before, &BTreeSet::new()).await?;
+    }
+    eprintln!(
+        "[preemption] {}: kube-scheduler nominated {:?}, removed {:?}; predicted one of {possible:?}\n  message: {:?}",
+        lab.ns, outcome.nominated, outcome.removed, outcome.failed_scheduling
+    );
+    ensure!(
+        outcome.nominated == n1 && possible.contains(&outcome.removed),
+        "MISMATCH in {}: kube-scheduler nominated {:?} and removed {:?}; predicted {n1:?} with one of {possible:?}",
+        lab.ns,
+        outcome.nominated,
+        outcome.removed
+    );
+    if let Some(note) = &outcome.failed_scheduling {
+        ensure!(
+            messages.iter().any(|m| note.ends_with(m.as_str())),
+            "MISMATCH in {}: FailedScheduling {note:?} ends with none of {messages:?}",
+            lab.ns
+        );
+    }
+    Ok(())
+}
+
 /// A pending pod of higher priority nominated to n1 keeps its room there: on n1 the preemptor
 /// needs two victims, on n2 one. (The nominated pod fits nowhere and may not preempt, so
 /// kube-scheduler leaves its nomination alone.) Without it, the start times would pick n1.

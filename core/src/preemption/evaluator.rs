@@ -139,6 +139,9 @@ fn add_victim(
 /// preemptor then fits, and adds pods back (PDB-violating ones first, each group most important first)
 /// while it still fits. Returns the victims (most important first) and how many violate a PDB, or the
 /// status explaining why preemption on this node cannot help.
+///
+/// Equally important pods keep their order on the node; kube-scheduler's order among them is arbitrary
+/// ([`crate::preemption::ties`] tries the others).
 pub fn select_victims_on_node(
     fwk: &Framework,
     state: &mut CycleState,
@@ -147,6 +150,20 @@ pub fn select_victims_on_node(
     pdbs: &PdbIndex,
     now_nanos: i128,
 ) -> Result<(Vec<Victim>, i64), Status> {
+    let potential = remove_potential_victims(fwk, state, preemptor, node, now_nanos)?;
+    reprieve_in_order(fwk, state, preemptor, node, potential, pdbs)
+}
+
+/// The first half of `SelectVictimsOnNode`: removes every pod of lower priority than the preemptor from
+/// `node` (and `state`) and checks the preemptor then fits. Returns the removed pods most important
+/// first (a stable sort: equally important pods keep their order on the node).
+pub fn remove_potential_victims(
+    fwk: &Framework,
+    state: &mut CycleState,
+    preemptor: &PodInfo,
+    node: &mut NodeInfo,
+    now_nanos: i128,
+) -> Result<Vec<Victim>, Status> {
     let mut potential: Vec<Victim> = node
         .pods
         .iter()
@@ -166,7 +183,21 @@ pub fn select_victims_on_node(
         return Err(s);
     }
     potential.sort_by(importance_order);
-    let (violating, non_violating) = pdb::split_by_violation(potential, |v| &v.pod, pdbs);
+    Ok(potential)
+}
+
+/// The second half of `SelectVictimsOnNode`, on the node and state [`remove_potential_victims`] left:
+/// charges the budgets and tries to add pods back in the order given (PDB-violating ones first), keeping
+/// those that leave the preemptor fitting. Returns the victims and how many violate a PDB.
+pub fn reprieve_in_order(
+    fwk: &Framework,
+    state: &mut CycleState,
+    preemptor: &PodInfo,
+    node: &mut NodeInfo,
+    ordered: Vec<Victim>,
+    pdbs: &PdbIndex,
+) -> Result<(Vec<Victim>, i64), Status> {
+    let (violating, non_violating) = pdb::split_by_violation(ordered, |v| &v.pod, pdbs);
     let resort = !violating.is_empty() && !non_violating.is_empty();
     let mut victims = Vec::new();
     let mut num_violating = 0i64;

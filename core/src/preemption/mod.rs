@@ -5,7 +5,9 @@
 //! - [`evaluator`]: eligibility, potential nodes, `SelectVictimsOnNode`, the dry run over every node;
 //! - [`candidate`]: victims' importance and `pickOneNodeForPreemption`'s criteria;
 //! - [`pdb`]: PodDisruptionBudget accounting;
-//! - [`plan`]: the chosen candidate's side effects as actions.
+//! - [`plan`]: the chosen candidate's side effects as actions;
+//! - [`ties`]: what rests on the arbitrary order of equally important victims (other victim sets, nodes,
+//!   messages).
 //!
 //! [`dry_run`] is the pure entry point the CLI and `explain` use; the DefaultPreemption PostFilter plugin
 //! runs the same evaluator.
@@ -17,6 +19,7 @@ pub mod pdb;
 pub mod plan;
 #[cfg(test)]
 pub(crate) mod tests_support;
+pub mod ties;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -33,6 +36,7 @@ use crate::plugins::names;
 use crate::preemption::args::DefaultPreemptionArgs;
 use crate::preemption::candidate::{Candidate, Victim};
 pub use crate::preemption::plan::VictimRemoval;
+use crate::preemption::ties::{OrderTies, VictimSetView};
 use crate::schedule::{NO_NODES_AVAILABLE_MSG, fit_error_message};
 use crate::snapshot::PodInfo;
 
@@ -194,14 +198,24 @@ pub struct CandidateView {
     pub victims: Vec<VictimView>,
     /// How many victims violate a PDB.
     pub pdb_violations: i64,
+    /// Other victim sets kube-scheduler may choose here: which of equally important pods it spares is
+    /// random ([`ties`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternative_victims: Vec<VictimSetView>,
+    /// True when the search for `alternative_victims` was capped: there may be more.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub alternatives_capped: bool,
 }
 
 impl CandidateView {
-    fn new(c: &Candidate, context: &VictimContext) -> Self {
+    fn new(c: &Candidate, context: &VictimContext, ties: &OrderTies) -> Self {
+        let (alternative_victims, alternatives_capped) = ties.views(&c.node);
         CandidateView {
             node: c.node.clone(),
             victims: c.victims.iter().map(|v| VictimView::new(v, context)).collect(),
             pdb_violations: c.num_pdb_violations,
+            alternative_victims,
+            alternatives_capped,
         }
     }
 }
@@ -236,8 +250,22 @@ pub struct PreemptionResult {
     pub tied_nodes: Vec<String>,
     /// The criterion that singled out the best candidate, if one did.
     pub decided_by: Option<&'static str>,
+    /// Every candidate kube-scheduler may pick: `tied_nodes`, and candidates that win when it spares
+    /// other equally important pods ([`ties`]). Its message names the one it picks.
+    pub possible_nodes: Vec<String>,
     /// The victims on `node`, most important first.
     pub victims: Vec<VictimView>,
+    /// Other victim sets on `node`: kube-scheduler spares equally important pods (same priority, equal
+    /// or no `status.startTime`) in an order that is not stable, so any of these may be its victims.
+    pub alternative_victims: Vec<VictimSetView>,
+    /// True when the search for `alternative_victims` was capped: there may be more.
+    pub alternative_victims_capped: bool,
+    /// Other PostFilter messages kube-scheduler may write instead of `message` (another tied node, or
+    /// another victim count), at most [`ties::MAX_MESSAGES`].
+    pub message_alternatives: Vec<String>,
+    /// One sentence per part of the outcome that is random (starting `node:`, `victims:` or
+    /// `message:`); empty when the outcome is determined.
+    pub random_outcome: Vec<String>,
     /// PDB violations on `node`.
     pub pdb_violations: i64,
     /// Victims on `node` whose eviction the Eviction API would refuse (see
@@ -281,6 +309,7 @@ pub fn dry_run(
         .now
         .map_or_else(evaluator::now_nanos, |t| t.as_nanosecond());
     let eval = evaluator::evaluate(fwk, state, pod, node_statuses, &args, now);
+    let ties = ties::explore(fwk, state, pod, &eval, now);
 
     let mut force_node_error = None;
     let chosen = match &options.force_node {
@@ -334,6 +363,20 @@ pub fn dry_run(
     let victims: Vec<VictimView> = chosen
         .map(|c| c.victims.iter().map(|v| VictimView::new(v, &context)).collect())
         .unwrap_or_default();
+    let planned_node = chosen.filter(|_| status.is_success()).map(|c| c.node.as_str());
+    let (alternative_victims, alternative_victims_capped) =
+        planned_node.map_or((Vec::new(), false), |n| ties.views(n));
+    let message_alternatives = if planned_node.is_some() {
+        ties.possible_messages
+            .iter()
+            .map(|m| format!("{MESSAGE_PREFIX}{m}"))
+            .filter(|m| *m != message)
+            .take(ties::MAX_MESSAGES)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let random_outcome = ties.random_parts(&eval.tied, planned_node);
     PreemptionResult {
         pod: pod.key(),
         eligible: eval.eligibility.is_ok(),
@@ -342,13 +385,18 @@ pub fn dry_run(
         node: chosen.filter(|_| status.is_success()).map(|c| c.node.clone()),
         tied_nodes: eval.tied.clone(),
         decided_by: eval.decided_by,
+        possible_nodes: ties.possible_nodes.clone(),
         evictions_blocked: victims.iter().filter(|v| v.eviction_blocked).count() as i64,
         victims,
+        alternative_victims,
+        alternative_victims_capped,
+        message_alternatives,
+        random_outcome,
         pdb_violations: chosen.map_or(0, |c| c.num_pdb_violations),
         candidates: eval
             .candidates
             .iter()
-            .map(|c| CandidateView::new(c, &context))
+            .map(|c| CandidateView::new(c, &context, &ties))
             .collect(),
         nodes_total: eval.num_all_nodes,
         potential_nodes: eval.potential_nodes,
@@ -579,8 +627,24 @@ mod tests {
         assert_eq!(r.nominated_node_name.as_deref(), Some("n2"));
         assert!(r.profile_has_default_preemption);
         // Both n2 pods are equal (priority 1, unstarted): the one listed later on the node goes first,
-        // since equal victims keep node order and reprieve runs most important first.
+        // since equal victims keep node order and reprieve runs most important first; kube-scheduler's
+        // order among them is arbitrary, so the other is reported as an alternative.
         assert_eq!(r.victims[0].name, "w2");
+        assert_eq!(
+            r.alternative_victims,
+            vec![VictimSetView {
+                victims: vec!["default/w1".into()],
+                pdb_violations: 0
+            }]
+        );
+        assert_eq!(r.possible_nodes, vec!["n2"]);
+        assert!(r.message_alternatives.is_empty());
+        assert_eq!(r.random_outcome.len(), 1, "{:?}", r.random_outcome);
+        assert!(
+            r.random_outcome[0].starts_with("victims: on n2"),
+            "{:?}",
+            r.random_outcome
+        );
         let kinds: Vec<String> = r.actions.iter().map(Action::describe).collect();
         assert_eq!(
             kinds,
@@ -698,6 +762,13 @@ mod tests {
         assert_eq!(r.tied_nodes, vec!["a", "b"]);
         assert_eq!(r.decided_by, None);
         assert_eq!(r.node.as_deref(), Some("a"));
+        // kube-scheduler's message names whichever it picks.
+        assert_eq!(r.possible_nodes, vec!["a", "b"]);
+        assert_eq!(
+            r.message_alternatives,
+            vec!["preemption: found a potential placement for pod on node b, preempting 1 victims"]
+        );
+        assert!(r.random_outcome[0].starts_with("node: kube-scheduler picks any of a, b (they tie"));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod json;
 pub mod markdown;
+pub mod random;
 pub mod simulate;
 pub mod table;
 pub mod triage;

@@ -17,6 +17,7 @@ use crate::commands::preempt::{
     DryRunView, PreemptReport, Situation, advice_after_refused_eviction, blocking_budgets,
 };
 use crate::commands::what_if::Applied;
+use crate::output::random;
 
 /// Columns separated by three spaces, as kubectl prints them; no trailing blanks.
 pub fn columns(headers: &[String], rows: &[Vec<String>]) -> String {
@@ -607,7 +608,11 @@ fn candidate_table(p: &PreemptionResult) -> String {
                 } else {
                     c.node.clone()
                 },
-                c.victims.len().to_string(),
+                if c.alternative_victims.is_empty() {
+                    c.victims.len().to_string()
+                } else {
+                    format!("{}{}", c.victims.len(), random::RANDOM_VICTIMS_MARK)
+                },
                 c.pdb_violations.to_string(),
                 c.victims
                     .first()
@@ -749,6 +754,7 @@ pub fn preempt_report(r: &PreemptReport) -> String {
     if !p.candidates.is_empty() {
         out.push('\n');
         out.push_str(&candidate_table(p));
+        out.push_str(&random::candidates_footnote(p));
     }
     if !p.rejected_nodes.is_empty() {
         out.push_str("\nPotential nodes where preemption does not help:\n");
@@ -759,6 +765,7 @@ pub fn preempt_report(r: &PreemptReport) -> String {
         return out;
     };
     out.push_str(&format!("\nChosen node: {node} ({}).\n", choice(p)));
+    out.push_str(&random::node_note(p));
     if p.pdb_violations > 0 {
         out.push_str(&format!(
             "Preempting there violates {} PodDisruptionBudget(s){}.\n",
@@ -785,6 +792,7 @@ pub fn preempt_report(r: &PreemptReport) -> String {
     }
     out.push('\n');
     out.push_str(&victim_table(&p.victims));
+    out.push_str(&random::victims_note(p));
     if r.results.is_some() {
         // After a run, the results list the steps with their outcomes (preempt_results).
         return out;
