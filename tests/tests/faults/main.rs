@@ -443,7 +443,10 @@ async fn etcd_stopped_explain_without_a_timeout_fails_once_the_api_server_gives_
     let started = Instant::now();
     let output = tokio::time::timeout(
         ETCD_DOWN_DEFAULT_BOUND + Duration::from_secs(30),
-        run_kubectl_sched(binary, &["explain", "p", "-n", &c.ns, "--kubeconfig", &kubeconfig]),
+        run_kubectl_sched(
+            binary,
+            &["explain", "p", "-n", &c.ns, "--kubeconfig", &kubeconfig],
+        ),
     )
     .await
     .map_err(|_| anyhow::anyhow!("explain did not end within {ETCD_DOWN_DEFAULT_BOUND:?} + 30 s"))??;
@@ -454,7 +457,11 @@ async fn etcd_stopped_explain_without_a_timeout_fails_once_the_api_server_gives_
         show(&output)
     );
     let lines = stderr_lines(&output);
-    ensure!(output.status.code() == Some(1), "explain: exit {:?}", output.status.code());
+    ensure!(
+        output.status.code() == Some(1),
+        "explain: exit {:?}",
+        output.status.code()
+    );
     ensure!(
         lines.len() == 1 && lines[0].starts_with(&format!("error: {server}")),
         "explain: not one error line naming {server}: {lines:?}"
