@@ -734,8 +734,19 @@ pub const KUBECTL_SCHED_TIMEOUT: Duration = Duration::from_secs(60);
 /// time ([`KUBECTL_SCHED_TIMEOUT`]).
 #[allow(dead_code)] // not every test binary runs the plugin
 pub async fn run_kubectl_sched(binary: &Path, args: &[&str]) -> Result<std::process::Output> {
+    run_kubectl_sched_within(binary, args, KUBECTL_SCHED_TIMEOUT).await
+}
+
+/// [`run_kubectl_sched`] with another bound, for runs that wait on purpose (an API server that only
+/// answers after its own 60 s timeout).
+#[allow(dead_code)] // not every test binary runs the plugin
+pub async fn run_kubectl_sched_within(
+    binary: &Path,
+    args: &[&str],
+    limit: Duration,
+) -> Result<std::process::Output> {
     tokio::time::timeout(
-        KUBECTL_SCHED_TIMEOUT,
+        limit,
         tokio::process::Command::new(binary)
             .args(args)
             .env_remove("KUBECONFIG")
@@ -744,11 +755,6 @@ pub async fn run_kubectl_sched(binary: &Path, args: &[&str]) -> Result<std::proc
             .output(),
     )
     .await
-    .with_context(|| {
-        format!(
-            "kubectl-sched {} took more than {KUBECTL_SCHED_TIMEOUT:?}",
-            args.join(" ")
-        )
-    })?
+    .with_context(|| format!("kubectl-sched {} took more than {limit:?}", args.join(" ")))?
     .with_context(|| format!("running {}", binary.display()))
 }
