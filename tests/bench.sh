@@ -5,6 +5,7 @@
 #
 #   tests/bench.sh                       # 100, 1,000 and 5,000 nodes, 30 pods per node
 #   BENCH_NODES=100,1000 tests/bench.sh  # fewer sizes; BENCH_RUNS=5 for more runs per measure
+#   BENCH_NODES=5000 BENCH_PODS_PER_NODE=10 tests/bench.sh   # BENCHMARKS.md's 5,000-node row
 #
 # Output: Markdown tables on stdout (what BENCHMARKS.md holds), raw figures in
 # $BENCH_DIR/results.json (default /tmp/kubectl-sched-bench). Not part of `make test`: at 5,000
@@ -15,6 +16,7 @@ cd "$root"
 cargo=${CARGO:-cargo}
 nodes=${BENCH_NODES:-100,1000,5000}
 runs=${BENCH_RUNS:-3}
+pods_per_node=${BENCH_PODS_PER_NODE:-30}
 dir=${BENCH_DIR:-/tmp/kubectl-sched-bench}
 mkdir -p "$dir"
 
@@ -29,7 +31,7 @@ $cargo build --release -q -p kubectl-sched -p e2e --bin kubectl-sched --bin sche
 $cargo build --release -q -p sched-webhook --example loadgen --bin sched-webhook
 
 echo "## kubectl-sched and kube-scheduler"
-"$root/target/release/sched-bench" --nodes "$nodes" --runs "$runs" --out "$dir" \
+"$root/target/release/sched-bench" --nodes "$nodes" --pods-per-node "$pods_per_node" --runs "$runs" --out "$dir" \
   --kubectl-sched "$root/target/release/kubectl-sched"
 
 echo
