@@ -14,7 +14,7 @@
 use ::kube::Client;
 use ::kube::api::ListParams;
 
-use super::load::{ListPageMeta, ObjectKind, PageError, decode_list_page};
+use super::load::{ApiListMeta, ListPageMeta, ObjectKind, PageError, decode_list_page};
 pub use super::load::{write_list_json, write_list_yaml};
 use super::{ClusterObjects, PodDetail};
 
@@ -177,14 +177,7 @@ async fn request_page(client: &Client, path: &str, params: &ListParams) -> Resul
 /// The list's `metadata` (continue token, resourceVersion), read without decoding its items: the API
 /// server writes `metadata` before `items`, so this stops after a few bytes.
 fn list_metadata(text: &str) -> ListPageMeta {
-    #[derive(serde::Deserialize)]
-    struct Meta {
-        #[serde(rename = "continue", default)]
-        continue_token: Option<String>,
-        #[serde(rename = "resourceVersion", default)]
-        resource_version: Option<String>,
-    }
-    struct MetadataOnly(Option<Meta>);
+    struct MetadataOnly(Option<ApiListMeta>);
     impl<'de> serde::de::Visitor<'de> for &mut MetadataOnly {
         type Value = ();
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

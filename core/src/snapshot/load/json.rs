@@ -370,12 +370,13 @@ struct ApiListPage<'a> {
     items: Option<Vec<&'a RawValue>>,
 }
 
+/// A list response's `metadata` as the API server writes it.
 #[derive(Deserialize, Default)]
-struct ApiListMeta {
+pub(crate) struct ApiListMeta {
     #[serde(rename = "continue", default)]
-    continue_token: Option<String>,
+    pub(crate) continue_token: Option<String>,
     #[serde(rename = "resourceVersion", default)]
-    resource_version: Option<String>,
+    pub(crate) resource_version: Option<String>,
 }
 
 /// A list page that does not decode: the kind, the item's name when known, and what failed.

@@ -41,6 +41,7 @@ use std::path::Path;
 
 pub use duplicates::Duplicate;
 pub use error::{DecodeError, Format, LoadError, LoadReport, Location};
+pub(crate) use json::ApiListMeta;
 pub use json::{ListPageMeta, PageError, decode_list_page};
 pub use kind::ObjectKind;
 pub use priority::PriorityRefused;
