@@ -493,6 +493,8 @@ const NEEDED: &[(&str, &str)] = &[
     ("watch", "csidrivers.storage.k8s.io"),
     ("list", "csistoragecapacities.storage.k8s.io"),
     ("watch", "csistoragecapacities.storage.k8s.io"),
+    ("list", "volumeattachments.storage.k8s.io"),
+    ("watch", "volumeattachments.storage.k8s.io"),
 ];
 
 /// The controller's Lease, in the webhook's own namespace only (a Role, not the ClusterRole).

@@ -571,6 +571,55 @@ fn nominations_of_another_schedulers_pods_are_left_to_it() {
     assert_eq!(cleared(&stale), vec!["ours".to_string()]);
 }
 
+/// NodeVolumeLimits counts the node's VolumeAttachments, volumes still attached after their pod left
+/// included: node-a's CSINode allows one volume of the driver, so a nominated pod bringing one no
+/// longer fits once another volume is attached there (kube-scheduler's `node(s) exceed max volume
+/// count`). Checked on the reflector cache the webhook runs with, and on the static view.
+#[test]
+fn a_volume_attachment_filling_the_attach_limit_makes_a_nomination_stale() {
+    use sched_core::framework::profile::SchedulerConfig;
+    use sched_core::plugins::in_tree_registry;
+    use sched_core::testing::{csi_node, volume_attachment};
+
+    use crate::cache::Cache;
+
+    const DRIVER: &str = "csi.example.com";
+    let binding_pod = user_pod("high").priority(100).nominated("node-a").obj();
+    let objects = |attached: bool| {
+        let mut o = cluster();
+        o.csi_nodes = vec![csi_node("node-a", &[(DRIVER, Some(1))])];
+        o.persistent_volumes.extend([
+            pv("pv-new").csi(DRIVER, "h-new").obj(),
+            pv("pv-left").csi(DRIVER, "h-left").obj(),
+        ]);
+        o.persistent_volume_claims
+            .push(pvc("vol").namespace(NS).bound("pv-new").obj());
+        o.pods = vec![
+            binding_pod.clone(),
+            user_pod("low").priority(10).pvc("vol").nominated("node-a").obj(),
+        ];
+        if attached {
+            // No pod uses pv-left any more; it is still attached to node-a.
+            o.volume_attachments = vec![volume_attachment("csi-left", DRIVER, "node-a", Some("pv-left"))];
+        }
+        o
+    };
+    for attached in [false, true] {
+        let want = if attached {
+            vec!["low".to_string()]
+        } else {
+            Vec::new()
+        };
+        let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
+        cache.fill(&mut writers, objects(attached));
+        let stale = binding::stale_nominations(&binding_pod, "node-a", &*cache);
+        assert_eq!(cleared(&stale), want, "reflector cache, attached: {attached}");
+        let view = StaticView::new(objects(attached));
+        let stale = binding::stale_nominations(&binding_pod, "node-a", &view);
+        assert_eq!(cleared(&stale), want, "static view, attached: {attached}");
+    }
+}
+
 // === pods with ResourceClaims (DRA) ===
 
 fn with_resource_claim(builder: sched_core::testing::PodBuilder) -> sched_core::testing::PodBuilder {

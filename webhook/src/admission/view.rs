@@ -115,6 +115,7 @@ impl ClusterView for StaticView {
             csi_nodes: o.csi_nodes.clone(),
             csi_drivers: o.csi_drivers.clone(),
             csi_storage_capacities: o.csi_storage_capacities.clone(),
+            volume_attachments: o.volume_attachments.clone(),
             ..ClusterObjects::default()
         }))
     }

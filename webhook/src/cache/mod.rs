@@ -3,9 +3,9 @@
 //! writes that the watches have not delivered yet (so the next decision does not hand out a PV this
 //! replica just bound).
 //!
-//! Snapshots are built per decision from the stores: the volume maps (PVs, PVCs, classes, CSI objects)
-//! are rebuilt only when one of those kinds changed, and a volume decision adds only the node it is
-//! about. The engine's full snapshot (every node and pod) is built only for opted-in pods and for
+//! Snapshots are built per decision from the stores: the volume maps (PVs, PVCs, classes, CSI objects,
+//! VolumeAttachments) are rebuilt only when one of those kinds changed, and a volume decision adds only
+//! the node it is about. The engine's full snapshot (every node and pod) is built only for opted-in pods and for
 //! bindings that have nominations to check. Requests that need nothing never touch the cache.
 //!
 //! By job: `slim` prunes each object before it is stored, `overlay` keeps the webhook's own writes
@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
 use kube::runtime::reflector::store::Writer;
@@ -51,6 +51,7 @@ pub struct Writers {
     csi_nodes: Writer<CSINode>,
     csi_drivers: Writer<CSIDriver>,
     capacities: Writer<CSIStorageCapacity>,
+    volume_attachments: Writer<VolumeAttachment>,
 }
 
 impl Writers {
@@ -114,6 +115,9 @@ pub struct Cache {
     csi_nodes: Store<CSINode>,
     csi_drivers: Store<CSIDriver>,
     capacities: Store<CSIStorageCapacity>,
+    /// NodeVolumeLimits counts a node's VolumeAttachments (volumes still attached after their pod
+    /// left included) when the webhook checks whether a nominated pod still fits.
+    volume_attachments: Store<VolumeAttachment>,
     ready: AtomicBool,
     /// Bumped on every event of a volume kind and every overlay change.
     volume_generation: Arc<AtomicU64>,
@@ -155,6 +159,7 @@ impl Cache {
         let (csi_nodes, csi_nodes_w) = reflector::store();
         let (csi_drivers, csi_drivers_w) = reflector::store();
         let (capacities, capacities_w) = reflector::store();
+        let (volume_attachments, volume_attachments_w) = reflector::store();
         let cache = Arc::new(Cache {
             pods,
             nodes,
@@ -165,6 +170,7 @@ impl Cache {
             csi_nodes,
             csi_drivers,
             capacities,
+            volume_attachments,
             ready: AtomicBool::new(false),
             volume_generation: Arc::new(AtomicU64::new(0)),
             node_generation: Arc::new(AtomicU64::new(0)),
@@ -183,6 +189,7 @@ impl Cache {
             csi_nodes: csi_nodes_w,
             csi_drivers: csi_drivers_w,
             capacities: capacities_w,
+            volume_attachments: volume_attachments_w,
         };
         (cache, writers)
     }
@@ -198,6 +205,7 @@ impl Cache {
         Writers::load_into(&mut writers.csi_nodes, objects.csi_nodes);
         Writers::load_into(&mut writers.csi_drivers, objects.csi_drivers);
         Writers::load_into(&mut writers.capacities, objects.csi_storage_capacities);
+        Writers::load_into(&mut writers.volume_attachments, objects.volume_attachments);
         self.mark_filled();
     }
 

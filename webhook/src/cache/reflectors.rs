@@ -97,6 +97,7 @@ impl Cache {
             kinds.spawn(writers.csi_nodes, volumes),
             kinds.spawn(writers.csi_drivers, volumes),
             kinds.spawn(writers.capacities, volumes),
+            kinds.spawn(writers.volume_attachments, volumes),
         ];
         tasks.push(self.spawn_readiness());
         tasks
@@ -116,6 +117,7 @@ impl Cache {
                 Box::pin(cache.csi_nodes.wait_until_ready()),
                 Box::pin(cache.csi_drivers.wait_until_ready()),
                 Box::pin(cache.capacities.wait_until_ready()),
+                Box::pin(cache.volume_attachments.wait_until_ready()),
             ])
             .await;
             if synced.iter().all(Result::is_ok) {

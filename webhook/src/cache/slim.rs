@@ -2,7 +2,7 @@
 //! (tens of thousands of them) only what volume binding, the volume filters and the overlay read.
 
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use sched_core::plugins::volume_binding::pv_helpers::is_claim_fully_bound;
@@ -160,6 +160,7 @@ impl Slim for StorageClass {}
 impl Slim for CSINode {}
 impl Slim for CSIDriver {}
 impl Slim for CSIStorageCapacity {}
+impl Slim for VolumeAttachment {}
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use kube::Resource;
 use kube::runtime::reflector::ObjectRef;
 
@@ -30,6 +30,8 @@ struct VolumeMaps {
     csi_nodes: HashMap<String, Arc<CSINode>>,
     csi_drivers: HashMap<String, Arc<CSIDriver>>,
     capacities: Vec<Arc<CSIStorageCapacity>>,
+    /// By `spec.nodeName`, as the engine's snapshot indexes them.
+    attachments: HashMap<String, Vec<Arc<VolumeAttachment>>>,
 }
 
 fn by_key<K>(items: Vec<Arc<K>>) -> HashMap<String, Arc<K>>
@@ -54,6 +56,7 @@ impl Cache {
             csi_nodes: by_key(self.csi_nodes.state()),
             csi_drivers: by_key(self.csi_drivers.state()),
             capacities: self.capacities.state(),
+            attachments: by_node_name(self.volume_attachments.state()),
         };
         let mut overlay = lock(&self.overlay);
         let now = Instant::now();
@@ -72,6 +75,7 @@ fn set_volumes(snapshot: &mut Snapshot, maps: VolumeMaps) {
     snapshot.csi_nodes = maps.csi_nodes;
     snapshot.csi_drivers = maps.csi_drivers;
     snapshot.csi_storage_capacities = maps.capacities;
+    snapshot.volume_attachments = maps.attachments;
 }
 
 /// The volume maps of a snapshot, shared objects in new maps.
@@ -83,7 +87,21 @@ fn volumes_of(snapshot: &Snapshot) -> VolumeMaps {
         csi_nodes: snapshot.csi_nodes.clone(),
         csi_drivers: snapshot.csi_drivers.clone(),
         capacities: snapshot.csi_storage_capacities.clone(),
+        attachments: snapshot.volume_attachments.clone(),
     }
+}
+
+/// VolumeAttachments grouped by the node they attach to, ordered by name within a node (a store's
+/// order is a hash map's; the engine's file and API loaders keep the API server's, which is by name).
+fn by_node_name(items: Vec<Arc<VolumeAttachment>>) -> HashMap<String, Vec<Arc<VolumeAttachment>>> {
+    let mut out: HashMap<String, Vec<Arc<VolumeAttachment>>> = HashMap::new();
+    for va in items {
+        out.entry(va.spec.node_name.clone()).or_default().push(va);
+    }
+    for list in out.values_mut() {
+        list.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    }
+    out
 }
 
 fn owned<K: Clone>(items: Vec<Arc<K>>) -> Vec<K> {
