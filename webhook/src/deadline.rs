@@ -1,12 +1,13 @@
 //! When a request's answer is due: the API server tells each webhook call how long it will wait (the
 //! `timeout` query parameter it adds to the URL, from the configuration's `timeoutSeconds`), and a call
-//! it gives up on is handled by `failurePolicy` whatever the webhook did meanwhile. So no write retry
-//! starts once most of that time is gone: the rest is kept for taking back what was written and for
-//! answering, so that a request never ends with a PV claimed and nobody told.
+//! it gives up on is handled by `failurePolicy` whatever the webhook did meanwhile. So the reads a
+//! request makes (the objects the watches have not delivered yet) stop once most of that time is
+//! gone: the rest is kept for deciding and answering. Admission writes nothing (the controller does,
+//! after the pod is stored), so there is nothing to take back.
 
 use std::time::{Duration, Instant};
 
-/// The share of the API server's timeout kept for undoing writes and answering.
+/// The share of the API server's timeout kept for deciding and answering.
 const RESERVE_FRACTION: u32 = 5;
 /// The least time kept back, however short the timeout.
 const MIN_RESERVE: Duration = Duration::from_millis(500);

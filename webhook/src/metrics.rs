@@ -160,7 +160,6 @@ pub struct Metrics {
     bindings: Counter,
     conflicts_retried: Counter,
     nominations_cleared: Counter,
-    writes_undone: Counter,
     plan_failures: Counter,
     pods_skipped: Counter,
     requests_shed: Counter,
@@ -188,11 +187,6 @@ impl Metrics {
     /// A nomination cleared.
     pub fn nomination_cleared(&self) {
         self.nominations_cleared.inc();
-    }
-
-    /// A write taken back after a failed plan.
-    pub fn write_undone(&self) {
-        self.writes_undone.inc();
     }
 
     /// A plan that failed for good.
@@ -323,11 +317,6 @@ impl Collector for WebhookCollector {
                 "sched_webhook_nominations_cleared",
                 "nominatedNodeName values cleared.",
                 &m.nominations_cleared,
-            ),
-            (
-                "sched_webhook_writes_undone",
-                "Writes taken back after a plan failed.",
-                &m.writes_undone,
             ),
             (
                 "sched_webhook_plan_failures",
