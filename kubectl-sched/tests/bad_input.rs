@@ -1,6 +1,6 @@
 //! The bad-input catalogue: one row per class of malformed or hostile input to the snapshot loader
-//! (`--from FILE`, JSON and YAML) and to `-f POD.yaml`, each with the exact error line or the defined
-//! outcome, run through the built binary on temporary files. Never a panic: every row also checks that
+//! (`--from FILE`, JSON and YAML), to `-f POD.yaml` and to `simulate -f` / `--add-nodes`, each with the
+//! exact error line or the defined outcome, run through the built binary on temporary files. Never a panic: every row also checks that
 //! stderr carries no panic and no "internal error". RELIABILITY.md lists the same classes.
 
 use std::path::Path;
@@ -70,6 +70,7 @@ struct Row {
 
 const EXPLAIN_WEB: &[&str] = &["explain", "web", "-n", "shop"];
 const EXPLAIN_F: &[&str] = &["explain", "-f", "{pod}"];
+const SIMULATE_F: &[&str] = &["simulate", "-f", "{pod}"];
 
 fn fill(text: &str, snapshot: &Path, pod: &Path) -> String {
     text.replace("{snapshot}", &snapshot.display().to_string())
@@ -522,6 +523,50 @@ fn rows() -> Vec<Row> {
             pod: Some(format!("{}extra: {}\n", web_document("", PLAIN), nested(2_000))),
             args: EXPLAIN_F,
             want: Want::Error("error: {pod}: document 0: recursion limit exceeded at line 10 column 135"),
+        },
+        // simulate -f WORKLOAD.yaml, --add-nodes NODES.yaml
+        Row {
+            class: "simulate -f: quantity that does not parse in a workload",
+            snapshot: ("snapshot.yaml", yaml(&[])),
+            pod: Some(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n  replicas: \
+                 2\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    \
+                 spec:\n      containers:\n      - {name: c, image: nginx, resources: {requests: {cpu: oops}}}\n"
+                .to_string(),
+            ),
+            args: SIMULATE_F,
+            want: Want::Error(
+                "error: {pod}: Deployment shop/web: spec.template.spec.containers[0].resources.requests.cpu: quantity \
+                 \"oops\" does not parse",
+            ),
+        },
+        Row {
+            class: "simulate -f: negative claim template",
+            snapshot: ("snapshot.yaml", yaml(&[])),
+            pod: Some(
+                "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: 1\n  selector: \
+                 {matchLabels: {app: db}}\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n      \
+                 containers: [{name: c, image: db}]\n  volumeClaimTemplates:\n  - metadata: {name: data}\n    \
+                 spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: \"-1Gi\"}}}\n"
+                .to_string(),
+            ),
+            args: SIMULATE_F,
+            want: Want::Error(
+                "error: {pod}: StatefulSet default/db: spec.volumeClaimTemplates[0].spec.resources.requests.storage: \
+                 quantity \"-1Gi\" is negative (the API server requires it to be greater than or equal to 0)",
+            ),
+        },
+        Row {
+            class: "simulate --add-nodes: quantity that does not parse",
+            snapshot: ("snapshot.yaml", yaml(&[])),
+            pod: Some(
+                "apiVersion: v1\nkind: Node\nmetadata: {name: n2}\nstatus:\n  allocatable: {cpu: oops}\n"
+                    .into(),
+            ),
+            args: &["simulate", "--add-nodes", "{pod}"],
+            want: Want::Error(
+                "error: {pod}: Node n2: status.allocatable.cpu: quantity \"oops\" does not parse",
+            ),
         },
     ]
 }

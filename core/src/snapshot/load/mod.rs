@@ -50,7 +50,7 @@ pub use prune::{
     KEPT_ANNOTATION_PREFIXES, Prune, keep_annotation, prune_container, prune_metadata, prune_node, prune_pod,
     prune_pod_spec, prune_pod_status, retain_annotations,
 };
-pub use quantities::{BadQuantity, MAX_AMOUNT, Problem, check_pod};
+pub use quantities::{BadQuantity, MAX_AMOUNT, Problem, check_node, check_pod, check_pvc};
 pub use write::{ListView, write_list_json, write_list_yaml};
 
 use super::{ClusterObjects, PodDetail, Snapshot};

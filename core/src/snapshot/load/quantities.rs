@@ -3,7 +3,9 @@
 //! the engine's arithmetic would count it as 0 (or as room on a node) and explain a decision about a
 //! cluster that cannot exist. Amounts so large that kube-scheduler's int64 sums of them overflow are
 //! refused on pods and nodes too ([`MAX_AMOUNT`]). The loaders check every quantity the engine reads
-//! and fail naming the object and the field; `-f`'s pod goes through [`check_pod`] as well.
+//! and fail naming the object and the field; `-f`'s pod goes through [`check_pod`] as well, and
+//! `simulate`'s workloads, claim templates and added nodes through [`check_pod`], [`check_pvc`] and
+//! [`check_node`].
 
 use std::collections::BTreeMap;
 
@@ -178,7 +180,8 @@ pub fn check_pod(pod: &Pod) -> Result<(), BadQuantity> {
     f.first_bad("Pod", &pod.metadata, true).map_or(Ok(()), Err)
 }
 
-fn check_node(node: &Node) -> Result<(), BadQuantity> {
+/// The first malformed, negative or too large quantity of a node's allocatable and capacity.
+pub fn check_node(node: &Node) -> Result<(), BadQuantity> {
     let mut f = Fields::default();
     if let Some(status) = &node.status {
         f.list("status.allocatable", status.allocatable.as_ref());
@@ -187,7 +190,9 @@ fn check_node(node: &Node) -> Result<(), BadQuantity> {
     f.first_bad("Node", &node.metadata, true).map_or(Ok(()), Err)
 }
 
-fn check_pvc(pvc: &PersistentVolumeClaim) -> Result<(), BadQuantity> {
+/// The first malformed or negative quantity of a claim's requests and status capacity (sizes are only
+/// compared, so no upper bound).
+pub fn check_pvc(pvc: &PersistentVolumeClaim) -> Result<(), BadQuantity> {
     let mut f = Fields::default();
     if let Some(spec) = &pvc.spec {
         f.list(

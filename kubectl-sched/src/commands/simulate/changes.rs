@@ -5,10 +5,11 @@ use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use sched_core::simulate::drain::{DisruptionBudgets, DrainOptions, plan_drain};
 use sched_core::simulate::workloads::{ExpandContext, POD_TEMPLATE_HASH_LABEL, WorkloadObject, expand};
 use sched_core::snapshot::ClusterObjects;
+use sched_core::snapshot::load::{BadQuantity, check_node, check_pod, check_pvc};
 
 use super::super::what_if::{Applied, WhatIf};
 use super::SimulateError;
@@ -164,6 +165,10 @@ pub(super) fn add_inputs(
             path: shown.clone(),
             source,
         })?;
+        check_quantities(&object, namespace).map_err(|bad| SimulateError::Input {
+            path: shown.clone(),
+            message: bad.to_string(),
+        })?;
         let context = ExpandContext {
             nodes: &objects.nodes,
             priority_classes: &objects.priority_classes,
@@ -197,6 +202,55 @@ pub(super) fn add_inputs(
         objects.persistent_volume_claims.extend(expansion.claims);
     }
     Ok(keys)
+}
+
+/// The first bad quantity of a `-f` object, checked as the snapshot loaders check theirs (the API
+/// server refuses `cpu: oops`, which the engine would count as 0): a bare pod's own fields; a
+/// workload's pod template under `spec.template.` and a StatefulSet's claim templates under
+/// `spec.volumeClaimTemplates[i].`, named with the workload (its pods do not exist yet).
+fn check_quantities(object: &WorkloadObject, namespace: &str) -> Result<(), BadQuantity> {
+    let (meta, spec) = match object {
+        WorkloadObject::Pod(pod) => {
+            let mut pod = pod.clone();
+            pod.metadata
+                .namespace
+                .get_or_insert_with(|| namespace.to_string());
+            return check_pod(&pod);
+        }
+        WorkloadObject::Deployment(d) => (&d.metadata, d.spec.template.spec.clone()),
+        WorkloadObject::ReplicaSet(r) => (&r.metadata, r.spec.template.as_ref().and_then(|t| t.spec.clone())),
+        WorkloadObject::StatefulSet(s) => (&s.metadata, s.spec.template.spec.clone()),
+        WorkloadObject::Job(j) => (
+            &j.metadata,
+            j.spec.as_ref().and_then(|s| s.template.spec.as_ref()).cloned(),
+        ),
+        WorkloadObject::DaemonSet(d) => (&d.metadata, d.spec.template.spec.clone()),
+    };
+    let named = |mut bad: BadQuantity, field: &str| {
+        bad.kind = object.kind();
+        bad.field = format!("{field}.{}", bad.field);
+        bad
+    };
+    let meta = ObjectMeta {
+        name: meta.name.clone(),
+        namespace: Some(meta.namespace.clone().unwrap_or_else(|| namespace.to_string())),
+        ..ObjectMeta::default()
+    };
+    let pod = Pod {
+        metadata: meta.clone(),
+        spec,
+        ..Pod::default()
+    };
+    check_pod(&pod).map_err(|bad| named(bad, "spec.template"))?;
+    if let WorkloadObject::StatefulSet(set) = object {
+        let claims = set.spec.volume_claim_templates.as_ref();
+        for (i, claim) in claims.into_iter().flatten().enumerate() {
+            let mut claim = claim.clone();
+            claim.metadata = meta.clone();
+            check_pvc(&claim).map_err(|bad| named(bad, &format!("spec.volumeClaimTemplates[{i}]")))?;
+        }
+    }
+    Ok(())
 }
 
 /// The object kube-scheduler's default spreading selects an expanded workload's pods by (its
@@ -305,6 +359,11 @@ pub(super) fn add_nodes(objects: &mut ClusterObjects, path: &Path) -> Result<App
         let node: Node = serde_json::from_value(value).map_err(|e| SimulateError::Input {
             path: shown.clone(),
             message: format!("object {i}: Node: {e}"),
+        })?;
+        // As a snapshot's nodes: `cpu: oops` in allocatable would otherwise count as no room at all.
+        check_node(&node).map_err(|bad| SimulateError::Input {
+            path: shown.clone(),
+            message: bad.to_string(),
         })?;
         let name = node.metadata.name.clone().unwrap_or_default();
         if name.is_empty()
