@@ -392,6 +392,32 @@ fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
         v["scheduling_gates"],
         serde_json::json!(["example.com/rollout-approval"])
     );
+    // Markdown leads with the same words, one pod or every pending pod.
+    let md = ok(run_example(&[
+        "explain", "canary", "-n", "shop", "-o", "markdown",
+    ]));
+    assert!(
+        md.starts_with(
+            "### `shop/canary` is gated\n\nProfile `default-scheduler`, 5 nodes.\n\n```\nScheduling is blocked \
+             due to non-empty scheduling gates: example.com/rollout-approval\n```\n"
+        ),
+        "{md}"
+    );
+    let md = ok(run_example(&[
+        "explain",
+        "--all-pending",
+        "-n",
+        "shop",
+        "-o",
+        "markdown",
+    ]));
+    assert!(
+        md.contains(
+            "| `shop/canary` | Scheduling is blocked due to non-empty scheduling gates: \
+             example.com/rollout-approval |\n"
+        ),
+        "{md}"
+    );
 }
 
 /// From a snapshot file, "why it is still Pending" rests on the pod alone: the gate is named; a bound
@@ -455,9 +481,10 @@ fn all_pending_prints_one_line_per_pending_pod() {
     );
     assert!(lines.contains(&format!("shop/report-builder   {REPORT_BUILDER_MESSAGE}").as_str()));
     assert!(lines.contains(&"shop/checkout         would be scheduled on worker-big with score 408"));
-    assert!(
-        lines.contains(&"shop/canary           waiting for scheduling gates: [example.com/rollout-approval]")
-    );
+    assert!(lines.contains(
+        &"shop/canary           Scheduling is blocked due to non-empty scheduling gates: \
+          example.com/rollout-approval"
+    ));
 
     // Namespace "default" (the default with --from) has no pending pods.
     let o = run_example(&["explain", "--all-pending"]);
@@ -1097,10 +1124,11 @@ fn preempt_exits_3_when_preemption_cannot_help() {
     // A gated pod is never tried, so nothing is preempted for it either.
     let o = run_example(&["preempt", "canary", "-n", "shop"]);
     assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
-    assert!(
-        stdout(&o).contains("is gated: waiting for scheduling gates"),
-        "{}",
-        stdout(&o)
+    assert_eq!(
+        stdout(&o),
+        "shop/canary is gated: Scheduling is blocked due to non-empty scheduling gates: \
+         example.com/rollout-approval\nkube-scheduler does not try to schedule it, nor preempt for it, until \
+         its scheduling gates are removed.\n"
     );
 }
 
@@ -1777,6 +1805,15 @@ fn triage_groups_pending_pods_by_root_cause_with_the_smallest_fix() {
     assert_eq!(
         cause("waiting for scheduling gates: [example.com/rollout-approval]")["verdict"],
         "gated"
+    );
+    // JSON keeps the engine's reason as the cause; the text leads with the pod condition's words.
+    let text = stdout(&run_example(&["triage", "-n", "shop"]));
+    assert!(
+        text.contains(
+            "\nGATED (1 pod, 1 workload): Scheduling is blocked due to non-empty scheduling gates: \
+             example.com/rollout-approval\n  pod/canary: 1 pod\n"
+        ),
+        "{text}"
     );
     // The pods that fit come last.
     assert_eq!(causes.last().unwrap()["verdict"], "fits");

@@ -436,7 +436,7 @@ fn evaluate(
             nothing_to_preempt(&info, e.nodes_total, runs_default_preemption),
             Situation::Gated,
             Vec::new(),
-            e.message.clone(),
+            crate::output::gated_headline(&e.message),
         ),
         (Outcome::Scheduled, None) => (
             nothing_to_preempt(&info, e.nodes_total, runs_default_preemption),

@@ -109,7 +109,11 @@ pub fn report(r: &ExplainReport) -> String {
     }
     out.push_str(&what_if_lines(&r.what_if));
     if !e.message.is_empty() {
-        out.push_str(&code_block(&e.message, "", ""));
+        let message = match e.outcome {
+            Outcome::Gated => super::gated_headline(&e.message),
+            _ => e.message.clone(),
+        };
+        out.push_str(&code_block(&message, "", ""));
         out.push('\n');
     }
     let basis = match &r.once_ungated {

@@ -70,7 +70,8 @@ fn placement(e: &Explanation) -> String {
 /// The one-line answer: the FailedScheduling message, where the pod would go, or the gate.
 pub fn headline(e: &Explanation) -> String {
     match e.outcome {
-        Outcome::Unschedulable | Outcome::Gated => e.message.clone(),
+        Outcome::Unschedulable => e.message.clone(),
+        Outcome::Gated => super::gated_headline(&e.message),
         Outcome::Scheduled => format!("would be scheduled on {}", placement(e)),
         Outcome::Error => format!("the scheduling cycle fails: {}", e.message),
     }
@@ -192,7 +193,7 @@ fn outcome_clause(e: &Explanation) -> String {
     match e.outcome {
         Outcome::Scheduled => format!("would be scheduled on {}", placement(e)),
         Outcome::Unschedulable => format!("could not be scheduled: {}", e.message),
-        Outcome::Gated => format!("is gated: {}", e.message),
+        Outcome::Gated => format!("is gated: {}", super::gated_headline(&e.message)),
         Outcome::Error => format!("fails with an error: {}", e.message),
     }
 }
