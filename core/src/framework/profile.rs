@@ -186,6 +186,11 @@ impl SchedulerConfig {
 
     /// Parses a KubeSchedulerConfiguration document; `origin` names it in errors.
     pub fn from_str(text: &str, origin: &str, registry: &Registry) -> Result<Self, ProfileError> {
+        // The snapshot loader's guard: the parser's time is quadratic in flow nesting.
+        crate::snapshot::load::check_flow_depth(text.as_bytes()).map_err(|e| ProfileError::Parse {
+            path: origin.to_string(),
+            message: e.with_position(),
+        })?;
         let config: KubeSchedulerConfiguration =
             yaml_serde::from_str(text).map_err(|e| ProfileError::Parse {
                 path: origin.to_string(),
@@ -806,6 +811,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("f.yaml: "), "{err}");
+        // Refused before the parser, whose time is quadratic in flow nesting.
+        let deep = format!("profiles: {}", "[".repeat(100_000));
+        let err = SchedulerConfig::from_str(&deep, "f.yaml", &reg)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "f.yaml: document 0: flow collections ([ or {) nested more than 128 levels deep at line 1 column 139"
+        );
     }
 
     #[test]

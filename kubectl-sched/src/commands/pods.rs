@@ -308,6 +308,8 @@ fn pod_key(pod: &Pod) -> String {
 fn parse_pods(text: &str) -> Result<Vec<Pod>, String> {
     use serde::Deserialize;
     let mut pods = Vec::new();
+    // The snapshot loader's guard: the parser's time is quadratic in flow nesting.
+    sched_core::snapshot::load::check_flow_depth(text.as_bytes()).map_err(|e| e.with_position())?;
     for (i, doc) in yaml_serde::Deserializer::from_str(text).enumerate() {
         let value = yaml_serde::Value::deserialize(doc).map_err(|e| format!("document {i}: {e}"))?;
         if value.is_null() {

@@ -19,7 +19,8 @@
 //! name), `prune` (the pruning policy, [`Prune`]), `quantities` (every quantity parses and is sane),
 //! `shape` (pruning while decoding: decode shapes and their serde adapter), `kind` (kind resolution,
 //! [`ObjectKind`]), `json` (peek and parallel decode), `stream` (the streaming JSON scanner), `yaml`,
-//! and `write` (the `kind: List` writer). Their public items are re-exported here.
+//! `yaml_depth` (a linear guard against deep flow nesting, which libyaml parses in quadratic time) and
+//! `write` (the `kind: List` writer). Their public items are re-exported here.
 
 mod duplicates;
 mod error;
@@ -32,6 +33,7 @@ mod shape;
 mod stream;
 mod write;
 mod yaml;
+mod yaml_depth;
 
 #[cfg(test)]
 mod tests;
@@ -52,6 +54,7 @@ pub use prune::{
 };
 pub use quantities::{BadQuantity, MAX_AMOUNT, Problem, check_node, check_pod, check_pvc};
 pub use write::{ListView, write_list_json, write_list_yaml};
+pub use yaml_depth::{MAX_FLOW_DEPTH, TooDeep, check_flow_depth};
 
 use super::{ClusterObjects, PodDetail, Snapshot};
 use error::line_column;

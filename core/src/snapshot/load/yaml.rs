@@ -173,6 +173,18 @@ impl<'de> Visitor<'de> for YamlItemsSeed<'_, '_> {
 }
 
 pub(super) fn load_yaml(text: &str, path: &Path) -> Result<(ClusterObjects, LoadReport), LoadError> {
+    // Before the parser, which takes time quadratic in flow nesting before its own limit refuses it.
+    super::check_flow_depth(text.as_bytes()).map_err(|e| LoadError::Syntax {
+        path: path.to_path_buf(),
+        format: Format::Yaml,
+        at: Location {
+            document: e.document,
+            item: None,
+            line: Some(e.line),
+            column: Some(e.column),
+        },
+        message: e.to_string(),
+    })?;
     let mut objects = ClusterObjects::default();
     let mut report = LoadReport::new(Format::Yaml);
     for (document, de) in yaml_serde::Deserializer::from_str(text).enumerate() {

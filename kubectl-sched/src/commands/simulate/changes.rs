@@ -133,6 +133,8 @@ pub(super) fn read_documents(path: &Path) -> Result<(String, Vec<serde_json::Val
         message,
     };
     let mut values = Vec::new();
+    // The snapshot loader's guard: the parser's time is quadratic in flow nesting.
+    sched_core::snapshot::load::check_flow_depth(text.as_bytes()).map_err(|e| invalid(e.with_position()))?;
     for (i, doc) in yaml_serde::Deserializer::from_str(&text).enumerate() {
         let value = serde_json::Value::deserialize(doc).map_err(|e| invalid(format!("document {i}: {e}")))?;
         match value.get("kind").and_then(serde_json::Value::as_str) {
