@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use axum_server::tls_rustls::RustlsConfig;
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass};
+use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -69,7 +69,7 @@ async fn until(port: u16, path: &str, limit: Duration, want: impl Fn(u16, &str) 
 
 /// Every kind the cache watches, as `/readyz` names them (`PersistentVolume ` with its space, so as
 /// not to match `PersistentVolumeClaim`).
-const KINDS: [&str; 9] = [
+const KINDS: [&str; 10] = [
     "Pod",
     "Node",
     "Namespace",
@@ -79,6 +79,7 @@ const KINDS: [&str; 9] = [
     "CSINode",
     "CSIDriver",
     "CSIStorageCapacity",
+    "VolumeAttachment",
 ];
 
 /// One object of each kind the cache watches, so every watch has something to deliver when it
@@ -142,6 +143,14 @@ async fn one_of_each_kind(client: &kube::Client, namespace: &str) -> Vec<(Api<Dy
             json!({
                 "apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity", "metadata": {"name": "capacity"},
                 "storageClassName": class, "capacity": "1Gi",
+            }),
+        ),
+        (
+            cluster(&resource::<VolumeAttachment>()),
+            json!({
+                "apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment",
+                "metadata": {"name": format!("{namespace}-attachment")},
+                "spec": {"attacher": driver, "nodeName": node, "source": {"persistentVolumeName": format!("{namespace}-pv")}},
             }),
         ),
         (
