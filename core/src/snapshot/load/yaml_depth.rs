@@ -9,10 +9,11 @@
 //! How: [`check_flow_depth`] bounds the flow depth libyaml would reach from above, in one pass over the
 //! bytes, and refuses a text whose bound passes [`MAX_FLOW_DEPTH`]. It does not tokenize YAML: where
 //! a byte could mean two things (a `'` that opens a quoted scalar or sits inside a plain one, `!` that
-//! starts a tag or not), it follows both readings and keeps, per reading, the deepest nesting any path
-//! reaches. Every reading only ever counts an opening bracket as opening, so the bound is never below
-//! what libyaml reaches; it can be above it only for text with many unmatched `[` or `{` inside
-//! scalars (a plain scalar or a block scalar's lines), which Kubernetes objects do not have.
+//! starts a tag or not, a `#` right after a flow indicator), it follows both readings and keeps, per
+//! lexical state, the deepest nesting any reading reaches. Outside quotes, comments and tags every
+//! `[` and `{` counts as an opening, so the bound is never below what libyaml reaches (the tests
+//! check it against the depth yaml_serde parses); it can be above it only for text with more than
+//! [`MAX_FLOW_DEPTH`] unmatched `[` or `{` inside scalars, which Kubernetes objects do not have.
 
 /// The deepest flow nesting accepted: yaml_serde's own limit on all nesting (flow or block), so a
 /// text this guard accepts is refused, if at all, by the parser's cheap check.
@@ -52,7 +53,7 @@ struct Readings {
     double: Option<usize>,
     /// Right after a `\` in a double-quoted scalar.
     escape: Option<usize>,
-    /// In a comment (a `#` after a blank), up to the end of the line.
+    /// In a comment (a `#` after a blank or where a token may start), up to the end of the line.
     comment: Option<usize>,
     /// In a tag (`!…`), up to the next blank: a verbatim tag `!<…>` may hold brackets.
     tag: Option<usize>,
