@@ -43,6 +43,7 @@ use std::path::Path;
 
 pub use duplicates::Duplicate;
 pub use error::{DecodeError, Format, LoadError, LoadReport, Location};
+#[cfg(feature = "kube")]
 pub(crate) use json::ApiListMeta;
 pub use json::{ListPageMeta, PageError, decode_list_page};
 pub use kind::ObjectKind;
