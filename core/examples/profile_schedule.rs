@@ -1,7 +1,10 @@
 //! Times the phases of one pod's evaluation on a generated cluster, for profiling
 //! (`perf record` on this binary sees only the evaluation loop after the `ready` line).
 //!
-//! `cargo run --release -p sched-core --features testing --example profile_schedule -- [nodes] [pods] [iterations]`
+//! `cargo run --release -p sched-core --features testing --example profile_schedule -- [nodes] [pods] [iterations] [pending]`
+//!
+//! With `pending` it evaluates the generated cluster's own pending pods (affinities, spread, PVCs:
+//! the shapes `sched-bench` gives both schedulers) instead of one plain pod, each once per iteration.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -14,6 +17,10 @@ use sched_core::snapshot::{PodInfo, Snapshot};
 use sched_core::testing::generate::{GenerateParams, generate_pruned};
 use sched_core::testing::pod;
 
+// kubectl-sched's allocator: with the system allocator the profile is mostly malloc.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() {
     let args: Vec<usize> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let (nodes, pods, iterations) = (
@@ -24,13 +31,25 @@ fn main() {
     let start = Instant::now();
     let objects = generate_pruned(&GenerateParams::new(nodes, pods, 3, 7));
     eprintln!("generated in {:.2?}", start.elapsed());
+    let pending: Vec<_> = if std::env::args().any(|a| a == "pending") {
+        let unbound =
+            |p: &&k8s_openapi::api::core::v1::Pod| p.spec.as_ref().is_some_and(|s| s.node_name.is_none());
+        objects.pods.iter().filter(unbound).take(200).cloned().collect()
+    } else {
+        Vec::new()
+    };
     let start = Instant::now();
     let snapshot = Arc::new(Snapshot::new(objects));
     eprintln!("Snapshot::new in {:.2?}", start.elapsed());
     let registry = in_tree_registry();
     let config = SchedulerConfig::default_config(&registry);
     let fwk = Framework::new(config.profile("default-scheduler").unwrap(), &registry, snapshot).unwrap();
-    let info = PodInfo::new(pod("plain").cpu("500m").memory("512Mi").obj());
+    let infos: Vec<PodInfo> = if pending.is_empty() {
+        vec![PodInfo::new(pod("plain").cpu("500m").memory("512Mi").obj())]
+    } else {
+        pending.into_iter().map(PodInfo::new).collect()
+    };
+    eprintln!("{} pod(s) per iteration", infos.len());
     for trace_filters in [true, false] {
         let options = ScheduleOptions {
             global_percentage_of_nodes_to_score: 0,
@@ -40,9 +59,33 @@ fn main() {
         };
         eprintln!("ready (trace_filters={trace_filters})");
         let start = Instant::now();
+        let cpu_start = process_cpu_seconds();
         for _ in 0..iterations {
-            std::hint::black_box(schedule(&fwk, &info, options));
+            for info in &infos {
+                std::hint::black_box(schedule(&fwk, info, options));
+            }
         }
-        eprintln!("per pod: {:.2?}", start.elapsed() / iterations as u32);
+        let cycles = (iterations * infos.len()) as f64;
+        eprintln!(
+            "per pod: {:.2?} wall, {:.2} ms CPU (all threads; the figure to compare on a busy machine)",
+            start.elapsed() / cycles as u32,
+            (process_cpu_seconds() - cpu_start) * 1000.0 / cycles
+        );
     }
+}
+
+/// User + system CPU time of this process so far (`/proc/self/stat`, clock ticks of 1/100 s): wall
+/// time means little on a shared machine.
+fn process_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may contain spaces) start at ") ".
+    let fields: Vec<&str> = stat
+        .rsplit_once(") ")
+        .map(|(_, r)| r)
+        .unwrap_or("")
+        .split(' ')
+        .collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
 }

@@ -36,8 +36,10 @@ pub struct PodVolumeClaims {
     /// Unbound claims the PV controller should have bound already (Immediate, no or unknown class, or
     /// pre-bound through `spec.volumeName`).
     pub unbound_claims_immediate: Vec<Arc<PersistentVolumeClaim>>,
-    /// The PVs of each delayed claim's class, by class name.
-    pub unbound_volumes_delay_binding: BTreeMap<String, Vec<CandidateVolume>>,
+    /// The PVs of each delayed claim's class, by class name. Shared, not copied, when the cycle state
+    /// is cloned for each node with nominated pods (upstream's stateData.Clone returns itself): at
+    /// thousands of PVs a deep copy per node dominated the whole cycle.
+    pub unbound_volumes_delay_binding: BTreeMap<String, Arc<Vec<CandidateVolume>>>,
 }
 
 /// A delayed claim and the PV chosen for it.
@@ -192,12 +194,20 @@ pub fn get_pod_volume_claims(view: VolumeView<'_>, pod: &Pod) -> Result<PodVolum
         if let std::collections::btree_map::Entry::Vacant(entry) =
             claims.unbound_volumes_delay_binding.entry(class)
         {
+            // A PV bound to a claim other than this pod's delayed ones is skipped by FindMatchingVolume
+            // on every node; leaving it out here, once, spares each node's walk (with every PV of a
+            // busy class bound, that walk was most of the cycle) and changes no match.
+            let delayed = &claims.unbound_claims_delay_binding;
             let pvs = view
                 .pvs_of_class(entry.key())
                 .into_iter()
+                .filter(|pv| {
+                    pv.spec.as_ref().is_none_or(|s| s.claim_ref.is_none())
+                        || delayed.iter().any(|c| is_volume_bound_to_claim(&**pv, c))
+                })
                 .map(CandidateVolume::new)
                 .collect();
-            entry.insert(pvs);
+            entry.insert(Arc::new(pvs));
         }
     }
     Ok(claims)
@@ -383,7 +393,7 @@ fn find_matching_volumes(
         let volumes = claims
             .unbound_volumes_delay_binding
             .get(claim_class(&claim))
-            .map(Vec::as_slice)
+            .map(|v| v.as_slice())
             .unwrap_or(&[]);
         match find_matching_volume(&claim, volumes, Some(node_labels), &chosen, true)? {
             None => {

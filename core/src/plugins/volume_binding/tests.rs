@@ -275,6 +275,10 @@ fn prefilter_state_sorts_claims() {
         .pvs(vec![
             local_pv("pv-b", "1Gi", "node-a"),
             local_pv("pv-a", "1Gi", "node-b"),
+            // Bound to a claim of another pod: no node could ever use it for this pod.
+            local_pv("pv-taken", "1Gi", "node-a").claim_ref("default", "other", "uid-other"),
+            // Pre-bound to this pod's delayed claim: the only PV that claim may take.
+            local_pv("pv-pre", "1Gi", "node-a").claim_ref("default", "delayed", "uid-delayed"),
         ])
         .snapshot();
     let claims = classify_pod_claims(
@@ -298,7 +302,7 @@ fn prefilter_state_sorts_claims() {
         .iter()
         .map(|c| name_of(&c.pv.metadata))
         .collect();
-    assert_eq!(pvs, ["pv-a", "pv-b"]);
+    assert_eq!(pvs, ["pv-a", "pv-b", "pv-pre"]);
     assert!(claims.unbound_volumes_delay_binding["wait-hdd"].is_empty());
 }
 
