@@ -41,11 +41,25 @@ fn process_term(
     if term.matches(pod, namespace_labels)
         && let Some(value) = node_labels.get(&term.topology_key)
     {
-        *m.entry(term.topology_key.clone())
-            .or_default()
-            .entry(value.clone())
-            .or_insert(0) += weight;
+        add_score(m, &term.topology_key, value, weight);
     }
+}
+
+/// `m[key][value] += weight`, copying the strings only for a pair not seen yet: PreScore adds for
+/// every matching term of every pod with affinity, nearly always to a pair it already holds.
+fn add_score(m: &mut ScoreMap, key: &str, value: &str, weight: i64) {
+    if let Some(values) = m.get_mut(key) {
+        match values.get_mut(value) {
+            Some(score) => *score += weight,
+            None => {
+                values.insert(value.to_string(), weight);
+            }
+        }
+        return;
+    }
+    m.entry(key.to_string())
+        .or_default()
+        .insert(value.to_string(), weight);
 }
 
 fn process_terms(

@@ -139,13 +139,31 @@ impl PreScorePlugin for PodTopologySpread {
         // (the only ones count_pods_match_selector counts): kube-scheduler walks every pod of every
         // node here, which at 100,000 pods dominates a cycle.
         let mut matching = vec![vec![0i64; all_nodes.len()]; constraints.len()];
+        // Constraints with the selector of an earlier one (the system defaults' hostname and zone
+        // constraints share one) reuse its answer: each pod is matched once per distinct selector.
+        let same_selector_as: Vec<usize> = constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                constraints[..i]
+                    .iter()
+                    .position(|d| d.selector == c.selector)
+                    .unwrap_or(i)
+            })
+            .collect();
+        let mut matched = vec![false; constraints.len()];
         for (position, other) in self.snapshot.affinity_index().pods_in(pod.namespace()) {
             if other.is_terminating() {
                 continue;
             }
             for (i, c) in constraints.iter().enumerate() {
-                // An empty selector counts nothing (count_pods_match_selector).
-                if !c.selector.is_everything() && c.selector.matches_opt(other.labels()) {
+                matched[i] = if same_selector_as[i] < i {
+                    matched[same_selector_as[i]]
+                } else {
+                    // An empty selector counts nothing (count_pods_match_selector).
+                    !c.selector.is_everything() && c.selector.matches_opt(other.labels())
+                };
+                if matched[i] {
                     matching[i][*position] += 1;
                 }
             }
