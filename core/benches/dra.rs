@@ -131,6 +131,7 @@ fn bench(c: &mut Criterion) {
         trace_filters: true,
         stop_at_first_feasible: false,
         sample_from: None,
+        record_nodes: true,
     };
     let (plain, with_claims) = pods();
     let plain = PodInfo::new(plain);

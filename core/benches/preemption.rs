@@ -49,6 +49,7 @@ fn bench(c: &mut Criterion) {
         trace_filters: false,
         stop_at_first_feasible: false,
         sample_from: None,
+        record_nodes: true,
     };
     let cycle = schedule_cycle(&fwk, &preemptor, options);
     let result = dry_run(

@@ -133,6 +133,7 @@ fn bench(c: &mut Criterion) {
         trace_filters: true,
         stop_at_first_feasible: false,
         sample_from: None,
+        record_nodes: true,
     };
 
     let mut group = c.benchmark_group("schedule_pod");

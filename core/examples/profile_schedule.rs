@@ -50,14 +50,17 @@ fn main() {
         pending.into_iter().map(PodInfo::new).collect()
     };
     eprintln!("{} pod(s) per iteration", infos.len());
-    for trace_filters in [true, false] {
+    // explain (traced filters, every node recorded), then without the traces, then as a batch
+    // simulation's cycle (no per-node records).
+    for (trace_filters, record_nodes) in [(true, true), (false, true), (false, false)] {
         let options = ScheduleOptions {
             global_percentage_of_nodes_to_score: 0,
             trace_filters,
             stop_at_first_feasible: false,
             sample_from: None,
+            record_nodes,
         };
-        eprintln!("ready (trace_filters={trace_filters})");
+        eprintln!("ready (trace_filters={trace_filters}, record_nodes={record_nodes})");
         let start = Instant::now();
         let cpu_start = process_cpu_seconds();
         for _ in 0..iterations {

@@ -129,6 +129,7 @@ impl Engine {
             trace_filters,
             stop_at_first_feasible: false,
             sample_from: None,
+            record_nodes: true,
         }
     }
 

@@ -105,6 +105,10 @@ pub struct ScheduleOptions {
     /// scored. kube-scheduler filters in parallel, so which nodes it finds first varies; this takes
     /// them in order, as one worker would. `None` evaluates every node (explain's view).
     pub sample_from: Option<usize>,
+    /// Keep every evaluated node's verdict and scores in [`Explanation::nodes`] (explain's table, and
+    /// `feasible`). A batch simulation reads only the outcome, the message and the selected nodes:
+    /// without the records a cycle copies no node name per node and sorts nothing.
+    pub record_nodes: bool,
 }
 
 impl Default for ScheduleOptions {
@@ -114,6 +118,7 @@ impl Default for ScheduleOptions {
             trace_filters: true,
             stop_at_first_feasible: false,
             sample_from: None,
+            record_nodes: true,
         }
     }
 }
@@ -303,10 +308,12 @@ fn find_nodes_that_fit(
         }
         let pre_filter_msg = pre_status.message();
         explanation.pre_filter_message = Some(pre_filter_msg.clone());
-        explanation.nodes = all_nodes
-            .iter()
-            .map(|n| NodeExplanation::from_status(n.name(), pre_status.clone(), Vec::new()))
-            .collect();
+        if options.record_nodes {
+            explanation.nodes = all_nodes
+                .iter()
+                .map(|n| NodeExplanation::from_status(n.name(), pre_status.clone(), Vec::new()))
+                .collect();
+        }
         node_statuses.absent = pre_status;
         return Ok((Vec::new(), pre_filter_msg, Found::Filtering));
     }
@@ -348,9 +355,13 @@ fn find_nodes_that_fit(
                 return Err(status.message());
             }
             if status.is_success() {
-                explanation
-                    .nodes
-                    .push(NodeExplanation::from_status(node.name(), status, verdicts(trace)));
+                if options.record_nodes {
+                    explanation.nodes.push(NodeExplanation::from_status(
+                        node.name(),
+                        status,
+                        verdicts(trace),
+                    ));
+                }
                 return Ok((vec![node.clone()], String::new(), Found::NominatedNode));
             }
         }
@@ -402,7 +413,7 @@ fn find_nodes_that_fit(
     }
     // PreFilter narrowed the nodes: the others are listed with the absent status.
     let narrowed = candidates.len() < all_nodes.len();
-    let candidate_names: std::collections::HashSet<&str> = if narrowed {
+    let candidate_names: std::collections::HashSet<&str> = if narrowed && options.record_nodes {
         candidates.iter().map(|n| n.name()).collect()
     } else {
         Default::default()
@@ -413,18 +424,23 @@ fn find_nodes_that_fit(
     for (node, (status, trace)) in candidates.iter().zip(results) {
         if status.is_success() {
             feasible.push(node.clone());
+        } else if !options.record_nodes {
+            node_statuses.statuses.insert(node.name().to_string(), status);
+            continue;
         } else {
             node_statuses
                 .statuses
                 .insert(node.name().to_string(), status.clone());
         }
-        explanation
-            .nodes
-            .push(NodeExplanation::from_status(node.name(), status, verdicts(trace)));
+        if options.record_nodes {
+            explanation
+                .nodes
+                .push(NodeExplanation::from_status(node.name(), status, verdicts(trace)));
+        }
     }
     for n in all_nodes
         .iter()
-        .filter(|n| narrowed && !candidate_names.contains(n.name()))
+        .filter(|n| options.record_nodes && narrowed && !candidate_names.contains(n.name()))
     {
         explanation.nodes.push(NodeExplanation::from_status(
             n.name(),

@@ -225,3 +225,75 @@ fn nominated_pod_without_uid_still_holds_its_place_against_a_pod_without_uid() {
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
     );
 }
+
+#[test]
+fn a_cycle_without_node_records_decides_as_one_with_them() {
+    use crate::testing::generate::{GenerateParams, generate_pruned};
+    let mut objects = generate_pruned(&GenerateParams {
+        pending_percent: 10,
+        ..GenerateParams::new(60, 1_200, 3, 11)
+    });
+    // Every shape of pod the generator makes, plus one PreFilter rejects (its claim is missing).
+    let mut pending: Vec<_> = objects
+        .pods
+        .iter()
+        .filter(|p| p.spec.as_ref().is_some_and(|s| s.node_name.is_none()))
+        .cloned()
+        .collect();
+    pending.push(pod("lost-claim").pvc("missing").obj());
+    assert!(pending.len() > 50, "{} pending pods", pending.len());
+    let registry = in_tree_registry();
+    let config = SchedulerConfig::default_config(&registry);
+    let profile = config.profile("default-scheduler").expect("default profile");
+    let fwk = Framework::new(profile, &registry, Arc::new(Snapshot::new(objects))).expect("framework");
+    let mut outcomes = std::collections::BTreeSet::new();
+    for p in pending {
+        let info = PodInfo::new(p);
+        for sample_from in [None, Some(7)] {
+            let recorded = ScheduleOptions {
+                trace_filters: false,
+                sample_from,
+                ..ScheduleOptions::default()
+            };
+            let with = schedule(&fwk, &info, recorded);
+            let without = schedule(
+                &fwk,
+                &info,
+                ScheduleOptions {
+                    record_nodes: false,
+                    ..recorded
+                },
+            );
+            assert!(
+                without.nodes.is_empty() && without.feasible.is_empty(),
+                "{}",
+                with.pod
+            );
+            assert_eq!(
+                (
+                    with.outcome,
+                    &with.message,
+                    &with.selected,
+                    with.tie,
+                    with.selected_score
+                ),
+                (
+                    without.outcome,
+                    &without.message,
+                    &without.selected,
+                    without.tie,
+                    without.selected_score
+                ),
+                "{}",
+                with.pod
+            );
+            assert_eq!(with.post_filter, without.post_filter, "{}", with.pod);
+            outcomes.insert(format!("{:?}", with.outcome));
+        }
+    }
+    // Both kinds of answer were compared, not only one.
+    assert!(
+        outcomes.contains("Scheduled") && outcomes.contains("Unschedulable"),
+        "{outcomes:?}"
+    );
+}

@@ -283,6 +283,7 @@ impl<'e> Simulation<'e> {
         };
         let options = ScheduleOptions {
             trace_filters: false,
+            record_nodes: false,
             sample_from: (!self.options.all_nodes).then_some(self.next_start_node_index),
             ..self.engine.schedule_options(false)
         };

@@ -140,6 +140,7 @@ pub fn admission_prebind(pod: &Pod, view: &dyn ClusterView) -> Decision {
             trace_filters: false,
             stop_at_first_feasible: false,
             sample_from: None,
+            record_nodes: true,
         },
     );
     let node = match (&explanation.outcome, explanation.selected.first()) {
