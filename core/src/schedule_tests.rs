@@ -229,7 +229,7 @@ fn nominated_pod_without_uid_still_holds_its_place_against_a_pod_without_uid() {
 #[test]
 fn a_cycle_without_node_records_decides_as_one_with_them() {
     use crate::testing::generate::{GenerateParams, generate_pruned};
-    let mut objects = generate_pruned(&GenerateParams {
+    let objects = generate_pruned(&GenerateParams {
         pending_percent: 10,
         ..GenerateParams::new(60, 1_200, 3, 11)
     });
