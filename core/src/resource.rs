@@ -91,7 +91,15 @@ fn parse_exact(s: &str) -> Result<Exact, QuantityError> {
             (0, exp)
         }
     };
-    numerator = numerator.checked_mul(1_i128 << mul_pow2).unwrap_or(i128::MAX);
+    // Up to 30 digits times 2^60 (Ei) does not fit in an i128: drop trailing digits until it does
+    // (a relative change under 10^-19) instead of saturating, which turned a modest value such as
+    // `2037.35110090000000207341010563903Gi` into a wrapped one (found by fuzzing).
+    let multiplier = 1_i128 << mul_pow2;
+    while numerator.checked_mul(multiplier).is_none() {
+        numerator /= 10;
+        scale -= 1;
+    }
+    numerator *= multiplier;
     Ok(Exact {
         negative,
         numerator,
@@ -115,11 +123,8 @@ fn scaled_ceil(q: Exact, extra: i32) -> i64 {
         i128::from(q.numerator != 0 && !q.negative)
     } else {
         let d = 10_i128.pow(scale as u32);
-        if q.negative {
-            q.numerator / d
-        } else {
-            (q.numerator + d - 1) / d
-        }
+        // Rounded up without `numerator + d - 1`, which overflows near i128::MAX.
+        q.numerator / d + i128::from(!q.negative && q.numerator % d != 0)
     };
     let signed = if q.negative { -magnitude } else { magnitude };
     signed.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
@@ -355,6 +360,34 @@ mod tests {
     #[test]
     fn saturates_instead_of_overflowing() {
         assert_eq!(parse_value("100E"), Ok(i64::MAX));
+    }
+
+    #[test]
+    fn long_quantities_with_binary_suffixes_keep_their_value() {
+        // 30 significant digits times 2^30 or 2^60 do not fit in an i128; found by fuzzing (the
+        // value wrapped in release builds, the addition panicked in debug ones). Expected values
+        // are the exact ceilings (Python's decimal module at 100 digits).
+        for (s, value, milli) in [
+            (
+                "2037.35110090000000207341010563903Gi",
+                2_187_589_087_209,
+                2_187_589_087_208_775,
+            ),
+            (
+                "0.000000001234567890123456789012345Ei",
+                1_423_359_870,
+                1_423_359_869_421,
+            ),
+            (
+                "-2037.35110090000000207341010563903Gi",
+                -2_187_589_087_208,
+                -2_187_589_087_208_774,
+            ),
+            ("9999999999.99999999999999999999Ei", i64::MAX, i64::MAX),
+        ] {
+            assert_eq!(parse_value(s), Ok(value), "value of {s}");
+            assert_eq!(parse_milli_value(s), Ok(milli), "milli of {s}");
+        }
     }
 
     #[test]
