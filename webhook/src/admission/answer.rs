@@ -85,10 +85,28 @@ pub fn decode_pod(request: &AdmissionRequest, raw: &str) -> Result<Pod, RequestE
         what: "pod",
         message: e.to_string(),
     })?;
+    // The API server always sends metadata; without it the annotation patch (a path under
+    // /metadata) could not apply to the object, so the request is refused as malformed (found by
+    // fuzzing). Only an empty ObjectMeta needs the second look at the raw object.
+    if pod.metadata == Default::default() && !has_metadata_object(raw) {
+        return Err(RequestError::Object {
+            what: "pod",
+            message: "the object has no metadata".to_string(),
+        });
+    }
     if pod.metadata.namespace.as_deref().unwrap_or("").is_empty() {
         pod.metadata.namespace = Some(request.namespace.clone());
     }
     Ok(pod)
+}
+
+/// Whether a raw object has a `metadata` object.
+fn has_metadata_object(raw: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        metadata: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    serde_json::from_str::<Metadata>(raw).is_ok_and(|m| m.metadata.is_some())
 }
 
 /// The answer to a pods CREATE once decided: a pod the controller has volume work for is annotated
