@@ -275,10 +275,12 @@ impl Target {
 
 /// The matchCondition of deploy/base/mutatingwebhookconfiguration.yaml: every binding (nominations are
 /// cleared for any pod; the object of pods/binding is a Binding, so this test comes first), and only
-/// pods with claims, so the API server never calls the webhook for the pods that need nothing.
+/// pods with claims, so the API server never calls the webhook for the pods that need nothing. A pods
+/// CREATE has no `subResource` at all: reading it unguarded is a CEL error ("no such key"), which
+/// fails the request under `failurePolicy: Fail` (and counts as an evaluation error under `Ignore`).
 pub const MATCH_CONDITION_NAME: &str = "binding-or-pod-with-claims";
 /// The CEL expression of [`MATCH_CONDITION_NAME`].
-pub const MATCH_CONDITION_EXPRESSION: &str = "request.subResource == 'binding' || \
+pub const MATCH_CONDITION_EXPRESSION: &str = "(has(request.subResource) && request.subResource == 'binding') || \
 (has(object.spec) && has(object.spec.volumes) && \
 object.spec.volumes.exists(v, has(v.persistentVolumeClaim) || has(v.ephemeral)))";
 
