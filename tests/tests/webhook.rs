@@ -16,7 +16,8 @@
 //! forged review sent straight to the port, a forged binding of a real pending pod, a pod rejected
 //! by validation after the webhook; (j) writes through a slow API server (a proxy adding 25 ms per
 //! chunk): a pod with 1,200 claims is skipped and counted, one with 60 gets every claim bound over
-//! several cut-short plans.
+//! several cut-short plans; (k, `volume_limits`) a VolumeAttachment filling a node's CSI attach limit
+//! makes the webhook clear a lower-priority nomination to that node when a pod is bound there.
 //!
 //! Admission writes nothing; each replica also runs the controller that writes for stored pods, and
 //! only the replica holding the Lease does.
@@ -51,6 +52,9 @@ use sched_webhook::controller::{self, ControllerConfig};
 use sched_webhook::metrics::RequestOutcome;
 use sched_webhook::run::{Replica, ReplicaClients};
 use sched_webhook::server::{AppState, Limits, Listeners, serve};
+
+#[path = "webhook/volume_limits.rs"]
+mod volume_limits;
 
 const WEBHOOK_LABEL: &str = "e2e.kubectl-sched.dev/webhook";
 const REPLICA_LABEL: &str = "e2e.kubectl-sched.dev/replica";
