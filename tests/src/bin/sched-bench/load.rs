@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{Pod, Service};
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client, Resource, ResourceExt};
 use sched_core::testing::generate::{GenerateParams, Generated, for_each_object};
 use serde::Serialize;
@@ -125,6 +125,22 @@ pub async fn create_pending(client: &Client, pods: &[Pod]) -> usize {
         })
         .await;
     failed.load(Ordering::Relaxed)
+}
+
+/// Deletes the batch (bound or not, immediately: grace period 0) and creates it pending again, for
+/// another kube-scheduler run on the same batch (scheduler stopped). Returns how many creations failed.
+pub async fn recreate_pending(client: &Client, pods: &[Pod]) -> usize {
+    futures::stream::iter(pods)
+        .for_each_concurrent(CONCURRENCY, |pod| {
+            let client = client.clone();
+            async move {
+                let api: Api<Pod> = Api::namespaced(client, &pod.namespace().unwrap_or_default());
+                let (name, now) = (pod.name_any(), DeleteParams::default().grace_period(0));
+                let _ = retry(&name, || api.delete(&name, &now)).await;
+            }
+        })
+        .await;
+    create_pending(client, pods).await
 }
 
 async fn create_generated(client: &Client, object: &Generated) -> Result<(), String> {

@@ -5,7 +5,8 @@
 //! kube-scheduler stopped; then, on that frozen cluster, time our commands as a user runs them
 //! (`explain POD` against the API server, `snapshot`, `explain --from`, `simulate` sampled and
 //! full scan, a `preempt` dry run); then start kube-scheduler (`-v=2`, client QPS raised as
-//! scheduler_perf does) and read its bindings from its log. Results: a Markdown report on stdout
+//! scheduler_perf does) and read its bindings from its log, `--scheduler-runs` times (the batch deleted
+//! and created pending again between runs). Results: a Markdown report on stdout
 //! (what BENCHMARKS.md holds) and every figure as JSON in `--out`.
 //!
 //! `make bench` runs it; see BENCHMARKS.md.
@@ -26,7 +27,7 @@ use kube::{Api, ResourceExt};
 use sched_core::testing::generate::{GenerateParams, Generated};
 
 use load::Cluster;
-use measure::{Runs, file, run_command, watch_scheduler};
+use measure::{Runs, SchedulerRuns, file, run_command, watch_scheduler};
 use report::{SimulateFigures, SizeResult};
 
 /// Side-by-side benchmark of kubectl-sched and kube-scheduler on a real control plane.
@@ -44,6 +45,9 @@ struct Args {
     /// Runs of each of our commands (medians reported, with the spread).
     #[arg(long, default_value_t = 3)]
     runs: usize,
+    /// Runs of kube-scheduler on the batch (recreated pending before each; medians reported).
+    #[arg(long, default_value_t = 3)]
+    scheduler_runs: usize,
     /// Runs of `simulate --all-nodes` (minutes at 5,000 nodes).
     #[arg(long, default_value_t = 1)]
     full_scan_runs: usize,
@@ -59,6 +63,11 @@ struct Args {
     /// Longest wait for kube-scheduler to settle the batch, in seconds.
     #[arg(long, default_value_t = 900)]
     scheduler_timeout: u64,
+    /// After loading each size, keep the control plane up this many seconds before measuring, and
+    /// print its kubeconfig: time to profile the live path by hand (curl, perf). Bounded: the run
+    /// goes on by itself when the time is up.
+    #[arg(long, default_value_t = 0)]
+    hold_seconds: u64,
 }
 
 /// kube-scheduler's configuration for the run: scheduler_perf raises the client's QPS the same
@@ -135,6 +144,13 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
     let kubeconfig = plane.kubeconfig_path().display().to_string();
     let target = &cluster.pending[0];
     let (ns, name) = (target.namespace().unwrap_or_default(), target.name_any());
+    if args.hold_seconds > 0 {
+        eprintln!(
+            "sched-bench: holding for {} s: --kubeconfig {kubeconfig}, pending pod {ns}/{name}",
+            args.hold_seconds
+        );
+        tokio::time::sleep(Duration::from_secs(args.hold_seconds)).await;
+    }
     let ours = |extra: &[&str]| -> Vec<String> {
         ["--kubeconfig", &kubeconfig, "-v", "2"]
             .iter()
@@ -189,26 +205,40 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
         .await
         .map_err(|e| format!("deleting {preemptor}: {e}"))?;
 
-    eprintln!("sched-bench: {nodes} nodes: kube-scheduler on the batch");
-    let started = SystemTime::now();
-    plane
-        .start_scheduler(Some(SCHEDULER_CONFIG))
-        .await
-        .map_err(|e| e.to_string())?;
-    let scheduler = watch_scheduler(
-        &plane.dir().join("kube-scheduler.log"),
-        started,
-        cluster.pending.len() - pending_failed,
-        nodes,
-        Duration::from_secs(args.scheduler_timeout),
-        plane.scheduler_pid(),
-    )
-    .await;
-    let _ = std::fs::copy(plane.dir().join("kube-scheduler.log"), out("kube-scheduler.log"));
+    let mut scheduler = SchedulerRuns::default();
+    let mut batch = cluster.pending.len() - pending_failed;
+    for run in 0..args.scheduler_runs.max(1) {
+        if run > 0 {
+            plane.stop_scheduler();
+            batch = cluster.pending.len() - load::recreate_pending(&client, &cluster.pending).await;
+        }
+        eprintln!(
+            "sched-bench: {nodes} nodes: kube-scheduler on the batch, run {}",
+            run + 1
+        );
+        let started = SystemTime::now();
+        plane
+            .start_scheduler(Some(SCHEDULER_CONFIG))
+            .await
+            .map_err(|e| e.to_string())?;
+        let log = plane.dir().join("kube-scheduler.log");
+        scheduler.runs.push(
+            watch_scheduler(
+                &log,
+                started,
+                batch,
+                nodes,
+                Duration::from_secs(args.scheduler_timeout),
+                plane.scheduler_pid(),
+            )
+            .await,
+        );
+        let _ = std::fs::copy(&log, out(&format!("kube-scheduler-{}.log", run + 1)));
+    }
     Ok(SizeResult {
         nodes,
         bound_pods: cluster.bound_pods(),
-        batch: cluster.pending.len() - pending_failed,
+        batch,
         load: loaded,
         explain_live,
         snapshot,

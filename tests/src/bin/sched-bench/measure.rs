@@ -135,6 +135,49 @@ impl SchedulerRun {
     }
 }
 
+/// kube-scheduler's runs on the same batch (the batch recreated pending before each), summarized by
+/// medians with their spread, as our commands are.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SchedulerRuns {
+    pub runs: Vec<SchedulerRun>,
+}
+
+impl SchedulerRuns {
+    fn figures(&self, figure: impl Fn(&SchedulerRun) -> f64) -> Vec<f64> {
+        self.runs.iter().map(figure).collect()
+    }
+
+    pub fn pods_per_second(&self) -> f64 {
+        median(&self.figures(SchedulerRun::pods_per_second))
+    }
+
+    pub fn evaluations_per_second(&self) -> f64 {
+        median(&self.figures(SchedulerRun::evaluations_per_second))
+    }
+
+    pub fn first_decision_seconds(&self) -> f64 {
+        median(&self.figures(|r| r.first_decision_seconds))
+    }
+
+    pub fn max_rss_mib(&self) -> f64 {
+        median(&self.figures(|r| r.max_rss_mib))
+    }
+
+    /// The fewest pods bound in any run (the runs place the same batch).
+    pub fn bound(&self) -> usize {
+        self.runs.iter().map(|r| r.bound).min().unwrap_or(0)
+    }
+
+    /// " (min–max)" of a figure over the runs, empty for a single run.
+    pub fn show_spread(&self, figure: impl Fn(&SchedulerRun) -> f64, decimals: usize) -> String {
+        if self.runs.len() < 2 {
+            return String::new();
+        }
+        let (lo, hi) = spread(&self.figures(figure));
+        format!(" ({lo:.decimals$}–{hi:.decimals$})")
+    }
+}
+
 /// One scheduling line of the log.
 struct Decision {
     /// Seconds since midnight (klog writes local time; the machine runs in UTC).

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::load::LoadFigures;
-use crate::measure::{Runs, SchedulerRun, median, spread};
+use crate::measure::{Runs, SchedulerRun, SchedulerRuns, median, spread};
 
 /// `simulate` runs on one snapshot.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -61,7 +61,7 @@ pub struct SizeResult {
     pub sampled: SimulateFigures,
     pub full: SimulateFigures,
     pub preempt: Runs,
-    pub scheduler: SchedulerRun,
+    pub scheduler: SchedulerRuns,
 }
 
 fn ratio(ours: f64, theirs: f64) -> String {
@@ -85,40 +85,44 @@ pub fn print_size(r: &SizeResult) {
     println!("| measure | kubectl-sched | kube-scheduler | ratio (ours / theirs) |");
     println!("|---|---|---|---|");
     println!(
-        "| batch throughput, kube-scheduler's sampling (placed pods/s) | {:.0}{} — {} of {} placed | {:.0} — {} of {} bound | {} |",
+        "| batch throughput, kube-scheduler's sampling (placed pods/s) | {:.0}{} — {} of {} placed | {:.0}{} — {} of {} bound | {} |",
         r.sampled.pods_per_second(),
         r.sampled.show_spread(),
         r.sampled.scheduled,
         r.sampled.pods,
         k.pods_per_second(),
-        k.bound,
+        k.show_spread(SchedulerRun::pods_per_second, 0),
+        k.bound(),
         r.batch,
         ratio(r.sampled.pods_per_second(), k.pods_per_second())
     );
     println!(
-        "| node evaluations/s, sampled | {:.0} | {:.0} | {} |",
+        "| node evaluations/s, sampled | {:.0} | {:.0}{} | {} |",
         r.sampled.evaluations_per_second(),
         k.evaluations_per_second(),
+        k.show_spread(SchedulerRun::evaluations_per_second, 0),
         ratio(r.sampled.evaluations_per_second(), k.evaluations_per_second())
     );
     println!(
-        "| node evaluations/s, ours scanning every node | {:.0} ({:.1} ms per cycle) | {:.0} | {} |",
+        "| node evaluations/s, ours scanning every node | {:.0} ({:.1} ms per cycle) | {:.0}{} | {} |",
         r.full.evaluations_per_second(),
         r.full.cycle_ms(),
         k.evaluations_per_second(),
+        k.show_spread(SchedulerRun::evaluations_per_second, 0),
         ratio(r.full.evaluations_per_second(), k.evaluations_per_second())
     );
     println!(
-        "| cold start to the first decision (ours: `explain POD` end to end; kube-scheduler: process start to its first scheduling decision) | {} | {:.2} s | {} |",
+        "| cold start to the first decision (ours: `explain POD` end to end; kube-scheduler: process start to its first scheduling decision) | {} | {:.2} s{} | {} |",
         r.explain_live.show(),
-        k.first_decision_seconds,
-        ratio(r.explain_live.median_seconds(), k.first_decision_seconds)
+        k.first_decision_seconds(),
+        k.show_spread(|r| r.first_decision_seconds, 2),
+        ratio(r.explain_live.median_seconds(), k.first_decision_seconds())
     );
     println!(
         "| peak RSS (ours: `explain POD`; kube-scheduler: VmHWM after the batch) | {:.0} MiB | {:.0} MiB | {} |",
         r.explain_live.median_rss(),
-        k.max_rss_mib,
-        ratio(r.explain_live.median_rss(), k.max_rss_mib)
+        k.max_rss_mib(),
+        ratio(r.explain_live.median_rss(), k.max_rss_mib())
     );
     println!();
     println!("| ours alone | median (min–max) | peak RSS |");
@@ -165,7 +169,7 @@ pub fn print_scaling(results: &[SizeResult]) {
             r.full.cycle_ms(),
             r.sampled.pods_per_second(),
             r.scheduler.pods_per_second(),
-            r.scheduler.first_decision_seconds
+            r.scheduler.first_decision_seconds()
         );
     }
 }
