@@ -21,7 +21,7 @@ cd "$(dirname "$0")"
 CARGO=${CARGO:-cargo}
 SECONDS_PER_TARGET=${FUZZ_SECONDS:-300}
 read -r -a FLAGS <<<"${FUZZ_FLAGS:---sanitizer none --debug-assertions}"
-ALL=(admission_review snapshot_load scheduler_config quantity label_selector)
+ALL=(admission_review snapshot_load scheduler_config quantity label_selector list_split)
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=("${ALL[@]}")
 MAX_FILES=300

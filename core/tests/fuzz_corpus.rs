@@ -50,3 +50,8 @@ fn quantity_corpus() {
 fn label_selector_corpus() {
     replay("label_selector");
 }
+
+#[test]
+fn list_split_corpus() {
+    replay("list_split");
+}

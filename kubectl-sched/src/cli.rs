@@ -42,6 +42,12 @@ pub struct GlobalArgs {
     /// Timeout of each API request, e.g. 10s, 1m; 0 waits as long as the client does.
     #[arg(long, global = true, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
     pub request_timeout: Duration,
+    /// List in pages of this many objects (the API server's `limit`, as kubectl's --chunk-size); 0
+    /// lists each kind in one request, decoded as it streams in. Default: 0 when the API server is
+    /// 1.34 or newer (it serves such lists from its watch cache, at about half the cost of pages),
+    /// else 500.
+    #[arg(long, global = true, value_name = "N")]
+    pub chunk_size: Option<u32>,
     /// Log verbosity on stderr: 1 loading summary and warnings, 2 timings.
     #[arg(
         short = 'v',

@@ -3,9 +3,11 @@
 //! matches pods of the namespaces it names (after its namespaceSelector is unrolled), so counting
 //! the pods that match an incoming pod's terms needs only those namespaces' pods, and the running pods
 //! whose required anti-affinity can match an incoming pod are those whose terms name its namespace
-//! (or select namespaces by label). kube-scheduler walks every pod of every node for each pod it
-//! schedules; triage evaluates thousands of pods on one snapshot, so the index is built once, on
-//! first use.
+//! (or select namespaces by label). InterPodAffinity's PreScore likewise: a running pod's scoring
+//! terms (required affinity, preferred affinity and anti-affinity) can only match an incoming pod of
+//! a namespace they name, unless they select namespaces by label. kube-scheduler walks every pod of
+//! every node for each pod it schedules; triage evaluates thousands of pods on one snapshot, so the
+//! index is built once, on first use.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -28,6 +30,11 @@ pub struct AffinityIndex {
     anti_affinity_by_namespace: HashMap<String, Vec<AntiAffinityTermRef>>,
     /// Required anti-affinity terms with a namespaceSelector: they may match a pod of any namespace.
     anti_affinity_any_namespace: Vec<AntiAffinityTermRef>,
+    /// Placed pods with scoring terms that all name their namespaces, by each namespace named (a pod
+    /// once per namespace).
+    scoring_by_namespace: HashMap<String, Vec<PlacedPod>>,
+    /// Placed pods with a scoring term that selects namespaces by label: they may match any pod.
+    scoring_any_namespace: Vec<PlacedPod>,
 }
 
 impl AffinityIndex {
@@ -41,6 +48,9 @@ impl AffinityIndex {
             for pod in &node.pods_with_required_anti_affinity {
                 index.add_anti_affinity_terms(node, pod);
             }
+            for pod in &node.pods_with_affinity {
+                index.add_scoring_terms(position, pod);
+            }
         }
         index
     }
@@ -51,6 +61,7 @@ impl AffinityIndex {
         if pod.has_required_anti_affinity() {
             self.add_anti_affinity_terms(node, pod);
         }
+        self.add_scoring_terms(position, pod);
     }
 
     /// Removes a pod that was on the node at `position`.
@@ -64,6 +75,32 @@ impl AffinityIndex {
                 terms.retain(|(_, p, _)| !same(p));
             }
             self.anti_affinity_any_namespace.retain(|(_, p, _)| !same(p));
+        }
+        if scoring_terms(pod).next().is_some() {
+            let placed_elsewhere = |(at, p): &PlacedPod| !(*at == position && same(p));
+            for pods in self.scoring_by_namespace.values_mut() {
+                pods.retain(placed_elsewhere);
+            }
+            self.scoring_any_namespace.retain(placed_elsewhere);
+        }
+    }
+
+    fn add_scoring_terms(&mut self, position: usize, pod: &Arc<PodInfo>) {
+        let mut namespaces: Vec<&String> = Vec::new();
+        for term in scoring_terms(pod) {
+            if !term.namespace_selector.is_nothing() {
+                self.scoring_any_namespace.push((position, pod.clone()));
+                return;
+            }
+            namespaces.extend(&term.namespaces);
+        }
+        namespaces.sort_unstable();
+        namespaces.dedup();
+        for ns in namespaces {
+            self.scoring_by_namespace
+                .entry(ns.clone())
+                .or_default()
+                .push((position, pod.clone()));
         }
     }
 
@@ -98,6 +135,16 @@ impl AffinityIndex {
             .unwrap_or(&[])
     }
 
+    /// The placed pods whose scoring terms may match a pod of `namespace`, each once: InterPodAffinity's
+    /// PreScore needs no others for the running pods' half of its sum.
+    pub fn pods_with_scoring_terms_for(&self, namespace: &str) -> impl Iterator<Item = &PlacedPod> {
+        self.scoring_by_namespace
+            .get(namespace)
+            .into_iter()
+            .flatten()
+            .chain(&self.scoring_any_namespace)
+    }
+
     /// The running pods' required anti-affinity terms that may match a pod of `namespace`: each term
     /// once (a term naming the namespace, or one with a namespaceSelector).
     pub fn anti_affinity_terms_for(&self, namespace: &str) -> impl Iterator<Item = &AntiAffinityTermRef> {
@@ -107,6 +154,14 @@ impl AffinityIndex {
             .flatten()
             .chain(&self.anti_affinity_any_namespace)
     }
+}
+
+/// The terms of a running pod InterPodAffinity's PreScore matches against an incoming pod.
+fn scoring_terms(pod: &PodInfo) -> impl Iterator<Item = &super::AffinityTerm> {
+    pod.required_affinity_terms
+        .iter()
+        .chain(pod.preferred_affinity_terms.iter().map(|t| &t.term))
+        .chain(pod.preferred_anti_affinity_terms.iter().map(|t| &t.term))
 }
 
 #[cfg(all(test, feature = "testing"))]

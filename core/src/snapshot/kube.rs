@@ -1,8 +1,9 @@
 //! Loading [`ClusterObjects`] from the API server (feature `kube`): every kind is listed concurrently,
-//! page by page as raw JSON, and each page is decoded on the blocking pool while the next one is
-//! fetched, by the file loader's decoder: only the fields scheduling reads, in parallel, pods on nodes
-//! reduced to their scheduling facts as they are decoded when [`ApiLoadOptions::detail`] asks for it.
-//! Peak memory stays near the pruned size.
+//! in one request whose body is cut into batches of whole items as it streams in
+//! ([`ApiLoadOptions::page_size`] 0), or page by page as raw JSON; each batch or page is decoded on
+//! the blocking pool while the rest arrives, by the file loader's decoder: only the fields scheduling
+//! reads, in parallel, pods on nodes reduced to their scheduling facts as they are decoded when
+//! [`ApiLoadOptions::detail`] asks for it. Peak memory stays near the pruned size.
 //!
 //! Nodes and pods are required. Every other kind only refines decisions (volume binding and limits, PDBs, spread
 //! defaults, namespace selectors), so a kind the user may not list (403) or the server does not serve
@@ -14,14 +15,15 @@
 use ::kube::Client;
 use ::kube::api::ListParams;
 
-use super::load::{ApiListMeta, ListPageMeta, ObjectKind, PageError, decode_list_page};
+use super::load::{ApiListMeta, ListPageMeta, ListSplitter, ObjectKind, PageError, decode_list_page};
 pub use super::load::{write_list_json, write_list_yaml};
 use super::{ClusterObjects, PodDetail};
 
 /// How to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiLoadOptions {
-    /// Items per page (`limit`); the server hands a continue token for the rest.
+    /// Items per page (`limit`); the server hands a continue token for the rest. 0: no limit, each
+    /// kind in one response.
     pub page_size: u32,
     /// Restricts namespaced kinds to one namespace. The result is then partial: pods of other
     /// namespaces still use node resources and may match affinity terms, so only use this for dumps.
@@ -99,15 +101,18 @@ where
     K: ::kube::Resource<DynamicType = ()>,
 {
     let path = K::url_path(&(), namespace);
+    if options.page_size == 0 {
+        return list_kind_streamed(client, kind, &path, options, field_selector).await;
+    }
     let mut restarted = false;
     'attempt: loop {
         // No resourceVersion: the latest state, which the API server (1.34+) serves from its watch
         // cache once the cache has caught up with etcd.
-        let mut params = ListParams::default().limit(options.page_size.max(1));
+        let mut params = ListParams::default().limit(options.page_size);
         if let Some(fs) = field_selector {
             params = params.fields(fs);
         }
-        let mut pages = Vec::new();
+        let mut pages = DecodePipeline::new(kind);
         let mut resource_version = None;
         loop {
             let text = match request_page(client, &path, &params).await {
@@ -119,11 +124,7 @@ where
                 Err(e) => return Err(ListFailure::Api(e)),
             };
             let meta = list_metadata(&text);
-            let detail = options.detail.clone();
-            pages.push(tokio::task::spawn_blocking(move || {
-                let mut objects = ClusterObjects::default();
-                decode_list_page(kind, &text, &detail, &mut objects).map(|_| objects)
-            }));
+            pages.push(decode_on_blocking_pool(kind, text, options)).await?;
             resource_version = resource_version.or(meta.resource_version);
             match meta.continue_token {
                 // A paged read continues from the version of its first page.
@@ -138,19 +139,140 @@ where
                 None => break,
             }
         }
-        let mut objects = ClusterObjects::default();
-        for page in pages {
-            let decoded = page.await.map_err(|e| {
-                ListFailure::Decode(PageError {
-                    kind: kind.kind(),
-                    name: None,
-                    message: format!("decoding stopped: {e}"),
-                })
-            })?;
-            objects.append(decoded.map_err(ListFailure::Decode)?);
-        }
-        return Ok((objects, resource_version));
+        return Ok((pages.finish().await?, resource_version));
     }
+}
+
+/// A page (or batch) being decoded on the blocking pool.
+type PageTask = tokio::task::JoinHandle<Result<ClusterObjects, PageError>>;
+
+fn decode_on_blocking_pool(kind: ObjectKind, text: String, options: &ApiLoadOptions) -> PageTask {
+    let detail = options.detail.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut objects = ClusterObjects::default();
+        decode_list_page(kind, &text, &detail, &mut objects).map(|_| objects)
+    })
+}
+
+/// Pages (or batches) decoding on the blocking pool, collected in list order; at most
+/// [`DECODES_IN_FLIGHT`] at once, so a list that arrives faster than it decodes waits for the decoder
+/// instead of piling up its text in memory.
+struct DecodePipeline {
+    kind: ObjectKind,
+    in_flight: std::collections::VecDeque<PageTask>,
+    objects: ClusterObjects,
+}
+
+/// Pages or batches decoding at once (a batch is up to [`STREAM_BATCH_BYTES`] of text).
+const DECODES_IN_FLIGHT: usize = 8;
+
+impl DecodePipeline {
+    fn new(kind: ObjectKind) -> Self {
+        DecodePipeline {
+            kind,
+            in_flight: std::collections::VecDeque::new(),
+            objects: ClusterObjects::default(),
+        }
+    }
+
+    /// Adds a decode; waits for the oldest first when [`DECODES_IN_FLIGHT`] are running.
+    async fn push(&mut self, task: PageTask) -> Result<(), ListFailure> {
+        if self.in_flight.len() >= DECODES_IN_FLIGHT {
+            self.collect_oldest().await?;
+        }
+        self.in_flight.push_back(task);
+        Ok(())
+    }
+
+    async fn collect_oldest(&mut self) -> Result<(), ListFailure> {
+        let Some(task) = self.in_flight.pop_front() else {
+            return Ok(());
+        };
+        let decoded = task.await.map_err(|e| {
+            ListFailure::Decode(PageError {
+                kind: self.kind.kind(),
+                name: None,
+                message: format!("decoding stopped: {e}"),
+            })
+        })?;
+        self.objects.append(decoded.map_err(ListFailure::Decode)?);
+        Ok(())
+    }
+
+    /// Every object decoded, in list order.
+    async fn finish(mut self) -> Result<ClusterObjects, ListFailure> {
+        while !self.in_flight.is_empty() {
+            self.collect_oldest().await?;
+        }
+        Ok(self.objects)
+    }
+}
+
+/// Bytes of items per batch when a list arrives in one response: large enough that a batch spreads
+/// over the decoder's threads, small enough that few are held at once.
+const STREAM_BATCH_BYTES: usize = 4 << 20;
+
+/// Lists one kind in a single request (no `limit`: the API server serves it from its watch cache in
+/// one pass, about half the work of the same list in pages) and decodes it as it streams in: the body
+/// is cut into batches of whole items ([`ListSplitter`]), each decoded on the blocking pool while the
+/// rest arrives, so the whole response is never held.
+async fn list_kind_streamed(
+    client: &Client,
+    kind: ObjectKind,
+    path: &str,
+    options: &ApiLoadOptions,
+    field_selector: Option<&str>,
+) -> Result<(ClusterObjects, Option<String>), ListFailure> {
+    use futures::AsyncBufReadExt;
+
+    let mut params = ListParams::default();
+    if let Some(fs) = field_selector {
+        params = params.fields(fs);
+    }
+    let split_error = |e: super::load::SplitError| {
+        ListFailure::Decode(PageError {
+            kind: kind.kind(),
+            name: None,
+            message: e.to_string(),
+        })
+    };
+    let mut body = Box::pin(
+        request_stream(client, path, &params)
+            .await
+            .map_err(ListFailure::Api)?,
+    );
+    let mut splitter = ListSplitter::new(STREAM_BATCH_BYTES);
+    let mut pages = DecodePipeline::new(kind);
+    loop {
+        let chunk = body.fill_buf().await.map_err(|e| {
+            // The server answered and the body broke off (a reset, a read timeout).
+            ListFailure::Decode(PageError {
+                kind: kind.kind(),
+                name: None,
+                message: format!("reading the response: {}", crate::api_error::with_causes(&e)),
+            })
+        })?;
+        if chunk.is_empty() {
+            break;
+        }
+        let read = chunk.len();
+        splitter.push(chunk).map_err(split_error)?;
+        body.as_mut().consume_unpin(read);
+        for batch in splitter.take_batches().map_err(split_error)? {
+            pages.push(decode_on_blocking_pool(kind, batch, options)).await?;
+        }
+    }
+    let (batches, envelope) = splitter.finish().map_err(split_error)?;
+    for batch in batches {
+        pages.push(decode_on_blocking_pool(kind, batch, options)).await?;
+    }
+    // The envelope is decoded as a page too: it holds `"items":[]`, unless the body was a list the
+    // splitter could not cut (then its items are decoded from here, errors named as for a page).
+    let meta = list_metadata(&envelope);
+    pages
+        .push(decode_on_blocking_pool(kind, envelope, options))
+        .await?;
+    Ok((pages.finish().await?, meta.resource_version))
 }
 
 /// Attempts at one page while the API server answers 429 (too many requests: its priority and
@@ -165,6 +287,27 @@ async fn request_page(client: &Client, path: &str, params: &ListParams) -> Resul
             .list(params)
             .map_err(::kube::Error::BuildRequest)?;
         match client.request_text(request).await {
+            Err(::kube::Error::Api(status)) if status.code == 429 && attempt < TOO_MANY_REQUESTS_ATTEMPTS => {
+                attempt += 1;
+                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// [`request_page`]'s request, its body returned as it arrives (429 retried the same way).
+async fn request_stream(
+    client: &Client,
+    path: &str,
+    params: &ListParams,
+) -> Result<impl futures::AsyncBufRead + use<>, ::kube::Error> {
+    let mut attempt = 1;
+    loop {
+        let request = ::kube::core::Request::new(path)
+            .list(params)
+            .map_err(::kube::Error::BuildRequest)?;
+        match client.request_stream(request).await {
             Err(::kube::Error::Api(status)) if status.code == 429 && attempt < TOO_MANY_REQUESTS_ATTEMPTS => {
                 attempt += 1;
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;

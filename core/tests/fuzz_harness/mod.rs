@@ -17,7 +17,7 @@ use sched_core::labels::{Labels, NodeSelectorMatcher, Requirement, Selector};
 use sched_core::plugins::in_tree_registry;
 use sched_core::resource::{parse_milli_value, parse_value};
 use sched_core::schedule::schedule;
-use sched_core::snapshot::load::{load_bytes, write_list_json};
+use sched_core::snapshot::load::{ListSplitter, load_bytes, write_list_json};
 use sched_core::{ClusterObjects, PodInfo, Snapshot};
 
 /// Runs target `name` on `data`.
@@ -27,6 +27,7 @@ pub fn run(name: &str, data: &[u8]) {
         "scheduler_config" => scheduler_config(data),
         "quantity" => quantity(data),
         "label_selector" => label_selector(data),
+        "list_split" => list_split(data),
         other => panic!("no fuzz target {other:?}"),
     }
 }
@@ -250,4 +251,69 @@ fn check_witness(selector: &Selector, text: &str) {
             "{text:?}: {selector:?} does not match {witness:?}, built to satisfy it"
         );
     }
+}
+
+/// An API server's list body, cut into chunks at points the first byte chooses, through the
+/// streaming splitter. Invariants: no panic; when the body is a JSON object with one `items` key whose
+/// value is an array of objects, the splitter accepts it, and the items of its batches followed by
+/// those left in its envelope (which the loader decodes as a last page: a key written with escapes is
+/// not split) are exactly the list's items, in order; the envelope is the rest of the list.
+pub fn list_split(data: &[u8]) {
+    /// The list as the page decoder reads it: serde refuses a second `items` key.
+    #[derive(serde::Deserialize)]
+    struct ListShape {
+        #[serde(default)]
+        #[allow(dead_code)]
+        items: Option<serde_json::Value>,
+    }
+    let Some((&seed, body)) = data.split_first() else {
+        return;
+    };
+    let step = usize::from(seed % 64) + 1;
+    let mut splitter = ListSplitter::new(usize::from(seed) * 8 + 1);
+    let mut batches = Vec::new();
+    let mut refused = false;
+    for chunk in body.chunks(step) {
+        if splitter.push(chunk).is_err() {
+            refused = true;
+            break;
+        }
+        match splitter.take_batches() {
+            Ok(b) => batches.extend(b),
+            Err(_) => {
+                refused = true;
+                break;
+            }
+        }
+    }
+    let finished = if refused { None } else { splitter.finish().ok() };
+    let whole: Option<serde_json::Value> = serde_json::from_slice(body)
+        .ok()
+        .filter(|_| serde_json::from_slice::<ListShape>(body).is_ok());
+    let expected_items = whole.as_ref().and_then(|v| {
+        let items = v.as_object()?.get("items")?.as_array()?;
+        items
+            .iter()
+            .all(serde_json::Value::is_object)
+            .then(|| items.clone())
+    });
+    let Some(expected) = expected_items else {
+        return;
+    };
+    let (rest, envelope) = finished.expect("a JSON list of objects is accepted");
+    batches.extend(rest);
+    let mut envelope: serde_json::Value = serde_json::from_str(&envelope).expect("the envelope is JSON");
+    let mut items: Vec<serde_json::Value> = batches
+        .iter()
+        .flat_map(|b| {
+            let v: serde_json::Value = serde_json::from_str(b).expect("a batch is JSON");
+            v["items"].as_array().expect("a batch holds items").clone()
+        })
+        .collect();
+    items.extend(envelope["items"].as_array().cloned().unwrap_or_default());
+    assert_eq!(items, expected, "the batches hold other items than the list");
+    let mut whole = whole.expect("parsed above");
+    whole["items"] = serde_json::json!([]);
+    envelope["items"] = serde_json::json!([]);
+    assert_eq!(envelope, whole, "the envelope lost or changed a field");
 }

@@ -84,6 +84,7 @@ impl PodSource for Live {
             namespace: target.namespace.clone(),
             all_namespaces: false,
             request_timeout: LOOKUP_TIMEOUT,
+            chunk_size: None,
             verbosity: 0,
         };
         let Ok(cluster) = Cluster::connect(&global) else {

@@ -101,6 +101,10 @@ pub struct Cluster {
     pub server: String,
     /// The context's namespace ("default" when it names none).
     pub default_namespace: String,
+    /// Objects per list page as asked (`--chunk-size`; 0: one request per kind; None: by version).
+    chunk_size: Option<u32>,
+    /// Objects per list page of the last load (for `-v`).
+    pub page_size_used: std::cell::Cell<u32>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -161,6 +165,8 @@ impl Cluster {
             writer,
             server,
             default_namespace,
+            chunk_size: global.chunk_size,
+            page_size_used: std::cell::Cell::new(0),
         })
     }
 
@@ -187,13 +193,24 @@ impl Cluster {
         check_version: bool,
         detail: &PodDetail,
     ) -> Result<(ClusterObjects, Vec<String>), LoadError> {
+        // The version decides the default page size, so it comes first when that is unset; else it is
+        // read beside the lists, only for the skew warning.
+        let version_first = match self.chunk_size {
+            None => self.runtime.block_on(self.client.apiserver_version()).ok(),
+            Some(_) => None,
+        };
+        let page_size = self
+            .chunk_size
+            .unwrap_or_else(|| super::skew::default_chunk_size(version_first.as_ref()));
+        self.page_size_used.set(page_size);
         let options = ApiLoadOptions {
             namespace: namespace.map(str::to_string),
             detail: detail.clone(),
+            page_size,
             ..ApiLoadOptions::default()
         };
         let version = async {
-            if check_version {
+            if check_version && version_first.is_none() {
                 self.client.apiserver_version().await.ok()
             } else {
                 None
@@ -202,6 +219,7 @@ impl Cluster {
         let (loaded, version) = self
             .runtime
             .block_on(async { tokio::join!(load_from_api(&self.client, &options), version) });
+        let version = version.or(version_first.filter(|_| check_version));
         let (objects, mut warnings) = loaded.map_err(|source| LoadError::Api {
             server: self.server.clone(),
             source,
@@ -414,10 +432,14 @@ pub fn load_keeping_cluster(
             let cluster = Cluster::connect(global)?;
             let (objects, warnings) = cluster.load_checking_version(namespace, detail)?;
             let summary = format!(
-                "listed {} object(s) from {} in {:.0} ms (the latest state, pages of 500, decoded while listing{})",
+                "listed {} object(s) from {} in {:.0} ms (the latest state, {}, decoded while listing{})",
                 objects.len(),
                 cluster.server,
                 started.elapsed().as_secs_f64() * 1000.0,
+                match cluster.page_size_used.get() {
+                    0 => "one request per kind".to_string(),
+                    n => format!("pages of {n}"),
+                },
                 match detail {
                     PodDetail::Full => "",
                     PodDetail::CompactPlaced { .. } => "; pods on nodes reduced to their scheduling facts",

@@ -23,6 +23,20 @@ fn major_minor(info: &Info) -> Option<(u32, u32)> {
     Some((digits(parts.next()?)?, digits(parts.next()?)?))
 }
 
+/// The first minor version whose API server serves lists without `limit` from its watch cache
+/// (ConsistentListFromCache, GA in 1.34): one such request costs it about half of the same list in
+/// pages. Older servers read an unpaged list from etcd in one piece, which is why kubectl pages.
+const LISTS_FROM_CACHE: (u32, u32) = (1, 34);
+
+/// Objects per list page for `--chunk-size` left unset: one request per kind (0) when the API server
+/// serves it from its watch cache, else kubectl's pages of 500 (also when the version is unknown).
+pub fn default_chunk_size(info: Option<&Info>) -> u32 {
+    match info.and_then(major_minor) {
+        Some(version) if version >= LISTS_FROM_CACHE => 0,
+        _ => 500,
+    }
+}
+
 /// The warning to print when the API server's minor version differs from the engine's (without the
 /// `warning: ` prefix), or None when it is the same, or unknown.
 pub fn skew_warning(info: &Info) -> Option<String> {
@@ -50,6 +64,21 @@ mod tests {
             minor: minor.into(),
             git_version: git_version.into(),
             ..Info::default()
+        }
+    }
+
+    #[test]
+    fn lists_are_paged_unless_the_server_serves_them_from_its_cache() {
+        let cases = [
+            (Some(info("1", "37", "v1.37.1")), 0),
+            (Some(info("1", "34+", "v1.34.2-gke.1")), 0),
+            (Some(info("2", "0", "v2.0.0")), 0),
+            (Some(info("1", "33", "v1.33.5")), 500),
+            (Some(info("", "", "")), 500),
+            (None, 500),
+        ];
+        for (version, chunk) in cases {
+            assert_eq!(default_chunk_size(version.as_ref()), chunk, "{version:?}");
         }
     }
 

@@ -211,6 +211,28 @@ impl InterPodAffinity {
     }
 }
 
+impl InterPodAffinity {
+    /// The running pods' half of PreScore's sum: their terms matching the incoming pod. Only pods whose
+    /// terms name the incoming pod's namespace (or select namespaces by label) can add anything, and
+    /// the snapshot's affinity index holds exactly those; kube-scheduler walks every pod with
+    /// affinity on every node.
+    fn existing_terms_scores(&self, incoming: &Incoming<'_>) -> ScoreMap {
+        let nodes = self.snapshot.nodes();
+        let pods: Vec<_> = self
+            .snapshot
+            .affinity_index()
+            .pods_with_scoring_terms_for(incoming.pod.namespace())
+            .collect();
+        pods.par_iter()
+            .with_min_len(64)
+            .fold(ScoreMap::new, |mut m, (position, existing)| {
+                self.process_existing_terms(incoming, existing, nodes[*position].labels(), &mut m);
+                m
+            })
+            .reduce(ScoreMap::new, merge_scores)
+    }
+}
+
 impl PreScorePlugin for InterPodAffinity {
     fn pre_score(&self, state: &mut CycleState, pod: &PodInfo, _nodes: &[Arc<NodeInfo>]) -> Status {
         let has_constraints = has_preferred_terms(pod);
@@ -220,18 +242,13 @@ impl PreScorePlugin for InterPodAffinity {
         if let Some(err) = &pod.parse_error {
             return Status::error(format!("failed to parse pod: {err}"));
         }
-        // Without preferred terms of its own, only running pods with (anti-)affinity can matter.
-        let all_nodes = if has_constraints {
-            self.snapshot.nodes()
-        } else {
-            self.snapshot.have_pods_with_affinity()
-        };
         let incoming = self.incoming(pod);
 
         // The incoming pod's terms (every one naming its namespaces once unrolled) can only match
         // pods of those namespaces: count them from the snapshot's namespace index instead of
-        // walking every pod of every node, and walk only the pods with affinity terms of their own
-        // for the other half. kube-scheduler walks every pod here.
+        // walking every pod of every node; the running pods' terms come from the index too
+        // ([`Self::existing_terms_scores`]). kube-scheduler walks every pod here. Without preferred
+        // terms of its own, only the running pods' terms can add anything.
         let term_namespaces: Option<std::collections::BTreeSet<&str>> = has_constraints
             .then(|| {
                 incoming
@@ -270,29 +287,24 @@ impl PreScorePlugin for InterPodAffinity {
                             .reduce(ScoreMap::new, merge_scores)
                     })
                     .collect::<Vec<_>>();
-                let existing_terms = self.snapshot.have_pods_with_affinity().par_iter().map(|node| {
-                    let mut m = ScoreMap::new();
-                    for existing in &node.pods_with_affinity {
-                        self.process_existing_terms(&incoming, existing, node.labels(), &mut m);
-                    }
-                    m
-                });
                 incoming_terms
                     .into_iter()
-                    .chain(existing_terms.collect::<Vec<_>>())
+                    .chain([self.existing_terms_scores(&incoming)])
                     .filter(|m| !m.is_empty())
                     .collect()
             }
-            None => all_nodes
+            None if !has_constraints => {
+                let m = self.existing_terms_scores(&incoming);
+                if m.is_empty() { Vec::new() } else { vec![m] }
+            }
+            // A term of the incoming pod selects namespaces by label: every pod is walked.
+            None => self
+                .snapshot
+                .nodes()
                 .par_iter()
                 .map(|node| {
-                    let pods = if has_constraints {
-                        &node.pods
-                    } else {
-                        &node.pods_with_affinity
-                    };
                     let mut m = ScoreMap::new();
-                    for existing in pods {
+                    for existing in &node.pods {
                         self.process_existing_pod(&incoming, existing, node.labels(), &mut m);
                     }
                     m
@@ -609,10 +621,16 @@ mod tests {
     fn the_index_gives_the_scores_walking_every_pod_gives() {
         use crate::testing::generate::{GenerateParams, generate};
         let mut checked = 0;
-        for seed in [3, 11] {
+        // The third cluster's running pods name other namespaces in their terms, or select
+        // namespaces by label: the index must still hand every pod whose terms can match.
+        for (seed, widen_terms) in [(3, false), (11, false), (5, true)] {
             let mut params = GenerateParams::new(50, 3_000, 3, seed);
             params.pending_percent = 15;
-            let snap = Arc::new(Snapshot::new(generate(&params)));
+            let mut objects = generate(&params);
+            if widen_terms {
+                widen_affinity_namespaces(&mut objects.pods);
+            }
+            let snap = Arc::new(Snapshot::new(objects));
             let handle = Handle {
                 snapshot: snap.clone(),
             };
@@ -644,6 +662,48 @@ mod tests {
             checked > 5,
             "only {checked} pods with preferred terms of their own"
         );
+    }
+
+    /// Every running pod's preferred affinity and anti-affinity terms: a third also name `team-000`
+    /// and `team-001`, a third select every namespace (an empty namespaceSelector), a third select
+    /// namespaces labelled with a label none has.
+    #[cfg(feature = "testing")]
+    fn widen_affinity_namespaces(pods: &mut [Pod]) {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+        let placed = pods
+            .iter_mut()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some());
+        for (i, pod) in placed.enumerate() {
+            let Some(affinity) = pod.spec.as_mut().and_then(|s| s.affinity.as_mut()) else {
+                continue;
+            };
+            let preferred = affinity
+                .pod_affinity
+                .iter_mut()
+                .flat_map(|a| {
+                    a.preferred_during_scheduling_ignored_during_execution
+                        .iter_mut()
+                        .flatten()
+                })
+                .chain(affinity.pod_anti_affinity.iter_mut().flat_map(|a| {
+                    a.preferred_during_scheduling_ignored_during_execution
+                        .iter_mut()
+                        .flatten()
+                }));
+            for weighted in preferred {
+                let term = &mut weighted.pod_affinity_term;
+                match i % 3 {
+                    0 => term.namespaces = Some(vec!["team-000".into(), "team-001".into()]),
+                    1 => term.namespace_selector = Some(LabelSelector::default()),
+                    _ => {
+                        term.namespace_selector = Some(LabelSelector {
+                            match_labels: Some([("tier".to_string(), "none".to_string())].into()),
+                            ..LabelSelector::default()
+                        })
+                    }
+                }
+            }
+        }
     }
 
     fn sorted(m: &ScoreMap) -> Vec<(String, Vec<(String, i64)>)> {

@@ -26,6 +26,7 @@ mod duplicates;
 mod error;
 mod json;
 mod kind;
+mod list_split;
 mod priority;
 mod prune;
 mod quantities;
@@ -47,6 +48,7 @@ pub use error::{DecodeError, Format, LoadError, LoadReport, Location};
 pub(crate) use json::ApiListMeta;
 pub use json::{ListPageMeta, PageError, decode_list_page};
 pub use kind::ObjectKind;
+pub use list_split::{ListSplitter, SplitError};
 pub use priority::PriorityRefused;
 pub(crate) use priority::needs_priority;
 pub use prune::{

@@ -160,6 +160,24 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
     };
     let runs = args.runs;
     let out = |what: &str| file(&args.out, nodes, what);
+    let apiserver = plane
+        .processes()
+        .iter()
+        .find(|p| p.name == "kube-apiserver")
+        .map(|p| p.pid);
+
+    // The floor of the live path: kube-apiserver serving the pods list alone, in one request, to a
+    // client that only writes it out (kubectl get --raw, output discarded).
+    eprintln!("sched-bench: {nodes} nodes: the pods list alone (kubectl get --raw)");
+    let kubectl = plane.bin_dir().join("kubectl");
+    let raw_pods = "/api/v1/pods?fieldSelector=status.phase!%3DSucceeded,status.phase!%3DFailed";
+    let list_floor = run_command(
+        &kubectl,
+        &["--kubeconfig", kubeconfig.as_str(), "get", "--raw", raw_pods].map(String::from),
+        runs,
+        std::path::Path::new("/dev/null"),
+        apiserver,
+    )?;
 
     eprintln!("sched-bench: {nodes} nodes: explain {ns}/{name} against the API server");
     let explain_live = run_command(
@@ -167,6 +185,17 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
         &ours(&["explain", &name, "-n", &ns]),
         runs,
         &out("explain-live.txt"),
+        apiserver,
+    )?;
+    eprintln!(
+        "sched-bench: {nodes} nodes: explain in pages of 500 (kubectl's chunking, our previous default)"
+    );
+    let explain_live_paged = run_command(
+        binary,
+        &ours(&["explain", &name, "-n", &ns, "--chunk-size", "500"]),
+        runs,
+        &out("explain-live-paged.txt"),
+        apiserver,
     )?;
     let snapshot_path = out("snapshot.json").display().to_string();
     eprintln!("sched-bench: {nodes} nodes: snapshot");
@@ -175,12 +204,14 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
         &ours(&["snapshot", "-A", "-o", &snapshot_path]),
         runs,
         &out("snapshot.txt"),
+        apiserver,
     )?;
     let explain_file = run_command(
         binary,
         &ours(&["explain", &name, "-n", &ns, "--from", &snapshot_path]),
         runs,
         &out("explain-file.txt"),
+        None,
     )?;
     eprintln!("sched-bench: {nodes} nodes: simulate the batch, sampled and full scan");
     let sampled = simulate(binary, &snapshot_path, false, runs, &out("simulate-sampled.json"))?;
@@ -199,6 +230,7 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
         &ours(&["preempt", &preemptor, "-n", "default", "--dry-run=client"]),
         runs,
         &out("preempt.txt"),
+        apiserver,
     )?;
     Api::<Pod>::namespaced(client.clone(), "default")
         .delete(&preemptor, &DeleteParams::default().grace_period(0))
@@ -241,6 +273,8 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
         batch,
         load: loaded,
         explain_live,
+        explain_live_paged,
+        list_floor,
         snapshot,
         snapshot_mib: std::fs::metadata(&snapshot_path).map_or(0.0, |m| m.len() as f64 / 1048576.0),
         explain_file,
@@ -271,7 +305,7 @@ fn simulate(
     }
     let mut figures = SimulateFigures::default();
     for _ in 0..runs.max(1) {
-        let run: Runs = run_command(binary, &args, 1, out)?;
+        let run: Runs = run_command(binary, &args, 1, out, None)?;
         let text = std::fs::read_to_string(out).map_err(|e| format!("{}: {e}", out.display()))?;
         let report: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| format!("{}: {e}", out.display()))?;

@@ -14,6 +14,8 @@ pub struct Runs {
     pub seconds: Vec<f64>,
     /// Peak RSS in MiB, in run order.
     pub max_rss_mib: Vec<f64>,
+    /// kube-apiserver's CPU seconds (user + system) during each run, for commands that talk to it.
+    pub server_cpu_seconds: Vec<f64>,
     /// Exit code of the last run.
     pub exit_code: i32,
 }
@@ -55,20 +57,39 @@ pub fn spread(values: &[f64]) -> (f64, f64) {
     (lo, hi)
 }
 
+/// CPU seconds (user + system) a process has used so far, from `/proc/PID/stat`.
+pub fn process_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at ") "; utime and stime are the
+    // 12th and 13th of them, in clock ticks (100 per second on Linux).
+    let fields: Vec<&str> = stat.rsplit_once(") ")?.1.split(' ').collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok());
+    Some((ticks(11)? + ticks(12)?) / 100.0)
+}
+
 /// Runs `binary args` `runs` times under `/usr/bin/time`; stdout of the last run goes to `stdout`.
-/// Exit codes 0 and 3 (explain/simulate: a pod stays pending) count as success.
-pub fn run_command(binary: &Path, args: &[String], runs: usize, stdout: &Path) -> Result<Runs, String> {
+/// Exit codes 0 and 3 (explain/simulate: a pod stays pending) count as success. With `server`,
+/// the CPU that process (kube-apiserver) used during each run is recorded too.
+pub fn run_command(
+    binary: &Path,
+    args: &[String],
+    runs: usize,
+    stdout: &Path,
+    server: Option<u32>,
+) -> Result<Runs, String> {
     let time_file = stdout.with_extension("time");
     let stderr_file = stdout.with_extension("stderr");
     let mut result = Runs {
         seconds: Vec::new(),
         max_rss_mib: Vec::new(),
+        server_cpu_seconds: Vec::new(),
         exit_code: 0,
     };
     for _ in 0..runs {
         let out = std::fs::File::create(stdout).map_err(|e| format!("{}: {e}", stdout.display()))?;
         let err =
             std::fs::File::create(&stderr_file).map_err(|e| format!("{}: {e}", stderr_file.display()))?;
+        let server_cpu = server.and_then(process_cpu_seconds);
         let started = Instant::now();
         let status = Command::new("/usr/bin/time")
             .arg("-f")
@@ -83,6 +104,9 @@ pub fn run_command(binary: &Path, args: &[String], runs: usize, stdout: &Path) -
             .status()
             .map_err(|e| format!("running /usr/bin/time {}: {e}", binary.display()))?;
         let seconds = started.elapsed().as_secs_f64();
+        if let (Some(before), Some(after)) = (server_cpu, server.and_then(process_cpu_seconds)) {
+            result.server_cpu_seconds.push(after - before);
+        }
         let code = status.code().unwrap_or(-1);
         if code != 0 && code != 3 {
             let stderr = std::fs::read_to_string(&stderr_file).unwrap_or_default();

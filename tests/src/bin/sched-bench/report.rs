@@ -55,6 +55,10 @@ pub struct SizeResult {
     pub batch: usize,
     pub load: LoadFigures,
     pub explain_live: Runs,
+    /// The same in pages of 500 (`--chunk-size 500`).
+    pub explain_live_paged: Runs,
+    /// kube-apiserver serving the pods list alone (`kubectl get --raw`, output discarded).
+    pub list_floor: Runs,
     pub snapshot: Runs,
     pub snapshot_mib: f64,
     pub explain_file: Runs,
@@ -125,24 +129,41 @@ pub fn print_size(r: &SizeResult) {
         ratio(r.explain_live.median_rss(), k.max_rss_mib())
     );
     println!();
-    println!("| ours alone | median (min–max) | peak RSS |");
-    println!("|---|---|---|");
+    println!("| ours alone | median (min–max) | peak RSS | kube-apiserver CPU meanwhile |");
+    println!("|---|---|---|---|");
     for (what, runs) in [
+        (
+            "the pods list alone, one request (`kubectl get --raw`, output discarded): the floor",
+            &r.list_floor,
+        ),
         ("`explain POD` against the API server", &r.explain_live),
+        (
+            "`explain POD --chunk-size 500` (pages, as before)",
+            &r.explain_live_paged,
+        ),
         ("`snapshot -A -o FILE.json`", &r.snapshot),
         ("`explain POD --from FILE.json`", &r.explain_file),
         ("`preempt POD` dry run against the API server", &r.preempt),
     ] {
-        println!("| {what} | {} | {:.0} MiB |", runs.show(), runs.median_rss());
+        let server = if runs.server_cpu_seconds.is_empty() {
+            "—".to_string()
+        } else {
+            format!("{:.2} s", median(&runs.server_cpu_seconds))
+        };
+        println!(
+            "| {what} | {} | {:.0} MiB | {server} |",
+            runs.show(),
+            runs.median_rss()
+        );
     }
     println!(
-        "| `simulate --from FILE` (batch, sampled): whole process / simulation | {:.2} s / {:.2} s | {:.0} MiB |",
+        "| `simulate --from FILE` (batch, sampled): whole process / simulation | {:.2} s / {:.2} s | {:.0} MiB | — |",
         median(&r.sampled.wall_seconds),
         median(&r.sampled.simulation_seconds),
         median(&r.sampled.max_rss_mib)
     );
     println!(
-        "| `simulate --from FILE --all-nodes`: whole process / simulation | {:.2} s / {:.2} s | {:.0} MiB |",
+        "| `simulate --from FILE --all-nodes`: whole process / simulation | {:.2} s / {:.2} s | {:.0} MiB | — |",
         median(&r.full.wall_seconds),
         median(&r.full.simulation_seconds),
         median(&r.full.max_rss_mib)
