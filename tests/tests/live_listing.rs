@@ -57,10 +57,10 @@ async fn one_request_and_pages_give_the_same_explanation() -> Result<()> {
         }
         let output = run_kubectl_sched(&binary, &args).await?;
         let stderr = String::from_utf8_lossy(&output.stderr);
-        // Exit 3: the pod stays pending (it fits on no node).
         ensure!(
-            output.status.code() == Some(3),
-            "--chunk-size {chunk:?}: {stderr}"
+            matches!(output.status.code(), Some(0 | 3)),
+            "--chunk-size {chunk:?}: exit {:?}: {stderr}",
+            output.status.code()
         );
         ensure!(
             stderr.contains(&format!("(the latest state, {said},")),
@@ -72,12 +72,13 @@ async fn one_request_and_pages_give_the_same_explanation() -> Result<()> {
         if let Some(report) = report.as_object_mut() {
             report.remove("still_pending");
         }
+        without_timings(&mut report);
         reports.push((chunk, report));
     }
     let (_, first) = &reports[0];
     ensure!(
-        first["nodes_total"].as_u64() >= Some(3),
-        "the lab's three nodes are not all in the report: {first}"
+        first["nodes_total"].as_u64() >= Some(3) && first["outcome"] != serde_json::json!("scheduled"),
+        "the lab's three nodes are not all in the report, or the pod fits: {first}"
     );
     for (chunk, report) in &reports[1..] {
         ensure!(
@@ -86,4 +87,16 @@ async fn one_request_and_pages_give_the_same_explanation() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Removes the filters' `nanos` (how long each took), which differ from run to run.
+fn without_timings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.remove("nanos");
+            map.values_mut().for_each(without_timings);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(without_timings),
+        _ => {}
+    }
 }

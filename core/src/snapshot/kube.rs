@@ -280,13 +280,15 @@ async fn list_kind_streamed(
 /// 504 (etcd unavailable, the server's own 60 s timeout) would wait for minutes before failing.
 const TOO_MANY_REQUESTS_ATTEMPTS: usize = 4;
 
-async fn request_page(client: &Client, path: &str, params: &ListParams) -> Result<String, ::kube::Error> {
+/// Sends the list request `send` makes, again while the answer is a 429 ([`TOO_MANY_REQUESTS_ATTEMPTS`]).
+async fn retrying_too_many_requests<T, F, Fut>(mut send: F) -> Result<T, ::kube::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, ::kube::Error>>,
+{
     let mut attempt = 1;
     loop {
-        let request = ::kube::core::Request::new(path)
-            .list(params)
-            .map_err(::kube::Error::BuildRequest)?;
-        match client.request_text(request).await {
+        match send().await {
             Err(::kube::Error::Api(status)) if status.code == 429 && attempt < TOO_MANY_REQUESTS_ATTEMPTS => {
                 attempt += 1;
                 tokio::time::sleep(std::time::Duration::from_secs(1)).await;
@@ -296,25 +298,28 @@ async fn request_page(client: &Client, path: &str, params: &ListParams) -> Resul
     }
 }
 
-/// [`request_page`]'s request, its body returned as it arrives (429 retried the same way).
+/// One page of a list, whole.
+async fn request_page(client: &Client, path: &str, params: &ListParams) -> Result<String, ::kube::Error> {
+    let request = ::kube::core::Request::new(path);
+    retrying_too_many_requests(|| async {
+        let list = request.list(params).map_err(::kube::Error::BuildRequest)?;
+        client.request_text(list).await
+    })
+    .await
+}
+
+/// A list request whose body is returned as it arrives.
 async fn request_stream(
     client: &Client,
     path: &str,
     params: &ListParams,
 ) -> Result<impl futures::AsyncBufRead + use<>, ::kube::Error> {
-    let mut attempt = 1;
-    loop {
-        let request = ::kube::core::Request::new(path)
-            .list(params)
-            .map_err(::kube::Error::BuildRequest)?;
-        match client.request_stream(request).await {
-            Err(::kube::Error::Api(status)) if status.code == 429 && attempt < TOO_MANY_REQUESTS_ATTEMPTS => {
-                attempt += 1;
-                tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-            }
-            other => return other,
-        }
-    }
+    let request = ::kube::core::Request::new(path);
+    retrying_too_many_requests(|| async {
+        let list = request.list(params).map_err(::kube::Error::BuildRequest)?;
+        client.request_stream(list).await
+    })
+    .await
 }
 
 /// The list's `metadata` (continue token, resourceVersion), read without decoding its items: the API
