@@ -76,31 +76,31 @@ impl AffinityIndex {
             }
             self.anti_affinity_any_namespace.retain(|(_, p, _)| !same(p));
         }
-        if scoring_terms(pod).next().is_some() {
-            let placed_elsewhere = |(at, p): &PlacedPod| !(*at == position && same(p));
-            for pods in self.scoring_by_namespace.values_mut() {
-                pods.retain(placed_elsewhere);
+        // Only the lists `add_scoring_terms` put the pod in.
+        let placed_elsewhere = |(at, p): &PlacedPod| !(*at == position && same(p));
+        match scoring_reach(pod) {
+            ScoringReach::AnyNamespace => self.scoring_any_namespace.retain(placed_elsewhere),
+            ScoringReach::Namespaces(namespaces) => {
+                for ns in namespaces {
+                    if let Some(pods) = self.scoring_by_namespace.get_mut(ns.as_str()) {
+                        pods.retain(placed_elsewhere);
+                    }
+                }
             }
-            self.scoring_any_namespace.retain(placed_elsewhere);
         }
     }
 
     fn add_scoring_terms(&mut self, position: usize, pod: &Arc<PodInfo>) {
-        let mut namespaces: Vec<&String> = Vec::new();
-        for term in scoring_terms(pod) {
-            if !term.namespace_selector.is_nothing() {
-                self.scoring_any_namespace.push((position, pod.clone()));
-                return;
+        match scoring_reach(pod) {
+            ScoringReach::AnyNamespace => self.scoring_any_namespace.push((position, pod.clone())),
+            ScoringReach::Namespaces(namespaces) => {
+                for ns in namespaces {
+                    self.scoring_by_namespace
+                        .entry(ns.clone())
+                        .or_default()
+                        .push((position, pod.clone()));
+                }
             }
-            namespaces.extend(&term.namespaces);
-        }
-        namespaces.sort_unstable();
-        namespaces.dedup();
-        for ns in namespaces {
-            self.scoring_by_namespace
-                .entry(ns.clone())
-                .or_default()
-                .push((position, pod.clone()));
         }
     }
 
@@ -154,6 +154,27 @@ impl AffinityIndex {
             .flatten()
             .chain(&self.anti_affinity_any_namespace)
     }
+}
+
+/// Which incoming pods a running pod's scoring terms can match.
+enum ScoringReach<'a> {
+    /// A term selects namespaces by label: a pod of any namespace.
+    AnyNamespace,
+    /// Pods of these namespaces only (each once; none for a pod without scoring terms).
+    Namespaces(Vec<&'a String>),
+}
+
+fn scoring_reach(pod: &PodInfo) -> ScoringReach<'_> {
+    let mut namespaces: Vec<&String> = Vec::new();
+    for term in scoring_terms(pod) {
+        if !term.namespace_selector.is_nothing() {
+            return ScoringReach::AnyNamespace;
+        }
+        namespaces.extend(&term.namespaces);
+    }
+    namespaces.sort_unstable();
+    namespaces.dedup();
+    ScoringReach::Namespaces(namespaces)
 }
 
 /// The terms of a running pod InterPodAffinity's PreScore matches against an incoming pod.

@@ -210,7 +210,8 @@ impl Cluster {
             ..ApiLoadOptions::default()
         };
         let version = async {
-            if check_version && version_first.is_none() {
+            // Asked once: when it was asked first and failed, a second request would fail as well.
+            if check_version && self.chunk_size.is_some() {
                 self.client.apiserver_version().await.ok()
             } else {
                 None
