@@ -6,6 +6,7 @@
 #   tests/bench.sh                       # 100, 1,000 and 5,000 nodes, 30 pods per node
 #   BENCH_NODES=100,1000 tests/bench.sh  # fewer sizes; BENCH_RUNS=5 for more runs per measure
 #   BENCH_NODES=5000 BENCH_PODS_PER_NODE=10 tests/bench.sh   # BENCHMARKS.md's 5,000-node row
+#   BENCH_NODES=5000 BENCH_FLAGS=--live-only tests/bench.sh  # 150,000 pods: the live path only
 #
 # Output: Markdown tables on stdout (what BENCHMARKS.md holds), raw figures in
 # $BENCH_DIR/results.json (default /tmp/kubectl-sched-bench). Not part of `make test`: at 5,000
@@ -18,6 +19,7 @@ nodes=${BENCH_NODES:-100,1000,5000}
 runs=${BENCH_RUNS:-3}
 pods_per_node=${BENCH_PODS_PER_NODE:-30}
 dir=${BENCH_DIR:-/tmp/kubectl-sched-bench}
+read -r -a flags <<<"${BENCH_FLAGS:-}"
 mkdir -p "$dir"
 
 echo "## Machine" 
@@ -32,7 +34,7 @@ $cargo build --release -q -p sched-webhook --example loadgen --bin sched-webhook
 
 echo "## kubectl-sched and kube-scheduler"
 "$root/target/release/sched-bench" --nodes "$nodes" --pods-per-node "$pods_per_node" --runs "$runs" --out "$dir" \
-  --kubectl-sched "$root/target/release/kubectl-sched"
+  --kubectl-sched "$root/target/release/kubectl-sched" "${flags[@]}"
 
 echo
 echo "## sched-webhook: POST /mutate, caches from a real kube-apiserver (10,000 bound PV/PVC pairs)"

@@ -28,7 +28,7 @@ use sched_core::testing::generate::{GenerateParams, Generated};
 
 use load::Cluster;
 use measure::{Runs, SchedulerRuns, file, run_command, watch_scheduler};
-use report::{SimulateFigures, SizeResult};
+use report::{LiveFigures, OfflineFigures, SimulateFigures, SizeResult};
 
 /// Side-by-side benchmark of kubectl-sched and kube-scheduler on a real control plane.
 #[derive(Debug, Parser)]
@@ -68,6 +68,11 @@ struct Args {
     /// goes on by itself when the time is up.
     #[arg(long, default_value_t = 0)]
     hold_seconds: u64,
+    /// Measure only the live path (the pods list alone, `explain POD` both ways, the `preempt` dry
+    /// run) and stop: no snapshot file, no simulation, no kube-scheduler. For the sizes the loopback
+    /// control plane holds only briefly (kube-apiserver's memory grows with every full list).
+    #[arg(long)]
+    live_only: bool,
 }
 
 /// kube-scheduler's configuration for the run: scheduler_perf raises the client's QPS the same
@@ -197,6 +202,39 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
         &out("explain-live-paged.txt"),
         apiserver,
     )?;
+    eprintln!("sched-bench: {nodes} nodes: preemption dry run");
+    let preemptor = create_preemptor(&client, &cluster).await?;
+    let preempt = run_command(
+        binary,
+        &ours(&["preempt", &preemptor, "-n", "default", "--dry-run=client"]),
+        runs,
+        &out("preempt.txt"),
+        apiserver,
+    )?;
+    Api::<Pod>::namespaced(client.clone(), "default")
+        .delete(&preemptor, &DeleteParams::default().grace_period(0))
+        .await
+        .map_err(|e| format!("deleting {preemptor}: {e}"))?;
+
+    let live = LiveFigures {
+        list_floor,
+        explain_live,
+        explain_live_paged,
+        preempt,
+    };
+    let batch = cluster.pending.len() - pending_failed;
+    let mut result = SizeResult {
+        nodes,
+        bound_pods: cluster.bound_pods(),
+        batch,
+        load: loaded,
+        live,
+        offline: None,
+    };
+    if args.live_only {
+        return Ok(result);
+    }
+
     let snapshot_path = out("snapshot.json").display().to_string();
     eprintln!("sched-bench: {nodes} nodes: snapshot");
     let snapshot = run_command(
@@ -223,22 +261,8 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
         &out("simulate-full.json"),
     )?;
 
-    eprintln!("sched-bench: {nodes} nodes: preemption dry run");
-    let preemptor = create_preemptor(&client, &cluster).await?;
-    let preempt = run_command(
-        binary,
-        &ours(&["preempt", &preemptor, "-n", "default", "--dry-run=client"]),
-        runs,
-        &out("preempt.txt"),
-        apiserver,
-    )?;
-    Api::<Pod>::namespaced(client.clone(), "default")
-        .delete(&preemptor, &DeleteParams::default().grace_period(0))
-        .await
-        .map_err(|e| format!("deleting {preemptor}: {e}"))?;
-
     let mut scheduler = SchedulerRuns::default();
-    let mut batch = cluster.pending.len() - pending_failed;
+    let mut batch = batch;
     for run in 0..args.scheduler_runs.max(1) {
         if run > 0 {
             plane.stop_scheduler();
@@ -267,22 +291,16 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
         );
         let _ = std::fs::copy(&log, out(&format!("kube-scheduler-{}.log", run + 1)));
     }
-    Ok(SizeResult {
-        nodes,
-        bound_pods: cluster.bound_pods(),
-        batch,
-        load: loaded,
-        explain_live,
-        explain_live_paged,
-        list_floor,
+    result.batch = batch;
+    result.offline = Some(OfflineFigures {
         snapshot,
         snapshot_mib: std::fs::metadata(&snapshot_path).map_or(0.0, |m| m.len() as f64 / 1048576.0),
         explain_file,
         sampled,
         full,
-        preempt,
         scheduler,
-    })
+    });
+    Ok(result)
 }
 
 /// Runs `simulate --from FILE -o json` `runs` times and reads each run's summary.
