@@ -5,7 +5,7 @@
 //! need (they mutate their copy through the PreFilter AddPod/RemovePod extensions).
 
 use std::any::Any;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// A value stored in the cycle state. Blanket-implemented for every `Clone + Send + Sync + 'static` type.
 pub trait StateData: Any + Send + Sync {
@@ -53,11 +53,43 @@ impl<T> StateKey<T> {
 /// Per-cycle plugin state.
 #[derive(Default)]
 pub struct CycleState {
-    storage: HashMap<&'static str, Box<dyn StateData>>,
+    /// Read by every plugin on every node: hashed with foldhash rather than SipHash.
+    storage: HashMap<&'static str, Box<dyn StateData>, foldhash::fast::RandomState>,
     /// Plugins whose PreFilter returned Skip: their Filter (and AddPod/RemovePod) are not run.
-    pub skip_filter_plugins: HashSet<&'static str>,
+    pub skip_filter_plugins: PluginSet,
     /// Plugins whose PreScore returned Skip: their Score is not run.
-    pub skip_score_plugins: HashSet<&'static str>,
+    pub skip_score_plugins: PluginSet,
+}
+
+/// A set of plugin names. A profile has a few dozen plugins at most and the set is asked once per
+/// plugin per node, so a scan of a short list beats hashing the name each time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginSet(Vec<&'static str>);
+
+impl PluginSet {
+    /// Adds `name`; false when it was already there.
+    pub fn insert(&mut self, name: &'static str) -> bool {
+        if self.contains(name) {
+            return false;
+        }
+        self.0.push(name);
+        true
+    }
+
+    /// Whether `name` is in the set.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains(&name)
+    }
+
+    /// The names, in insertion order.
+    pub fn iter(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 impl Clone for CycleState {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
-use crate::framework::cycle_state::CycleState;
+use crate::framework::cycle_state::{CycleState, PluginSet};
 use crate::framework::interface::*;
 use crate::framework::status::{Code, Status};
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
@@ -332,7 +332,7 @@ impl Framework {
         let mut result: Option<PreFilterResult> = None;
         let mut plugins_with_nodes = BTreeSet::new();
         let mut return_status = Status::success();
-        let mut skip = std::collections::HashSet::new();
+        let mut skip = PluginSet::default();
         for p in &self.pre_filter {
             let Some(pl) = p.as_pre_filter() else { continue };
             let (r, s) = pl.pre_filter(state, pod, nodes);
@@ -599,7 +599,7 @@ impl Framework {
         pod: &PodInfo,
         nodes: &[Arc<NodeInfo>],
     ) -> Status {
-        let mut skip = std::collections::HashSet::new();
+        let mut skip = PluginSet::default();
         for p in &self.pre_score {
             let Some(pl) = p.as_pre_score() else { continue };
             let s = pl.pre_score(state, pod, nodes);
@@ -656,21 +656,22 @@ impl Framework {
             .iter()
             .map(|n| NodePluginScores {
                 name: n.name().to_string(),
-                scores: Vec::new(),
+                scores: Vec::with_capacity(plugins.len()),
                 total_score: 0,
             })
             .collect();
         for (i, (p, weight)) in plugins.iter().enumerate() {
             let pl = p.as_score().expect("score plugin checked at construction");
-            let mut list: Vec<NodeScore> = nodes
-                .iter()
-                .zip(&raw)
-                .map(|(n, r)| NodeScore {
-                    name: n.name().to_string(),
-                    score: r[i],
-                })
-                .collect();
-            if pl.has_normalize_score() {
+            // Only NormalizeScore reads the node names: other plugins' scores are used as they are.
+            let normalized: Vec<i64> = if pl.has_normalize_score() {
+                let mut list: Vec<NodeScore> = nodes
+                    .iter()
+                    .zip(&raw)
+                    .map(|(n, r)| NodeScore {
+                        name: n.name().to_string(),
+                        score: r[i],
+                    })
+                    .collect();
                 let s = pl.normalize_score(state, pod, &mut list);
                 if !s.is_success() {
                     return Err(Status::error(format!(
@@ -679,22 +680,25 @@ impl Framework {
                         s.message()
                     )));
                 }
-            }
-            for (j, ns) in list.iter().enumerate() {
-                if ns.score > MAX_NODE_SCORE || ns.score < MIN_NODE_SCORE {
+                list.into_iter().map(|ns| ns.score).collect()
+            } else {
+                raw.iter().map(|r| r[i]).collect()
+            };
+            for (j, &score) in normalized.iter().enumerate() {
+                if !(MIN_NODE_SCORE..=MAX_NODE_SCORE).contains(&score) {
                     return Err(Status::error(format!(
                         "applying score defaultWeights on Score plugins: plugin {:?} returns an invalid score {}, it should in the range of [{}, {}] after normalizing",
                         p.name(),
-                        ns.score,
+                        score,
                         MIN_NODE_SCORE,
                         MAX_NODE_SCORE
                     )));
                 }
-                let weighted = ns.score * weight;
+                let weighted = score * weight;
                 out[j].scores.push(PluginScore {
                     plugin: p.name(),
                     raw: raw[j][i],
-                    normalized: ns.score,
+                    normalized: score,
                     weight: *weight,
                     weighted,
                 });

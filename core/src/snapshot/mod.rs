@@ -200,13 +200,21 @@ pub fn is_terminal(pod: &Pod) -> bool {
     )
 }
 
+/// A map keyed by a name the engine looks up once per node of a cycle (node and image names):
+/// hashed with foldhash, which costs a fraction of the standard library's SipHash on short keys
+/// and is still seeded per process.
+pub type NameMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
+/// A set of names looked up once per node of a cycle; see [`NameMap`].
+pub type NameSet = std::collections::HashSet<String, foldhash::fast::RandomState>;
+
 /// An immutable view of the cluster.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
     nodes: Vec<Arc<NodeInfo>>,
     /// Built on first use: most evaluations of one pod do not need it.
     affinity_index: std::sync::OnceLock<affinity_index::AffinityIndex>,
-    node_index: HashMap<String, usize>,
+    node_index: NameMap<usize>,
     have_pods_with_affinity: Vec<Arc<NodeInfo>>,
     have_pods_with_required_anti_affinity: Vec<Arc<NodeInfo>>,
     /// Pods not bound to a node (pending), by `namespace/name`.
@@ -214,7 +222,7 @@ pub struct Snapshot {
     /// Every non-terminal pod by `namespace/name` (bound and pending).
     pub pods_by_key: HashMap<String, Arc<PodInfo>>,
     /// Pending pods nominated to a node (status.nominatedNodeName), by node name.
-    pub nominated_pods: HashMap<String, Vec<Arc<PodInfo>>>,
+    pub nominated_pods: NameMap<Vec<Arc<PodInfo>>>,
     /// Namespace labels by namespace name.
     pub namespace_labels: HashMap<String, Labels>,
     /// PVs by name.
@@ -224,13 +232,13 @@ pub struct Snapshot {
     /// StorageClasses by name.
     pub storage_classes: HashMap<String, Arc<StorageClass>>,
     /// CSINodes by name (= node name).
-    pub csi_nodes: HashMap<String, Arc<CSINode>>,
+    pub csi_nodes: NameMap<Arc<CSINode>>,
     /// CSIDrivers by name.
     pub csi_drivers: HashMap<String, Arc<CSIDriver>>,
     /// CSIStorageCapacities.
     pub csi_storage_capacities: Vec<Arc<CSIStorageCapacity>>,
     /// VolumeAttachments by `spec.nodeName`, in their order (kube-scheduler's informer index of them).
-    pub volume_attachments: HashMap<String, Vec<Arc<VolumeAttachment>>>,
+    pub volume_attachments: NameMap<Vec<Arc<VolumeAttachment>>>,
     /// PodDisruptionBudgets.
     pub pod_disruption_budgets: Vec<Arc<PodDisruptionBudget>>,
     /// PriorityClasses by name.
@@ -257,9 +265,12 @@ pub struct Snapshot {
     pub allocated: AllocatedState,
 }
 
-fn by_name<T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>>(
+fn by_name<
+    T: k8s_openapi::Metadata<Ty = k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
+    S: std::hash::BuildHasher + Default,
+>(
     items: Vec<T>,
-) -> HashMap<String, Arc<T>> {
+) -> HashMap<String, Arc<T>, S> {
     items
         .into_iter()
         .map(|o| (o.metadata().name.clone().unwrap_or_default(), Arc::new(o)))
@@ -285,8 +296,8 @@ fn by_namespaced_name<
 }
 
 /// VolumeAttachments grouped by the node they attach to.
-fn by_node_name(items: Vec<VolumeAttachment>) -> HashMap<String, Vec<Arc<VolumeAttachment>>> {
-    let mut out: HashMap<String, Vec<Arc<VolumeAttachment>>> = HashMap::new();
+fn by_node_name(items: Vec<VolumeAttachment>) -> NameMap<Vec<Arc<VolumeAttachment>>> {
+    let mut out: NameMap<Vec<Arc<VolumeAttachment>>> = NameMap::default();
     for va in items {
         out.entry(va.spec.node_name.clone())
             .or_default()
@@ -361,7 +372,7 @@ impl Snapshot {
         let allocated = AllocatedState::from_claims(&resource_claims);
 
         let mut infos: Vec<NodeInfo> = nodes.into_iter().map(|n| NodeInfo::new(Arc::new(n))).collect();
-        let node_index: HashMap<String, usize> = infos
+        let node_index: NameMap<usize> = infos
             .iter()
             .enumerate()
             .map(|(i, n)| (n.name().to_string(), i))
@@ -369,7 +380,7 @@ impl Snapshot {
 
         let mut pending_pods = Vec::new();
         let mut pods_by_key = HashMap::with_capacity(pods.len());
-        let mut nominated_pods: HashMap<String, Vec<Arc<PodInfo>>> = HashMap::new();
+        let mut nominated_pods: NameMap<Vec<Arc<PodInfo>>> = NameMap::default();
         // Parsing requests and affinity terms is the expensive part of building a snapshot: do it in
         // parallel, then place the pods serially.
         let pod_infos = build_pod_infos(pods);
@@ -408,7 +419,7 @@ impl Snapshot {
             }
         }
         for info in &mut infos {
-            let mut states = HashMap::new();
+            let mut states = NameMap::default();
             for image in info.node.status.iter().flat_map(|s| s.images.iter().flatten()) {
                 for name in image.names.iter().flatten() {
                     let (size, num_nodes) = image_nodes.get(name).copied().unwrap_or((0, 0));
@@ -417,7 +428,7 @@ impl Snapshot {
                         .or_insert(ImageStateSummary { size, num_nodes });
                 }
             }
-            info.image_states = states;
+            info.image_states = Arc::new(states);
         }
 
         let nodes: Vec<Arc<NodeInfo>> = infos.into_iter().map(Arc::new).collect();

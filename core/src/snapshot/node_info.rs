@@ -120,8 +120,9 @@ pub struct NodeInfo {
     pub non_zero_requested: Resource,
     /// `status.allocatable`.
     pub allocatable: Resource,
-    /// Images present on the node, by every name they are known by.
-    pub image_states: HashMap<String, ImageStateSummary>,
+    /// Images present on the node, by every name they are known by. Shared: it never changes after
+    /// the snapshot is built, and a NodeInfo is copied for every node with nominated pods.
+    pub image_states: Arc<super::NameMap<ImageStateSummary>>,
     /// `namespace/name` of PVCs used by pods on the node → number of pods using them.
     pub pvc_ref_counts: HashMap<String, i32>,
 }
@@ -144,7 +145,7 @@ impl NodeInfo {
             requested: Resource::default(),
             non_zero_requested: Resource::default(),
             allocatable,
-            image_states: HashMap::new(),
+            image_states: Arc::default(),
             pvc_ref_counts: HashMap::new(),
         }
     }

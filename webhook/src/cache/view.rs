@@ -13,6 +13,7 @@ use kube::Resource;
 use kube::runtime::reflector::ObjectRef;
 
 use sched_core::labels::Labels;
+use sched_core::snapshot::NameMap;
 use sched_core::snapshot::volume::PersistentVolume as VolumeInfo;
 use sched_core::{ClusterObjects, Engine, Snapshot};
 
@@ -27,16 +28,17 @@ struct VolumeMaps {
     pvs: HashMap<String, Arc<VolumeInfo>>,
     pvcs: HashMap<String, Arc<PersistentVolumeClaim>>,
     classes: HashMap<String, Arc<StorageClass>>,
-    csi_nodes: HashMap<String, Arc<CSINode>>,
+    csi_nodes: NameMap<Arc<CSINode>>,
     csi_drivers: HashMap<String, Arc<CSIDriver>>,
     capacities: Vec<Arc<CSIStorageCapacity>>,
     /// By `spec.nodeName`, as the engine's snapshot indexes them.
-    attachments: HashMap<String, Vec<Arc<VolumeAttachment>>>,
+    attachments: NameMap<Vec<Arc<VolumeAttachment>>>,
 }
 
-fn by_key<K>(items: Vec<Arc<K>>) -> HashMap<String, Arc<K>>
+fn by_key<K, S>(items: Vec<Arc<K>>) -> HashMap<String, Arc<K>, S>
 where
     K: Resource<Scope = k8s_openapi::ClusterResourceScope>,
+    S: std::hash::BuildHasher + Default,
 {
     items.into_iter().map(|o| (key_of(o.meta()), o)).collect()
 }
@@ -93,8 +95,8 @@ fn volumes_of(snapshot: &Snapshot) -> VolumeMaps {
 
 /// VolumeAttachments grouped by the node they attach to, ordered by name within a node (a store's
 /// order is a hash map's; the engine's file and API loaders keep the API server's, which is by name).
-fn by_node_name(items: Vec<Arc<VolumeAttachment>>) -> HashMap<String, Vec<Arc<VolumeAttachment>>> {
-    let mut out: HashMap<String, Vec<Arc<VolumeAttachment>>> = HashMap::new();
+fn by_node_name(items: Vec<Arc<VolumeAttachment>>) -> NameMap<Vec<Arc<VolumeAttachment>>> {
+    let mut out: NameMap<Vec<Arc<VolumeAttachment>>> = NameMap::default();
     for va in items {
         out.entry(va.spec.node_name.clone()).or_default().push(va);
     }

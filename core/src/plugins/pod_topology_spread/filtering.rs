@@ -1,6 +1,5 @@
 //! PodTopologySpread's PreFilter, AddPod/RemovePod and Filter: `DoNotSchedule` constraints.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -8,7 +7,7 @@ use rayon::prelude::*;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{FilterPlugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult};
 use crate::framework::status::Status;
-use crate::snapshot::{NodeInfo, PodInfo};
+use crate::snapshot::{NameMap, NodeInfo, PodInfo};
 
 use super::common::{
     DO_NOT_SCHEDULE, RequiredNodeAffinity, SpreadConstraint, count_pods_match_selector,
@@ -87,7 +86,7 @@ impl CriticalPaths {
 pub(super) struct PreFilterState {
     pub constraints: Arc<Vec<SpreadConstraint>>,
     pub critical_paths: Vec<CriticalPaths>,
-    pub tp_value_to_match_num: Vec<HashMap<String, i64>>,
+    pub tp_value_to_match_num: Vec<NameMap<i64>>,
     /// The incoming pod's required node affinity (for the inclusion policies in AddPod/RemovePod).
     required_node_affinity: Arc<RequiredNodeAffinity>,
 }
@@ -120,7 +119,7 @@ impl PodTopologySpread {
         let required = RequiredNodeAffinity::from_pod(&pod.pod);
         let mut state = PreFilterState {
             critical_paths: Vec::new(),
-            tp_value_to_match_num: vec![HashMap::new(); constraints.len()],
+            tp_value_to_match_num: vec![NameMap::default(); constraints.len()],
             constraints: Arc::new(constraints),
             required_node_affinity: Arc::new(required),
         };

@@ -4,7 +4,6 @@
 //! the log of the number of domains, plus `maxSkew - 1`; NormalizeScore reverses it so the emptiest
 //! domains score highest.
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use rayon::prelude::*;
@@ -12,7 +11,7 @@ use rayon::prelude::*;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{MAX_NODE_SCORE, NodeScore, PreScorePlugin, ScorePlugin};
 use crate::framework::status::Status;
-use crate::snapshot::{NodeInfo, PodInfo};
+use crate::snapshot::{NameMap, NameSet, NodeInfo, PodInfo};
 
 use super::PodTopologySpread;
 use super::common::{
@@ -28,10 +27,10 @@ pub(super) const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("P
 pub(super) struct PreScoreState {
     pub constraints: Vec<SpreadConstraint>,
     /// Feasible nodes lacking some topology key: they score 0.
-    pub ignored_nodes: HashSet<String>,
+    pub ignored_nodes: NameSet,
     /// Per constraint: matching pods per domain of a feasible node (hostname constraints are counted
     /// per node in Score instead).
-    pub topology_value_to_pod_counts: Vec<HashMap<String, i64>>,
+    pub topology_value_to_pod_counts: Vec<NameMap<i64>>,
     /// Per constraint: log(domains + 2), so small topologies are not drowned by large ones.
     pub topology_normalizing_weight: Vec<f64>,
     /// Per constraint: matching pods on each node, by the node's position in the snapshot (what
@@ -72,7 +71,7 @@ impl PodTopologySpread {
         if s.constraints.is_empty() {
             return Ok(s);
         }
-        s.topology_value_to_pod_counts = vec![HashMap::new(); s.constraints.len()];
+        s.topology_value_to_pod_counts = vec![NameMap::default(); s.constraints.len()];
         let mut topo_size = vec![0usize; s.constraints.len()];
         for node in filtered {
             let labels = node.labels();
@@ -208,7 +207,7 @@ impl ScorePlugin for PodTopologySpread {
         let Some(s) = state.read(&PRE_SCORE_STATE_KEY) else {
             return (0, state_missing());
         };
-        if s.ignored_nodes.contains(node.name()) {
+        if !s.ignored_nodes.is_empty() && s.ignored_nodes.contains(node.name()) {
             return (0, Status::success());
         }
         let labels = node.labels();
@@ -243,7 +242,7 @@ impl ScorePlugin for PodTopologySpread {
         let mut max_score = 0i64;
         let mut ignored = vec![false; scores.len()];
         for (i, score) in scores.iter().enumerate() {
-            if s.ignored_nodes.contains(&score.name) {
+            if !s.ignored_nodes.is_empty() && s.ignored_nodes.contains(&score.name) {
                 ignored[i] = true;
                 continue;
             }
