@@ -1,10 +1,11 @@
 //! Times the phases of one pod's evaluation on a generated cluster, for profiling
 //! (`perf record` on this binary sees only the evaluation loop after the `ready` line).
 //!
-//! `cargo run --release -p sched-core --features testing --example profile_schedule -- [nodes] [pods] [iterations] [pending]`
+//! `cargo run --release -p sched-core --features testing --example profile_schedule -- [nodes] [pods] [iterations] [pending] [namespaces=N]`
 //!
 //! With `pending` it evaluates the generated cluster's own pending pods (affinities, spread, PVCs:
 //! the shapes `sched-bench` gives both schedulers) instead of one plain pod, each once per iteration.
+//! `namespaces=N` puts the workloads in N namespaces (default: one per 1,500 pods).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,7 +30,9 @@ fn main() {
         args.get(2).copied().unwrap_or(50),
     );
     let start = Instant::now();
-    let objects = generate_pruned(&GenerateParams::new(nodes, pods, 3, 7));
+    let mut params = GenerateParams::new(nodes, pods, 3, 7);
+    params.namespaces = std::env::args().find_map(|a| a.strip_prefix("namespaces=")?.parse().ok());
+    let objects = generate_pruned(&params);
     eprintln!("generated in {:.2?}", start.elapsed());
     let pending: Vec<_> = if std::env::args().any(|a| a == "pending") {
         let unbound =

@@ -8,11 +8,16 @@
 //! a namespace they name, unless they select namespaces by label. kube-scheduler walks every pod of
 //! every node for each pod it schedules; triage evaluates thousands of pods on one snapshot, so the
 //! index is built once, on first use.
+//!
+//! PodTopologySpread's scoring also keeps here, per (namespace, selector), how many placed pods each
+//! node holds that the selector matches ([`AffinityIndex::spread_matches`]): the pods of one workload
+//! share their spreading selector, so a batch counts it once instead of once per pod.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{NodeInfo, PodInfo};
+use crate::labels::Selector;
 
 /// A placed pod and its node's position in the snapshot's nodes.
 pub type PlacedPod = (usize, Arc<PodInfo>);
@@ -35,6 +40,57 @@ pub struct AffinityIndex {
     scoring_by_namespace: HashMap<String, Vec<PlacedPod>>,
     /// Placed pods with a scoring term that selects namespaces by label: they may match any pod.
     scoring_any_namespace: Vec<PlacedPod>,
+    /// What [`AffinityIndex::spread_matches`] has counted so far.
+    spread_counts: SpreadCounts,
+}
+
+/// Matching pods per node position, by namespace and selector. Behind a lock because cycles on one
+/// snapshot run in parallel (triage); changed only with the index (`&mut`), when a pod is placed or
+/// removed, so the counts always describe the snapshot's pods.
+#[derive(Default)]
+struct SpreadCounts(Mutex<HashMap<String, Vec<SelectorCounts>>>);
+
+/// A selector and its matching pods per node position.
+type SelectorCounts = (Selector, Arc<Vec<u32>>);
+
+/// Selectors kept at most (each a counter per node: 20 kB at 5,000 nodes); past it, counts are
+/// computed and not kept.
+const MAX_SPREAD_SELECTORS: usize = 1024;
+
+impl Clone for SpreadCounts {
+    fn clone(&self) -> Self {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        SpreadCounts(Mutex::new(map))
+    }
+}
+
+impl std::fmt::Debug for SpreadCounts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let map = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        f.debug_struct("SpreadCounts")
+            .field("selectors", &map.values().map(Vec::len).sum::<usize>())
+            .finish()
+    }
+}
+
+/// Whether PodTopologySpread counts `pod` for `selector` (`countPodsMatchSelector`): terminating
+/// pods never, and an empty selector matches nothing there.
+fn spread_counts_pod(selector: &Selector, pod: &PodInfo) -> bool {
+    !pod.is_terminating() && !selector.is_everything() && selector.matches_opt(pod.labels())
+}
+
+impl SpreadCounts {
+    /// A pod of the snapshot placed (`delta` 1) or removed (-1) at `position`.
+    fn update(&mut self, position: usize, pod: &PodInfo, delta: i32) {
+        let map = self.0.get_mut().unwrap_or_else(PoisonError::into_inner);
+        for (selector, counts) in map.get_mut(pod.namespace()).into_iter().flatten() {
+            if spread_counts_pod(selector, pod)
+                && let Some(count) = Arc::make_mut(counts).get_mut(position)
+            {
+                *count = count.saturating_add_signed(delta);
+            }
+        }
+    }
 }
 
 impl AffinityIndex {
@@ -55,8 +111,46 @@ impl AffinityIndex {
         index
     }
 
+    /// Per node position (of `nodes` nodes), the placed pods of `namespace` that `selector` matches,
+    /// as PodTopologySpread counts them (`countPodsMatchSelector`: terminating pods and an empty
+    /// selector count nothing). Counted once per (namespace, selector) and kept for the index's life.
+    pub fn spread_matches(&self, namespace: &str, selector: &Selector, nodes: usize) -> Arc<Vec<u32>> {
+        let lock = || {
+            self.spread_counts
+                .0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        let cached = |map: &HashMap<String, Vec<SelectorCounts>>| {
+            map.get(namespace)?
+                .iter()
+                .find(|(s, counts)| s == selector && counts.len() == nodes)
+                .map(|(_, counts)| counts.clone())
+        };
+        if let Some(counts) = cached(&lock()) {
+            return counts;
+        }
+        let mut counts = vec![0u32; nodes];
+        for (position, pod) in self.pods_in(namespace) {
+            if spread_counts_pod(selector, pod)
+                && let Some(count) = counts.get_mut(*position)
+            {
+                *count += 1;
+            }
+        }
+        let counts = Arc::new(counts);
+        let mut map = lock();
+        if cached(&map).is_none() && map.values().map(Vec::len).sum::<usize>() < MAX_SPREAD_SELECTORS {
+            map.entry(namespace.to_string())
+                .or_default()
+                .push((selector.clone(), counts.clone()));
+        }
+        counts
+    }
+
     /// Adds a pod just placed on `node` (at `position` in the snapshot's nodes).
     pub(crate) fn add(&mut self, position: usize, node: &Arc<NodeInfo>, pod: &Arc<PodInfo>) {
+        self.spread_counts.update(position, pod, 1);
         self.add_placed(position, pod);
         if pod.has_required_anti_affinity() {
             self.add_anti_affinity_terms(node, pod);
@@ -68,7 +162,12 @@ impl AffinityIndex {
     pub(crate) fn remove(&mut self, position: usize, pod: &PodInfo) {
         let same = |p: &PodInfo| p.namespace() == pod.namespace() && p.name() == pod.name();
         if let Some(pods) = self.pods_by_namespace.get_mut(pod.namespace()) {
+            let before = pods.len();
             pods.retain(|(at, p)| !(*at == position && same(p)));
+            // Counted only if it was there (the counts describe pods_by_namespace).
+            for _ in pods.len()..before {
+                self.spread_counts.update(position, pod, -1);
+            }
         }
         if pod.has_required_anti_affinity() {
             for terms in self.anti_affinity_by_namespace.values_mut() {
@@ -232,5 +331,93 @@ mod tests {
             }
         }
         assert!(checked > 20, "only {checked} pods reached Filter");
+    }
+}
+
+#[cfg(test)]
+mod spread_matches_tests {
+    use std::collections::BTreeMap;
+
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+    use super::*;
+    use crate::snapshot::{ClusterObjects, Snapshot};
+    use crate::testing::{node, pod, snapshot_of};
+
+    fn app(value: &str) -> Selector {
+        Selector::from_label_selector(Some(&LabelSelector {
+            match_labels: Some(BTreeMap::from([("app".to_string(), value.to_string())])),
+            ..Default::default()
+        }))
+        .expect("valid selector")
+    }
+
+    fn cluster() -> Snapshot {
+        snapshot_of(ClusterObjects {
+            nodes: vec![node("n0").obj(), node("n1").obj(), node("n2").obj()],
+            pods: vec![
+                pod("w0").namespace("a").label("app", "web").node("n0").obj(),
+                pod("w1").namespace("a").label("app", "web").node("n0").obj(),
+                pod("w2").namespace("a").label("app", "web").node("n2").obj(),
+                pod("gone")
+                    .namespace("a")
+                    .label("app", "web")
+                    .node("n1")
+                    .terminating()
+                    .obj(),
+                pod("db").namespace("a").label("app", "db").node("n1").obj(),
+                pod("other-ns")
+                    .namespace("b")
+                    .label("app", "web")
+                    .node("n1")
+                    .obj(),
+            ],
+            ..Default::default()
+        })
+    }
+
+    /// What spread_matches must equal: the count over the snapshot's pods as they are now.
+    fn counted_afresh(snapshot: &Snapshot, namespace: &str, selector: &Selector) -> Vec<u32> {
+        AffinityIndex::new(snapshot.nodes())
+            .spread_matches(namespace, selector, snapshot.nodes().len())
+            .to_vec()
+    }
+
+    #[test]
+    fn spread_matches_counts_the_namespace_pods_the_selector_matches_per_node() {
+        let snapshot = cluster();
+        let index = snapshot.affinity_index();
+        // Terminating pods and other namespaces' pods are not counted; an empty selector counts none.
+        assert_eq!(*index.spread_matches("a", &app("web"), 3), vec![2, 0, 1]);
+        assert_eq!(*index.spread_matches("a", &app("db"), 3), vec![0, 1, 0]);
+        assert_eq!(*index.spread_matches("b", &app("web"), 3), vec![0, 1, 0]);
+        let everything = Selector::Requirements(Vec::new());
+        assert_eq!(*index.spread_matches("a", &everything, 3), vec![0, 0, 0]);
+        // Asked again, the kept counts are the same.
+        assert_eq!(*index.spread_matches("a", &app("web"), 3), vec![2, 0, 1]);
+    }
+
+    #[test]
+    fn kept_spread_matches_follow_pods_placed_and_removed() {
+        let mut snapshot = cluster();
+        for selector in [app("web"), app("db")] {
+            snapshot.affinity_index().spread_matches("a", &selector, 3);
+        }
+        let placed = pod("w3").namespace("a").label("app", "web").node("n1").info();
+        snapshot.assume_pod(Arc::new(placed)).expect("n1 is a node");
+        snapshot.remove_pod("a", "w0").expect("w0 is placed");
+        snapshot.remove_pod("a", "db").expect("db is placed");
+        // A copy of the snapshot keeps its own counts: changing it leaves the original as it was.
+        let mut copy = snapshot.clone();
+        copy.remove_pod("a", "w2").expect("w2 is placed");
+        for (snapshot, expected_web) in [(&snapshot, vec![1, 1, 1]), (&copy, vec![1, 1, 0])] {
+            let index = snapshot.affinity_index();
+            assert_eq!(*index.spread_matches("a", &app("web"), 3), expected_web);
+            assert_eq!(
+                *index.spread_matches("a", &app("web"), 3),
+                counted_afresh(snapshot, "a", &app("web"))
+            );
+            assert_eq!(*index.spread_matches("a", &app("db"), 3), vec![0, 0, 0]);
+        }
     }
 }

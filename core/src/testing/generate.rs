@@ -57,6 +57,8 @@ pub struct GenerateParams {
     pub pending_percent: u64,
     /// Adds the fields real clusters carry that the scheduler ignores.
     pub realistic: bool,
+    /// Team namespaces the workloads spread over; `None`: one per 1,500 pods (1 to 200).
+    pub namespaces: Option<usize>,
 }
 
 impl Default for GenerateParams {
@@ -68,6 +70,7 @@ impl Default for GenerateParams {
             seed: 1,
             pending_percent: 2,
             realistic: true,
+            namespaces: None,
         }
     }
 }
@@ -888,7 +891,10 @@ impl Cluster<'_> {
 /// Calls `f` with every object, in a stable order: cluster-scoped objects, nodes, then workloads.
 pub fn for_each_object(params: &GenerateParams, mut f: impl FnMut(Generated)) {
     let mut rng = Rng(params.seed ^ 0x005E_ED0F_C1A5);
-    let namespaces = (params.pods / 1_500).clamp(1, 200);
+    let namespaces = params
+        .namespaces
+        .unwrap_or((params.pods / 1_500).clamp(1, 200))
+        .max(1);
 
     for ns in ["default", "kube-system"]
         .into_iter()

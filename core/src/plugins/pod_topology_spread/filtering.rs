@@ -178,9 +178,9 @@ impl PodTopologySpread {
         }
     }
 
-    /// The same counts as [`Self::count_on_every_node`]: every eligible node's domain (with 0), then
-    /// only the pods of the incoming pod's namespace (the snapshot's index), each added to its node's
-    /// domain when the node is eligible for the constraint.
+    /// The same counts as [`Self::count_on_every_node`]: every eligible node's domain gets the
+    /// matching pods of the incoming pod's namespace on that node, from the snapshot's index
+    /// ([`AffinityIndex::spread_matches`](crate::snapshot::affinity_index::AffinityIndex::spread_matches)).
     fn count_through_index(&self, state: &mut PreFilterState, pod: &PodInfo, nodes: &[Arc<NodeInfo>]) {
         let constraints = &state.constraints;
         let required = &state.required_node_affinity;
@@ -198,31 +198,21 @@ impl PodTopologySpread {
                     .fold(0u64, |bits, (i, _)| bits | (1 << i))
             })
             .collect();
-        for (node_info, bits) in nodes.iter().zip(&eligible) {
-            for (i, c) in constraints.iter().enumerate() {
+        // The matching pods per node come from the index's kept counts (each (namespace, selector)
+        // counted once for the snapshot); every eligible node's domain gets its node's count.
+        let index = self.snapshot.affinity_index();
+        for (i, c) in constraints.iter().enumerate() {
+            let matching = index.spread_matches(pod.namespace(), &c.selector, nodes.len());
+            for (position, (node_info, bits)) in nodes.iter().zip(&eligible).enumerate() {
                 if bits & (1 << i) != 0 {
                     let value = node_info.labels().get(&c.topology_key).map_or("", String::as_str);
-                    state.tp_value_to_match_num[i]
-                        .entry(value.to_string())
-                        .or_insert(0);
-                }
-            }
-        }
-        for (position, other) in self.snapshot.affinity_index().pods_in(pod.namespace()) {
-            let bits = eligible[*position];
-            if bits == 0 || other.is_terminating() {
-                continue;
-            }
-            let labels = nodes[*position].labels();
-            for (i, c) in constraints.iter().enumerate() {
-                // An empty selector counts nothing (count_pods_match_selector).
-                if bits & (1 << i) != 0
-                    && !c.selector.is_everything()
-                    && c.selector.matches_opt(other.labels())
-                {
-                    let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                    if let Some(n) = state.tp_value_to_match_num[i].get_mut(value) {
-                        *n += 1;
+                    let count = matching.get(position).copied().map_or(0, i64::from);
+                    let domains = &mut state.tp_value_to_match_num[i];
+                    match domains.get_mut(value) {
+                        Some(n) => *n += count,
+                        None => {
+                            domains.insert(value.to_string(), count);
+                        }
                     }
                 }
             }
@@ -394,6 +384,48 @@ mod tests {
             })
             .collect();
         (Code::Success, results)
+    }
+
+    /// PreFilter's counts through the snapshot's index (its own node list, the kept per-selector
+    /// counts) equal those of walking every pod of every node (a copy of the list), for every pending
+    /// pod of a generated cluster, and stay equal once the kept counts exist (asked a second time).
+    /// Filter's verdicts read only these: the domains' counts and each constraint's minimum.
+    #[cfg(feature = "testing")]
+    #[test]
+    fn counts_through_the_index_equal_counts_walking_every_node() {
+        use crate::testing::generate::{GenerateParams, generate};
+        let mut params = GenerateParams::new(60, 2_400, 3, 11);
+        params.pending_percent = 10;
+        let snap = Arc::new(crate::snapshot::Snapshot::new(generate(&params)));
+        let handle = Handle {
+            snapshot: snap.clone(),
+        };
+        let pl = new(None, &handle).expect("plugin");
+        let pre = pl.as_pre_filter().expect("prefilter");
+        let every_node: Vec<Arc<NodeInfo>> = snap.nodes().to_vec();
+        let counts = |pod: &PodInfo, nodes: &[Arc<NodeInfo>]| {
+            let mut state = CycleState::new();
+            pre.pre_filter(&mut state, pod, nodes);
+            state
+                .read(&PRE_FILTER_STATE_KEY)
+                // Critical paths are compared by their minimum: which of two tied domains is kept
+                // follows a map's iteration order, as upstream's does.
+                .map(|s| {
+                    let minimums: Vec<i64> = s.critical_paths.iter().map(CriticalPaths::min).collect();
+                    (s.tp_value_to_match_num.clone(), minimums)
+                })
+        };
+        let mut compared = 0;
+        for _ in 0..2 {
+            for pod in &snap.pending_pods {
+                let walked = counts(pod, &every_node);
+                assert_eq!(counts(pod, snap.nodes()), walked, "{}", pod.key());
+                compared += usize::from(
+                    walked.is_some_and(|(domains, _)| domains.iter().any(|d| d.values().any(|n| *n > 0))),
+                );
+            }
+        }
+        assert!(compared > 10, "only {compared} pods had pods to count");
     }
 
     fn codes(results: &[(String, Code, Vec<String>)]) -> Vec<(&str, Code)> {

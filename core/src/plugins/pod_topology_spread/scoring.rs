@@ -35,7 +35,7 @@ pub(super) struct PreScoreState {
     pub topology_normalizing_weight: Vec<f64>,
     /// Per constraint: matching pods on each node, by the node's position in the snapshot (what
     /// Score counts for hostname constraints, counted once in PreScore).
-    pub pods_matching_on_node: Vec<Vec<i64>>,
+    pub pods_matching_on_node: Vec<Arc<Vec<u32>>>,
 }
 
 fn state_missing() -> Status {
@@ -136,57 +136,40 @@ impl PreScorePlugin for PodTopologySpread {
         let domains = &s.topology_value_to_pod_counts;
         // Matching pods per constraint and node position, from the pods of the pod's namespace only
         // (the only ones count_pods_match_selector counts): kube-scheduler walks every pod of every
-        // node here, which at 100,000 pods dominates a cycle.
-        let mut matching = vec![vec![0i64; all_nodes.len()]; constraints.len()];
-        // Constraints with the selector of an earlier one (the system defaults' hostname and zone
-        // constraints share one) reuse its answer: each pod is matched once per distinct selector.
-        let same_selector_as: Vec<usize> = constraints
+        // node here, which at 100,000 pods dominates a cycle. The snapshot's index counts each
+        // (namespace, selector) once, and the pods of a workload share theirs.
+        let index = self.snapshot.affinity_index();
+        let matching: Vec<Arc<Vec<u32>>> = constraints
             .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                constraints[..i]
-                    .iter()
-                    .position(|d| d.selector == c.selector)
-                    .unwrap_or(i)
-            })
+            .map(|c| index.spread_matches(pod.namespace(), &c.selector, all_nodes.len()))
             .collect();
-        let mut matched = vec![false; constraints.len()];
-        for (position, other) in self.snapshot.affinity_index().pods_in(pod.namespace()) {
-            if other.is_terminating() {
-                continue;
-            }
-            for (i, c) in constraints.iter().enumerate() {
-                matched[i] = if same_selector_as[i] < i {
-                    matched[same_selector_as[i]]
-                } else {
-                    // An empty selector counts nothing (count_pods_match_selector).
-                    !c.selector.is_everything() && c.selector.matches_opt(other.labels())
-                };
-                if matched[i] {
-                    matching[i][*position] += 1;
-                }
-            }
-        }
+        // Only domains of feasible nodes are scored (hostname constraints have none: Score counts
+        // them per node), so only the constraints with domains need the pass below.
+        let with_domains: Vec<bool> = domains.iter().map(|d| !d.is_empty()).collect();
         // Every node of the cluster (not only the feasible ones) counts towards its domain.
         let per_node: Vec<Vec<(usize, &str, i64)>> = all_nodes
             .par_iter()
             .enumerate()
             .map(|(position, node_info)| {
+                if !with_domains.contains(&true) {
+                    return Vec::new();
+                }
                 let labels = node_info.labels();
                 if require_all_topologies && !node_labels_match_spread_constraints(labels, constraints) {
                     return Vec::new();
                 }
                 let mut out = Vec::new();
                 for (i, c) in constraints.iter().enumerate() {
-                    if !c.match_node_inclusion_policies(&pod.pod, &node_info.node, &required) {
+                    if !with_domains[i]
+                        || !c.match_node_inclusion_policies(&pod.pod, &node_info.node, &required)
+                    {
                         continue;
                     }
                     let value = labels.get(&c.topology_key).map_or("", String::as_str);
-                    // Only domains of feasible nodes are scored; hostname counts are done in Score.
                     if !domains[i].contains_key(value) {
                         continue;
                     }
-                    out.push((i, value, matching[i][position]));
+                    out.push((i, value, i64::from(matching[i][position])));
                 }
                 out
             })
@@ -220,7 +203,8 @@ impl ScorePlugin for PodTopologySpread {
                 let counted = self
                     .snapshot
                     .node_position(node.name())
-                    .and_then(|position| s.pods_matching_on_node.get(i)?.get(position).copied());
+                    .and_then(|position| s.pods_matching_on_node.get(i)?.get(position).copied())
+                    .map(i64::from);
                 counted.unwrap_or_else(|| count_pods_match_selector(&node.pods, &c.selector, pod.namespace()))
             } else {
                 s.topology_value_to_pod_counts[i].get(value).copied().unwrap_or(0)
