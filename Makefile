@@ -7,7 +7,7 @@
 #   make deny          cargo-deny: licenses, bans, sources (and advisories when a database copy is there)
 #   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
 #   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
-#   make bench         every figure of BENCHMARKS.md: kubectl-sched vs kube-scheduler on a real control plane (tens of minutes)
+#   make bench         every figure of BENCHMARKS.md: kubectl-sched vs kube-scheduler on a real control plane (about 1.5 hours)
 #   make fuzz          the cargo-fuzz targets, FUZZ_SECONDS each (nightly + cargo-fuzz; 25+ minutes)
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
