@@ -73,9 +73,9 @@ impl std::fmt::Debug for SpreadCounts {
     }
 }
 
-/// Whether PodTopologySpread counts `pod` for `selector` (`countPodsMatchSelector`): terminating
-/// pods never, and an empty selector matches nothing there.
-fn spread_counts_pod(selector: &Selector, pod: &PodInfo) -> bool {
+/// Whether PodTopologySpread counts `pod` for `selector` (`countPodsMatchSelector`, namespaces
+/// apart): terminating pods never, and an empty selector matches nothing there.
+pub fn spread_counts_pod(selector: &Selector, pod: &PodInfo) -> bool {
     !pod.is_terminating() && !selector.is_everything() && selector.matches_opt(pod.labels())
 }
 

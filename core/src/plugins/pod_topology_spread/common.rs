@@ -12,6 +12,7 @@ use crate::plugins::helper::taints::{
 };
 pub use crate::plugins::node_affinity::RequiredNodeAffinity;
 use crate::snapshot::PodInfo;
+use crate::snapshot::affinity_index::spread_counts_pod;
 
 use super::PodTopologySpread;
 
@@ -121,14 +122,14 @@ pub fn node_labels_match_spread_constraints(labels: &Labels, constraints: &[Spre
 }
 
 /// Pods in `namespace` matching `selector`, terminating pods excluded. An empty selector counts nothing
-/// (Go checks `selector.Empty()` first).
+/// (Go checks `selector.Empty()` first). The snapshot's kept counts use the same rule
+/// ([`spread_counts_pod`]).
 pub fn count_pods_match_selector(pods: &[Arc<PodInfo>], selector: &Selector, namespace: &str) -> i64 {
     if selector.is_everything() {
         return 0;
     }
     pods.iter()
-        .filter(|p| !p.is_terminating() && p.namespace() == namespace)
-        .filter(|p| selector.matches_opt(p.labels()))
+        .filter(|p| p.namespace() == namespace && spread_counts_pod(selector, p))
         .count() as i64
 }
 

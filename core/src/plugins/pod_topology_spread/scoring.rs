@@ -146,14 +146,16 @@ impl PreScorePlugin for PodTopologySpread {
         // Only domains of feasible nodes are scored (hostname constraints have none: Score counts
         // them per node), so only the constraints with domains need the pass below.
         let with_domains: Vec<bool> = domains.iter().map(|d| !d.is_empty()).collect();
+        let nodes_to_count = if with_domains.contains(&true) {
+            all_nodes
+        } else {
+            &[]
+        };
         // Every node of the cluster (not only the feasible ones) counts towards its domain.
-        let per_node: Vec<Vec<(usize, &str, i64)>> = all_nodes
+        let per_node: Vec<Vec<(usize, &str, i64)>> = nodes_to_count
             .par_iter()
             .enumerate()
             .map(|(position, node_info)| {
-                if !with_domains.contains(&true) {
-                    return Vec::new();
-                }
                 let labels = node_info.labels();
                 if require_all_topologies && !node_labels_match_spread_constraints(labels, constraints) {
                     return Vec::new();
