@@ -159,6 +159,13 @@ fn deploy_copy_with_certs(ips: &[std::net::IpAddr]) -> Result<(tempfile::TempDir
     copy_tree(&deploy_dir(), &copy)?;
     let generated = sched_webhook::certs::generate(&[SERVICE_DNS.to_string()], ips, 2)?;
     sched_webhook::certs::write(&copy.join("overlays/self-signed/certs"), &generated)?;
+    // The mutual-TLS overlay's certs/: what `sched-webhook certs --client-cert kube-apiserver` writes.
+    let mtls = copy.join("overlays/self-signed-mtls/certs");
+    sched_webhook::certs::write(&mtls, &generated)?;
+    sched_webhook::certs::write_client(
+        &mtls,
+        &sched_webhook::certs::generate_client("kube-apiserver", 2)?,
+    )?;
     Ok((dir, copy))
 }
 
@@ -181,6 +188,7 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
         ("deploy", deploy.clone()),
         ("self-signed", copy.join("overlays/self-signed")),
         ("control-plane-cidr", control_plane_cidr_overlay(&copy)?),
+        ("self-signed-mtls", copy.join("overlays/self-signed-mtls")),
     ];
     let mut rendered = Vec::new();
     for (name, dir) in &variants {
@@ -336,6 +344,76 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
         deployment["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"]
             == secret["metadata"]["name"],
         "the Deployment mounts the generated Secret"
+    );
+    ensure!(
+        hook["webhooks"][0]["sideEffects"] == "None",
+        "admission writes nothing: sideEffects None, {}",
+        hook["webhooks"][0]["sideEffects"]
+    );
+    check_mutual_tls_overlay(&rendered[5].1, &copy.join("overlays/self-signed-mtls/certs"))?;
+    Ok(())
+}
+
+/// The mutual-TLS overlay: the webhook is started with `--client-ca-file` naming a file of a mounted
+/// Secret that holds exactly the client CA `sched-webhook certs --client-cert` wrote (and no key), and
+/// the rest is the self-signed overlay's (caBundle from the serving CA).
+fn check_mutual_tls_overlay(docs: &[Value], certs: &Path) -> Result<()> {
+    let deployment = find(docs, "Deployment", "sched-webhook")?;
+    let pod = &deployment["spec"]["template"]["spec"];
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .context("container args")?
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    let ca_path = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--client-ca-file="))
+        .with_context(|| format!("the mTLS overlay passes --client-ca-file: {args:?}"))?;
+    let (dir, file) = ca_path.rsplit_once('/').context("an absolute path")?;
+    let mount = pod["containers"][0]["volumeMounts"]
+        .as_array()
+        .context("volume mounts")?
+        .iter()
+        .find(|m| m["mountPath"] == dir)
+        .with_context(|| format!("a volume is mounted at {dir}"))?;
+    let volume = pod["volumes"]
+        .as_array()
+        .context("volumes")?
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .context("the mounted volume exists")?;
+    let secret = docs
+        .iter()
+        .find(|d| d["kind"] == "Secret" && d["metadata"]["name"] == volume["secret"]["secretName"])
+        .with_context(|| format!("the overlay generates the Secret {}", volume["secret"]))?;
+    let data = secret["data"].as_object().context("Secret data")?;
+    ensure!(
+        data.keys().collect::<Vec<_>>() == [file],
+        "the client-CA Secret holds {file} only (no key): {:?}",
+        data.keys().collect::<Vec<_>>()
+    );
+    let client_ca = std::fs::read_to_string(certs.join("client-ca.crt"))?;
+    // kustomize wraps the base64 of generated data in lines.
+    let mounted: String = data[file]
+        .as_str()
+        .context("Secret data is a string")?
+        .split_whitespace()
+        .collect();
+    ensure!(
+        mounted == sched_webhook::certs::ca_bundle_base64(&client_ca),
+        "the mounted {file} is the client CA `sched-webhook certs --client-cert` wrote"
+    );
+    let hook = find(docs, "MutatingWebhookConfiguration", CONFIGURATION)?;
+    let serving_ca = std::fs::read_to_string(certs.join("ca.crt"))?;
+    let ca_bundle: String = hook["webhooks"][0]["clientConfig"]["caBundle"]
+        .as_str()
+        .context("the mTLS overlay sets caBundle")?
+        .split_whitespace()
+        .collect();
+    ensure!(
+        ca_bundle == sched_webhook::certs::ca_bundle_base64(&serving_ca),
+        "caBundle is the serving CA, not the client CA"
     );
     Ok(())
 }
@@ -987,7 +1065,7 @@ async fn manifests_apply_and_the_webhook_works_with_its_service_accounts_token_o
     .await?;
     ensure!(
         pvs.get(&pv_name).await?.spec.and_then(|s| s.claim_ref).is_none(),
-        "a dry-run pod bound nothing (sideEffects: NoneOnDryRun)"
+        "a dry-run pod bound nothing (admission writes nothing; sideEffects: None)"
     );
 
     // matchConditions: a pod without claims is never sent.

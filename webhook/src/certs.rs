@@ -297,7 +297,7 @@ pub fn webhook_configuration(name: &str, target: &Target, ca_pem: &str) -> Mutat
             name: WEBHOOK_NAME.to_string(),
             admission_review_versions: vec!["v1".to_string()],
             client_config: target.client_config(ca_pem),
-            side_effects: "NoneOnDryRun".to_string(),
+            side_effects: "None".to_string(),
             failure_policy: Some("Ignore".to_string()),
             reinvocation_policy: Some("IfNeeded".to_string()),
             timeout_seconds: Some(5),
@@ -400,7 +400,7 @@ mod tests {
     fn configuration_targets_pods_and_bindings() {
         let cfg = webhook_configuration("sched", &Target::Url("https://127.0.0.1:1/mutate".into()), "PEM");
         let hook = &cfg.webhooks.as_ref().expect("webhooks")[0];
-        assert_eq!(hook.side_effects, "NoneOnDryRun");
+        assert_eq!(hook.side_effects, "None");
         assert_eq!(hook.client_config.ca_bundle.as_ref().expect("ca").0, b"PEM");
         let resources = hook.rules.as_ref().expect("rules")[0]
             .resources
