@@ -22,23 +22,18 @@
 //! Admission writes nothing; each replica also runs the controller that writes for stored pods, and
 //! only the replica holding the Lease does.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::net::TcpListener;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use axum_server::tls_rustls::RustlsConfig;
-use e2e::fixtures::{TEST_LABEL, ready_node};
+use e2e::fixtures::TEST_LABEL;
 use e2e::{ControlPlane, Options};
-use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
-use k8s_openapi::api::core::v1::{Binding, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Binding, PersistentVolume, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
 
 use sched_core::framework::profile::SchedulerConfig;
 use sched_core::labels::Selector;
@@ -46,12 +41,10 @@ use sched_core::plugins::in_tree_registry;
 use sched_core::plugins::volume_binding::ERR_REASON_BIND_CONFLICT;
 use sched_core::plugins::volume_binding::pv_helpers::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
 use sched_webhook::admission::{OPT_IN_KEY, OPT_IN_VALUE, Operation};
-use sched_webhook::certs::{self, Target};
-use sched_webhook::controller::stored_pod::Scope;
-use sched_webhook::controller::{self, ControllerConfig};
+use sched_webhook::controller::ControllerConfig;
 use sched_webhook::metrics::RequestOutcome;
 use sched_webhook::run::{Replica, ReplicaClients};
-use sched_webhook::server::{AppState, Limits, Listeners, serve};
+use sched_webhook::server::{AppState, Limits};
 
 #[path = "webhook/volume_limits.rs"]
 mod volume_limits;
