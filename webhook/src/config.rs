@@ -86,6 +86,11 @@ pub struct ServeArgs {
     /// this: every worker is blocked, and the kubelet should restart the container.
     #[arg(long, env = "SCHED_WEBHOOK_HEARTBEAT_TIMEOUT", default_value = "30s", value_parser = parse_timeout)]
     pub heartbeat_timeout: Duration,
+    /// /readyz and /healthz fail once an input stream has stalled for longer than this: the
+    /// reflectors' runtime stopped running, or the controller stopped taking the pods queued for it
+    /// (a quiet cluster is not a stall). The replica no longer follows the cluster; a restart does.
+    #[arg(long, env = "SCHED_WEBHOOK_STALL_THRESHOLD", default_value = "60s", value_parser = parse_timeout)]
+    pub stall_threshold: Duration,
     /// KubeSchedulerConfiguration the engine evaluates opted-in pods and nominations with (default:
     /// kube-scheduler's defaults). Pods whose schedulerName names none of its profiles are another
     /// scheduler's: left alone, as kube-scheduler ignores them.
@@ -463,6 +468,7 @@ mod tests {
             crate::health::DEFAULT_WATCH_FAILURE_THRESHOLD
         );
         assert_eq!(args.heartbeat_timeout, crate::health::DEFAULT_HEARTBEAT_TIMEOUT);
+        assert_eq!(args.stall_threshold, crate::watchdog::DEFAULT_STALL_THRESHOLD);
         let args = serve(&["--cert-reload-interval", "never", "--client-ca-file", "ca.crt"]).expect("never");
         assert_eq!(args.cert_reload_interval, ReloadInterval::Never);
         assert_eq!(args.client_ca_file, Some(PathBuf::from("ca.crt")));

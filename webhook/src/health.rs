@@ -16,6 +16,9 @@
 //! - [`Heartbeat`]: a task on the main runtime stamps the time every second; the admin port, served
 //!   from a thread and runtime of its own, answers `/healthz` 503 once the stamp is older than
 //!   `--heartbeat-timeout` (a wedged runtime: every worker blocked), so the kubelet restarts the pod.
+//!
+//! - [`crate::watchdog::Watchdog`]: a stream that stopped being taken (the reflectors' runtime, the
+//!   controller's queue) for longer than `--stall-threshold` fails both `/readyz` and `/healthz`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -31,6 +34,7 @@ use prometheus_client::registry::Registry;
 
 use crate::cache::Cache;
 use crate::metrics;
+use crate::watchdog::{DEFAULT_STALL_THRESHOLD, Watchdog};
 
 /// Default: how long a watch may keep failing before the replica is unready.
 pub const DEFAULT_WATCH_FAILURE_THRESHOLD: Duration = Duration::from_secs(30);
@@ -210,6 +214,10 @@ pub struct Health {
     pub heartbeat: Option<Arc<Heartbeat>>,
     /// How old the heartbeat may be before `/healthz` fails.
     pub heartbeat_timeout: Duration,
+    /// The watchdog on the cache's streams.
+    pub watchdog: Arc<Watchdog>,
+    /// How long a stream may stall before `/readyz` and `/healthz` fail.
+    pub stall_threshold: Duration,
 }
 
 impl Health {
@@ -220,11 +228,24 @@ impl Health {
             watch_failure_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
             heartbeat: None,
             heartbeat_timeout: DEFAULT_HEARTBEAT_TIMEOUT,
+            watchdog: cache.watchdog(),
+            stall_threshold: DEFAULT_STALL_THRESHOLD,
         }
     }
 
-    /// `Err(why)` when the runtime's heartbeat is too old.
+    /// `Err(why)` when a stream has stalled.
+    fn not_stalled(&self) -> Result<(), String> {
+        let stalls = self.watchdog.stalls(self.stall_threshold);
+        if stalls.is_empty() {
+            return Ok(());
+        }
+        let list: Vec<String> = stalls.iter().map(ToString::to_string).collect();
+        Err(format!("stalled: {}", list.join("; ")))
+    }
+
+    /// `Err(why)` when the runtime's heartbeat is too old or a stream has stalled.
     pub fn live(&self) -> Result<(), String> {
+        self.not_stalled()?;
         match &self.heartbeat {
             Some(heartbeat) if heartbeat.age() > self.heartbeat_timeout => Err(format!(
                 "the main runtime's heartbeat is {:.1}s old (limit {:?}): the runtime is wedged",
@@ -235,11 +256,12 @@ impl Health {
         }
     }
 
-    /// `Err(why)` unless the caches have synced and no watch is failing.
+    /// `Err(why)` unless the caches have synced, no watch is failing and no stream has stalled.
     pub fn ready(&self, cache_synced: bool) -> Result<(), String> {
         if !cache_synced {
             return Err("reflector caches not synced".into());
         }
+        self.not_stalled()?;
         let failing = self.watches.failing(self.watch_failure_threshold);
         if failing.is_empty() {
             return Ok(());
@@ -251,9 +273,11 @@ impl Health {
         Err(format!("watches failing: {}", list.join("; ")))
     }
 
-    /// Adds the watch error counters and the heartbeat age to `registry`, read at each encoding.
+    /// Adds the watch error counters, the heartbeat age and the watchdog's metrics to `registry`,
+    /// read at each encoding.
     pub fn register(&self, registry: &mut Registry) {
         registry.register_collector(Box::new(self.clone()));
+        registry.register_collector(Box::new(self.watchdog.collector(self.stall_threshold)));
     }
 }
 
@@ -384,5 +408,47 @@ mod tests {
         health.heartbeat_timeout = Duration::ZERO;
         std::thread::sleep(Duration::from_millis(5));
         assert!(health.live().expect_err("stale").contains("wedged"));
+    }
+
+    #[test]
+    fn a_stalled_controller_queue_fails_readiness_liveness_and_shows_in_the_metrics() {
+        use kube::runtime::reflector::ObjectRef;
+        use sched_core::ClusterObjects;
+        use sched_core::framework::profile::SchedulerConfig;
+        use sched_core::plugins::in_tree_registry;
+
+        use crate::watchdog::STALL_CONTROLLER;
+
+        let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
+        cache.fill(&mut writers, ClusterObjects::default());
+        let mut health = Health::of(&cache);
+        health.stall_threshold = Duration::from_millis(1);
+        let scrape = |health: &Health| {
+            let mut registry = Registry::default();
+            health.register(&mut registry);
+            metrics::exposition(&registry)
+        };
+        assert_eq!(health.ready(true), Ok(()));
+        assert_eq!(health.live(), Ok(()));
+        assert!(scrape(&health).contains("sched_webhook_streams_stalled 0"));
+
+        // The controller is paused: a pod is queued and nobody takes it.
+        cache.pod_triggers().push(ObjectRef::new("p").within("ns"));
+        std::thread::sleep(Duration::from_millis(5));
+        let why = health.ready(true).expect_err("a stalled queue");
+        assert!(why.contains(STALL_CONTROLLER), "{why}");
+        assert!(
+            health
+                .live()
+                .expect_err("a stalled queue")
+                .contains(STALL_CONTROLLER)
+        );
+        let text = scrape(&health);
+        assert!(text.contains("sched_webhook_streams_stalled 1"), "{text}");
+        assert!(text.contains("sched_webhook_pod_queue_length 1"), "{text}");
+
+        // Within the (default) threshold it is only lag.
+        health.stall_threshold = S(60);
+        assert_eq!(health.ready(true), Ok(()));
     }
 }

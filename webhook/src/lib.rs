@@ -31,3 +31,4 @@ pub mod run;
 pub mod server;
 pub mod serving;
 pub mod tls;
+pub mod watchdog;

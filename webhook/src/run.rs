@@ -162,6 +162,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
         },
         watch_failure_threshold: args.watch_failure_threshold,
         heartbeat_timeout: args.heartbeat_timeout,
+        stall_threshold: args.stall_threshold,
     };
     let served = serving::serve_with(state, listeners, tls_config, stopped, options)
         .await
@@ -193,7 +194,6 @@ impl Replica {
         controller_config: ControllerConfig,
     ) -> Self {
         let (cache, writers) = Cache::new(scheduler);
-        let pod_events = writers.subscribe_pods();
         let reflectors = cache.start(&clients.watch, writers);
         let state = Arc::new(AppState::with_limits(
             cache.clone(),
@@ -208,13 +208,7 @@ impl Replica {
             controller_config,
         ));
         let controller = tokio::spawn(async move {
-            let Some(events) = pod_events else {
-                tracing::error!(
-                    "the pod store is not shared: no controller, volumes are left to the scheduler"
-                );
-                return;
-            };
-            if let Err(e) = controller::run(context, clients.lease, events, until_true(stopped)).await {
+            if let Err(e) = controller::run(context, clients.lease, until_true(stopped)).await {
                 tracing::error!(error = %e, "the controller stopped: volumes are left to the scheduler");
             }
         });

@@ -120,6 +120,8 @@ pub struct ServeOptions {
     pub watch_failure_threshold: Duration,
     /// `/healthz` fails once the main runtime's heartbeat is older than this.
     pub heartbeat_timeout: Duration,
+    /// `/readyz` and `/healthz` fail once an input stream has stalled for longer than this.
+    pub stall_threshold: Duration,
 }
 
 impl Default for ServeOptions {
@@ -129,6 +131,7 @@ impl Default for ServeOptions {
             limits: ConnectionLimits::default(),
             watch_failure_threshold: health::DEFAULT_WATCH_FAILURE_THRESHOLD,
             heartbeat_timeout: health::DEFAULT_HEARTBEAT_TIMEOUT,
+            stall_threshold: crate::watchdog::DEFAULT_STALL_THRESHOLD,
         }
     }
 }
@@ -345,6 +348,7 @@ pub async fn serve_with(
         heartbeat: Some(heartbeat),
         heartbeat_timeout: options.heartbeat_timeout,
         watch_failure_threshold: options.watch_failure_threshold,
+        stall_threshold: options.stall_threshold,
         ..Health::of(&state.cache)
     };
     let admin_running = spawn_admin(

@@ -10,16 +10,24 @@
 //!
 //! By job: `slim` prunes each object before it is stored, `overlay` keeps the webhook's own writes
 //! until the watches deliver them, `reflectors` runs the watches on their own thread and reports
-//! readiness, and `view` builds the snapshots decisions read (`impl ClusterView for Cache`). This
-//! module holds the stores ([`Cache`]) and what feeds them ([`Writers`]).
+//! readiness, `triggers` queues the pods the controller must look at, and `view` builds the snapshots
+//! decisions read (`impl ClusterView for Cache`). This module holds the stores ([`Cache`]) and what
+//! feeds them ([`Writers`]).
+//!
+//! Readiness is the cache's own signal, a `tokio::sync::watch` that wakes every waiter, set once every
+//! kind has listed. Nothing waits on kube-runtime's `Store::wait_until_ready`: in kube-runtime 5.0.0 it
+//! keeps a single waker (a `futures` oneshot receiver in `DelayedInit`), so of two tasks waiting on one
+//! store only the one that polled last is woken (the readiness task lost to the controller, and the
+//! replica never became ready).
 
 mod overlay;
 mod reflectors;
 mod slim;
+mod triggers;
 mod view;
 
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -37,8 +45,11 @@ use sched_core::{ClusterObjects, Engine, Snapshot};
 
 pub use overlay::OVERLAY_TTL;
 use overlay::Overlay;
-pub use reflectors::{LIST_PAGE_SIZE, POD_EVENT_BUFFER, REFLECTOR_THREAD};
+pub use reflectors::{LIST_PAGE_SIZE, REFLECTOR_THREAD};
 pub use slim::Slim;
+pub use triggers::PodTriggers;
+
+use crate::watchdog::Watchdog;
 
 /// The writers that feed the stores (from the reflectors, or directly in tests and benchmarks).
 pub struct Writers {
@@ -55,13 +66,6 @@ pub struct Writers {
 }
 
 impl Writers {
-    /// A subscription to the events the pod reflector applies, for the controller. Call it at most once,
-    /// and keep consuming it: a subscriber that stops reading stalls the pod watch once
-    /// [`POD_EVENT_BUFFER`] events are waiting.
-    pub fn subscribe_pods(&self) -> Option<reflector::ReflectHandle<Pod>> {
-        self.pods.subscribe()
-    }
-
     /// Replaces a store's contents with `items` (pruned one at a time, so a large synthetic fill never
     /// holds the unpruned objects all at once).
     fn load_into<W, K>(writer: &mut Writer<K>, items: impl IntoIterator<Item = W>)
@@ -119,6 +123,14 @@ pub struct Cache {
     /// left included) when the webhook checks whether a nominated pod still fits.
     volume_attachments: Store<VolumeAttachment>,
     ready: AtomicBool,
+    /// True once every kind has listed (or the cache was filled); wakes every waiter.
+    synced: tokio::sync::watch::Sender<bool>,
+    /// Kinds whose reflector has not listed yet.
+    unlisted: AtomicUsize,
+    /// The pods the controller must look at, fed by the pod reflector.
+    pod_triggers: Arc<PodTriggers>,
+    /// The watchdog on the reflectors and the controller's queue.
+    watchdog: Arc<Watchdog>,
     /// Bumped on every event of a volume kind and every overlay change.
     volume_generation: Arc<AtomicU64>,
     /// Bumped on every node event.
@@ -148,9 +160,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Cache {
     /// Empty stores and their writers.
     pub fn new(config: SchedulerConfig) -> (Arc<Cache>, Writers) {
-        // Shared: the controller (crate::controller) subscribes to the pod events this reflector sees
-        // instead of keeping a second watch and a second copy of every pod.
-        let (pods, pods_w) = reflector::store_shared(POD_EVENT_BUFFER);
+        // The controller reads this store too, and is fed from `pod_triggers`, not a second watch.
+        let (pods, pods_w) = reflector::store();
         let (nodes, nodes_w) = reflector::store();
         let (namespaces, namespaces_w) = reflector::store();
         let (pvs, pvs_w) = reflector::store();
@@ -160,6 +171,7 @@ impl Cache {
         let (csi_drivers, csi_drivers_w) = reflector::store();
         let (capacities, capacities_w) = reflector::store();
         let (volume_attachments, volume_attachments_w) = reflector::store();
+        let pod_triggers = Arc::new(PodTriggers::default());
         let cache = Arc::new(Cache {
             pods,
             nodes,
@@ -172,6 +184,10 @@ impl Cache {
             capacities,
             volume_attachments,
             ready: AtomicBool::new(false),
+            synced: tokio::sync::watch::Sender::new(false),
+            unlisted: AtomicUsize::new(usize::MAX),
+            watchdog: Arc::new(Watchdog::new(pod_triggers.clone())),
+            pod_triggers,
             volume_generation: Arc::new(AtomicU64::new(0)),
             node_generation: Arc::new(AtomicU64::new(0)),
             volume_snapshot: Mutex::new(None),
@@ -213,7 +229,29 @@ impl Cache {
     pub fn mark_filled(&self) {
         self.volume_generation.fetch_add(1, Ordering::Release);
         self.node_generation.fetch_add(1, Ordering::Release);
+        self.set_synced();
+    }
+
+    /// Marks the cache ready and wakes everything waiting for it.
+    fn set_synced(&self) {
         self.ready.store(true, Ordering::Release);
+        self.watchdog.synced();
+        self.synced.send_replace(true);
+    }
+
+    /// Turns true once every reflector has listed its kind (every receiver is woken).
+    pub fn synced(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.synced.subscribe()
+    }
+
+    /// The pods the controller must look at (see [`PodTriggers`]).
+    pub fn pod_triggers(&self) -> Arc<PodTriggers> {
+        self.pod_triggers.clone()
+    }
+
+    /// The watchdog on this cache's streams.
+    pub fn watchdog(&self) -> Arc<Watchdog> {
+        self.watchdog.clone()
     }
 
     /// True once every reflector has listed its kind.

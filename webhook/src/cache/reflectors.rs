@@ -1,5 +1,7 @@
 //! The reflectors that feed the stores: one watch per kind, every object slimmed before it is stored,
-//! all on a thread of their own, and the task that marks the cache ready once every kind has listed.
+//! all on a thread of their own; the last kind to list marks the cache ready. The pod reflector also
+//! queues pods for the controller ([`PodTriggers`]), and a heartbeat on the same thread tells the
+//! watchdog the reflectors still run.
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -7,14 +9,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::PersistentVolume;
+use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
-use super::{Cache, Slim, Writers};
+use super::{Cache, PodTriggers, Slim, Writers};
 use crate::admission::ClusterView;
 
 /// The thread the reflectors run on. One thread decodes every LIST page and watch event, so the cached
@@ -29,9 +32,6 @@ pub const REFLECTOR_THREAD: &str = "sched-reflectors";
 /// objects: with 10,000 PVs and claims, 100 instead of client-go's 500 took 8 MiB off the synced RSS
 /// for a few more round trips (sync 0.6 s -> 0.8 s on loopback).
 pub const LIST_PAGE_SIZE: u32 = 100;
-
-/// Pod events buffered for the controller's subscription before the pod watch waits for it.
-pub const POD_EVENT_BUFFER: usize = 1024;
 
 /// Non-terminal pods only: the scheduler never sees the others.
 const NON_TERMINAL_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
@@ -68,7 +68,7 @@ impl Cache {
         })]
     }
 
-    /// Spawns the reflectors and the readiness task on the current runtime.
+    /// Spawns the reflectors and the reflectors' heartbeat on the current runtime.
     fn spawn_reflectors(self: &Arc<Self>, client: &Client, writers: Writers) -> Vec<JoinHandle<()>> {
         let volumes = Some(&self.volume_generation);
         let config = watcher::Config::default()
@@ -78,7 +78,7 @@ impl Cache {
         let kinds = Reflectors {
             client: client.clone(),
             config,
-            health: self.watch_health(),
+            cache: self.clone(),
         };
         let mut tasks = vec![
             spawn_reflector(
@@ -86,8 +86,8 @@ impl Cache {
                 pods_config,
                 writers.pods,
                 None,
-                true,
-                kinds.health.clone(),
+                self.clone(),
+                pod_triggers_feed(self.pod_triggers()),
             ),
             kinds.spawn(writers.nodes, Some(&self.node_generation)),
             kinds.spawn(writers.namespaces, None),
@@ -99,48 +99,50 @@ impl Cache {
             kinds.spawn(writers.capacities, volumes),
             kinds.spawn(writers.volume_attachments, volumes),
         ];
-        tasks.push(self.spawn_readiness());
+        // Set before this (current-thread) runtime runs any of the tasks just spawned, so no kind
+        // can report its list first.
+        self.unlisted.store(tasks.len(), Ordering::Release);
+        tasks.push(self.watchdog.spawn_reflector_heartbeat());
         tasks
     }
 
-    fn spawn_readiness(self: &Arc<Self>) -> JoinHandle<()> {
-        let cache = self.clone();
-        tokio::spawn(async move {
-            let synced = futures::future::join_all([
-                Box::pin(cache.pods.wait_until_ready())
-                    as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send>>,
-                Box::pin(cache.nodes.wait_until_ready()),
-                Box::pin(cache.namespaces.wait_until_ready()),
-                Box::pin(cache.pvs.wait_until_ready()),
-                Box::pin(cache.pvcs.wait_until_ready()),
-                Box::pin(cache.classes.wait_until_ready()),
-                Box::pin(cache.csi_nodes.wait_until_ready()),
-                Box::pin(cache.csi_drivers.wait_until_ready()),
-                Box::pin(cache.capacities.wait_until_ready()),
-                Box::pin(cache.volume_attachments.wait_until_ready()),
-            ])
-            .await;
-            if synced.iter().all(Result::is_ok) {
-                // Built before the first request needs it, on this thread rather than a worker's.
-                let _ = cache.volume_snapshot();
-                cache.ready.store(true, Ordering::Release);
-                let heap = crate::memory::allocator_stats();
-                tracing::info!(
-                    heap_allocated_bytes = heap.map(|h| h.0),
-                    heap_resident_bytes = heap.map(|h| h.1),
-                    "reflector caches synced"
-                );
-            }
-        })
+    /// A reflector listed its kind for the first time; the last one marks the cache ready.
+    fn kind_listed(&self) {
+        if self.unlisted.fetch_sub(1, Ordering::AcqRel) != 1 {
+            return;
+        }
+        // Built before the first request needs it, on this thread rather than a worker's.
+        let _ = self.volume_snapshot();
+        self.set_synced();
+        let heap = crate::memory::allocator_stats();
+        tracing::info!(
+            heap_allocated_bytes = heap.map(|h| h.0),
+            heap_resident_bytes = heap.map(|h| h.1),
+            "reflector caches synced"
+        );
+    }
+}
+
+/// What the pod reflector does with each event it applied: queue the pod for the controller, or
+/// drop it from the queue once deleted. A (re)list queues its pods at its end, once the store holds
+/// them (queued earlier, the controller could look them up before the store has them, and drop them).
+fn pod_triggers_feed(triggers: Arc<PodTriggers>) -> impl FnMut(&watcher::Event<Pod>) + Send + 'static {
+    let mut listed = Vec::new();
+    move |event| match event {
+        watcher::Event::Apply(pod) => triggers.push(ObjectRef::from_obj(pod)),
+        watcher::Event::Delete(pod) => triggers.forget(&ObjectRef::from_obj(pod)),
+        watcher::Event::Init => listed.clear(),
+        watcher::Event::InitApply(pod) => listed.push(ObjectRef::from_obj(pod)),
+        watcher::Event::InitDone => triggers.push_all(listed.drain(..)),
     }
 }
 
 /// What the reflectors of every kind but pods share: the client, the watch configuration and the
-/// health record.
+/// cache.
 struct Reflectors {
     client: Client,
     config: watcher::Config,
-    health: Arc<crate::health::WatchHealth>,
+    cache: Arc<Cache>,
 }
 
 impl Reflectors {
@@ -157,8 +159,8 @@ impl Reflectors {
             self.config.clone(),
             writer,
             generation.cloned(),
-            false,
-            self.health.clone(),
+            self.cache.clone(),
+            |_: &watcher::Event<K>| {},
         )
     }
 }
@@ -174,14 +176,16 @@ fn stored_event<W, K: From<W>>(event: watcher::Event<W>) -> watcher::Event<K> {
     }
 }
 
-/// Watches `W`, slims each object and stores it as `K` (the same type, or the engine's compact one).
+/// Watches `W`, slims each object, stores it as `K` (the same type, or the engine's compact one),
+/// then hands the event to `on_event`. The loop awaits nothing but the watch, so nothing downstream
+/// can hold it back.
 fn spawn_reflector<W, K>(
     api: Api<W>,
     config: watcher::Config,
     writer: Writer<K>,
     generation: Option<Arc<AtomicU64>>,
-    shared: bool,
-    health: Arc<crate::health::WatchHealth>,
+    cache: Arc<Cache>,
+    mut on_event: impl FnMut(&watcher::Event<K>) + Send + 'static,
 ) -> JoinHandle<()>
 where
     W: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Slim + 'static,
@@ -190,26 +194,29 @@ where
     K::DynamicType: Default + Eq + Hash + Clone + Send + Sync,
 {
     let kind = W::kind(&W::DynamicType::default()).to_string();
+    let health = cache.watch_health();
+    let clock = cache.watchdog.event_clock(&kind);
     tokio::spawn(async move {
-        let events = watcher(api, config)
+        let stream = watcher(api, config)
             .modify(|o: &mut W| o.slim())
             .map_ok(stored_event::<W, K>)
-            .default_backoff();
-        // A shared store (the pods') must be fed with reflect_shared, which also hands each event to
-        // the store's subscribers (the controller); reflect alone would leave them waiting.
-        let stream = if shared {
-            events.reflect_shared(writer).boxed()
-        } else {
-            events.reflect(writer).boxed()
-        };
+            .default_backoff()
+            .reflect(writer);
         futures::pin_mut!(stream);
+        let mut listed = false;
         while let Some(event) = stream.next().await {
             match event {
-                Ok(_) => {
+                Ok(event) => {
+                    clock.tick();
                     if let Some(g) = &generation {
                         g.fetch_add(1, Ordering::Release);
                     }
                     health.ok(&kind);
+                    on_event(&event);
+                    if !listed && matches!(event, watcher::Event::InitDone) {
+                        listed = true;
+                        cache.kind_listed();
+                    }
                 }
                 Err(e) => {
                     tracing::warn!(kind = %kind, error = %e, "watch failed; retrying with backoff");

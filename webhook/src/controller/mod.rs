@@ -9,10 +9,12 @@
 //! bound through pods/binding) and pre-binding for opted-in pods — and clears stale nominations once a
 //! binding is stored.
 //!
-//! It is a kube-runtime [`Controller`] over the cache's pod reflector (a subscription to the same
-//! watch, no second copy of the pods). Every replica runs it; only the holder of a
-//! coordination.k8s.io Lease writes (kube-lease-manager), so two replicas never race for one PV, and a
-//! replica that gains the Lease reconciles every pod.
+//! It is a kube-runtime [`Controller`] over the cache's pod store (no second watch, no second copy of
+//! the pods), fed from the cache's [`crate::cache::PodTriggers`] queue: the pod reflector queues each
+//! pod it applies, without ever waiting for the controller, and the controller takes nothing before
+//! the whole cache (claims, PVs, classes, namespaces, not only pods) has synced. Every replica runs
+//! it; only the holder of a coordination.k8s.io Lease writes (kube-lease-manager), so two replicas
+//! never race for one PV, and a replica that gains the Lease queues every pod again.
 
 pub mod execute;
 pub mod stored_pod;
@@ -26,7 +28,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::runtime::controller::{Action as Requeue, Config as ControllerRuntimeConfig, Controller};
-use kube::runtime::reflector::ReflectHandle;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
 use kube_lease_manager::LeaseManagerBuilder;
 
 use sched_core::apply::ApplyOptions;
@@ -264,8 +267,8 @@ fn error_policy(pod: Arc<Pod>, error: &ControllerError, _ctx: Arc<Context>) -> R
 }
 
 /// Runs the controller until `shutdown` resolves: the leader election (over `lease_client`), and the
-/// reconciles of the pods `pod_events` names (the cache's pod reflector,
-/// [`crate::cache::Writers::subscribe_pods`]).
+/// reconciles of the pods the cache's pod reflector queues ([`crate::cache::PodTriggers`]), from the
+/// moment the whole cache has synced.
 ///
 /// The Lease has its own client, as kube-scheduler's leader election has: renewals then never queue
 /// behind a burst of PV writes on the write client's connections, where a few timeouts in a row
@@ -273,7 +276,6 @@ fn error_policy(pod: Arc<Pod>, error: &ControllerError, _ctx: Arc<Context>) -> R
 pub async fn run(
     ctx: Arc<Context>,
     lease_client: Client,
-    pod_events: ReflectHandle<Pod>,
     shutdown: impl std::future::Future<Output = ()> + Send + Sync + 'static,
 ) -> Result<(), ControllerError> {
     let config = &ctx.config;
@@ -292,7 +294,8 @@ pub async fn run(
         .await
         .map_err(|e| lease_error(e.to_string()))?;
     let (mut leadership, lease_task) = manager.watch().await;
-    let (gained_tx, gained_rx) = futures::channel::mpsc::unbounded::<()>();
+    let store = ctx.cache.pod_store();
+    let triggers = ctx.cache.pod_triggers();
     let metrics = ctx.metrics.clone();
     let identity = config.identity.clone();
     let follower = tokio::spawn(async move {
@@ -302,16 +305,19 @@ pub async fn run(
                 metrics.set_leader(leader);
                 tracing::info!(identity = %identity, leader, "controller leadership changed");
                 if leader {
-                    let _ = gained_tx.unbounded_send(());
+                    // Every pod again: a pod the previous leader left half done may never change.
+                    triggers.push_all(store.state().iter().map(|pod| ObjectRef::from_obj(&**pod)));
                 }
             }
         }
         metrics.set_leader(false);
     });
-    let store = ctx.cache.pod_store();
-    Controller::for_shared_stream(pod_events, store)
+    let queued = ctx.cache.pod_triggers().stream(ctx.cache.synced());
+    // No trigger stream of objects: every request comes from the queue (`reconcile_on`).
+    let objects = futures::stream::empty::<Result<Pod, watcher::Error>>();
+    Controller::for_stream(objects, ctx.cache.pod_store())
         .with_config(ControllerRuntimeConfig::default().concurrency(config.concurrency))
-        .reconcile_all_on(gained_rx)
+        .reconcile_on(queued)
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy, ctx.clone())
         .for_each(|_| std::future::ready(()))
