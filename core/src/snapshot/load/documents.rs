@@ -108,12 +108,25 @@ fn prefixed(what: &str, message: String) -> String {
 }
 
 fn yaml_error(document: usize, e: &yaml_serde::Error, what: &str) -> DocumentError {
-    let location = e.location();
+    let message = e.to_string();
+    // yaml_serde puts the position last, except in messages that name two ("... at line 4 column 1,
+    // while parsing a flow mapping at line 3 column 11"), which are kept whole.
+    let suffix = e
+        .location()
+        .map(|l| (format!(" at line {} column {}", l.line(), l.column()), l));
+    let (message, line, column) = match suffix {
+        Some((suffix, l)) if message.ends_with(&suffix) => (
+            message[..message.len() - suffix.len()].to_string(),
+            Some(l.line()),
+            Some(l.column()),
+        ),
+        _ => (message, None, None),
+    };
     DocumentError {
         document,
-        message: prefixed(what, strip_position(&e.to_string())),
-        line: location.as_ref().map(|l| l.line()),
-        column: location.as_ref().map(|l| l.column()),
+        message: prefixed(what, message),
+        line,
+        column,
     }
 }
 
