@@ -282,6 +282,9 @@ pub struct SimulateArgs {
     /// Replicas of every workload of -f (Deployment, ReplicaSet, StatefulSet replicas; Job parallelism).
     #[arg(long, value_name = "N", requires = "filenames", value_parser = clap::value_parser!(i32).range(0..=100_000))]
     pub replicas: Option<i32>,
+    /// The most pods the workloads of -f may expand into together; more are refused before any is built.
+    #[arg(long, value_name = "N", default_value_t = sched_core::simulate::workloads::DEFAULT_MAX_EXPANDED_PODS)]
+    pub max_simulated_pods: usize,
     /// Read the cluster from a snapshot file (kind: List, YAML or JSON) instead of the API server.
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,

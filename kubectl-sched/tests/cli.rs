@@ -1836,3 +1836,267 @@ fn triage_groups_pending_pods_by_root_cause_with_the_smallest_fix() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("label selector"), "{}", stderr(&o));
 }
+
+// === Files as kubectl writes them, and simulations too large to build (issue 27, items 4 and 5) ===
+
+/// A workload as `kubectl get deploy,sts -o json` prints it: status, managedFields (whose keys hold
+/// escaped JSON such as `k:{"type":"Available"}`), and the last-applied annotation.
+fn kubectl_workload(kind: &str, name: &str, replicas: u32) -> Value {
+    serde_json::json!({
+        "apiVersion": "apps/v1",
+        "kind": kind,
+        "metadata": {
+            "name": name,
+            "namespace": "shop",
+            "uid": format!("0f0e0d0c-0000-4000-8000-{:012}", name.len()),
+            "resourceVersion": "4242",
+            "generation": 1,
+            "creationTimestamp": "2026-11-02T10:00:00Z",
+            "labels": {"app": name},
+            "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration":
+                    format!("{{\"apiVersion\":\"apps/v1\",\"kind\":\"{kind}\",\"metadata\":{{\"name\":\"{name}\"}}}}\n")
+            },
+            "managedFields": [{
+                "manager": "kube-controller-manager",
+                "operation": "Update",
+                "apiVersion": "apps/v1",
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:status": {"f:conditions": {
+                    ".": {},
+                    "k:{\"type\":\"Available\"}": {".": {}, "f:lastTransitionTime": {}, "f:status": {}, "f:type": {}},
+                    "k:{\"type\":\"Progressing\"}": {".": {}, "f:message": {}, "f:reason": {}}
+                }}},
+                "subresource": "status"
+            }]
+        },
+        "spec": {
+            "replicas": replicas,
+            "serviceName": name,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{
+                    "name": "app",
+                    "image": "nginx:1.27",
+                    "args": ["--listen=[::]:8080", "--greeting=it's \"fine\""],
+                    "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}
+                }]}
+            }
+        },
+        "status": {
+            "observedGeneration": 1,
+            "replicas": replicas,
+            "conditions": [{"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable"}]
+        }
+    })
+}
+
+fn kubectl_list(items: Vec<Value>) -> String {
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""}, "items": items});
+    serde_json::to_string_pretty(&list).expect("JSON")
+}
+
+/// A Node as `kubectl get nodes -o json` prints it.
+fn kubectl_node(name: &str) -> Value {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+            "managedFields": [{"manager": "kubelet", "operation": "Update", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:status": {"f:conditions": {"k:{\"type\":\"Ready\"}": {".": {}, "f:status": {}}}}}}]
+        },
+        "spec": {},
+        "status": {
+            "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]
+        }
+    })
+}
+
+/// A simulation's JSON report; exit code 3 only says some pods stay pending.
+fn simulated(out: Output) -> Value {
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "stderr: {}",
+        stderr(&out)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", stdout(&out)))
+}
+
+/// `simulate -f` of a List of 50 workloads as kubectl prints them in JSON: read as JSON (it used to go
+/// through the YAML guard, which refused it as nested past 128 levels), every replica simulated.
+#[test]
+fn simulate_reads_kubectl_json_of_fifty_workloads() {
+    let items = (0..50)
+        .map(|i| match i % 2 {
+            0 => kubectl_workload("Deployment", &format!("web-{i}"), 2),
+            _ => kubectl_workload("StatefulSet", &format!("db-{i}"), 1),
+        })
+        .collect();
+    let (_dir, file) = temp_file("workloads.json", &kubectl_list(items));
+    let out = run_example(&["simulate", "-f", file.to_str().unwrap(), "-o", "json"]);
+    assert!(
+        matches!(out.status.code(), Some(0 | 3)),
+        "stderr: {}",
+        stderr(&out)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["summary"]["inputs"], 25 * 2 + 25, "{}", report["summary"]);
+
+    // The same objects as a YAML stream of JSON documents (`---` between them) read alike.
+    let stream: String = (0..50)
+        .map(|i| {
+            let w = kubectl_workload("Deployment", &format!("web-{i}"), 1);
+            format!("---\n{}\n", serde_json::to_string_pretty(&w).unwrap())
+        })
+        .collect();
+    let (_dir, file) = temp_file("stream.yaml", &stream);
+    let out = run_example(&["simulate", "-f", file.to_str().unwrap(), "-o", "json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["summary"]["inputs"], 50, "{}", stderr(&out));
+
+    // A JSON error names the document, line and column.
+    let (_dir, file) = temp_file("bad.json", "{\"kind\": \"Deployment\"}\n{\"kind\": ,}\n");
+    let err = one_line_error(&run_example(&["simulate", "-f", file.to_str().unwrap()]));
+    assert!(
+        err.ends_with("bad.json: document 1: expected value at line 2 column 10"),
+        "{err}"
+    );
+}
+
+/// `--add-nodes` of 150 nodes in kubectl's JSON, `--add-node` of 150 copies, and `explain --from` a
+/// YAML stream whose documents are JSON (20 nodes): all read.
+#[test]
+fn many_nodes_in_json_are_read() {
+    let nodes: Vec<Value> = (0..150).map(|i| kubectl_node(&format!("extra-{i}"))).collect();
+    let (_dir, file) = temp_file("nodes.json", &kubectl_list(nodes));
+    let report = simulated(run_example(&[
+        "simulate",
+        "--add-nodes",
+        file.to_str().unwrap(),
+        "-o",
+        "json",
+    ]));
+    let added = report["what_if"][0]["effect"].as_str().unwrap_or_default();
+    assert_eq!(added.matches("extra-").count(), 150, "{added}");
+
+    let report = simulated(run_example(&[
+        "simulate",
+        "--add-node",
+        "worker-big=150",
+        "-o",
+        "json",
+    ]));
+    assert_eq!(report["summary"]["nodes"], 5 + 150, "{}", report["summary"]);
+
+    let mut stream: String = (0..20)
+        .map(|i| {
+            format!(
+                "---\n{}\n",
+                serde_json::to_string_pretty(&kubectl_node(&format!("n{i}"))).unwrap()
+            )
+        })
+        .collect();
+    let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "u-web"},
+        "spec": {"containers": [{"name": "app", "image": "nginx",
+            "resources": {"requests": {"cpu": "100m"}}}]},
+        "status": {"phase": "Pending"}});
+    stream.push_str(&format!("---\n{}\n", serde_json::to_string_pretty(&pod).unwrap()));
+    let (_dir, file) = temp_file("cluster.yaml", &stream);
+    let answer = json(run(&[
+        "explain",
+        "web",
+        "-n",
+        "shop",
+        "--from",
+        file.to_str().unwrap(),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(answer["nodes_total"], 20);
+    assert_eq!(answer["outcome"], "Scheduled");
+}
+
+/// 40 workloads of 150,000 replicas are six million pods: refused at once, naming the largest, before
+/// any pod is built (the process stays small and quick).
+#[test]
+fn simulations_too_large_to_build_are_refused_at_once() {
+    let items = (0..40)
+        .map(|i| kubectl_workload("Deployment", &format!("big-{i:02}"), 150_000))
+        .collect();
+    let (_dir, file) = temp_file("big.json", &kubectl_list(items));
+    let started = std::time::Instant::now();
+    let out = run_example(&["simulate", "-f", file.to_str().unwrap()]);
+    let took = started.elapsed();
+    let err = one_line_error(&out);
+    assert!(
+        err.contains("the workloads expand into 6000000 pods together, more than the 1000000 a simulation expands: deployment/big-00 150000")
+            && err.ends_with("and 35 more workload(s) (--max-simulated-pods raises the limit)"),
+        "{err}"
+    );
+    assert!(took < std::time::Duration::from_secs(3), "{took:?}");
+
+    // Raised past the total, the same file is accepted (with --replicas keeping it small).
+    let out = run_example(&[
+        "simulate",
+        "-f",
+        file.to_str().unwrap(),
+        "--replicas",
+        "1",
+        "--max-simulated-pods",
+        "40",
+    ]);
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{}", stderr(&out));
+    let out = run_example(&[
+        "simulate",
+        "-f",
+        file.to_str().unwrap(),
+        "--replicas",
+        "2",
+        "--max-simulated-pods",
+        "79",
+    ]);
+    assert!(
+        one_line_error(&out).contains("expand into 80 pods together"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// Long work shows progress on stderr (with -v when stderr is not a terminal) within about a second.
+#[test]
+fn long_simulations_show_progress() {
+    let items = vec![kubectl_workload("Deployment", "many", 1)];
+    let (_dir, file) = temp_file("many.json", &kubectl_list(items));
+    let started = std::time::Instant::now();
+    let out = run_example(&[
+        "simulate",
+        "-f",
+        file.to_str().unwrap(),
+        "--replicas",
+        "20000",
+        "-v",
+        "1",
+    ]);
+    let took = started.elapsed();
+    let err = stderr(&out);
+    assert!(matches!(out.status.code(), Some(0 | 3)), "{err}");
+    assert!(
+        took > std::time::Duration::from_secs(1),
+        "too quick to need progress: {took:?}"
+    );
+    let first = err
+        .lines()
+        .find(|l| {
+            l.starts_with("expanding the workloads of -f: ")
+                || l.starts_with("simulating: ")
+                || l.starts_with("building the snapshot: ")
+        })
+        .unwrap_or_else(|| panic!("no progress line in {err}"));
+    assert!(first.ends_with("(0 s)") || first.ends_with("(1 s)"), "{first}");
+}

@@ -65,6 +65,12 @@ const PREEMPT_LOWER_PRIORITY: &str = "PreemptLowerPriority";
 /// The most pods one workload expands into: a typo such as `--replicas 2000000000` is an error, not
 /// an attempt to build two billion pods (a cluster holds at most 150,000).
 pub const MAX_REPLICAS: usize = 150_000;
+/// The most pods the workloads of one simulation expand into together unless the caller allows more
+/// (see [`check_expansion_total`]): 40 workloads of 150,000 replicas each would otherwise build six
+/// million pods, minutes and gigabytes before the first one is scheduled.
+pub const DEFAULT_MAX_EXPANDED_PODS: usize = 1_000_000;
+/// How many workloads [`WorkloadsError::TooManyPods`] names, the largest first.
+const LARGEST_NAMED: usize = 5;
 /// `rand.SafeEncodeString`'s alphabet: digits and consonants, so hashes never spell words.
 const SAFE_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
@@ -127,6 +133,23 @@ pub enum WorkloadsError {
         workload: String,
         /// The count.
         replicas: i32,
+    },
+    /// The workloads together expand into more pods than the limit allows.
+    #[error(
+        "the workloads expand into {total} pods together, more than the {limit} a simulation expands: \
+         {}{}",
+        largest.iter().map(|(w, n)| format!("{w} {n}")).collect::<Vec<_>>().join(", "),
+        if *others > 0 { format!(" and {others} more workload(s)") } else { String::new() }
+    )]
+    TooManyPods {
+        /// Pods all the workloads expand into.
+        total: usize,
+        /// The limit.
+        limit: usize,
+        /// The workloads with the most pods (at most five), largest first, with their pod counts.
+        largest: Vec<(String, usize)>,
+        /// How many other workloads there are.
+        others: usize,
     },
     /// A volumeClaimTemplate without a name.
     #[error("{workload}: volumeClaimTemplates[{index}] has no metadata.name")]
@@ -261,26 +284,7 @@ pub struct Expansion {
 
 /// Expands `object` into the pods its controller would create, as the API server would store them.
 pub fn expand(object: &WorkloadObject, ctx: &ExpandContext<'_>) -> Result<Expansion, WorkloadsError> {
-    let meta = object.metadata();
-    let kind = object.kind();
-    let name = meta
-        .name
-        .clone()
-        .filter(|n| !n.is_empty())
-        .ok_or_else(|| WorkloadsError::MissingName { kind: kind.into() })?;
-    let namespace = meta
-        .namespace
-        .clone()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| ctx.default_namespace.to_string());
-    let owner = Owner {
-        workload: Workload {
-            namespace,
-            kind: kind.to_ascii_lowercase(),
-            name,
-        },
-        uid: meta.uid.clone().filter(|u| !u.is_empty()),
-    };
+    let owner = Owner::of(object, ctx)?;
     let mut claims = Vec::new();
     let pods = match object {
         WorkloadObject::Pod(pod) => vec![expand_pod(pod, &owner, ctx)?],
@@ -302,6 +306,73 @@ pub fn expand(object: &WorkloadObject, ctx: &ExpandContext<'_>) -> Result<Expans
     })
 }
 
+/// How many pods [`expand`] makes of `object`, counted without making any (the same replica
+/// checks, Job completions and suspension, and the nodes a DaemonSet runs on).
+pub fn expanded_pod_count(object: &WorkloadObject, ctx: &ExpandContext<'_>) -> Result<usize, WorkloadsError> {
+    let owner = Owner::of(object, ctx)?;
+    Ok(match object {
+        WorkloadObject::Pod(_) => 1,
+        WorkloadObject::Deployment(d) => replica_count(ctx.replicas.or(d.spec.replicas), &owner)?,
+        WorkloadObject::ReplicaSet(rs) => replica_count(ctx.replicas.or(rs.spec.replicas), &owner)?,
+        WorkloadObject::StatefulSet(set) => replica_count(ctx.replicas.or(set.spec.replicas), &owner)?,
+        WorkloadObject::Job(job) => {
+            let spec = job.spec.as_ref().ok_or_else(|| WorkloadsError::MissingPodSpec {
+                workload: owner.workload.to_string(),
+            })?;
+            let parallelism = replica_count(ctx.replicas.or(spec.parallelism), &owner)?;
+            match (spec.suspend, spec.completions) {
+                (Some(true), _) => 0,
+                (_, Some(c)) => parallelism.min(usize::try_from(c).unwrap_or(0)),
+                (_, None) => parallelism,
+            }
+        }
+        WorkloadObject::DaemonSet(ds) => {
+            let mut template =
+                ds.spec
+                    .template
+                    .spec
+                    .clone()
+                    .ok_or_else(|| WorkloadsError::MissingPodSpec {
+                        workload: owner.workload.to_string(),
+                    })?;
+            add_daemon_pod_tolerations(&mut template);
+            let tolerations = template.tolerations.clone().unwrap_or_default();
+            ctx.nodes
+                .iter()
+                .filter(|n| n.metadata.name.as_deref().is_some_and(|n| !n.is_empty()))
+                .filter(|n| daemon_should_run(&template, &tolerations, n))
+                .count()
+        }
+    })
+}
+
+/// Refuses `objects` when the pods they expand into together pass `limit`, naming the largest
+/// workloads; otherwise returns the total. Run before [`expand`], so refusing costs no pods.
+pub fn check_expansion_total<'o>(
+    objects: impl IntoIterator<Item = &'o WorkloadObject>,
+    ctx: &ExpandContext<'_>,
+    limit: usize,
+) -> Result<usize, WorkloadsError> {
+    let mut counts = Vec::new();
+    for object in objects {
+        let workload = Owner::of(object, ctx)?.workload.to_string();
+        counts.push((workload, expanded_pod_count(object, ctx)?));
+    }
+    let total: usize = counts.iter().map(|(_, n)| n).sum();
+    if total <= limit {
+        return Ok(total);
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let others = counts.len().saturating_sub(LARGEST_NAMED);
+    counts.truncate(LARGEST_NAMED);
+    Err(WorkloadsError::TooManyPods {
+        total,
+        limit,
+        largest: counts,
+        others,
+    })
+}
+
 /// The object being expanded.
 struct Owner {
     workload: Workload,
@@ -310,6 +381,30 @@ struct Owner {
 }
 
 impl Owner {
+    /// The workload `object` is, named as a person names it, in the namespace it lands in.
+    fn of(object: &WorkloadObject, ctx: &ExpandContext<'_>) -> Result<Owner, WorkloadsError> {
+        let meta = object.metadata();
+        let kind = object.kind();
+        let name = meta
+            .name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .ok_or_else(|| WorkloadsError::MissingName { kind: kind.into() })?;
+        let namespace = meta
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| ctx.default_namespace.to_string());
+        Ok(Owner {
+            workload: Workload {
+                namespace,
+                kind: kind.to_ascii_lowercase(),
+                name,
+            },
+            uid: meta.uid.clone().filter(|u| !u.is_empty()),
+        })
+    }
+
     fn uid(&self, kind: &str) -> String {
         self.uid
             .clone()
@@ -1837,8 +1932,124 @@ mod tests {
                 for replicas in [None, Some(0), Some(2), Some(-1)] {
                     // Either answer is fine; reaching here is the test.
                     let _ = expand(&object, &world.ctx(replicas)).map_err(|e| (text.clone(), e));
+                    // Where the expansion succeeds, the count is its number of pods (an object it
+                    // refuses is refused when expanded, whatever the count said).
+                    if let Ok(expansion) = expand(&object, &world.ctx(replicas)) {
+                        let count = expanded_pod_count(&object, &world.ctx(replicas));
+                        assert_eq!(count, Ok(expansion.pods.len()), "{text} --replicas={replicas:?}");
+                    }
                 }
             }
         }
+    }
+
+    #[test]
+    fn counted_pods_are_the_expanded_pods() {
+        let world = World::new();
+        let t = || template(json!({"app": "a"}), json!({}));
+        let objects = [
+            object("v1", "Pod", "p", json!({"containers": [{"name": "c"}]})),
+            object(
+                "apps/v1",
+                "Deployment",
+                "d",
+                json!({"replicas": 3, "selector": {}, "template": t()}),
+            ),
+            object(
+                "apps/v1",
+                "ReplicaSet",
+                "r",
+                json!({"selector": {}, "template": t()}),
+            ),
+            object(
+                "apps/v1",
+                "StatefulSet",
+                "s",
+                json!({"replicas": 2, "selector": {}, "template": t()}),
+            ),
+            object(
+                "batch/v1",
+                "Job",
+                "j",
+                json!({"parallelism": 4, "completions": 3, "template": t()}),
+            ),
+            object(
+                "batch/v1",
+                "Job",
+                "held",
+                json!({"parallelism": 4, "suspend": true, "template": t()}),
+            ),
+            object(
+                "apps/v1",
+                "DaemonSet",
+                "ds",
+                json!({"selector": {}, "template": t()}),
+            ),
+            object(
+                "apps/v1",
+                "DaemonSet",
+                "workers",
+                json!({"selector": {}, "template": template(json!({}), json!({"nodeSelector": {"role": "worker"}}))}),
+            ),
+        ];
+        for replicas in [None, Some(0), Some(5)] {
+            let ctx = world.ctx(replicas);
+            let mut total = 0;
+            for o in &objects {
+                let made = expand_ok(o, &ctx).pods.len();
+                assert_eq!(
+                    expanded_pod_count(o, &ctx),
+                    Ok(made),
+                    "{} --replicas={replicas:?}",
+                    o.kind()
+                );
+                total += made;
+            }
+            assert_eq!(check_expansion_total(&objects, &ctx, total), Ok(total));
+        }
+    }
+
+    /// The issue's case: 40 workloads of 150,000 replicas each (each within [`MAX_REPLICAS`]) are six
+    /// million pods together, refused before any is built, naming the largest workloads.
+    #[test]
+    fn too_many_pods_together_are_refused_before_expansion() {
+        let world = World::new();
+        let objects: Vec<WorkloadObject> = (0..40)
+            .map(|i| {
+                let replicas = 150_000 - i;
+                let t = template(json!({"app": "a"}), json!({}));
+                object(
+                    "apps/v1",
+                    "Deployment",
+                    &format!("w{i:02}"),
+                    json!({"replicas": replicas, "selector": {}, "template": t}),
+                )
+            })
+            .collect();
+        let started = std::time::Instant::now();
+        let refused = check_expansion_total(&objects, &world.ctx(None), DEFAULT_MAX_EXPANDED_PODS);
+        let took = started.elapsed();
+        let total = (0..40).map(|i| 150_000 - i).sum();
+        let want = WorkloadsError::TooManyPods {
+            total,
+            limit: DEFAULT_MAX_EXPANDED_PODS,
+            largest: (0..5)
+                .map(|i| (format!("deployment/w{i:02}"), 150_000 - i))
+                .collect(),
+            others: 35,
+        };
+        assert_eq!(refused, Err(want.clone()));
+        assert_eq!(
+            want.to_string(),
+            "the workloads expand into 5999220 pods together, more than the 1000000 a simulation expands: \
+             deployment/w00 150000, deployment/w01 149999, deployment/w02 149998, deployment/w03 149997, \
+             deployment/w04 149996 and 35 more workload(s)"
+        );
+        assert!(took < std::time::Duration::from_secs(1), "{took:?}");
+        // At the limit exactly, accepted.
+        assert_eq!(
+            check_expansion_total(&objects, &world.ctx(None), total),
+            Ok(total)
+        );
     }
 }

@@ -306,31 +306,29 @@ fn pod_key(pod: &Pod) -> String {
 /// The pods of a YAML or JSON text: one or more documents, each a Pod or a List of them. Errors say
 /// where (document, line and column) when the parser knows.
 fn parse_pods(text: &str) -> Result<Vec<Pod>, String> {
-    use serde::Deserialize;
+    use sched_core::snapshot::load::{decode_document, read_documents};
     let mut pods = Vec::new();
-    // The snapshot loader's guard: the parser's time is quadratic in flow nesting.
-    sched_core::snapshot::load::check_flow_depth(text.as_bytes()).map_err(|e| e.with_position())?;
-    for (i, doc) in yaml_serde::Deserializer::from_str(text).enumerate() {
-        let value = yaml_serde::Value::deserialize(doc).map_err(|e| format!("document {i}: {e}"))?;
+    // JSON read as JSON; YAML behind the snapshot loader's flow depth guard.
+    let documents = read_documents(text).map_err(|e| e.to_string())?;
+    for (i, value) in documents.into_iter().enumerate() {
         if value.is_null() {
             continue;
         }
-        match value.get("kind").and_then(yaml_serde::Value::as_str) {
+        match value.get("kind").and_then(serde_json::Value::as_str) {
             Some("Pod") => {
                 // Decoded again straight from the text, so a schema error carries its line.
-                let doc = yaml_serde::Deserializer::from_str(text)
-                    .nth(i)
-                    .ok_or_else(|| format!("document {i} vanished"))?;
-                pods.push(Pod::deserialize(doc).map_err(|e| format!("document {i}: Pod: {e}"))?);
+                pods.push(decode_document(text, i, "Pod").map_err(|e| e.to_string())?);
             }
             Some(kind) if kind.ends_with("List") => {
-                let items = value.get("items").cloned().unwrap_or(yaml_serde::Value::Null);
-                let items: Vec<yaml_serde::Value> =
-                    yaml_serde::from_value(items).map_err(|e| format!("document {i}: items: {e}"))?;
-                for (j, item) in items.into_iter().enumerate() {
-                    if item.get("kind").and_then(yaml_serde::Value::as_str) == Some("Pod") {
+                let items = match value.get("items") {
+                    Some(serde_json::Value::Array(items)) => items.as_slice(),
+                    Some(serde_json::Value::Null) | None => &[],
+                    Some(_) => return Err(format!("document {i}: items: not a list")),
+                };
+                for (j, item) in items.iter().enumerate() {
+                    if item.get("kind").and_then(serde_json::Value::as_str) == Some("Pod") {
                         pods.push(
-                            yaml_serde::from_value(item)
+                            serde_json::from_value(item.clone())
                                 .map_err(|e| format!("document {i}: items[{j}]: Pod: {e}"))?,
                         );
                     }

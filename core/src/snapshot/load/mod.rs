@@ -14,14 +14,17 @@
 //! items are decoded straight into typed objects in parallel. YAML goes through one small value tree
 //! per item, sequentially (yaml_serde has no borrowed raw values), so large snapshots should be JSON.
 //!
-//! This file holds the entry points; each other file has one job: `error` (the report, locations
+//! This file holds the entry points; each other file has one job: `documents` (the documents of a
+//! small `-f` file, JSON or YAML, as JSON values), `error` (the report, locations
 //! and errors), `priority` (pods get the priority admission gives), `duplicates` (one object per
 //! name), `prune` (the pruning policy, [`Prune`]), `quantities` (every quantity parses and is sane),
 //! `shape` (pruning while decoding: decode shapes and their serde adapter), `kind` (kind resolution,
 //! [`ObjectKind`]), `json` (peek and parallel decode), `stream` (the streaming JSON scanner), `yaml`,
-//! `yaml_depth` (a linear guard against deep flow nesting, which libyaml parses in quadratic time) and
+//! `yaml_depth` (a linear guard against deep flow nesting, which libyaml parses in quadratic time: libyaml's
+//! own tokenizing, counting flow levels) and
 //! `write` (the `kind: List` writer). Their public items are re-exported here.
 
+mod documents;
 mod duplicates;
 mod error;
 mod json;
@@ -42,6 +45,7 @@ mod tests;
 use std::io;
 use std::path::Path;
 
+pub use documents::{DocumentError, decode_document, is_json, read_documents};
 pub use duplicates::Duplicate;
 pub use error::{DecodeError, Format, LoadError, LoadReport, Location};
 #[cfg(feature = "kube")]

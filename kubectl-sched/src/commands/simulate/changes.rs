@@ -2,17 +2,21 @@
 //! into pods, `--drain`, `--remove-node`, `--cordon`, `--add-nodes`, and `--set` on the simulated pods.
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use sched_core::simulate::drain::{DisruptionBudgets, DrainOptions, plan_drain};
-use sched_core::simulate::workloads::{ExpandContext, POD_TEMPLATE_HASH_LABEL, WorkloadObject, expand};
+use sched_core::simulate::workloads::{
+    ExpandContext, POD_TEMPLATE_HASH_LABEL, WorkloadObject, WorkloadsError, check_expansion_total, expand,
+    expanded_pod_count,
+};
 use sched_core::snapshot::ClusterObjects;
 use sched_core::snapshot::load::{BadQuantity, check_node, check_pod, check_pvc};
 
 use super::super::what_if::{Applied, WhatIf};
 use super::SimulateError;
+use super::progress::Progress;
 use super::report::{KeptPod, NodeChange, Origin};
 
 pub(super) fn find_node<'a>(
@@ -125,22 +129,21 @@ pub(super) fn remove_node(
 
 /// Reads a YAML or JSON file (or stdin for `-`) as JSON values: every document, every item of a List.
 pub(super) fn read_documents(path: &Path) -> Result<(String, Vec<serde_json::Value>), SimulateError> {
-    use serde::Deserialize;
     let (shown, text) = super::super::pods::read_file_or_stdin(path)
         .map_err(|(path, message)| SimulateError::Input { path, message })?;
     let invalid = |message: String| SimulateError::Input {
         path: shown.clone(),
         message,
     };
+    // JSON read as JSON; YAML behind the snapshot loader's flow depth guard.
+    let documents = sched_core::snapshot::load::read_documents(&text).map_err(|e| invalid(e.to_string()))?;
     let mut values = Vec::new();
-    // The snapshot loader's guard: the parser's time is quadratic in flow nesting.
-    sched_core::snapshot::load::check_flow_depth(text.as_bytes()).map_err(|e| invalid(e.with_position()))?;
-    for (i, doc) in yaml_serde::Deserializer::from_str(&text).enumerate() {
-        let value = serde_json::Value::deserialize(doc).map_err(|e| invalid(format!("document {i}: {e}")))?;
+    for (i, mut value) in documents.into_iter().enumerate() {
         match value.get("kind").and_then(serde_json::Value::as_str) {
             _ if value.is_null() => {}
-            Some(kind) if kind.ends_with("List") => match value.get("items") {
-                Some(serde_json::Value::Array(items)) => values.extend(items.iter().cloned()),
+            Some(kind) if kind.ends_with("List") => match value.get_mut("items").map(serde_json::Value::take)
+            {
+                Some(serde_json::Value::Array(items)) => values.extend(items),
                 Some(serde_json::Value::Null) | None => {}
                 Some(_) => return Err(invalid(format!("document {i}: items is not a list"))),
             },
@@ -151,55 +154,114 @@ pub(super) fn read_documents(path: &Path) -> Result<(String, Vec<serde_json::Val
     Ok((shown, values))
 }
 
-/// `-f FILE`: its pods and workloads' pods join the cluster as pending pods (and new claims of
-/// StatefulSets as claims); returns their keys.
+/// One object of a `-f` file, decoded and its quantities checked, with the file it came from.
+pub(super) struct Input {
+    /// The file as the user named it (`<stdin>` for `-`).
+    path: String,
+    object: WorkloadObject,
+}
+
+/// `-f FILE...`: every object of every file, decoded and checked, before any is expanded.
+pub(super) fn read_inputs(paths: &[PathBuf], namespace: &str) -> Result<Vec<Input>, SimulateError> {
+    let mut inputs = Vec::new();
+    for path in paths {
+        let (shown, values) = read_documents(path)?;
+        for value in values {
+            let object = WorkloadObject::from_value(value).map_err(|source| SimulateError::Workload {
+                path: shown.clone(),
+                source,
+            })?;
+            check_quantities(&object, namespace).map_err(|bad| SimulateError::Input {
+                path: shown.clone(),
+                message: bad.to_string(),
+            })?;
+            inputs.push(Input {
+                path: shown.clone(),
+                object,
+            });
+        }
+    }
+    Ok(inputs)
+}
+
+fn expand_context<'o>(
+    objects: &'o ClusterObjects,
+    namespace: &'o str,
+    replicas: Option<i32>,
+    now: &Time,
+) -> ExpandContext<'o> {
+    ExpandContext {
+        nodes: &objects.nodes,
+        priority_classes: &objects.priority_classes,
+        persistent_volume_claims: &objects.persistent_volume_claims,
+        default_namespace: namespace,
+        replicas,
+        creation_timestamp: now.clone(),
+    }
+}
+
+/// How many pods the inputs expand into, refused past `limit` before any is built (40 workloads of
+/// 150,000 replicas would otherwise take minutes and gigabytes).
+pub(super) fn count_pods(
+    objects: &ClusterObjects,
+    inputs: &[Input],
+    namespace: &str,
+    replicas: Option<i32>,
+    limit: usize,
+) -> Result<usize, SimulateError> {
+    let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
+    let context = expand_context(objects, namespace, replicas, &now);
+    check_expansion_total(inputs.iter().map(|i| &i.object), &context, limit).map_err(|source| match source {
+        WorkloadsError::TooManyPods { .. } => SimulateError::TooManyPods { source },
+        // An object that cannot be expanded: named with its file, as the expansion would.
+        source => {
+            let path = inputs
+                .iter()
+                .find(|i| expanded_pod_count(&i.object, &context).is_err())
+                .map(|i| i.path.clone())
+                .unwrap_or_default();
+            SimulateError::Workload { path, source }
+        }
+    })
+}
+
+/// `-f FILE`: the inputs' pods join the cluster as pending pods (and new claims of StatefulSets as
+/// claims); returns their keys. `progress` hears of every pod built, out of `total`.
 pub(super) fn add_inputs(
     objects: &mut ClusterObjects,
-    path: &Path,
+    inputs: Vec<Input>,
     namespace: &str,
     replicas: Option<i32>,
     now: &Time,
+    (progress, total): (&Progress, usize),
 ) -> Result<Vec<String>, SimulateError> {
-    let (shown, values) = read_documents(path)?;
+    // Once, not per pod: a million pods checked against each other one by one would take hours.
+    let mut existing: HashSet<String> = objects.pods.iter().map(key_of).collect();
     let mut keys = Vec::new();
-    for value in values {
-        let object = WorkloadObject::from_value(value).map_err(|source| SimulateError::Workload {
-            path: shown.clone(),
-            source,
-        })?;
-        check_quantities(&object, namespace).map_err(|bad| SimulateError::Input {
-            path: shown.clone(),
-            message: bad.to_string(),
-        })?;
-        let context = ExpandContext {
-            nodes: &objects.nodes,
-            priority_classes: &objects.priority_classes,
-            persistent_volume_claims: &objects.persistent_volume_claims,
-            default_namespace: namespace,
-            replicas,
-            creation_timestamp: now.clone(),
-        };
+    for Input { path, object } in inputs {
+        let context = expand_context(objects, namespace, replicas, now);
         let expansion = expand(&object, &context).map_err(|source| SimulateError::Workload {
-            path: shown.clone(),
+            path: path.clone(),
             source,
         })?;
         add_controller(objects, &object, &expansion.pods, namespace);
         for mut pod in expansion.pods {
             sched_core::admission::admit(&mut pod, &objects.priority_classes).map_err(|e| {
                 SimulateError::Input {
-                    path: shown.clone(),
+                    path: path.clone(),
                     message: format!("{}: {e}", key_of(&pod)),
                 }
             })?;
             let key = key_of(&pod);
-            if objects.pods.iter().any(|p| key_of(p) == key) {
+            if !existing.insert(key.clone()) {
                 return Err(SimulateError::Input {
-                    path: shown.clone(),
+                    path: path.clone(),
                     message: format!("pod {key} already exists in the cluster"),
                 });
             }
             keys.push(key);
             objects.pods.push(pod);
+            progress.expanding(keys.len(), total);
         }
         objects.persistent_volume_claims.extend(expansion.claims);
     }

@@ -5,11 +5,11 @@
 //! message, what was preempted, and how each node's load changed. Nothing is written to the cluster.
 
 pub mod changes;
+mod progress;
 pub mod report;
 
 use std::collections::HashMap;
-use std::io::IsTerminal;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sched_core::simulate::drain::{DisruptionBudgets, DrainError, DrainOptions};
@@ -23,7 +23,8 @@ use super::load::{LoadError, Loaded, load_keeping_cluster};
 use super::pods::ResolveError;
 use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{GlobalArgs, SimulateArgs};
-use changes::{add_inputs, add_nodes, apply_set, cordon, drain, remove_node};
+use changes::{add_inputs, add_nodes, apply_set, cordon, count_pods, drain, read_inputs, remove_node};
+use progress::Progress;
 use report::{
     Origin, RunCounts, SimulateReport, SimulatedPod, compare, node_notes, placements, pod_name, summarize,
     usage_of, usage_of_objects,
@@ -68,6 +69,13 @@ pub enum SimulateError {
         flag: &'static str,
         /// The node named.
         node: String,
+    },
+    /// The workloads of -f expand into more pods than `--max-simulated-pods`.
+    #[error("-f: {source} (--max-simulated-pods raises the limit)")]
+    TooManyPods {
+        /// The total, the limit and the largest workloads.
+        #[source]
+        source: WorkloadsError,
     },
     /// The simulation could not run.
     #[error(transparent)]
@@ -150,10 +158,24 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
         node_changes.push(remove_node(&mut objects, node, &mut origins)?);
     }
 
-    let mut input_keys = Vec::new();
-    for path in &args.filenames {
-        input_keys.extend(add_inputs(&mut objects, path, &namespace, args.replicas, &now)?);
-    }
+    // Every -f object is read and its pods counted before any pod is built.
+    let inputs = read_inputs(&args.filenames, &namespace)?;
+    let total = count_pods(
+        &objects,
+        &inputs,
+        &namespace,
+        args.replicas,
+        args.max_simulated_pods,
+    )?;
+    let progress = Progress::start(global.verbosity);
+    let input_keys = add_inputs(
+        &mut objects,
+        inputs,
+        &namespace,
+        args.replicas,
+        &now,
+        (&progress, total),
+    )?;
     for key in &input_keys {
         origins.insert(key.clone(), Origin::Input);
     }
@@ -162,6 +184,7 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
     }
 
     let started = Instant::now();
+    progress.building(objects.pods.len());
     let snapshot = Snapshot::new(objects);
     notes.push(format!(
         "built the snapshot in {:.0} ms",
@@ -186,9 +209,8 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
     let queued = snapshot.pending_pods.len();
     let mut simulation = Simulation::new(&engine, snapshot, options);
     let simulated_at = Instant::now();
-    let mut progress = ProgressLine::new(queued, global.verbosity);
-    let outcome = simulation.run(&mut |p| progress.update(p.cycles, p.scheduled, p.queued))?;
-    progress.finish();
+    let outcome = simulation.run(&mut |p| progress.simulating(p.cycles, p.scheduled, p.queued, queued))?;
+    drop(progress);
     let millis = simulated_at.elapsed().as_millis() as u64;
     let after = usage_of(simulation.snapshot());
     // The process ends after the output: freeing a large snapshot pod by pod would only delay it.
@@ -249,54 +271,4 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
         warnings,
         notes,
     })
-}
-
-/// Progress on stderr for long runs: a line rewritten at most every 200 ms on a terminal, nothing
-/// otherwise (unless -v, then a line every 5 s).
-struct ProgressLine {
-    total: usize,
-    terminal: bool,
-    verbose: bool,
-    last: Instant,
-    shown: bool,
-}
-
-impl ProgressLine {
-    fn new(total: usize, verbosity: u8) -> Self {
-        ProgressLine {
-            total,
-            terminal: std::io::stderr().is_terminal(),
-            verbose: verbosity >= 1,
-            last: Instant::now(),
-            shown: false,
-        }
-    }
-
-    fn update(&mut self, cycles: usize, scheduled: usize, queued: usize) {
-        let every = if self.terminal {
-            Duration::from_millis(200)
-        } else {
-            Duration::from_secs(5)
-        };
-        if !(self.terminal || self.verbose) || self.last.elapsed() < every {
-            return;
-        }
-        self.last = Instant::now();
-        let line = format!(
-            "simulating: {cycles} cycle(s), {scheduled}/{} pod(s) placed, {queued} queued",
-            self.total
-        );
-        if self.terminal {
-            eprint!("\r{line}\x1b[K");
-            self.shown = true;
-        } else {
-            eprintln!("{line}");
-        }
-    }
-
-    fn finish(&mut self) {
-        if self.shown {
-            eprint!("\r\x1b[K");
-        }
-    }
 }
