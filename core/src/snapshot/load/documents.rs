@@ -207,7 +207,7 @@ fn json_documents(text: &str) -> Result<Vec<&RawValue>, DocumentError> {
 }
 
 /// `text` past whitespace, `---`/`...` lines and `#` comment lines.
-fn skip_separators(mut text: &str) -> &str {
+pub(super) fn skip_separators(mut text: &str) -> &str {
     loop {
         text = text.trim_start_matches(['\u{feff}', ' ', '\t', '\r', '\n']);
         let line_end = text.find('\n').unwrap_or(text.len());

@@ -13,6 +13,7 @@ use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::Prune;
+use super::documents::skip_separators;
 use super::error::{
     DecodeError, Format, LoadError, LoadReport, Location, display_name, line_column, strip_position,
 };
@@ -211,19 +212,28 @@ pub(super) fn load_json(text: &str, path: &Path) -> Result<(ClusterObjects, Load
         message,
     };
 
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<JsonDoc<'_>>();
+    // One value after another, past the `---`/`...` and comment lines a YAML stream of JSON documents
+    // puts between them (kubectl reads such a file as YAML; its documents are JSON all the same).
+    let mut rest = skip_separators(text);
     let mut document = 0;
-    loop {
-        let start = stream.byte_offset();
+    while !rest.is_empty() {
+        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<JsonDoc<'_>>();
+        let start = offset_in(text, rest);
         let doc = match stream.next() {
             None => break,
             Some(Ok(doc)) => doc,
             Some(Err(e)) => {
+                let (line, column) = if e.line() == 0 {
+                    (None, None)
+                } else {
+                    let (line, column) = absolute_position(text, rest, e.line(), e.column());
+                    (Some(line), Some(column))
+                };
                 let at = Location {
                     document,
                     item: None,
-                    line: Some(e.line()),
-                    column: Some(e.column()),
+                    line,
+                    column,
                 };
                 let message = strip_position(&e.to_string());
                 return Err(if e.is_data() {
@@ -238,7 +248,8 @@ pub(super) fn load_json(text: &str, path: &Path) -> Result<(ClusterObjects, Load
                 });
             }
         };
-        let end = stream.byte_offset();
+        let end = start + stream.byte_offset();
+        rest = skip_separators(&rest[stream.byte_offset()..]);
         report.documents += 1;
         let api_version = doc.api_version.as_deref();
         let kind = doc.kind.as_deref();

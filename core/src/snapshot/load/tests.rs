@@ -133,6 +133,14 @@ fn loads_every_supported_shape() {
             ],
         },
         Case {
+            name: "json documents separated by --- lines and comments",
+            text: "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"a\"}}\n---\n# the pod\n{\"apiVersion\": \"v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"p\", \"namespace\": \"a\"}, \"spec\": {\"containers\": []}}\n...\n---\n{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [{\"apiVersion\": \"scheduling.k8s.io/v1\", \"kind\": \"PriorityClass\", \"metadata\": {\"name\": \"high\"}, \"value\": 10}]}\n",
+            format: Format::Json,
+            documents: 3,
+            counts: &[("Namespace", 1), ("Pod", 1), ("PriorityClass", 1)],
+            skipped: &[],
+        },
+        Case {
             name: "multi-document yaml with a List and empty documents",
             text: YAML_MULTI,
             format: Format::Yaml,
@@ -283,6 +291,11 @@ fn errors_say_where_and_what() {
             name: "malformed json",
             text: "{\n  \"apiVersion\": \"v1\",\n  \"kind\": \"List\",\n  \"items\": [\n    {\"kind\": \"Pod\" \"apiVersion\": \"v1\"}\n  ]\n}\n",
             want: "snap.yaml: document[0] (line 5, column 20): malformed JSON: expected `,` or `}`",
+        },
+        ErrCase {
+            name: "malformed json in the second of --- separated documents",
+            text: "{\"apiVersion\": \"v1\", \"kind\": \"Namespace\", \"metadata\": {\"name\": \"a\"}}\n---\n{\"apiVersion\": \"v1\",\n  \"kind\": \"Pod\" \"x\": 1}\n",
+            want: "snap.yaml: document[1] (line 4, column 17): malformed JSON: expected `,` or `}`",
         },
         ErrCase {
             name: "wrong type in a yaml List item",
