@@ -519,7 +519,15 @@ fn queueing_hints_answer_as_upstream_plugins_do() {
         name: name.into(),
     };
     use QueueingHint::{Queue, QueueSkip};
-    let cases: Vec<(&str, &str, &Arc<PodInfo>, ClusterEvent, Option<QueueingHint>)> = vec![
+    /// (case, plugin, parked pod, event, the plugin's answer).
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a Arc<PodInfo>,
+        ClusterEvent,
+        Option<QueueingHint>,
+    );
+    let cases: Vec<Case<'_>> = vec![
         (
             "affinity: the added pod matches",
             names::INTER_POD_AFFINITY,
