@@ -58,10 +58,11 @@ use common::{
 use e2e::{ControlPlane, Options};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use sched_core::Snapshot;
@@ -97,6 +98,8 @@ async fn control_plane() -> Result<&'static ControlPlane, e2e::Error> {
     CONTROL_PLANE
         .get_or_try_init(|| {
             ControlPlane::start(Options::new().with_controller_manager(&[
+                // The volume scenario: kube-scheduler's PreBind waits for it to bind the claims.
+                "persistentvolume-binder",
                 "deployment-controller",
                 "replicaset-controller",
                 "job-controller",
@@ -1880,6 +1883,193 @@ async fn s23_preemption_policy_never() -> Result<()> {
                 .values()
                 .all(|(_, preemptor)| preemptor.ends_with("/p02-mid")),
         "sim-never: p01-never ends on {a}, p02-mid on {b}, both victims p02-mid's: {outcome:?}"
+    );
+    s.finish().await
+}
+
+// ---------------------------------------------------------------------------------------------
+// When parked pods get another attempt: queueing hints, volume events, asynchronous preemption
+
+/// Queueing hints (issue 27, 7a): a bound pod wakes a pod InterPodAffinity or PodTopologySpread
+/// rejected only when it matches that pod's affinity terms or spread selector. `a-follower`
+/// (affinity to app=cache, which no pod has) and `b-spread` (zone spread of app=web, zone a
+/// already holding two) fail first; `c-filler` then takes h4, matching neither. kube-scheduler
+/// leaves both pending with their first message; a queue that woke them on every binding would
+/// retry them and find h4 full: "Insufficient cpu" instead.
+#[tokio::test]
+async fn s28_bound_pods_wake_only_the_pods_their_labels_matter_to() -> Result<()> {
+    let s = Scenario::begin("sim-hints").await?;
+    let nodes = vec![
+        s.node("h2", 2).label(ZONE, "a"),
+        s.node("h3", 3).label(ZONE, "b"),
+        s.node("h4", 4).label(ZONE, "a"),
+    ];
+    let existing = vec![
+        bound("web-1", &s.n("h2"), None, 100).label("app", "web"),
+        bound("web-2", &s.n("h2"), None, 100).label("app", "web"),
+    ];
+    let batch = vec![
+        cpu_pod("a-follower", 2500).spec("affinity", pod_affinity("podAffinity", "cache", HOSTNAME)),
+        cpu_pod("b-spread", 3500).label("app", "web").spec(
+            "topologySpreadConstraints",
+            json!([{
+                "maxSkew": 1,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }]),
+        ),
+        cpu_pod("c-filler", 2000),
+    ];
+    let outcome = s.run(nodes, existing, ranked(batch)).await?;
+    ensure!(
+        outcome.node_of(s.ns(), "c-filler") == Some(s.n("h4").as_str())
+            && outcome
+                .message_of(s.ns(), "a-follower")
+                .contains("2 node(s) didn't match pod affinity rules")
+            && outcome
+                .message_of(s.ns(), "b-spread")
+                .contains("1 node(s) didn't match pod topology spread constraints"),
+        "sim-hints: c-filler on h4, the others keep their first messages: {outcome:?}"
+    );
+    s.finish().await
+}
+
+/// Volume events (issue 27, 7b): `p01-first` binds the only PersistentVolume (local, on l4) in
+/// its binding cycle; `p02-second`, tried next, finds none left ("didn't find available
+/// persistent volumes to bind"), and `p03-filler` then fills r6. The volume's update (its
+/// claimRef, written in p01's PreBind) requeues p02 (VolumeBinding registers PersistentVolume
+/// updates without a hint), whose retry finds r6 full: "Insufficient cpu" there. A queue deaf
+/// to volume events would keep p02's first message.
+#[tokio::test]
+async fn s29_a_volume_binding_requeues_the_pods_volume_binding_rejected() -> Result<()> {
+    let s = Scenario::begin("sim-volumes").await?;
+    let (l, r) = (s.n("l4"), s.n("r6"));
+    let class = format!("{}-local", s.ns());
+    let pv = format!("{}-only", s.ns());
+    s.lab
+        .create_cluster::<StorageClass>(json!({
+            "metadata": {"name": class},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }))
+        .await?;
+    s.lab
+        .create_cluster::<PersistentVolume>(json!({
+            "metadata": {"name": pv},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": class,
+                "persistentVolumeReclaimPolicy": "Retain",
+                "local": {"path": "/mnt/only"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": HOSTNAME, "operator": "In", "values": [l]},
+                ]}]}},
+            },
+        }))
+        .await?;
+    for claim in ["c1", "c2"] {
+        s.lab
+            .create_namespaced::<PersistentVolumeClaim>(json!({
+                "metadata": {"name": claim},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": class,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }))
+            .await?;
+    }
+    let nodes = vec![s.node("l4", 4), s.node("r6", 6)];
+    let batch = vec![
+        cpu_pod("p01-first", 1000).claim("c1"),
+        cpu_pod("p02-second", 1000).claim("c2"),
+        cpu_pod("p03-filler", 5500),
+    ];
+    let result = s.run(nodes, vec![], ranked(batch)).await;
+    delete_volumes(&s, &class, &pv).await?;
+    let outcome = result?;
+    ensure!(
+        outcome.node_of(s.ns(), "p01-first") == Some(l.as_str())
+            && outcome.node_of(s.ns(), "p03-filler") == Some(r.as_str())
+            && outcome
+                .message_of(s.ns(), "p02-second")
+                .contains("1 Insufficient cpu, 1 node(s) didn't find available persistent volumes to bind"),
+        "sim-volumes: p02-second retried after p03-filler took r6: {outcome:?}"
+    );
+    s.finish().await
+}
+
+/// Deletes the claims, the PersistentVolume and the StorageClass of
+/// [`s29_a_volume_binding_requeues_the_pods_volume_binding_rejected`], so that later scenarios'
+/// simulations do not load them.
+async fn delete_volumes(s: &Scenario, class: &str, pv: &str) -> Result<()> {
+    let ignore_missing = |r: Result<(), kube::Error>| match r {
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        other => other,
+    };
+    for claim in ["c1", "c2"] {
+        ignore_missing(
+            Api::<PersistentVolumeClaim>::namespaced(s.lab.client.clone(), s.ns())
+                .delete(claim, &DeleteParams::default())
+                .await
+                .map(|_| ()),
+        )?;
+    }
+    ignore_missing(
+        Api::<PersistentVolume>::all(s.lab.client.clone())
+            .delete(pv, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+    )?;
+    ignore_missing(
+        Api::<StorageClass>::all(s.lab.client.clone())
+            .delete(class, &DeleteParams::default())
+            .await
+            .map(|_| ()),
+    )?;
+    Ok(())
+}
+
+/// Asynchronous preemption (issue 27, 7c): `p01-preemptor` preempts `v-low` on a2, whose deletion
+/// kube-scheduler issues in a goroutine; `p02-next`, popped at once, still sees v-low, fails,
+/// and is requeued when the deletion arrives. Before its retry `p03-port` takes host port 8080 on
+/// c1 (the only node it fits), and p01, now free to go, takes a2. p02's last message then has
+/// "didn't have free ports" for c1 where its first had "Insufficient memory". Deleting the
+/// victims inside the preemptor's cycle, p02's only attempt would come after the deletion and
+/// nothing would retry it.
+#[tokio::test]
+async fn s30_victims_are_deleted_after_the_next_cycle() -> Result<()> {
+    let s = Scenario::begin("sim-async").await?;
+    let (a, c) = (s.n("a2"), s.n("c1"));
+    // c1: too little cpu for p01, too little memory for p02.
+    let nodes = vec![s.node("a2", 2), s.node("b3", 3), s.lab.node("c1", "1200m", "1Gi")];
+    let existing = vec![
+        bound("v-low", &a, Some(LOWEST), 2000),
+        bound("keep-high", &s.n("b3"), Some(HIGH), 3000),
+    ];
+    let batch = vec![
+        cpu_pod("p01-preemptor", 1500).priority_class(MID),
+        cpu_pod("p02-next", 1000)
+            .memory("2Gi")
+            .host_port(8080)
+            .priority_class(LOW),
+        // 600m: never room for it on a2 next to p01's nomination, victim gone or not.
+        cpu_pod("p03-port", 600)
+            .memory("100Mi")
+            .host_port(8080)
+            .spec("priorityClassName", json!(rank_class(1))),
+    ];
+    let outcome = s.run(nodes, existing, batch).await?;
+    ensure!(
+        outcome.node_of(s.ns(), "p01-preemptor") == Some(a.as_str())
+            && outcome.node_of(s.ns(), "p03-port") == Some(c.as_str())
+            && outcome.victims.keys().eq([format!("{}/v-low", s.ns())].iter())
+            && outcome
+                .message_of(s.ns(), "p02-next")
+                .contains("didn't have free ports"),
+        "sim-async: p01 on {a}, p03 on {c}, p02 retried after the deletion: {outcome:?}"
     );
     s.finish().await
 }

@@ -39,6 +39,23 @@ pub fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
     fits_ports(&pod.host_ports, &node.used_ports)
 }
 
+/// Go's queueing hint for AssignedPod/Delete (`isSchedulableAfterAssignedPodDeleted`): the deletion
+/// can only help a pod this plugin rejected when the deleted pod was placed or nominated and held one
+/// of the host ports the pod wants.
+pub fn is_schedulable_after_assigned_pod_deleted(pod: &PodInfo, deleted: &PodInfo) -> bool {
+    if deleted.node_name().is_empty() && deleted.nominated_node_name().is_empty() {
+        return false;
+    }
+    if deleted.host_ports.is_empty() {
+        return false;
+    }
+    let mut in_use = HostPortInfo::default();
+    for (ip, protocol, port) in &deleted.host_ports {
+        in_use.add(ip, protocol, *port);
+    }
+    !fits_ports(&pod.host_ports, &in_use)
+}
+
 impl Plugin for NodePorts {
     fn name(&self) -> &'static str {
         NAME

@@ -133,6 +133,29 @@ fn satisfies_volume_conflicts(pod: &Pod, node: &NodeInfo) -> bool {
         })
 }
 
+/// Go's queueing hint for AssignedPod/Delete (`isSchedulableAfterAssignedPodDeleted`): a deleted pod
+/// of the same namespace helps when one of its volumes conflicts with the pod's, or when it used a
+/// claim the pod uses (ReadWriteOncePod; upstream does not fetch the claim to check the mode).
+pub fn is_schedulable_after_assigned_pod_deleted(pod: &PodInfo, deleted: &PodInfo) -> bool {
+    if deleted.namespace() != pod.namespace() {
+        return false;
+    }
+    let mut node = NodeInfo::new(Arc::new(Default::default()));
+    node.add_pod(Arc::new(deleted.clone()));
+    if !satisfies_volume_conflicts(&pod.pod, &node) {
+        return true;
+    }
+    let claims = |p: &PodInfo| -> BTreeSet<String> {
+        p.pod
+            .spec
+            .iter()
+            .flat_map(|s| s.volumes.iter().flatten())
+            .filter_map(|v| v.persistent_volume_claim.as_ref().map(|c| c.claim_name.clone()))
+            .collect()
+    };
+    !claims(pod).is_disjoint(&claims(deleted))
+}
+
 impl VolumeRestrictions {
     /// The names of the pod's claims that have the ReadWriteOncePod access mode; a missing claim is
     /// the not-found error upstream's lister returns.

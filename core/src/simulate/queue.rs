@@ -1,6 +1,22 @@
 //! kube-scheduler's scheduling queue, without clocks: the active queue in the QueueSort order, the
 //! backoff queue, and the unschedulable pods with the plugins that rejected them, moved to the backoff
-//! queue when a cluster event those plugins register for happens.
+//! queue when a cluster event makes one of those plugins' queueing hints answer Queue
+//! ([`super::hints`]; Go's `isPodWorthRequeuing`: a pod no plugin rejected moves on any event).
+//!
+//! When events reach the queue. kube-scheduler pops the next pod as soon as a cycle ends, while what
+//! the cycle set in motion happens in goroutines: the binding cycle's API writes (the PersistentVolume
+//! and claim updates of PreBind, then the pod's binding) and, with SchedulerAsyncPreemption (on by
+//! default), the preemption's (`prepareCandidateAsync`: the nominations of lower-priority pods on the
+//! node cleared, then the victims deleted). Their watch events come back at least one API round trip
+//! later, when the next pod has been popped. The queue records the events that arrive while a pod is
+//! in flight and, if that pod fails, checks them against its hints as it parks it
+//! (`determineSchedulingHintForInFlightPod`), so such an event requeues the next pod as if it had
+//! been parked already. The simulation models this as: what cycle N causes lands after cycle N+1
+//! (its pod placed or parked), or before the next pop when the queues are empty. Until then the
+//! snapshot still holds the victims (the cache drops a pod on its delete event), and the preemptor,
+//! nominated at once (`AddNominatedPod`), stays parked and deaf to events (DefaultPreemption's
+//! PreEnqueue holds it while its preemption runs): the deletions themselves then wake it. A bound
+//! pod is in the snapshot from its own cycle on (kube-scheduler assumes it), only its events wait.
 //!
 //! Active order (PrioritySort): higher priority first, then earlier queue time. A pod's first queue
 //! time is its creation time; a pod that failed gets a queue time after every pod already queued, as
@@ -18,41 +34,8 @@ use std::cmp::Ordering;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::sync::Arc;
 
-use crate::plugins::names;
+use super::hints::{ClusterEvent, HintInputs, QueueingHint, plugin_hint};
 use crate::snapshot::PodInfo;
-
-/// Plugins whose rejection an assigned pod's addition can undo (their `EventsToRegister` include
-/// `AssignedPod/Add`).
-const WAKE_ON_POD_ADD: [&str; 2] = [names::INTER_POD_AFFINITY, names::POD_TOPOLOGY_SPREAD];
-
-/// Plugins whose rejection an assigned pod's deletion can undo (`AssignedPod/Delete`).
-const WAKE_ON_POD_DELETE: [&str; 7] = [
-    names::NODE_RESOURCES_FIT,
-    names::NODE_PORTS,
-    names::NODE_VOLUME_LIMITS,
-    names::VOLUME_RESTRICTIONS,
-    names::INTER_POD_AFFINITY,
-    names::POD_TOPOLOGY_SPREAD,
-    names::DEFAULT_PREEMPTION,
-];
-
-/// A cluster event that may make unschedulable pods schedulable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClusterEvent {
-    /// A pod was assigned to a node.
-    AssignedPodAdd,
-    /// An assigned pod was deleted (a preemption victim).
-    AssignedPodDelete,
-}
-
-impl ClusterEvent {
-    fn wakes(self, plugin: &str) -> bool {
-        match self {
-            ClusterEvent::AssignedPodAdd => WAKE_ON_POD_ADD.contains(&plugin),
-            ClusterEvent::AssignedPodDelete => WAKE_ON_POD_DELETE.contains(&plugin),
-        }
-    }
-}
 
 /// kube-scheduler's default podInitialBackoffSeconds and podMaxBackoffSeconds.
 const INITIAL_BACKOFF_SECONDS: u64 = 1;
@@ -122,12 +105,28 @@ impl Ord for BackingOff {
     }
 }
 
-/// A parked pod: the pod, the plugins that rejected it, and its queue time.
+/// A parked pod: the pod, the plugins that rejected it, what their hints need, its queue time, and
+/// whether DefaultPreemption's PreEnqueue holds it (its victims are not deleted yet).
 #[derive(Debug, Clone)]
 struct Parked {
     pod: Arc<PodInfo>,
     plugins: BTreeSet<&'static str>,
+    inputs: HintInputs,
     queued_at: i128,
+    gated: bool,
+}
+
+impl Parked {
+    /// Go's `isPodWorthRequeuing`: a pod no plugin rejected is requeued by any event; otherwise one
+    /// of its rejecting plugins registered for the event must answer Queue.
+    fn worth_requeuing(&self, event: &ClusterEvent) -> bool {
+        if self.plugins.is_empty() {
+            return true;
+        }
+        self.plugins
+            .iter()
+            .any(|p| plugin_hint(p, &self.pod, &self.inputs, event) == Some(QueueingHint::Queue))
+    }
 }
 
 /// The queue (see the module doc).
@@ -179,8 +178,13 @@ impl SchedulingQueue {
         self.active.len() + self.backoff.len()
     }
 
-    /// Parks a pod that failed, with the plugins that rejected it.
-    pub fn add_unschedulable(&mut self, pod: Arc<PodInfo>, plugins: BTreeSet<&'static str>) {
+    /// Parks a pod that failed, with the plugins that rejected it and what their hints need.
+    pub fn add_unschedulable(
+        &mut self,
+        pod: Arc<PodInfo>,
+        plugins: BTreeSet<&'static str>,
+        inputs: HintInputs,
+    ) {
         let key = pod.key();
         *self.failures.entry(key.clone()).or_insert(0) += 1;
         let queued_at = self.next_requeue;
@@ -190,7 +194,9 @@ impl SchedulingQueue {
             Parked {
                 pod,
                 plugins,
+                inputs,
                 queued_at,
+                gated: false,
             },
         );
     }
@@ -202,15 +208,33 @@ impl SchedulingQueue {
         }
     }
 
-    /// Moves to the backoff queue every parked pod one of whose rejecting plugins registers for
-    /// `event`; returns how many moved.
-    pub fn on_event(&mut self, event: ClusterEvent) -> usize {
-        let moving: Vec<String> = self
+    /// Holds a parked pod (`namespace/name`) back from every event while its preemption's victims
+    /// are being deleted (DefaultPreemption's PreEnqueue), or lets it go again.
+    pub fn set_gated(&mut self, key: &str, gated: bool) {
+        if let Some(entry) = self.unschedulable.get_mut(key) {
+            entry.gated = gated;
+        }
+    }
+
+    /// Whether `namespace/name` is parked.
+    pub fn is_parked(&self, key: &str) -> bool {
+        self.unschedulable.contains_key(key)
+    }
+
+    /// Go's `MoveAllToActiveOrBackoffQueue`: moves to the backoff queue every parked pod, not gated,
+    /// that the event may make schedulable (see [`Parked::worth_requeuing`]); with `max_priority`,
+    /// only pods of that priority or lower are looked at (Go's `getLEPriorityPreCheck`). Returns how
+    /// many moved.
+    pub fn on_event(&mut self, event: &ClusterEvent, max_priority: Option<i32>) -> usize {
+        let mut moving: Vec<String> = self
             .unschedulable
             .iter()
-            .filter(|(_, parked)| parked.plugins.iter().any(|p| event.wakes(p)))
+            .filter(|(_, parked)| !parked.gated)
+            .filter(|(_, parked)| max_priority.is_none_or(|max| parked.pod.priority <= max))
+            .filter(|(_, parked)| parked.worth_requeuing(event))
             .map(|(key, _)| key.clone())
             .collect();
+        moving.sort();
         for key in &moving {
             if let Some(parked) = self.unschedulable.remove(key) {
                 let failures = self.failures.get(key).copied().unwrap_or(1);
@@ -231,6 +255,7 @@ impl SchedulingQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plugins::names;
     use crate::testing::pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
@@ -245,6 +270,11 @@ mod tests {
                 })
                 .info(),
         )
+    }
+
+    /// The deletion of a placed pod (wakes NodeResourcesFit's rejections).
+    fn deletion() -> ClusterEvent {
+        ClusterEvent::AssignedPodDelete(Arc::new(pod("victim").node("n1").info()))
     }
 
     fn drain(queue: &mut SchedulingQueue) -> Vec<String> {
@@ -276,8 +306,8 @@ mod tests {
         let mut queue = SchedulingQueue::new([queued("x", 5, 1), queued("y", 5, 2), queued("z", 1, 0)]);
         let first = queue.pop().expect("x");
         assert_eq!(first.name(), "x");
-        queue.add_unschedulable(first, [names::NODE_RESOURCES_FIT].into());
-        assert_eq!(queue.on_event(ClusterEvent::AssignedPodDelete), 1);
+        queue.add_unschedulable(first, [names::NODE_RESOURCES_FIT].into(), HintInputs::default());
+        assert_eq!(queue.on_event(&deletion(), None), 1);
         assert_eq!(drain(&mut queue), ["y", "z", "x"]);
     }
 
@@ -288,20 +318,20 @@ mod tests {
         let fit = || -> BTreeSet<&'static str> { [names::NODE_RESOURCES_FIT].into() };
         // "twice" fails twice (2 s backoff), "high" and "low" once (1 s).
         while let Some(pod) = queue.pop() {
-            queue.add_unschedulable(pod, fit());
+            queue.add_unschedulable(pod, fit(), HintInputs::default());
         }
         let twice = queued("twice", 1, 1);
-        queue.on_event(ClusterEvent::AssignedPodDelete);
+        queue.on_event(&deletion(), None);
         assert_eq!(
             drain(&mut queue),
             ["high", "twice", "low"],
             "all at 1 s: priority, then queue time"
         );
         for pod in [twice, queued("low", 1, 2), queued("high", 9, 3)] {
-            queue.add_unschedulable(pod, fit());
+            queue.add_unschedulable(pod, fit(), HintInputs::default());
         }
-        queue.add_unschedulable(queued("twice", 1, 1), fit());
-        queue.on_event(ClusterEvent::AssignedPodDelete);
+        queue.add_unschedulable(queued("twice", 1, 1), fit(), HintInputs::default());
+        queue.on_event(&deletion(), None);
         assert_eq!(
             drain(&mut queue),
             ["high", "low", "twice"],
@@ -314,21 +344,30 @@ mod tests {
     }
 
     #[test]
-    fn events_wake_only_the_plugins_that_register_for_them() {
-        let cases: Vec<(&'static str, ClusterEvent, usize)> = vec![
-            (names::NODE_RESOURCES_FIT, ClusterEvent::AssignedPodAdd, 0),
-            (names::NODE_RESOURCES_FIT, ClusterEvent::AssignedPodDelete, 1),
-            (names::TAINT_TOLERATION, ClusterEvent::AssignedPodDelete, 0),
-            (names::NODE_AFFINITY, ClusterEvent::AssignedPodAdd, 0),
-            (names::INTER_POD_AFFINITY, ClusterEvent::AssignedPodAdd, 1),
-            (names::POD_TOPOLOGY_SPREAD, ClusterEvent::AssignedPodAdd, 1),
-            (names::NODE_PORTS, ClusterEvent::AssignedPodDelete, 1),
-        ];
-        for (plugin, event, moved) in cases {
-            let mut queue = SchedulingQueue::default();
-            queue.add_unschedulable(queued("p", 0, 0), [plugin].into());
-            assert_eq!(queue.on_event(event), moved, "{plugin} {event:?}");
-            assert_eq!(queue.active_len(), moved);
-        }
+    fn a_gated_pod_ignores_events_and_a_priority_bound_skips_higher_pods() {
+        let mut queue = SchedulingQueue::default();
+        let fit = || -> BTreeSet<&'static str> { [names::NODE_RESOURCES_FIT].into() };
+        queue.add_unschedulable(queued("preemptor", 100, 0), fit(), HintInputs::default());
+        queue.add_unschedulable(queued("high", 50, 0), fit(), HintInputs::default());
+        queue.add_unschedulable(queued("low", 5, 0), fit(), HintInputs::default());
+        queue.set_gated("default/preemptor", true);
+        assert_eq!(queue.on_event(&deletion(), Some(10)), 1, "only low");
+        assert!(queue.is_parked("default/high") && queue.is_parked("default/preemptor"));
+        assert_eq!(
+            queue.on_event(&deletion(), None),
+            1,
+            "high; the preemptor is gated"
+        );
+        queue.set_gated("default/preemptor", false);
+        assert_eq!(queue.on_event(&deletion(), None), 1);
+        assert_eq!(drain(&mut queue), ["preemptor", "high", "low"]);
+    }
+
+    #[test]
+    fn a_pod_no_plugin_rejected_is_requeued_by_any_event() {
+        let mut queue = SchedulingQueue::default();
+        queue.add_unschedulable(queued("p", 0, 0), BTreeSet::new(), HintInputs::default());
+        let added = ClusterEvent::AssignedPodAdd(Arc::new(pod("other").node("n1").info()));
+        assert_eq!(queue.on_event(&added, None), 1);
     }
 }

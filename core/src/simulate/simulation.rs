@@ -6,6 +6,9 @@
 //!
 //! The snapshot is changed in place between cycles ([`Snapshot::assume_pod`] and friends): each
 //! cycle's framework is dropped before the change, so the snapshot is never copied.
+//!
+//! What a cycle sets in motion — its binding's events, its preemption's deletions — lands after the
+//! next cycle, as kube-scheduler's goroutines and watch events do (see [`super::queue`]).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -14,14 +17,16 @@ use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaimConsumerReference};
 use serde::Serialize;
 
-use super::queue::{ClusterEvent, SchedulingQueue};
+use super::hints::{ClusterEvent, HintInputs};
+use super::queue::SchedulingQueue;
 use crate::action::Action;
 use crate::engine::{Engine, EngineError};
 use crate::explain::Outcome;
 use crate::framework::interface::NodeToStatus;
+use crate::framework::runtime::Framework;
 use crate::plugins::dynamic_resources::allocation_results;
-use crate::plugins::names;
 use crate::plugins::scheduling_gates::SCHEDULING_GATED_MESSAGE;
+use crate::plugins::{names, pod_topology_spread};
 use crate::preemption::args::DefaultPreemptionArgs;
 use crate::preemption::evaluator;
 use crate::schedule::{ScheduleOptions, binding_plan, schedule_cycle};
@@ -58,8 +63,8 @@ impl Default for SimulationOptions {
 pub enum PodOutcome {
     /// Placed on a node.
     Scheduled,
-    /// Still pending: no node fits. (Preemption victims are deleted at once, so a nominated pod that
-    /// stays pending found no room on its node after all.)
+    /// Still pending: no node fits. (A preemptor is retried once its victims are deleted, so a
+    /// nominated pod that stays pending found no room on its node after all.)
     Unschedulable,
     /// Kept out of the queue by a PreEnqueue plugin (scheduling gates).
     Gated,
@@ -161,6 +166,21 @@ impl TieBreaker {
     }
 }
 
+/// What a cycle set in motion, landing after the next cycle (see the module doc).
+#[derive(Debug)]
+enum Landing {
+    /// Events of a binding: the volume and claim updates of PreBind, then the pod's AssignedPod/Add.
+    Events(Vec<ClusterEvent>),
+    /// `prepareCandidateAsync`'s work: lower-priority nominations on `node` cleared, then `victims`
+    /// deleted; `preemptor` (`namespace/name`) waits for it, gated.
+    Preemption {
+        preemptor: String,
+        priority: i32,
+        node: String,
+        victims: Vec<Arc<PodInfo>>,
+    },
+}
+
 /// A batch simulation over one snapshot (see the module doc).
 pub struct Simulation<'e> {
     engine: &'e Engine,
@@ -175,6 +195,8 @@ pub struct Simulation<'e> {
     cycles: usize,
     tied_placements: usize,
     evaluated_nodes: usize,
+    /// What the last cycle set in motion, not landed yet.
+    in_transit: Vec<Landing>,
 }
 
 impl<'e> Simulation<'e> {
@@ -194,6 +216,7 @@ impl<'e> Simulation<'e> {
             cycles: 0,
             tied_placements: 0,
             evaluated_nodes: 0,
+            in_transit: Vec::new(),
         }
     }
 
@@ -207,7 +230,16 @@ impl<'e> Simulation<'e> {
         let limit = MAX_CYCLES_PER_POD * (self.queue.active_len() + 1);
         let mut stopped_early = None;
         let mut scheduled = 0;
-        while let Some(pod) = self.queue.pop() {
+        loop {
+            let Some(pod) = self.queue.pop() else {
+                // Nothing to pop: kube-scheduler waits, and what is in transit lands.
+                if self.in_transit.is_empty() {
+                    break;
+                }
+                let landing = std::mem::take(&mut self.in_transit);
+                self.land(landing);
+                continue;
+            };
             if self.cycles >= limit {
                 stopped_early = Some(format!(
                     "stopped after {} scheduling cycles with {} pods still queued",
@@ -217,7 +249,16 @@ impl<'e> Simulation<'e> {
                 break;
             }
             self.cycles += 1;
-            if self.attempt(pod)? == PodOutcome::Scheduled {
+            let mut landing = std::mem::take(&mut self.in_transit);
+            let outcome = self.attempt(pod)?;
+            if matches!(outcome, PodOutcome::Gated | PodOutcome::Ignored) {
+                // kube-scheduler never pops such a pod: what was in transit still is.
+                landing.append(&mut self.in_transit);
+                self.in_transit = landing;
+            } else {
+                self.land(landing);
+            }
+            if outcome == PodOutcome::Scheduled {
                 scheduled += 1;
             }
             progress(Progress {
@@ -226,6 +267,8 @@ impl<'e> Simulation<'e> {
                 queued: self.queue.active_len(),
             });
         }
+        let landing = std::mem::take(&mut self.in_transit);
+        self.land(landing);
         let mut pods: Vec<PodResult> = self
             .first_attempt_order
             .iter()
@@ -316,11 +359,11 @@ impl<'e> Simulation<'e> {
                     result.message = Some(status.message());
                     return Ok(PodOutcome::Error);
                 }
-                self.apply_volume_actions(&actions);
+                let mut events = self.apply_volume_actions(&actions);
                 self.record_claims(&pod, claim_results);
                 let placed = Arc::new(placed_on(&pod, &node));
                 let snapshot = Arc::make_mut(&mut self.snapshot);
-                if let Err(e) = snapshot.assume_pod(placed) {
+                if let Err(e) = snapshot.assume_pod(placed.clone()) {
                     let result = self.result_for(&pod);
                     result.outcome = PodOutcome::Error;
                     result.message = Some(e.to_string());
@@ -332,7 +375,8 @@ impl<'e> Simulation<'e> {
                 result.node = Some(node);
                 result.message = None;
                 result.tied_nodes = tied;
-                self.queue.on_event(ClusterEvent::AssignedPodAdd);
+                events.push(ClusterEvent::AssignedPodAdd(placed));
+                self.in_transit.push(Landing::Events(events));
                 Ok(PodOutcome::Scheduled)
             }
             Outcome::Unschedulable => {
@@ -360,6 +404,7 @@ impl<'e> Simulation<'e> {
                     }
                     None => Vec::new(),
                 };
+                let inputs = hint_inputs(&fwk, &pod, &plugins);
                 drop(cycle);
                 drop(fwk);
                 let result = self.result_for(&pod);
@@ -368,16 +413,27 @@ impl<'e> Simulation<'e> {
                 result.message = Some(message);
                 let parked = match &nominated {
                     Some(node) => {
-                        self.preempt(&pod, node, &victims);
+                        self.record_victims(&pod, node, &victims);
                         let nominated = Arc::new(with_nomination(&pod, node));
                         Arc::make_mut(&mut self.snapshot).add_pending_pod(nominated.clone());
                         nominated
                     }
                     None => pod,
                 };
-                self.queue.add_unschedulable(parked, plugins);
-                if nominated.is_some() {
-                    self.queue.on_event(ClusterEvent::AssignedPodDelete);
+                let key = parked.key();
+                let priority = parked.priority;
+                self.queue.add_unschedulable(parked, plugins, inputs);
+                if let Some(node) = nominated {
+                    // Without victims, prepareCandidateAsync starts no goroutine and gates nothing.
+                    if !victims.is_empty() {
+                        self.queue.set_gated(&key, true);
+                    }
+                    self.in_transit.push(Landing::Preemption {
+                        preemptor: key,
+                        priority,
+                        node,
+                        victims,
+                    });
                 }
                 Ok(PodOutcome::Unschedulable)
             }
@@ -400,45 +456,88 @@ impl<'e> Simulation<'e> {
         }
     }
 
-    /// Deletes `victims` and clears the nominations of lower-priority pods on `node`, as
-    /// kube-scheduler's preemption does before it nominates the preemptor.
-    fn preempt(&mut self, preemptor: &PodInfo, node: &str, victims: &[Arc<PodInfo>]) {
-        let snapshot = Arc::make_mut(&mut self.snapshot);
+    /// Reports `victims` as deleted by `preemptor`'s preemption on `node` (their deletion lands
+    /// later, see [`Landing::Preemption`]). A pod already reported, whose deletion has not landed
+    /// yet when another preemptor picks it, is reported once.
+    fn record_victims(&mut self, preemptor: &PodInfo, node: &str, victims: &[Arc<PodInfo>]) {
         for victim in victims {
-            snapshot.remove_pod(victim.namespace(), victim.name());
+            let key = victim.key();
+            if self.victims.iter().any(|v| v.pod == key) {
+                continue;
+            }
             self.victims.push(Victim {
-                pod: victim.key(),
+                pod: key.clone(),
                 node: node.to_string(),
                 priority: victim.priority,
                 preemptor: preemptor.key(),
             });
-        }
-        let lower: Vec<Arc<PodInfo>> = snapshot
-            .nominated_pods
-            .get(node)
-            .into_iter()
-            .flatten()
-            .filter(|p| p.priority < preemptor.priority && p.key() != preemptor.key())
-            .cloned()
-            .collect();
-        for pod in lower {
-            let cleared = Arc::new(without_nomination(&pod));
-            snapshot.add_pending_pod(cleared.clone());
-            self.queue.update_unschedulable(cleared);
-        }
-        for victim in victims {
-            if let Some(result) = self.results.get_mut(&victim.key()) {
+            if let Some(result) = self.results.get_mut(&key) {
                 result.outcome = PodOutcome::Preempted;
                 result.preempted_by = Some(preemptor.key());
             }
         }
     }
 
+    /// Applies what a cycle set in motion and hands its events to the queue.
+    fn land(&mut self, landings: Vec<Landing>) {
+        for landing in landings {
+            match landing {
+                Landing::Events(events) => {
+                    for event in &events {
+                        self.queue.on_event(event, None);
+                    }
+                }
+                Landing::Preemption {
+                    preemptor,
+                    priority,
+                    node,
+                    victims,
+                } => self.land_preemption(&preemptor, priority, &node, &victims),
+            }
+        }
+    }
+
+    /// `prepareCandidateAsync`'s goroutine: clears the nominations of lower-priority pods on `node`
+    /// (each an AssignedPod/Delete of the nominated pod for pods of its priority or lower, as
+    /// kube-scheduler's `updatePodInSchedulingQueue` sends it), then deletes the victims (each an
+    /// AssignedPod/Delete); the preemptor's gate lifts as the last victim goes.
+    fn land_preemption(&mut self, preemptor: &str, priority: i32, node: &str, victims: &[Arc<PodInfo>]) {
+        self.queue.set_gated(preemptor, false);
+        let snapshot = Arc::make_mut(&mut self.snapshot);
+        let lower: Vec<Arc<PodInfo>> = snapshot
+            .nominated_pods
+            .get(node)
+            .into_iter()
+            .flatten()
+            .filter(|p| p.priority < priority && p.key() != preemptor)
+            .cloned()
+            .collect();
+        for pod in lower {
+            let cleared = Arc::new(without_nomination(&pod));
+            snapshot.add_pending_pod(cleared.clone());
+            self.queue.update_unschedulable(cleared);
+            self.queue
+                .on_event(&ClusterEvent::AssignedPodDelete(pod.clone()), Some(pod.priority));
+        }
+        let snapshot = Arc::make_mut(&mut self.snapshot);
+        let deleted: Vec<Arc<PodInfo>> = victims
+            .iter()
+            .filter_map(|v| snapshot.remove_pod(v.namespace(), v.name()))
+            .collect();
+        for victim in deleted {
+            self.queue
+                .on_event(&ClusterEvent::AssignedPodDelete(victim), None);
+        }
+    }
+
     /// Records volume binding decisions in the snapshot as the PV controller would complete them:
     /// a PV bound to a claim holds its claimRef and the claim names the PV; a claim left to dynamic
-    /// provisioning carries its selected node.
-    fn apply_volume_actions(&mut self, actions: &[Action]) {
+    /// provisioning carries its selected node. Returns the events those writes cause: PreBind's
+    /// PersistentVolume update (claimRef) or claim update (selected node), and for a bound PV the PV
+    /// controller's claim update (volumeName).
+    fn apply_volume_actions(&mut self, actions: &[Action]) -> Vec<ClusterEvent> {
         let snapshot = Arc::make_mut(&mut self.snapshot);
+        let mut events = Vec::new();
         for action in actions {
             match action {
                 Action::BindPv { pv, claim, .. } => {
@@ -454,6 +553,13 @@ impl<'e> Simulation<'e> {
                     update_claim(snapshot, &claim.namespace, &claim.name, |c| {
                         c.spec.get_or_insert_with(Default::default).volume_name = Some(pv.name.clone());
                     });
+                    events.push(ClusterEvent::PersistentVolumeUpdate {
+                        name: pv.name.clone(),
+                    });
+                    events.push(ClusterEvent::PersistentVolumeClaimUpdate {
+                        namespace: claim.namespace.clone(),
+                        name: claim.name.clone(),
+                    });
                 }
                 Action::AnnotatePvc { pvc, key, value, .. } => {
                     update_claim(snapshot, &pvc.namespace, &pvc.name, |c| {
@@ -462,10 +568,15 @@ impl<'e> Simulation<'e> {
                             .get_or_insert_with(Default::default)
                             .insert(key.clone(), value.clone());
                     });
+                    events.push(ClusterEvent::PersistentVolumeClaimUpdate {
+                        namespace: pvc.namespace.clone(),
+                        name: pvc.name.clone(),
+                    });
                 }
                 _ => {}
             }
         }
+        events
     }
 }
 
@@ -528,6 +639,19 @@ fn update_claim(
     {
         change(Arc::make_mut(claim));
     }
+}
+
+/// What the rejecting plugins' hints need, read from the cycle's profile: PodTopologySpread's hard
+/// constraints for the pod.
+fn hint_inputs(fwk: &Framework, pod: &PodInfo, plugins: &BTreeSet<&'static str>) -> HintInputs {
+    let spread_constraints = plugins.contains(names::POD_TOPOLOGY_SPREAD).then(|| {
+        pod_topology_spread::hard_constraints_for_hints(
+            fwk.profile.plugin_args.get(names::POD_TOPOLOGY_SPREAD),
+            &fwk.handle,
+            &pod.pod,
+        )
+    });
+    HintInputs { spread_constraints }
 }
 
 /// The plugins that rejected the pod in this cycle (PreFilter's, or each node's Filter's).

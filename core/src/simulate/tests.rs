@@ -438,3 +438,462 @@ fn devices_allocated_to_a_pod_of_the_batch_are_taken_for_the_next() {
     assert!(status.allocation.is_some());
     assert_eq!(status.reserved_for.as_ref().map(Vec::len), Some(1));
 }
+
+// ---------------------------------------------------------------------------------------------
+// When parked pods get another attempt: queueing hints, volume events, asynchronous preemption
+
+use super::hints::{ClusterEvent, HintInputs, QueueingHint, plugin_hint};
+use crate::framework::runtime::Handle;
+use crate::plugins::{names, pod_topology_spread};
+
+const ZONE: &str = "topology.kubernetes.io/zone";
+const HOSTNAME: &str = "kubernetes.io/hostname";
+
+fn affinity_to(app: &str) -> Affinity {
+    Affinity {
+        pod_affinity: Some(k8s_openapi::api::core::v1::PodAffinity {
+            required_during_scheduling_ignored_during_execution: Some(vec![PodAffinityTerm {
+                label_selector: Some(LabelSelector {
+                    match_labels: Some([("app".to_string(), app.to_string())].into()),
+                    ..Default::default()
+                }),
+                topology_key: HOSTNAME.into(),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn zone_spread_of(app: &str, when: &str) -> impl FnOnce(&mut Pod) {
+    let constraint = k8s_openapi::api::core::v1::TopologySpreadConstraint {
+        max_skew: 1,
+        topology_key: ZONE.into(),
+        when_unsatisfiable: when.into(),
+        label_selector: Some(LabelSelector {
+            match_labels: Some([("app".to_string(), app.to_string())].into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    move |p: &mut Pod| {
+        p.spec
+            .get_or_insert_with(Default::default)
+            .topology_spread_constraints = Some(vec![constraint]);
+    }
+}
+
+fn result_of<'a>(report: &'a SimulationReport, name: &str) -> &'a PodResult {
+    report
+        .pods
+        .iter()
+        .find(|p| p.pod == format!("default/{name}"))
+        .expect("queued")
+}
+
+#[test]
+fn queueing_hints_answer_as_upstream_plugins_do() {
+    let info = |p: crate::testing::PodBuilder| Arc::new(p.info());
+    let follower = info(pod("follower").affinity(affinity_to("cache")));
+    let avoider = info(pod("avoider").label("app", "db").affinity(anti_affinity_to("db")));
+    let spreader = info(
+        pod("spreader")
+            .label("app", "web")
+            .with(zone_spread_of("web", "DoNotSchedule")),
+    );
+    let soft = info(
+        pod("soft")
+            .label("app", "web")
+            .with(zone_spread_of("web", "ScheduleAnyway")),
+    );
+    let porter = info(pod("porter").host_port(8080, "TCP", ""));
+    let claimer = info(pod("claimer").pvc("data"));
+    let plain = info(pod("plain"));
+    let placed = |p: crate::testing::PodBuilder| Arc::new(p.node("n1").info());
+    let add = |p: crate::testing::PodBuilder| ClusterEvent::AssignedPodAdd(placed(p));
+    let delete = |p: crate::testing::PodBuilder| ClusterEvent::AssignedPodDelete(placed(p));
+    let pv_update = ClusterEvent::PersistentVolumeUpdate { name: "pv-1".into() };
+    let claim_update = |ns: &str, name: &str| ClusterEvent::PersistentVolumeClaimUpdate {
+        namespace: ns.into(),
+        name: name.into(),
+    };
+    use QueueingHint::{Queue, QueueSkip};
+    /// (case, plugin, parked pod, event, the plugin's answer).
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a Arc<PodInfo>,
+        ClusterEvent,
+        Option<QueueingHint>,
+    );
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "affinity: the added pod matches",
+            names::INTER_POD_AFFINITY,
+            &follower,
+            add(pod("cache").label("app", "cache")),
+            Some(Queue),
+        ),
+        (
+            "affinity: the added pod does not match",
+            names::INTER_POD_AFFINITY,
+            &follower,
+            add(pod("other").label("app", "other")),
+            Some(QueueSkip),
+        ),
+        (
+            "affinity: a matching pod of another namespace",
+            names::INTER_POD_AFFINITY,
+            &follower,
+            add(pod("cache").namespace("elsewhere").label("app", "cache")),
+            Some(QueueSkip),
+        ),
+        (
+            "affinity: the added pod is not placed",
+            names::INTER_POD_AFFINITY,
+            &follower,
+            ClusterEvent::AssignedPodAdd(info(pod("cache").label("app", "cache"))),
+            Some(QueueSkip),
+        ),
+        (
+            "anti-affinity only: an addition never helps",
+            names::INTER_POD_AFFINITY,
+            &avoider,
+            add(pod("db").label("app", "db")),
+            Some(QueueSkip),
+        ),
+        (
+            "anti-affinity: the deleted pod matched it",
+            names::INTER_POD_AFFINITY,
+            &avoider,
+            delete(pod("db").label("app", "db")),
+            Some(Queue),
+        ),
+        (
+            "anti-affinity: the deleted pod's own anti-affinity matched the pod",
+            names::INTER_POD_AFFINITY,
+            &avoider,
+            delete(pod("hater").affinity(anti_affinity_to("db")).label("x", "y")),
+            Some(Queue),
+        ),
+        (
+            "anti-affinity: the deleted pod is unrelated",
+            names::INTER_POD_AFFINITY,
+            &avoider,
+            delete(pod("web").label("app", "web")),
+            Some(QueueSkip),
+        ),
+        (
+            "spread: the added pod matches the selector",
+            names::POD_TOPOLOGY_SPREAD,
+            &spreader,
+            add(pod("web").label("app", "web")),
+            Some(Queue),
+        ),
+        (
+            "spread: the added pod does not match",
+            names::POD_TOPOLOGY_SPREAD,
+            &spreader,
+            add(pod("db").label("app", "db")),
+            Some(QueueSkip),
+        ),
+        (
+            "spread: a matching pod of another namespace",
+            names::POD_TOPOLOGY_SPREAD,
+            &spreader,
+            add(pod("web").namespace("elsewhere").label("app", "web")),
+            Some(QueueSkip),
+        ),
+        (
+            "spread: the deleted pod matches",
+            names::POD_TOPOLOGY_SPREAD,
+            &spreader,
+            delete(pod("web").label("app", "web")),
+            Some(Queue),
+        ),
+        (
+            "spread: soft constraints are no hard constraints",
+            names::POD_TOPOLOGY_SPREAD,
+            &soft,
+            add(pod("web").label("app", "web")),
+            Some(QueueSkip),
+        ),
+        (
+            "fit: an addition is not registered",
+            names::NODE_RESOURCES_FIT,
+            &plain,
+            add(pod("any")),
+            None,
+        ),
+        (
+            "fit: any placed pod deleted",
+            names::NODE_RESOURCES_FIT,
+            &plain,
+            delete(pod("any")),
+            Some(Queue),
+        ),
+        (
+            "fit: a nominated pod deleted",
+            names::NODE_RESOURCES_FIT,
+            &plain,
+            ClusterEvent::AssignedPodDelete(info(pod("any").nominated("n1"))),
+            Some(Queue),
+        ),
+        (
+            "ports: the deleted pod held the port",
+            names::NODE_PORTS,
+            &porter,
+            delete(pod("other").host_port(8080, "TCP", "")),
+            Some(Queue),
+        ),
+        (
+            "ports: the deleted pod held another port",
+            names::NODE_PORTS,
+            &porter,
+            delete(pod("other").host_port(9090, "TCP", "")),
+            Some(QueueSkip),
+        ),
+        (
+            "preemption leaves the decision to the others",
+            names::DEFAULT_PREEMPTION,
+            &plain,
+            delete(pod("victim")),
+            Some(QueueSkip),
+        ),
+        (
+            "volume binding: a volume updated",
+            names::VOLUME_BINDING,
+            &claimer,
+            pv_update.clone(),
+            Some(Queue),
+        ),
+        (
+            "volume zone: a binding leaves the volume's topology alone",
+            names::VOLUME_ZONE,
+            &claimer,
+            pv_update.clone(),
+            Some(QueueSkip),
+        ),
+        (
+            "volume binding: its claim updated",
+            names::VOLUME_BINDING,
+            &claimer,
+            claim_update("default", "data"),
+            Some(Queue),
+        ),
+        (
+            "volume binding: another claim updated",
+            names::VOLUME_BINDING,
+            &claimer,
+            claim_update("default", "other"),
+            Some(QueueSkip),
+        ),
+        (
+            "volume binding: a claim of that name in another namespace",
+            names::VOLUME_BINDING,
+            &claimer,
+            claim_update("elsewhere", "data"),
+            Some(QueueSkip),
+        ),
+        (
+            "volume limits: a deleted pod with a claim",
+            names::NODE_VOLUME_LIMITS,
+            &claimer,
+            delete(pod("other").pvc("logs")),
+            Some(Queue),
+        ),
+        (
+            "volume limits: a deleted pod without volumes",
+            names::NODE_VOLUME_LIMITS,
+            &claimer,
+            delete(pod("other")),
+            Some(QueueSkip),
+        ),
+        (
+            "volume restrictions: a deleted pod sharing the claim",
+            names::VOLUME_RESTRICTIONS,
+            &claimer,
+            delete(pod("other").pvc("data")),
+            Some(Queue),
+        ),
+        (
+            "taints: no pod event registered",
+            names::TAINT_TOLERATION,
+            &plain,
+            delete(pod("any")),
+            None,
+        ),
+    ];
+    let handle = Handle {
+        snapshot: Arc::new(snapshot(vec![], vec![])),
+    };
+    for (name, plugin, target, event, want) in cases {
+        let inputs = HintInputs {
+            spread_constraints: Some(pod_topology_spread::hard_constraints_for_hints(
+                None,
+                &handle,
+                &target.pod,
+            )),
+        };
+        assert_eq!(plugin_hint(plugin, target, &inputs, &event), want, "{name}");
+    }
+}
+
+/// Issue 27, 7a: a bound pod that matches neither `a-follower`'s affinity nor `b-spread`'s
+/// selector leaves both parked with their first message, although it fills h4.
+#[test]
+fn a_bound_pod_wakes_only_the_pods_its_labels_matter_to() {
+    let zone_node = |name: &str, cpu: &str, zone: &str| {
+        node(name)
+            .cpu(cpu)
+            .memory("16Gi")
+            .label(ZONE, zone)
+            .label(HOSTNAME, name)
+            .obj()
+    };
+    let report = run(snapshot(
+        vec![
+            zone_node("h2", "2", "a"),
+            zone_node("h3", "3", "b"),
+            zone_node("h4", "4", "a"),
+        ],
+        vec![
+            pod("web-1").cpu("100m").label("app", "web").node("h2").obj(),
+            pod("web-2").cpu("100m").label("app", "web").node("h2").obj(),
+            pod("a-follower")
+                .cpu("2500m")
+                .priority(3)
+                .affinity(affinity_to("cache"))
+                .obj(),
+            pod("b-spread")
+                .cpu("3500m")
+                .priority(2)
+                .label("app", "web")
+                .with(zone_spread_of("web", "DoNotSchedule"))
+                .obj(),
+            pod("c-filler").cpu("2000m").priority(1).obj(),
+        ],
+    ));
+    assert_eq!(result_of(&report, "c-filler").node.as_deref(), Some("h4"));
+    let follower = result_of(&report, "a-follower");
+    assert_eq!(follower.attempts, 1, "{follower:?}");
+    assert!(
+        follower.message.as_deref().is_some_and(|m| m.starts_with(
+            "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) didn't match pod affinity rules."
+        )),
+        "{follower:?}"
+    );
+    let spread = result_of(&report, "b-spread");
+    assert_eq!(spread.attempts, 1, "{spread:?}");
+    assert!(
+        spread.message.as_deref().is_some_and(|m| m.starts_with(
+            "0/3 nodes are available: 1 node(s) didn't match pod topology spread constraints, 2 Insufficient cpu."
+        )),
+        "{spread:?}"
+    );
+}
+
+/// Issue 27, 7b: `p01-first`'s volume binding (the PV's claimRef) lands after `p02-second`'s
+/// cycle and requeues it (VolumeBinding registers PV updates without a hint); its retry comes after
+/// `p03-filler` filled r6.
+#[test]
+fn a_volume_binding_requeues_the_pods_volume_binding_rejected() {
+    use serde_json::json;
+    fn from<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+        serde_json::from_value(v).expect("valid object")
+    }
+    let claim = |name: &str| {
+        from(json!({
+            "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
+            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                     "resources": {"requests": {"storage": "1Gi"}}},
+        }))
+    };
+    let hostname_node =
+        |name: &str, cpu: &str| node(name).cpu(cpu).memory("16Gi").label(HOSTNAME, name).obj();
+    let objects = ClusterObjects {
+        nodes: vec![hostname_node("l4", "4"), hostname_node("r6", "6")],
+        pods: vec![
+            pod("p01-first").cpu("1").priority(3).pvc("c1").obj(),
+            pod("p02-second").cpu("1").priority(2).pvc("c2").obj(),
+            pod("p03-filler").cpu("5500m").priority(1).obj(),
+        ],
+        storage_classes: vec![from(json!({
+            "metadata": {"name": "local"},
+            "provisioner": "kubernetes.io/no-provisioner",
+            "volumeBindingMode": "WaitForFirstConsumer",
+        }))],
+        persistent_volumes: vec![from(json!({
+            "metadata": {"name": "only"},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "local",
+                "local": {"path": "/mnt/only"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": HOSTNAME, "operator": "In", "values": ["l4"]},
+                ]}]}},
+            },
+            "status": {"phase": "Available"},
+        }))],
+        persistent_volume_claims: vec![claim("c1"), claim("c2")],
+        ..Default::default()
+    };
+    let report = run(Snapshot::new(objects));
+    assert_eq!(result_of(&report, "p01-first").node.as_deref(), Some("l4"));
+    assert_eq!(result_of(&report, "p03-filler").node.as_deref(), Some("r6"));
+    let second = result_of(&report, "p02-second");
+    assert_eq!(second.attempts, 2, "{second:?}");
+    assert!(
+        second.message.as_deref().is_some_and(|m| m.starts_with(
+            "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) didn't find available persistent volumes to bind."
+        )),
+        "{second:?}"
+    );
+}
+
+/// Issue 27, 7c: `p01-preemptor`'s victim is deleted after the next cycle: `p02-next` still sees it,
+/// fails, and the deletion requeues it; its retry comes after `p03-port` took port 8080 on c1.
+#[test]
+fn victims_are_deleted_after_the_next_cycle_and_requeue_the_pod_tried_in_it() {
+    let report = run(snapshot(
+        vec![
+            node("a2").cpu("2").memory("4Gi").obj(),
+            node("b3").cpu("3").memory("6Gi").obj(),
+            node("c1").cpu("1200m").memory("1Gi").obj(),
+        ],
+        vec![
+            pod("v-low").cpu("2").priority(50).node("a2").obj(),
+            pod("keep-high").cpu("3").priority(1000).node("b3").obj(),
+            pod("p01-preemptor").cpu("1500m").priority(500).obj(),
+            pod("p02-next")
+                .cpu("1")
+                .memory("2Gi")
+                .host_port(8080, "TCP", "")
+                .priority(100)
+                .obj(),
+            pod("p03-port")
+                .cpu("600m")
+                .memory("100Mi")
+                .host_port(8080, "TCP", "")
+                .priority(1)
+                .obj(),
+        ],
+    ));
+    assert_eq!(
+        report.victims.iter().map(|v| v.pod.as_str()).collect::<Vec<_>>(),
+        ["default/v-low"]
+    );
+    let preemptor = result_of(&report, "p01-preemptor");
+    assert_eq!((preemptor.node.as_deref(), preemptor.attempts), (Some("a2"), 2));
+    assert_eq!(result_of(&report, "p03-port").node.as_deref(), Some("c1"));
+    let next = result_of(&report, "p02-next");
+    assert_eq!(next.attempts, 2, "{next:?}");
+    assert!(
+        next.message.as_deref().is_some_and(|m| m.starts_with(
+            "0/3 nodes are available: 1 node(s) didn't have free ports for the requested pod ports, 2 Insufficient cpu."
+        )),
+        "{next:?}"
+    );
+}

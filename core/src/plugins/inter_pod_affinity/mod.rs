@@ -93,6 +93,40 @@ fn pod_matches_all_affinity_terms(terms: &[AffinityTerm], pod: &PodInfo) -> bool
     !terms.is_empty() && terms.iter().all(|t| t.matches(pod, None))
 }
 
+/// Go's `podMatchesAnyAffinityTerms`.
+fn pod_matches_any_affinity_terms(terms: &[AffinityTerm], pod: &PodInfo) -> bool {
+    terms.iter().any(|t| t.matches(pod, None))
+}
+
+/// Go's `isSchedulableAfterAssignedPodChange` (the queueing hint for AssignedPod/Add and Delete) for
+/// an assigned pod added (`added`) or deleted (`deleted`): true (Queue) when an added pod matches
+/// all of `pod`'s required affinity terms, or a deleted pod matches one of `pod`'s required
+/// anti-affinity terms or has one that `pod` matches. Like upstream, the terms are matched without
+/// namespace labels (a namespaceSelector other than `{}` selects nothing here), and a pod whose
+/// terms do not parse is requeued.
+pub fn is_schedulable_after_assigned_pod_change(
+    pod: &PodInfo,
+    added: Option<&PodInfo>,
+    deleted: Option<&PodInfo>,
+) -> bool {
+    let unscheduled = |p: &PodInfo| p.node_name().is_empty() && p.nominated_node_name().is_empty();
+    if added.is_some_and(unscheduled) || deleted.is_some_and(unscheduled) {
+        return false;
+    }
+    if pod.parse_error.is_some() {
+        return true;
+    }
+    match (added, deleted) {
+        (Some(added), _) => pod_matches_all_affinity_terms(&pod.required_affinity_terms, added),
+        (None, Some(deleted)) => {
+            pod_matches_any_affinity_terms(&pod.required_anti_affinity_terms, deleted)
+                || deleted.parse_error.is_some()
+                || pod_matches_any_affinity_terms(&deleted.required_anti_affinity_terms, pod)
+        }
+        (None, None) => false,
+    }
+}
+
 impl Plugin for InterPodAffinity {
     fn name(&self) -> &'static str {
         NAME

@@ -11,13 +11,13 @@ mod scoring;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::TopologySpreadConstraint;
+use k8s_openapi::api::core::v1::{Pod, TopologySpreadConstraint};
 use serde::Deserialize;
 
 use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin};
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::plugins::names;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{PodInfo, Snapshot};
 
 pub use common::{LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, SpreadConstraint};
 
@@ -131,6 +131,10 @@ pub struct PodTopologySpread {
 
 /// Builds the plugin from `PodTopologySpreadArgs`.
 pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+    Ok(Arc::new(build(args, handle)?))
+}
+
+fn build(args: Option<&serde_json::Value>, handle: &Handle) -> Result<PodTopologySpread, PluginError> {
     let mut args: PodTopologySpreadArgs = decode_args(NAME, args)?;
     if args.defaulting_type.is_empty() {
         args.defaulting_type = SYSTEM_DEFAULTING.to_string();
@@ -145,11 +149,55 @@ pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn 
     } else {
         args.default_constraints
     };
-    Ok(Arc::new(PodTopologySpread {
+    Ok(PodTopologySpread {
         snapshot: handle.snapshot.clone(),
         default_constraints,
         system_defaulted,
-    }))
+    })
+}
+
+/// Go's `getConstraints` as the queueing hints call it: the pod's `DoNotSchedule` constraints, or the
+/// profile's hard default constraints (`args` are its PodTopologySpreadArgs) for a pod without any.
+pub fn hard_constraints_for_hints(
+    args: Option<&serde_json::Value>,
+    handle: &Handle,
+    pod: &Pod,
+) -> Result<Vec<SpreadConstraint>, String> {
+    build(args, handle)
+        .map_err(|e| e.to_string())?
+        .constraints_for(pod, common::DO_NOT_SCHEDULE)
+}
+
+/// Go's `involvedInTopologySpreading`: a placed or nominated pod of the same namespace.
+fn involved_in_topology_spreading(incoming: &PodInfo, with_spreading: &PodInfo) -> bool {
+    if incoming.node_name().is_empty() && incoming.nominated_node_name().is_empty() {
+        return false;
+    }
+    incoming.namespace() == with_spreading.namespace()
+}
+
+/// Go's `isSchedulableAfterAssignedPodChange` for an assigned pod added (`added`) or deleted
+/// (`deleted`): true (Queue) when that pod takes part in the spreading of `pod` and its labels match
+/// one of `pod`'s hard constraints ([`hard_constraints_for_hints`]); an error there is Queue too.
+pub fn is_schedulable_after_assigned_pod_change(
+    pod: &PodInfo,
+    constraints: &Result<Vec<SpreadConstraint>, String>,
+    added: Option<&PodInfo>,
+    deleted: Option<&PodInfo>,
+) -> bool {
+    let changed = match (added, deleted) {
+        (Some(p), _) | (None, Some(p)) => p,
+        (None, None) => return false,
+    };
+    if !involved_in_topology_spreading(changed, pod) {
+        return false;
+    }
+    match constraints {
+        Err(_) => true,
+        Ok(constraints) => constraints
+            .iter()
+            .any(|c| c.selector.matches_opt(changed.labels())),
+    }
 }
 
 impl Plugin for PodTopologySpread {
