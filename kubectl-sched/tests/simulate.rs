@@ -1,6 +1,6 @@
 //! `kubectl-sched simulate` run as a user runs it, on the bundled example cluster (no API server):
-//! the walkthroughs of the README and docs/simulate.md (a rollout that partly fits, a drain that strands pods), the JSON
-//! contract, exit codes, and one-line errors for bad input.
+//! the walkthroughs of the README and docs/simulate.md (a rollout that partly fits, a drain that
+//! strands pods), the JSON contract, exit codes, and one-line errors for bad input.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
