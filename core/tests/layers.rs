@@ -806,3 +806,103 @@ fn layers_run_one_way() {
         "sched-core's layers do not run one way\n{report}"
     );
 }
+
+// === The check itself ===
+
+/// Writes a crate of `(path, source)` files under a temporary directory and checks it.
+fn check_sources(sources: &[(&str, &str)]) -> Findings {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    for (path, source) in sources {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("create the directory");
+        std::fs::write(&path, source).expect("write the source");
+    }
+    let files = read_crate(&dir.path().join("src"));
+    check(&files, dir.path())
+}
+
+#[test]
+fn a_lower_layer_importing_a_higher_one_fails_and_test_code_does_not() {
+    type Case<'a> = (&'a str, &'a str, &'a [&'a str]);
+    let cases: &[Case<'_>] = &[
+        (
+            "use line",
+            "use crate::engine::Engine;\n",
+            &["src/labels.rs:1: `labels` (foundations) imports `engine` (tools)"],
+        ),
+        (
+            "inline path",
+            "fn f() {\n    crate::engine::run();\n}\n",
+            &["src/labels.rs:2: `labels` (foundations) imports `engine` (tools)"],
+        ),
+        (
+            "use tree",
+            "use crate::{duration, engine::{self, Engine}};\n",
+            &["src/labels.rs:1: `labels` (foundations) imports `engine` (tools)"],
+        ),
+        (
+            "re-export followed",
+            "use crate::Engine;\n",
+            &["src/labels.rs:1: `labels` (foundations) imports `engine` (tools)"],
+        ),
+        (
+            "cfg(test) module",
+            "#[cfg(test)]\nmod tests {\n    use crate::engine::Engine;\n}\n",
+            &[],
+        ),
+        (
+            "cfg(test) item",
+            "#[cfg(test)]\nuse crate::engine::Engine;\n",
+            &[],
+        ),
+        (
+            "comment and string",
+            "// crate::engine::Engine\nconst S: &str = \"crate::engine::x\";\n",
+            &[],
+        ),
+        ("downward", "use crate::duration::Duration;\n", &[]),
+    ];
+    for (name, labels, want) in cases {
+        let findings = check_sources(&[
+            (
+                "src/lib.rs",
+                "pub mod duration;\npub mod engine;\npub mod labels;\npub use engine::Engine;\n",
+            ),
+            ("src/duration.rs", "pub struct Duration;\n"),
+            (
+                "src/engine.rs",
+                "use crate::labels;\npub struct Engine;\npub fn run() {}\n",
+            ),
+            ("src/labels.rs", labels),
+        ]);
+        assert_eq!(findings.upward, *want, "{name}");
+        assert!(findings.unplaced.is_empty(), "{name}: {:?}", findings.unplaced);
+    }
+}
+
+#[test]
+fn a_cycle_within_a_layer_fails() {
+    let findings = check_sources(&[
+        ("src/lib.rs", "pub mod plugins;\n"),
+        ("src/plugins/mod.rs", "pub mod a;\npub mod b;\n"),
+        ("src/plugins/a.rs", "use super::b::B;\npub struct A;\n"),
+        ("src/plugins/b.rs", "use crate::plugins::a::A;\npub struct B;\n"),
+    ]);
+    assert!(findings.upward.is_empty(), "{:?}", findings.upward);
+    assert_eq!(
+        findings.cycles,
+        [
+            "cycle between plugins::a, plugins::b:\n      plugins::a -> plugins::b (src/plugins/a.rs:1)\n      plugins::b -> plugins::a (src/plugins/b.rs:1)"
+        ]
+    );
+}
+
+#[test]
+fn blanking_keeps_lifetimes_offsets_and_lines() {
+    let src = "fn f<'a>(x: &'a str) -> char { 'é' } // crate::x\nlet s = r#\"crate::y\"#;";
+    let blanked = blank_comments_and_literals(src);
+    assert_eq!(blanked.len(), src.len());
+    assert!(blanked.contains("<'a>") && blanked.contains("&'a str"));
+    assert!(!blanked.contains("crate::") && !blanked.contains('é'));
+    assert_eq!(blanked.lines().count(), 2);
+}
