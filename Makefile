@@ -2,7 +2,7 @@
 #
 #   make controlplane  build the real etcd/kube-* binaries the e2e tests run (needs Go, once)
 #   make test          controlplane + lint + deny + every unit and e2e test
-#   make lint          fmt check + clippy + the pure engine built without its features
+#   make lint          fmt check + clippy + the pure engine built without its features + the layering test
 #   make unit / e2e    the Rust tests without / with only the real control plane
 #   make deny          cargo-deny: licenses, bans, sources and advisories (RustSec, from the network or a bundle)
 #   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
@@ -22,12 +22,12 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine unit e2e controlplane check-cargo deny dra-difftest bench-triage bench-simulate bench fuzz
+.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane check-cargo deny dra-difftest bench-triage bench-simulate bench fuzz
 
 test: controlplane check-cargo lint deny
 	$(CARGO) test --workspace
 
-lint: fmt-check clippy pure-engine
+lint: fmt-check clippy pure-engine layers
 
 fmt-check: check-cargo
 	$(CARGO) fmt --all -- --check
@@ -39,6 +39,11 @@ clippy: check-cargo
 # feature leak into it fails here, not in a user's build).
 pure-engine: check-cargo
 	$(CARGO) check -p sched-core --no-default-features
+
+# sched-core's layers run one way: core/tests/layers.rs fails on an import of a higher layer by a lower
+# one, or a cycle between modules, naming each file:line (the layer table is in that file).
+layers: check-cargo
+	$(CARGO) test -p sched-core --test layers
 
 unit: check-cargo
 	$(CARGO) test --workspace --exclude e2e

@@ -6,8 +6,9 @@
 use k8s_openapi::api::core::v1::{Pod, PodSpec, Toleration};
 use k8s_openapi::api::scheduling::v1::PriorityClass;
 
-use crate::framework::profile::DEFAULT_SCHEDULER_NAME;
-
+/// `spec.schedulerName` when a pod names none (the API server's defaulting), and the name of the
+/// profile a configuration without profiles gets.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
 /// `system-cluster-critical`'s value (a priority class every cluster has).
 pub const SYSTEM_CLUSTER_CRITICAL: i32 = 2_000_000_000;
 /// `system-node-critical`'s value (a priority class every cluster has).

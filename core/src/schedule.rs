@@ -27,9 +27,6 @@ pub const MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND: i64 = 5;
 /// Nodes filtered together (in parallel) by [`ScheduleOptions::stop_at_first_feasible`] before it
 /// looks for a feasible one.
 const FIRST_FEASIBLE_CHUNK: usize = 128;
-/// `ErrNoNodesAvailable`'s text.
-pub const NO_NODES_AVAILABLE_MSG: &str = "no nodes available to schedule pods";
-
 /// `numFeasibleNodesToFind`: how many feasible nodes kube-scheduler looks for before it stops filtering.
 pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usize {
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND {
@@ -44,49 +41,8 @@ pub fn num_feasible_nodes_to_find(percentage: i32, num_all_nodes: usize) -> usiz
     k.max(MIN_FEASIBLE_NODES_TO_FIND)
 }
 
-/// How many nodes gave each reason (a node with several reasons counts for each), nodes without a
-/// status of their own counted with the absent status: the numbers of `FitError.Error()`.
-pub fn reason_histogram(num_all_nodes: usize, statuses: &NodeToStatus) -> BTreeMap<&str, usize> {
-    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
-    for status in statuses.statuses.values() {
-        for r in status.reasons() {
-            *counts.entry(r.as_str()).or_insert(0) += 1;
-        }
-    }
-    let explicit = statuses.statuses.len();
-    if explicit < num_all_nodes {
-        for r in statuses.absent.reasons() {
-            *counts.entry(r.as_str()).or_insert(0) += num_all_nodes - explicit;
-        }
-    }
-    counts
-}
-
-/// `FitError.Error()`: `0/N nodes are available:` then the PreFilter message, or the sorted histogram of
-/// node reasons (absent nodes counted with the absent status), then the PostFilter message.
-pub fn fit_error_message(
-    num_all_nodes: usize,
-    statuses: &NodeToStatus,
-    pre_filter_msg: &str,
-    post_filter_msg: &str,
-) -> String {
-    let mut msg = format!("0/{num_all_nodes} nodes are available:");
-    if !pre_filter_msg.is_empty() {
-        msg.push_str(&format!(" {pre_filter_msg}."));
-    } else {
-        let counts = reason_histogram(num_all_nodes, statuses);
-        let mut lines: Vec<String> = counts.iter().map(|(r, c)| format!("{c} {r}")).collect();
-        // Plain string sort, as Go's sort.Strings: "10 x" sorts before "2 y".
-        lines.sort();
-        if !lines.is_empty() {
-            msg.push_str(&format!(" {}.", lines.join(", ")));
-        }
-    }
-    if !post_filter_msg.is_empty() {
-        msg.push_str(&format!(" {post_filter_msg}"));
-    }
-    msg
-}
+// `FitError` is the framework's (framework/types.go upstream); kept reachable from here.
+pub use crate::framework::fit_error::{NO_NODES_AVAILABLE_MSG, fit_error_message, reason_histogram};
 
 /// Options of one evaluation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -6,13 +6,11 @@
 //! - [`structured`]: the structured-parameters allocator of v1.37.1 (the "incubating" implementation,
 //!   which the default feature gates select): the same search order, so the same devices are chosen.
 //! - [`templates`]: the claims a pod will get from its ResourceClaimTemplates, made in memory.
-//! - [`diagnose`]: explain's claim-by-claim, request-by-request account of why devices were not
-//!   found, which kube-scheduler does not print.
 //!
-//! The DynamicResources plugin (`crate::plugins::dynamic_resources`) drives both; nothing here reads
-//! the cluster.
+//! The DynamicResources plugin (`crate::plugins::dynamic_resources`) drives both, and its
+//! `diagnose` explains why devices were not found; nothing here reads the cluster or imports the
+//! plugins (the layering test, `core/tests/layers.rs`, holds it so).
 
 pub mod cel;
-pub mod diagnose;
 pub mod structured;
 pub mod templates;

@@ -2,6 +2,7 @@
 //! pod through the points, and profiles (KubeSchedulerConfiguration).
 
 pub mod cycle_state;
+pub mod fit_error;
 pub mod interface;
 pub mod profile;
 pub mod registry;

@@ -13,8 +13,8 @@ use crate::framework::interface::Plugin;
 use crate::framework::runtime::{Handle, Registry, ResolvedProfile};
 use crate::snapshot::Snapshot;
 
-/// The default scheduler name.
-pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+// The name is the API server's default (pod defaulting), so it lives with admission.
+pub use crate::admission::DEFAULT_SCHEDULER_NAME;
 /// The API version of KubeSchedulerConfiguration this engine reads.
 pub const API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
 /// `MaxTotalScore`: the sum of weight × 100 over score plugins may not exceed it.

@@ -11,13 +11,13 @@ use k8s_openapi::api::core::v1::Pod;
 use rayon::prelude::*;
 
 use crate::framework::cycle_state::CycleState;
+use crate::framework::fit_error::fit_error_message;
 use crate::framework::interface::{NodeToStatus, NominatingMode, PostFilterResult};
 use crate::framework::runtime::Framework;
 use crate::framework::status::{Code, Status};
 use crate::preemption::args::DefaultPreemptionArgs;
 use crate::preemption::candidate::{Candidate, Victim, importance_order, pick_one_node_for_preemption, rank};
 use crate::preemption::pdb::{self, PdbIndex};
-use crate::schedule::fit_error_message;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
 /// The preemptor has `preemptionPolicy: Never`.
@@ -37,12 +37,8 @@ pub const CONDITION_DISRUPTION_TARGET: &str = "DisruptionTarget";
 /// The `DisruptionTarget` reason kube-scheduler sets on its victims.
 pub const REASON_PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
 
-/// The current time in nanoseconds since the epoch (the "now" of pods that have not started).
-pub fn now_nanos() -> i128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as i128)
-}
+// The clock is below every layer; kept reachable here for the evaluator's callers.
+pub use crate::clock::now_nanos;
 
 /// The Success message of a preemption that found a node.
 pub fn found_placement_message(node: &str, num_victims: usize) -> String {

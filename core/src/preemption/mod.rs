@@ -29,6 +29,7 @@ use serde::Serialize;
 
 use crate::action::Action;
 use crate::framework::cycle_state::CycleState;
+use crate::framework::fit_error::{NO_NODES_AVAILABLE_MSG, fit_error_message};
 use crate::framework::interface::NodeToStatus;
 use crate::framework::runtime::Framework;
 use crate::framework::status::{Code, Status};
@@ -37,7 +38,6 @@ use crate::preemption::args::DefaultPreemptionArgs;
 use crate::preemption::candidate::{Candidate, Victim};
 pub use crate::preemption::plan::VictimRemoval;
 use crate::preemption::ties::{OrderTies, VictimSetView};
-use crate::schedule::{NO_NODES_AVAILABLE_MSG, fit_error_message};
 use crate::snapshot::PodInfo;
 
 /// Prefix DefaultPreemption puts before every non-empty PostFilter message.

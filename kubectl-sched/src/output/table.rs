@@ -4,8 +4,8 @@
 use sched_core::Code;
 use sched_core::action::Action;
 use sched_core::apply::{ActionResult, Outcome as ApplyOutcome};
-use sched_core::dra::diagnose::{Diagnosis, Wants};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome};
+use sched_core::plugins::dynamic_resources::diagnose::{Diagnosis, Wants};
 use sched_core::plugins::scheduling_gates::SCHEDULING_GATED_MESSAGE;
 use sched_core::preemption::{PreemptionResult, VictimRemoval, VictimView};
 use sched_core::resource::format_amount;

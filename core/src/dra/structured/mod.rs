@@ -31,7 +31,6 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
 
 use crate::dra::cel;
-use crate::snapshot::ResourceSlices;
 
 pub mod allocator;
 pub mod constraints;
@@ -41,12 +40,14 @@ pub mod node_selector;
 pub mod pools;
 pub mod quantity;
 pub mod request;
+pub mod slices;
 pub mod state;
 pub mod taints;
 #[cfg(test)]
 mod tests;
 
 pub use quantity::{ExactQuantity, QuantityFormat};
+pub use slices::{DeviceId, ResourceSlices};
 pub use state::{AllocatedState, ConsumedCapacity, SharedDeviceId};
 
 /// The DRA feature gates the allocator honours (`structured.Features`).
@@ -118,8 +119,8 @@ impl std::fmt::Display for DevKey<'_> {
     }
 }
 
-impl<'a> From<&'a crate::snapshot::DeviceId> for DevKey<'a> {
-    fn from(id: &'a crate::snapshot::DeviceId) -> Self {
+impl<'a> From<&'a slices::DeviceId> for DevKey<'a> {
+    fn from(id: &'a slices::DeviceId) -> Self {
         DevKey {
             driver: &id.driver,
             pool: &id.pool,

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use k8s_openapi::api::resource::v1::ResourceClaim;
 
 use super::quantity::ExactQuantity;
-use crate::snapshot::DeviceId;
+use super::slices::DeviceId;
 
 /// Capacity consumed on one device, by capacity name (`schedulerapi.ConsumedCapacity`).
 pub type ConsumedCapacity = BTreeMap<String, ExactQuantity>;

@@ -20,18 +20,18 @@
 //! The [`DeviceClassResolver`] (kube-scheduler's `ExtendedResourceCache`) is also what
 //! NodeResourcesFit asks whether it should leave a resource to DynamicResources.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Container, ContainerExtendedResourceRequest};
 use k8s_openapi::api::resource::v1::{
-    DeviceClaim, DeviceClass, DeviceRequest, ExactDeviceRequest, ResourceClaim, ResourceClaimSpec,
+    DeviceClaim, DeviceRequest, ExactDeviceRequest, ResourceClaim, ResourceClaimSpec,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::framework::status::Status;
 use crate::plugins::node_resources::fit::compute_pod_resource_request;
-use crate::resource::{is_extended_resource_name, parse_milli_value, parse_value};
+use crate::resource::{parse_milli_value, parse_value};
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
 /// The name of the in-memory claim for a pod's extended resources (`specialClaimInMemName`): not a
@@ -41,9 +41,6 @@ pub const SPECIAL_CLAIM_IN_MEM_NAME: &str = "<extended-resources>";
 /// `resourceapi.ExtendedResourceClaimAnnotation`: marks the claims kube-scheduler created for
 /// extended resources.
 pub const EXTENDED_RESOURCE_CLAIM_ANNOTATION: &str = "resource.kubernetes.io/extended-resource-claim";
-/// `resourceapi.ResourceDeviceClassPrefix`: every class's implicit extended resource name is this
-/// prefix followed by the class name.
-pub const RESOURCE_DEVICE_CLASS_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
 /// Filter: the pod requests an extended resource the node does not advertise and no class maps.
 pub const ERR_CANNOT_FIT_RESOURCE: &str = "cannot fit resource";
 /// Filter: the pod's extended-resource claim is left over from an earlier cycle.
@@ -53,76 +50,10 @@ pub const MSG_EXTENDED_CLAIM_DELETED: &str = "deletion of ResourceClaim complete
 /// `resourceapi.DeviceAllocationModeExactCount`.
 const ALLOCATION_MODE_EXACT_COUNT: &str = "ExactCount";
 
-/// `schedutil.IsDRAExtendedResourceName`: an extended resource name, or a class's implicit name
-/// (which lies in the `kubernetes.io` domain and so is not an extended resource name by itself).
-pub fn is_dra_extended_resource_name(name: &str) -> bool {
-    is_extended_resource_name(name) || name.starts_with(RESOURCE_DEVICE_CLASS_PREFIX)
-}
-
-/// Which DeviceClass backs an extended resource name (`fwk.DeviceClassResolver`, kube-scheduler's
-/// `ExtendedResourceCache`). Built once per snapshot by each plugin that needs it.
-#[derive(Debug, Clone, Default)]
-pub struct DeviceClassResolver {
-    by_resource: HashMap<String, Arc<DeviceClass>>,
-}
-
-impl DeviceClassResolver {
-    /// Indexes `classes` by their explicit and implicit extended resource names.
-    ///
-    /// When several classes name the same `spec.extendedResourceName`, the most recently created one
-    /// wins and equal timestamps go to the lower name (kube-scheduler prefers the newer class so a
-    /// migration from one class to another works). The informer-driven cache can end up elsewhere
-    /// depending on event order (a class losing the clash on arrival does not even get its implicit
-    /// name there); a snapshot has no event order, so the rule is applied to the final set.
-    /// Implicit names are unique and validation keeps them out of `extendedResourceName`.
-    pub fn new<'a>(classes: impl IntoIterator<Item = &'a Arc<DeviceClass>>) -> Self {
-        let mut explicit: HashMap<String, Arc<DeviceClass>> = HashMap::new();
-        let mut implicit = Vec::new();
-        for class in classes {
-            let name = class.metadata.name.as_deref().unwrap_or("");
-            implicit.push((format!("{RESOURCE_DEVICE_CLASS_PREFIX}{name}"), class.clone()));
-            let Some(resource) = class
-                .spec
-                .as_ref()
-                .and_then(|s| s.extended_resource_name.as_deref())
-            else {
-                continue;
-            };
-            let wins = match explicit.get(resource) {
-                None => true,
-                Some(current) => {
-                    let created = |c: &DeviceClass| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
-                    match created(class).cmp(&created(current)) {
-                        std::cmp::Ordering::Greater => true,
-                        std::cmp::Ordering::Less => false,
-                        std::cmp::Ordering::Equal => name < current.metadata.name.as_deref().unwrap_or(""),
-                    }
-                }
-            };
-            if wins {
-                explicit.insert(resource.to_string(), class.clone());
-            }
-        }
-        let mut by_resource = explicit;
-        by_resource.extend(implicit);
-        DeviceClassResolver { by_resource }
-    }
-
-    /// The resolver of a snapshot's DeviceClasses.
-    pub fn for_snapshot(snapshot: &Snapshot) -> Self {
-        Self::new(snapshot.device_classes.values())
-    }
-
-    /// `GetDeviceClass`: the class backing `resource`, if any.
-    pub fn get_device_class(&self, resource: &str) -> Option<&Arc<DeviceClass>> {
-        self.by_resource.get(resource)
-    }
-
-    /// True when no class exists (then no extended resource is backed by DRA).
-    pub fn is_empty(&self) -> bool {
-        self.by_resource.is_empty()
-    }
-}
+// NodeResourcesFit reads the resolver too, so it lives below both plugins; kept reachable here.
+pub use crate::plugins::helper::device_classes::{
+    DeviceClassResolver, RESOURCE_DEVICE_CLASS_PREFIX, is_dra_extended_resource_name,
+};
 
 /// What PreFilter found about a pod's extended resources (`draExtendedResource` upstream).
 #[derive(Debug, Clone)]

@@ -18,13 +18,15 @@
 //!
 //! Extended resources backed by DRA (`example.com/gpu: 2` served by a DeviceClass rather than a
 //! device plugin) go through one more, scheduler-owned claim, `<extended-resources>`, after the
-//! pod's own claims: see [`extended`].
+//! pod's own claims: see [`extended`]. [`diagnose`] is explain's claim-by-claim, request-by-request
+//! account of why devices were not found, which kube-scheduler does not print.
 //!
 //! One quirk is kept on purpose: when an earlier PreFilter rejected the pod as unresolvable, this
 //! plugin's PreFilter never ran, its PostFilter finds no cycle state and fails with `not found` — and
 //! kube-scheduler appends that text to the FailedScheduling message.
 
 mod claims;
+pub mod diagnose;
 pub mod extended;
 mod score;
 mod snapshot_allocator;
@@ -260,7 +262,7 @@ impl DynamicResources {
             .any(|r| r.binding_conditions.is_some());
         let deadline =
             allocated_at.0.as_millisecond() as i128 * 1_000_000 + self.binding_timeout.as_nanos() as i128;
-        waits && deadline < crate::preemption::evaluator::now_nanos()
+        waits && deadline < crate::clock::now_nanos()
     }
 }
 

@@ -11,7 +11,7 @@ use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{Plugin, PreScorePlugin, ScorePlugin};
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::framework::status::Status;
-use crate::plugins::dynamic_resources::DeviceClassResolver;
+use crate::plugins::helper::device_classes::DeviceClassResolver;
 use crate::plugins::names;
 use crate::plugins::node_resources::resource_allocation::{
     DraExtendedResources, RequestMode, ResourceAllocationScorer, ResourceSpec, ScoringFunction, aggregate,

@@ -22,7 +22,7 @@ use crate::framework::interface::{
 };
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::framework::status::{Code, Status};
-use crate::plugins::dynamic_resources::DeviceClassResolver;
+use crate::plugins::helper::device_classes::DeviceClassResolver;
 use crate::plugins::helper::shape_score::ShapePoint;
 use crate::plugins::names;
 use crate::plugins::node_resources::resource_allocation::{
