@@ -408,3 +408,226 @@ fn respond(request: &AdmissionRequest, decision: Decision) -> AdmissionResponse 
         .with_patch(&patch)
         .with_warnings(warnings)
 }
+
+#[cfg(test)]
+mod tests {
+    use sched_core::ClusterObjects;
+    use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
+    use sched_core::testing::{node, pod, pv, pvc, storage_class};
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::admission::StaticView;
+
+    const HOST: &str = "kubernetes.io/hostname";
+
+    /// Nodes `node-a` with a local PV and `node-b` without; claim `c1` in `ns` (WaitForFirstConsumer); pod `p` using it.
+    fn view() -> StaticView {
+        StaticView::new(ClusterObjects {
+            nodes: ["node-a", "node-b"]
+                .iter()
+                .map(|n| node(n).cpu("4").memory("8Gi").label(HOST, n).obj())
+                .collect(),
+            persistent_volumes: vec![
+                pv("pv-a")
+                    .storage_class("local")
+                    .capacity("1Gi")
+                    .phase("Available")
+                    .access_modes(&["ReadWriteOnce"])
+                    .node_affinity(HOST, &["node-a"])
+                    .obj(),
+            ],
+            persistent_volume_claims: vec![
+                pvc("c1")
+                    .namespace("ns")
+                    .storage_class("local")
+                    .request("1Gi")
+                    .access_modes(&["ReadWriteOnce"])
+                    .obj(),
+            ],
+            storage_classes: vec![storage_class(
+                "local",
+                NOT_SUPPORTED_PROVISIONER,
+                "WaitForFirstConsumer",
+            )],
+            pods: vec![pod("p").namespace("ns").pvc("c1").obj()],
+            ..ClusterObjects::default()
+        })
+    }
+
+    fn review(sub_resource: &str, name: &str, object: Value) -> Vec<u8> {
+        json!({
+            "apiVersion": "admission.k8s.io/v1",
+            "kind": "AdmissionReview",
+            "request": {
+                "uid": "u", "name": name, "namespace": "ns", "operation": "CREATE",
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "subResource": sub_resource, "object": object,
+            }
+        })
+        .to_string()
+        .into_bytes()
+    }
+
+    fn pod_create(node: Option<&str>, claim: Option<&str>) -> Vec<u8> {
+        let mut object = json!({"metadata": {"name": "new", "namespace": "ns"},
+                                "spec": {"containers": [{"name": "c"}]}});
+        if let Some(node) = node {
+            object["spec"]["nodeName"] = json!(node);
+        }
+        if let Some(claim) = claim {
+            object["spec"]["volumes"] = json!([{"name": "v", "persistentVolumeClaim": {"claimName": claim}}]);
+        }
+        review("", "new", object)
+    }
+
+    fn binding(pod: &str, target: Value) -> Vec<u8> {
+        review(
+            "binding",
+            pod,
+            json!({"metadata": {"name": pod}, "target": target}),
+        )
+    }
+
+    #[derive(Clone, Copy, Debug)]
+    enum State {
+        Synced,
+        Saturated,
+        Unsynced,
+    }
+
+    impl State {
+        fn io(self, view: &StaticView) -> NoIo<'_> {
+            match self {
+                State::Synced => NoIo::new(view),
+                State::Saturated => NoIo::new(view).saturated(),
+                State::Unsynced => NoIo::new(view).unsynced(),
+            }
+        }
+    }
+
+    /// What a request was answered with.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    enum Answer {
+        /// Allowed with a patch.
+        Patched,
+        /// Denied.
+        Denied,
+        /// Allowed unchanged with this warning.
+        Warned(&'static str),
+        /// Allowed unchanged, no warning.
+        Allowed,
+    }
+
+    fn answered(response: &AdmissionResponse) -> Answer {
+        match (
+            response.allowed,
+            response.patch.is_some(),
+            response.warnings.first(),
+        ) {
+            (false, _, _) => Answer::Denied,
+            (true, true, _) => Answer::Patched,
+            (true, false, Some(warning)) if warning == SATURATED_WARNING => Answer::Warned(SATURATED_WARNING),
+            (true, false, Some(warning)) if warning == NOT_SYNCED_WARNING => {
+                Answer::Warned(NOT_SYNCED_WARNING)
+            }
+            _ => Answer::Allowed,
+        }
+    }
+
+    /// Each step's answer and the operation it is counted under, in each state of the replica.
+    #[test]
+    fn each_step_answers_with_its_operation_and_warning() {
+        use Answer::*;
+        use State::*;
+        let on_a = || pod_create(Some("node-a"), Some("c1"));
+        let to_b = || binding("p", json!({"name": "node-b"}));
+        let (saturated, not_synced) = (Warned(SATURATED_WARNING), Warned(NOT_SYNCED_WARNING));
+        let cases: Vec<(State, Vec<u8>, Operation, Answer)> = vec![
+            (Synced, on_a(), Operation::PodCreateNodeName, Patched),
+            (Saturated, on_a(), Operation::Other, saturated),
+            (Unsynced, on_a(), Operation::PodCreateNodeName, not_synced),
+            (
+                Unsynced,
+                pod_create(None, Some("c1")),
+                Operation::Other,
+                not_synced,
+            ),
+            // A pod without claims is answered before any slot or cache is needed.
+            (
+                Saturated,
+                pod_create(Some("node-a"), None),
+                Operation::PodCreate,
+                Allowed,
+            ),
+            (
+                Unsynced,
+                pod_create(Some("node-a"), None),
+                Operation::PodCreate,
+                Allowed,
+            ),
+            // node-b has no PV for c1.
+            (Synced, to_b(), Operation::PodBinding, Denied),
+            (Saturated, to_b(), Operation::PodBinding, saturated),
+            (Unsynced, to_b(), Operation::PodBinding, not_synced),
+            // A pod no view holds and no read finds: nothing to check.
+            (
+                Synced,
+                binding("ghost", json!({"name": "node-b"})),
+                Operation::PodBinding,
+                Allowed,
+            ),
+        ];
+        let view = view();
+        for (state, body, operation, want) in cases {
+            let io = state.io(&view);
+            let what = format!("{state:?} {}", String::from_utf8_lossy(&body));
+            let (op, response) = futures::executor::block_on(answer(&io, &body, &Limits::default()))
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(
+                (op, answered(&response)),
+                (operation, want),
+                "{what}: {response:?}"
+            );
+        }
+    }
+
+    /// A malformed object is refused (400) by the step that reads it: the binding's target and the pod's
+    /// shape before any I/O point, in every state; the decoded pod after the decision slot, so a
+    /// saturated replica sheds such a pod unread.
+    #[test]
+    fn malformed_objects_are_refused_by_the_step_that_reads_them() {
+        use State::*;
+        let unreadable_target = binding("p", json!("node-a"));
+        let unreadable_shape = review("", "new", json!({"spec": {"volumes": 7}}));
+        let unreadable_claim = review(
+            "",
+            "new",
+            json!({"metadata": {"name": "new"},
+                   "spec": {"volumes": [{"name": "v", "persistentVolumeClaim": {"claimName": 7}}]}}),
+        );
+        // (state, body, refused)
+        let cases = [
+            (Synced, &unreadable_target, true),
+            (Saturated, &unreadable_target, true),
+            (Unsynced, &unreadable_target, true),
+            (Synced, &unreadable_shape, true),
+            (Saturated, &unreadable_shape, true),
+            (Unsynced, &unreadable_shape, true),
+            (Synced, &unreadable_claim, true),
+            (Saturated, &unreadable_claim, false),
+            (Unsynced, &unreadable_claim, true),
+        ];
+        let view = view();
+        for (state, body, refused) in cases {
+            let io = state.io(&view);
+            let result = futures::executor::block_on(answer(&io, body, &Limits::default()));
+            assert_eq!(
+                matches!(result, Err(RequestError::Object { .. })),
+                refused,
+                "{state:?} {}: {result:?}",
+                String::from_utf8_lossy(body)
+            );
+        }
+    }
+}
