@@ -1,6 +1,7 @@
-//! Fuzz target `admission_review`: a request body answered as `POST /mutate` answers it, against a
-//! fixed cluster. The input and its invariants are in webhook/tests/fuzz_harness, which
-//! webhook/tests/fuzz_corpus.rs replays on stable.
+//! Fuzz target `admission_review`: a request body answered by the pipeline `POST /mutate` runs
+//! (`sched_webhook::admission::answer::answer`), with the I/O of no server, against a fixed cluster.
+//! The input and its invariants are in webhook/tests/fuzz_harness, which webhook/tests/fuzz_corpus.rs
+//! replays on stable (and checks against the router).
 #![no_main]
 
 use std::sync::LazyLock;

@@ -1,14 +1,15 @@
 //! The webhook's request handling: `POST /mutate`. Listeners, the admin port and shutdown are in
 //! [`crate::serving`]; the cluster writes are the controller's ([`crate::controller`]).
 //!
-//! A request goes: content type → body (size-limited) → AdmissionReview → kind. Pods without claims and
-//! bindings that need nothing are answered from the raw JSON and the cache's indexes. The rest take a
-//! decision slot (bounded in number and in the bytes being decoded; when none is free the request is
-//! allowed unchanged with a warning, as `failurePolicy: Ignore` intends), read what the watches have
-//! not delivered (concurrent, capped, within the API server's deadline) and decide on a blocking
-//! thread. Admission writes nothing to the cluster: it denies with the scheduler's reason, patches
-//! the pod, and leaves the volume work to the controller once the API server has stored the pod.
+//! The handler checks the content type and reads the body (size-limited), then runs the request
+//! pipeline ([`crate::admission::answer`]) with the server's I/O ([`ServerIo`]): decision slots
+//! (bounded in number and in the bytes being decoded; when none is free the request is allowed
+//! unchanged with a warning, as `failurePolicy: Ignore` intends), reads of what the watches have not
+//! delivered (concurrent, capped, within the API server's deadline), and decisions on a blocking
+//! thread. Admission writes nothing to the cluster: it denies with the scheduler's reason, patches the
+//! pod, and leaves the volume work to the controller once the API server has stored the pod.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -29,11 +30,8 @@ use sched_core::apply::Observed;
 use sched_core::plugins::volume_binding::pv_helpers::{claim_class, claim_volume_name};
 use sched_core::snapshot::Prune;
 
-use crate::admission::answer::{self, PodCreateScreen, raw_object, respond};
-use crate::admission::{
-    self, AdmissionRequest, AdmissionResponse, ClusterView, Decision, Operation, RequestKind, binding,
-    pod_create,
-};
+use crate::admission::answer::{self, AdmissionIo};
+use crate::admission::{self, AdmissionResponse, ClusterView, Decision, Operation};
 use crate::cache::Cache;
 use crate::error::RequestError;
 use crate::metrics::{Metrics, RequestOutcome};
@@ -57,6 +55,9 @@ pub const DEFAULT_MAX_CLAIMS: usize = 256;
 pub const MAX_CATCH_UP_READS: usize = 32;
 /// Catch-up reads in flight at once, per request.
 const CATCH_UP_CONCURRENCY: usize = 8;
+
+/// The warning of a request allowed unchanged because its decision failed (a bug).
+const DECISION_FAILED_WARNING: &str = "sched-webhook failed to decide: nothing was done";
 
 /// The bounds of admission work.
 #[derive(Debug, Clone, Copy)]
@@ -184,7 +185,7 @@ fn is_json(headers: &HeaderMap) -> Result<(), RequestError> {
 }
 
 async fn handle(
-    state: &Arc<AppState>,
+    state: &AppState,
     deadline: Option<Instant>,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
@@ -199,118 +200,68 @@ async fn handle(
             RequestError::Body(rejection.body_text())
         }
     })?;
-    let request = admission::review::decode(&body)?;
-    match admission::request_kind(&request) {
-        RequestKind::Other => Ok((Operation::Other, AdmissionResponse::allow(&request.uid))),
-        RequestKind::PodCreate => pod_create_request(state, deadline, request).await,
-        RequestKind::PodBinding => binding_request(state, deadline, request).await,
-    }
+    // The body limit is the router's (`max_body_bytes`, which tests may set apart from the rest).
+    let limits = Limits {
+        max_body_bytes: state.max_body_bytes,
+        ..state.limits
+    };
+    answer::answer(&ServerIo { state, deadline }, &body, &limits).await
 }
 
-/// Allowed unchanged, with a warning, because every decision slot is taken: the webhook fails open
-/// under load as it does when it is down (`failurePolicy: Ignore`), instead of making the API server
-/// wait and time out.
-fn shed(
-    state: &AppState,
-    request: &AdmissionRequest,
-    operation: Operation,
-) -> (Operation, AdmissionResponse) {
-    state.metrics.request_shed();
-    tracing::warn!(
-        request_uid = %request.uid,
-        user = %request.user(),
-        namespace = %request.namespace,
-        name = %request.name,
-        "saturated: request allowed unchanged"
-    );
-    (
-        operation,
-        AdmissionResponse::allow(&request.uid).with_warnings(vec![
-            "sched-webhook is saturated: the pod's volumes were not checked".into(),
-        ]),
-    )
-}
-
-async fn pod_create_request(
-    state: &Arc<AppState>,
+/// The server's I/O between the pipeline's steps, for one request: the replica's decision slots, reads
+/// from the API server until the request's `deadline`, decisions on a blocking thread.
+pub struct ServerIo<'a> {
+    state: &'a AppState,
     deadline: Option<Instant>,
-    request: AdmissionRequest,
-) -> Result<(Operation, AdmissionResponse), RequestError> {
-    let raw = raw_object(&request, "pod")?;
-    // The cheap look first: most pods name no claim, and a pod naming thousands is not decoded at all.
-    let weight = match answer::screen_pod_create(&request, raw, &state.limits)? {
-        PodCreateScreen::Answered(op, response) => return Ok((op, response)),
-        PodCreateScreen::Decide { weight } => weight,
-    };
-    let Some(_slot) = state.decision_slot(weight) else {
-        return Ok(shed(state, &request, Operation::Other));
-    };
-    let pod = answer::decode_pod(&request, raw)?;
-    let node_name_set = pod
-        .spec
-        .as_ref()
-        .is_some_and(|s| s.node_name.as_deref().is_some_and(|n| !n.is_empty()));
-    if !state.cache.is_ready() {
-        // Whether the pod opted in cannot be told before the namespaces are cached.
-        let op = if node_name_set {
-            Operation::PodCreateNodeName
-        } else {
-            Operation::Other
-        };
-        return Ok(not_ready(&request, op));
-    }
-    let namespace = pod.metadata.namespace.clone().unwrap_or_default();
-    if node_name_set || admission::opted_in(&pod, state.cache.namespace_labels(&namespace).as_ref()) {
-        catch_up(state, deadline, &pod).await;
-    }
-    let pod = Arc::new(pod);
-    let decision = {
-        let pod = pod.clone();
-        decide_on_cache(state, move |cache| pod_create::decide(&pod, cache.as_ref())).await
-    };
-    Ok(answer::pod_create_response(&request, &pod, decision))
 }
 
-async fn binding_request(
-    state: &Arc<AppState>,
-    deadline: Option<Instant>,
-    request: AdmissionRequest,
-) -> Result<(Operation, AdmissionResponse), RequestError> {
-    let raw = raw_object(&request, "binding")?;
-    let node = admission::binding_target(raw).map_err(|e| RequestError::Object {
-        what: "binding",
-        message: e.to_string(),
-    })?;
-    if !state.cache.is_ready() {
-        return Ok(not_ready(&request, Operation::PodBinding));
+impl AdmissionIo for ServerIo<'_> {
+    type Slot = (OwnedSemaphorePermit, OwnedSemaphorePermit);
+
+    fn view(&self) -> &dyn ClusterView {
+        self.state.cache.as_ref()
     }
-    let pod = match state.cache.pod(&request.namespace, &request.name) {
-        Some(pod) => Some(pod),
-        // The scheduler can bind a pod this replica's watch has not delivered yet: read it once.
-        None => fetch_pod(&state.client, deadline, &request.namespace, &request.name).await,
-    };
-    let Some(pod) = pod else {
-        return Ok((Operation::PodBinding, AdmissionResponse::allow(&request.uid)));
-    };
-    if binding::needs_no_volume_check(&pod, &node, state.cache.as_ref()) {
-        return Ok((Operation::PodBinding, AdmissionResponse::allow(&request.uid)));
+
+    fn is_synced(&self) -> bool {
+        self.state.cache.is_ready()
     }
-    if admission::pod_claims(&pod).len() > state.limits.max_claims {
-        return Ok((Operation::PodBinding, AdmissionResponse::allow(&request.uid)));
+
+    fn decision_slot(&self, weight: usize) -> Option<Self::Slot> {
+        let slot = self.state.decision_slot(weight);
+        if slot.is_none() {
+            self.state.metrics.request_shed();
+        }
+        slot
     }
-    let Some(_slot) = state.decision_slot(raw.len()) else {
-        return Ok(shed(state, &request, Operation::PodBinding));
-    };
-    catch_up(state, deadline, &pod).await;
-    let decision = decide_on_cache(state, move |cache| {
-        binding::decide(Some(&pod), &node, cache.as_ref())
-    })
-    .await;
-    Ok((decision.operation, respond(&request, decision)))
+
+    async fn fetch_pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        fetch_pod(&self.state.client, self.deadline, namespace, name).await
+    }
+
+    async fn catch_up(&self, pod: &Pod) {
+        catch_up(self.state, self.deadline, pod).await;
+    }
+
+    fn decide<F>(&self, decide: F) -> impl Future<Output = Decision> + Send
+    where
+        F: FnOnce(&dyn ClusterView) -> Decision + Send + 'static,
+    {
+        let cache = self.state.cache.clone();
+        async move {
+            match tokio::task::spawn_blocking(move || decide(cache.as_ref())).await {
+                Ok(decision) => decision,
+                // A panic in a decision is a bug; answer fail-open rather than take the connection down.
+                Err(e) => {
+                    tracing::error!(error = %e, "decision task failed");
+                    Decision::allow_with_warning(Operation::Other, DECISION_FAILED_WARNING)
+                }
+            }
+        }
+    }
 }
 
 /// Runs `future` until `deadline` (none: until it ends); `None` when the time ran out.
-async fn within<T>(deadline: Option<Instant>, future: impl std::future::Future<Output = T>) -> Option<T> {
+async fn within<T>(deadline: Option<Instant>, future: impl Future<Output = T>) -> Option<T> {
     match deadline {
         Some(at) => tokio::time::timeout_at(at.into(), future).await.ok(),
         None => Some(future.await),
@@ -424,34 +375,6 @@ async fn catch_up_one(state: &AppState, namespace: &str, read: CatchUp) {
                 Ok(None) => {}
                 Err(e) => tracing::warn!(class, error = %e, "failed to read the storage class"),
             }
-        }
-    }
-}
-
-/// Allowed unchanged before the caches have synced, counted under the request's operation.
-fn not_ready(request: &AdmissionRequest, operation: Operation) -> (Operation, AdmissionResponse) {
-    (
-        operation,
-        AdmissionResponse::allow(&request.uid).with_warnings(vec![
-            "sched-webhook caches are not synced yet: nothing was done".into(),
-        ]),
-    )
-}
-
-async fn decide_on_cache<F>(state: &Arc<AppState>, decide: F) -> Decision
-where
-    F: FnOnce(Arc<Cache>) -> Decision + Send + 'static,
-{
-    let cache = state.cache.clone();
-    match tokio::task::spawn_blocking(move || decide(cache)).await {
-        Ok(decision) => decision,
-        // A panic in a decision is a bug; answer fail-open rather than take the connection down.
-        Err(e) => {
-            tracing::error!(error = %e, "decision task failed");
-            Decision::allow_with_warning(
-                Operation::Other,
-                "sched-webhook failed to decide: nothing was done",
-            )
         }
     }
 }

@@ -410,7 +410,7 @@ async fn connections_beyond_the_cap_are_closed_at_accept() {
 /// types and help texts the hand-written exposition had before prometheus-client wrote it, less
 /// `sched_webhook_writes_undone_total`: nothing is undone since the writes moved to the controller
 /// (a plan cut short is finished, not taken back), so it could only ever read 0.
-const FAMILIES: [(&str, &str, &str, Option<&str>); 17] = [
+const FAMILIES: [(&str, &str, &str, Option<&str>); 21] = [
     (
         "sched_webhook_requests_total",
         "counter",
@@ -496,6 +496,30 @@ const FAMILIES: [(&str, &str, &str, Option<&str>); 17] = [
         None,
     ),
     (
+        "sched_webhook_watch_newest_event_age_seconds",
+        "gauge",
+        "Age of the newest event each reflector applied (a quiet kind is old and healthy).",
+        Some("kind"),
+    ),
+    (
+        "sched_webhook_pod_queue_length",
+        "gauge",
+        "Pods queued for the controller.",
+        None,
+    ),
+    (
+        "sched_webhook_pod_queue_oldest_wait_seconds",
+        "gauge",
+        "How long the oldest pod queued for the controller has waited since the caches synced.",
+        None,
+    ),
+    (
+        "sched_webhook_streams_stalled",
+        "gauge",
+        "Input streams (reflectors, controller queue) stalled for longer than --stall-threshold.",
+        None,
+    ),
+    (
         "sched_webhook_connections_open",
         "gauge",
         "Connections open on the webhook port.",
@@ -534,8 +558,11 @@ async fn metrics_name_every_family_with_its_type_help_and_labels() {
             .lines()
             .filter(|l| !l.starts_with('#') && l.starts_with(name))
             .collect();
-        // The watches of an unsynced cache have no errors: a family that is only its header.
-        if name == "sched_webhook_watch_errors_total" {
+        // The watches of an unsynced cache have no errors and have applied no event: families that
+        // are only their header.
+        if name == "sched_webhook_watch_errors_total"
+            || name == "sched_webhook_watch_newest_event_age_seconds"
+        {
             continue;
         }
         assert!(!samples.is_empty(), "no sample of {name}:\n{text}");

@@ -1,6 +1,6 @@
 //! Admission decisions: pure functions from a request and a [`ClusterView`] to a [`Decision`] — the
 //! response (allow, deny, patch, warnings) and the writes the object will need, as an action plan.
-//! Nothing here does I/O. Admission answers with the response only; the controller
+//! Nothing here does I/O of its own. Admission answers with the response only; the controller
 //! (`crate::controller`) makes the same decisions for the stored object and carries out their plans.
 //!
 //! | request | module |
@@ -9,7 +9,9 @@
 //! | pods/binding CREATE | [`binding`]: PreBind for the target node, then stale nominations |
 //! | anything else | allowed, no patch |
 //!
-//! [`answer`] runs a whole review body through these decisions without I/O, as the server does.
+//! [`answer`] is the request pipeline: the one sequence of steps from a review body to its answer,
+//! generic over the I/O between them ([`answer::AdmissionIo`]): the server passes its own, tests and
+//! the fuzz target [`answer::NoIo`].
 
 pub mod affinity;
 pub mod answer;

@@ -2,10 +2,12 @@
 //! which libFuzzer reports as a crash). Shared by `fuzz/fuzz_targets/admission_review.rs` (through
 //! `#[path]`) and by `tests/fuzz_corpus.rs`, which replays the committed corpus on stable.
 //!
-//! The input is a request body; it is answered by [`answer`] (the server's steps without I/O) against
-//! a fixed cluster with claims of every kind PreBind handles, an opted-in namespace and a nominated
-//! pod, so that pods CREATE (with `spec.nodeName`, opted in, or neither) and pods/binding reach their
-//! decisions.
+//! The input is a request body; it is answered by [`answer`], the pipeline the server runs, with the
+//! I/O of no server ([`NoIo`]) against a fixed cluster with claims of every kind PreBind handles, an
+//! opted-in namespace and a nominated pod, so that pods CREATE (with `spec.nodeName`, opted in, or
+//! neither) and pods/binding reach their decisions. The same body is then answered as a replica whose
+//! decision slots are all taken and as one whose caches have not synced, which reach the pipeline's
+//! shedding and not-synced steps.
 
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::Namespace;
@@ -16,7 +18,9 @@ use sched_core::ClusterObjects;
 use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
 use sched_core::testing::{node, pod, pv, pvc, storage_class};
 use sched_webhook::admission::answer::answer;
-use sched_webhook::admission::{OPT_IN_KEY, OPT_IN_VALUE, StaticView};
+use sched_webhook::admission::answer::{NOT_SYNCED_WARNING, NoIo, SATURATED_WARNING};
+use sched_webhook::admission::review::AdmissionResponse;
+use sched_webhook::admission::{ClusterView, OPT_IN_KEY, OPT_IN_VALUE, Operation, StaticView};
 use sched_webhook::error::RequestError;
 use sched_webhook::server::Limits;
 
@@ -25,11 +29,16 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 const HOST: &str = "kubernetes.io/hostname";
 
+/// The cluster every input is answered against, as a view.
+pub fn view() -> StaticView {
+    StaticView::new(objects())
+}
+
 /// The cluster every input is answered against. Namespace `ns` is plain, `opt` is opted into
 /// admission pre-binding; in each: claims `c1`, `c2` (static, WaitForFirstConsumer), `d1` (dynamic),
 /// `b1` (bound to `pv-bound`); pods `p` (on no node, using `c1` and `d1`) and `nominated` (nominated
 /// to node-a).
-pub fn view() -> StaticView {
+pub fn objects() -> ClusterObjects {
     let local_pv = |name: &str, size: &str, on: &str| {
         pv(name)
             .storage_class("local")
@@ -86,7 +95,7 @@ pub fn view() -> StaticView {
                 .obj(),
         ]);
     }
-    StaticView::new(objects)
+    objects
 }
 
 fn namespace(name: &str, opted_in: bool) -> Namespace {
@@ -109,13 +118,25 @@ pub fn limits() -> Limits {
     }
 }
 
+/// The answer of the pipeline with `io`. Its futures are ready at once, so no runtime is needed.
+pub fn answer_with(io: &NoIo<'_>, data: &[u8]) -> Result<(Operation, AdmissionResponse), RequestError> {
+    futures::executor::block_on(answer(io, data, &limits()))
+}
+
 /// One request body → the answer. Invariants: no panic; a body over the limit is refused as too
 /// large (before it is parsed), and only such a body; an answer echoes the request's uid; a denial
 /// carries a 403 status and no patch, an admission no status; a patch is base64 JSONPatch that
-/// applies cleanly to the request's object; the review serializes.
+/// applies cleanly to the request's object; the review serializes. Then [`unchecked_answers`]' for the
+/// same body.
 pub fn admission_review(data: &[u8], view: &StaticView) {
+    let result = answer_with(&NoIo::new(view), data);
+    unchecked_answers(data, view, &result);
+    checked_answer(data, result);
+}
+
+/// The invariants of a body answered without a check (see [`admission_review`]).
+fn checked_answer(data: &[u8], result: Result<(Operation, AdmissionResponse), RequestError>) {
     let limits = limits();
-    let result = answer(data, view, &limits);
     let too_large = data.len() > limits.max_body_bytes;
     let response = match result {
         Err(RequestError::TooLarge { limit }) => {
@@ -178,6 +199,60 @@ pub fn admission_review(data: &[u8], view: &StaticView) {
     }
     let review = response.into_review();
     serde_json::to_vec(&review).expect("the review serializes");
+}
+
+/// The same body answered by a saturated replica and by one whose caches have not synced, given
+/// `synced_result`, the answer of a synced one with a free slot. Invariants: the not-synced replica
+/// refuses exactly the bodies the synced one refuses, with the same error (every malformed request is
+/// refused whatever the caches hold); what the saturated one refuses the synced one refuses too, with
+/// the same error (it stops before decoding the pod, so it refuses no more); what either answers is
+/// allowed, unpatched, with the request's uid; a request the synced replica denied or patched was
+/// shed by the saturated one with the saturation warning; a request the not-synced replica answered
+/// differently from the synced one carries the not-synced warning.
+fn unchecked_answers(
+    data: &[u8],
+    view: &dyn ClusterView,
+    synced_result: &Result<(Operation, AdmissionResponse), RequestError>,
+) {
+    let synced_error = synced_result.as_ref().err().map(ToString::to_string);
+    let unsynced = answer_with(&NoIo::new(view).unsynced(), data);
+    assert_eq!(
+        unsynced.as_ref().err().map(ToString::to_string),
+        synced_error,
+        "the not-synced replica refuses other bodies than the synced one"
+    );
+    let saturated = answer_with(&NoIo::new(view).saturated(), data);
+    if let Err(e) = &saturated {
+        assert_eq!(
+            Some(e.to_string()),
+            synced_error,
+            "the saturated replica refuses a body the synced one does not"
+        );
+    }
+    let Ok((_, synced)) = synced_result else {
+        return;
+    };
+    for (result, warning) in [(unsynced, NOT_SYNCED_WARNING), (saturated, SATURATED_WARNING)] {
+        let Ok((_, response)) = result else {
+            continue;
+        };
+        assert_eq!(
+            response.uid, synced.uid,
+            "the response uid is not the request uid"
+        );
+        assert!(response.allowed, "denied without a check: {:?}", response.status);
+        assert!(response.patch.is_none(), "patched without a check");
+        let warned = response.warnings.iter().any(|w| w == warning);
+        let checked = !synced.allowed || synced.patch.is_some();
+        assert!(
+            !checked || warned,
+            "a checked request answered without {warning:?}"
+        );
+        assert!(
+            warned || response == *synced,
+            "answered unlike the synced replica without {warning:?}"
+        );
+    }
 }
 
 /// `request.uid` read leniently, skipping every other field as the webhook's decoder does.
