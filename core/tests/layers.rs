@@ -18,6 +18,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
+/// A layer table: `(layer name, units)`, lowest layer first (see [`LAYERS`]).
+type Layers = &'static [(&'static str, &'static [&'static str])];
+
 /// The layers, lowest first: a unit may import its own layer and the layers before it, never a later
 /// one; and no two units may import each other, even within a layer (through any chain). A unit is a
 /// module path; a file belongs to the longest unit that is a prefix of its module path, and
@@ -27,7 +30,7 @@ use std::path::{Path, PathBuf};
 /// `FitError` lives too), the plugins' shared helpers and names, the preemption evaluator
 /// (`framework/preemption`, which DefaultPreemption calls), the in-tree plugins
 /// (`framework/plugins/*`), one scheduling cycle (`schedule_one.go`), and the tools built on them.
-const LAYERS: &[(&str, &[&str])] = &[
+const LAYERS: Layers = &[
     // Values with no scheduling meaning of their own.
     (
         "foundations",
@@ -328,8 +331,13 @@ fn ident_at(code: &str, mut i: usize) -> (String, usize) {
 
 /// Reads the crate's production files, starting at `lib.rs` and following `mod` declarations.
 fn read_crate(src_dir: &Path) -> Vec<SourceFile> {
+    read_crate_from(&src_dir.join("lib.rs"))
+}
+
+/// Reads a crate's production files, starting at its root file (`lib.rs`, or a binary's `main.rs`).
+fn read_crate_from(root_file: &Path) -> Vec<SourceFile> {
     let mut files = Vec::new();
-    let mut pending = vec![(String::new(), src_dir.join("lib.rs"), true)];
+    let mut pending = vec![(String::new(), root_file.to_path_buf(), true)];
     while let Some((module, path, owns_dir)) = pending.pop() {
         let original =
             std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
@@ -616,9 +624,9 @@ fn imports(files: &[SourceFile], root: &Path) -> Vec<Import> {
 
 /// The unit and layer index of a module, by the longest unit of [`LAYERS`] it falls in; the crate
 /// root (`lib.rs`, the table of contents) has none.
-fn unit_of(module: &str) -> Option<(String, usize)> {
+fn unit_of(layers: Layers, module: &str) -> Option<(String, usize)> {
     let mut best: Option<(String, usize, usize)> = None;
-    for (layer, (_, units)) in LAYERS.iter().enumerate() {
+    for (layer, (_, units)) in layers.iter().enumerate() {
         for &unit in *units {
             let found = match unit.strip_suffix("::*") {
                 Some(parent) => module
@@ -650,10 +658,10 @@ struct Findings {
     unplaced: Vec<String>,
 }
 
-fn check(files: &[SourceFile], root: &Path) -> Findings {
+fn check(files: &[SourceFile], root: &Path, layers: Layers) -> Findings {
     let mut findings = Findings::default();
     for file in files.iter().filter(|f| !f.module.is_empty()) {
-        if unit_of(&file.module).is_none() {
+        if unit_of(layers, &file.module).is_none() {
             findings
                 .unplaced
                 .push(format!("{} ({})", file.path.display(), file.module));
@@ -673,7 +681,7 @@ fn check(files: &[SourceFile], root: &Path) -> Findings {
     for import in imports(files, root) {
         let from_module = &module_of[&import.file].module;
         let (Some((from, from_layer)), Some((to, to_layer))) =
-            (unit_of(from_module), unit_of(&import.target))
+            (unit_of(layers, from_module), unit_of(layers, &import.target))
         else {
             continue;
         };
@@ -684,7 +692,7 @@ fn check(files: &[SourceFile], root: &Path) -> Findings {
         if from_layer < to_layer {
             findings.upward.push(format!(
                 "{at}: `{from}` ({}) imports `{}` ({})",
-                LAYERS[from_layer].0, import.target, LAYERS[to_layer].0
+                layers[from_layer].0, import.target, layers[to_layer].0
             ));
         }
         edges.entry(from).or_default().entry(to).or_insert(at);
@@ -784,11 +792,17 @@ fn layers_run_one_way() {
     let root = crate_root();
     let files = read_crate(&root.join("src"));
     assert!(files.len() > 50, "read only {} files of sched-core", files.len());
-    let findings = check(&files, &root);
+    assert_one_way("sched-core", &files, &root, LAYERS);
+}
+
+/// Fails listing every file of `files` in no unit of `layers`, every import of a higher layer by a
+/// lower one, and every cycle between units.
+fn assert_one_way(crate_name: &str, files: &[SourceFile], root: &Path, layers: Layers) {
+    let findings = check(files, root, layers);
     let mut report = String::new();
     for (title, list) in [
         (
-            "file(s) in no layer of LAYERS (core/tests/layers.rs)",
+            "file(s) in no layer of its table (core/tests/layers.rs)",
             &findings.unplaced,
         ),
         ("import(s) of a higher layer by a lower one", &findings.upward),
@@ -803,7 +817,7 @@ fn layers_run_one_way() {
     }
     assert!(
         report.is_empty(),
-        "sched-core's layers do not run one way\n{report}"
+        "{crate_name}'s layers do not run one way\n{report}"
     );
 }
 
@@ -818,7 +832,7 @@ fn check_sources(sources: &[(&str, &str)]) -> Findings {
         std::fs::write(&path, source).expect("write the source");
     }
     let files = read_crate(&dir.path().join("src"));
-    check(&files, dir.path())
+    check(&files, dir.path(), LAYERS)
 }
 
 #[test]
