@@ -5,7 +5,9 @@
 
 mod cli;
 mod commands;
+mod diagnosis;
 mod output;
+mod source;
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -14,13 +16,10 @@ use std::time::Instant;
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
 
-use cli::{
-    Cli, Command, ExplainFormat, PreemptArgs, PreemptFormat, SimulateArgs, SimulateFormat, TriageArgs,
-    TriageFormat,
-};
+use cli::{Cli, Command, ExplainFormat, PreemptArgs, PreemptFormat, SimulateArgs, TriageArgs};
 use commands::explain::ExplainResult;
 use commands::preempt::{DryRunView, Next, PreemptError, PreemptReport};
-use output::{json, markdown, table, yaml};
+use output::preempt as preempt_output;
 
 // jemalloc rather than glibc's malloc: loading a large snapshot allocates millions of small strings
 // from two threads at once, where glibc's arenas cost measurably more CPU (docs/performance.md).
@@ -125,13 +124,17 @@ fn report_messages(verbosity: u8, warnings: &[String], notes: &[String]) {
     }
 }
 
-/// `preempt`'s report in the requested format; the table is the plan, plus the results after execution.
+/// `preempt`'s report in the requested format.
 fn render_preempt(report: &PreemptReport, format: PreemptFormat) -> anyhow::Result<String> {
-    Ok(match format {
-        PreemptFormat::Table => table::preempt_report(report) + &table::preempt_results(report),
-        PreemptFormat::Json => json::render(report).context("rendering JSON")?,
-        PreemptFormat::Yaml => yaml::render(report).context("rendering YAML")?,
-    })
+    Ok(preempt_output::render(report, format)?)
+}
+
+/// What a renderer made of a result: a line instead of an empty table goes to stderr.
+fn rendered_text(rendered: output::Rendered) -> Vec<u8> {
+    if let Some(line) = &rendered.nothing_found {
+        eprintln!("{line}");
+    }
+    rendered.stdout
 }
 
 /// Asks on stderr, reads one line from stdin: only "y" or "yes" confirm.
@@ -170,22 +173,15 @@ fn triage(cli: &Cli, args: &TriageArgs) -> anyhow::Result<u8> {
     let out = commands::triage::run(&cli.global, args)?;
     report_messages(cli.global.verbosity, &out.warnings, &out.notes);
     let r = &out.report;
-    let text = match args.output {
-        TriageFormat::Json => json::render(r).context("rendering JSON")?,
-        TriageFormat::Yaml => yaml::render(r).context("rendering YAML")?,
-        TriageFormat::Table | TriageFormat::Wide => {
-            if r.pods == 0 {
-                eprintln!("No pending pods in {}.", r.scope);
-                String::new()
-            } else {
-                output::triage::report(r, !cli.global.all_namespaces, args.output == TriageFormat::Wide)
-            }
-        }
-    };
+    let text = rendered_text(output::triage::render(
+        r,
+        args.output,
+        !cli.global.all_namespaces,
+    )?);
     if cli.global.verbosity >= 2 {
         eprintln!("triage took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
     }
-    emit(text.as_bytes())?;
+    emit(&text)?;
     Ok(if r.stuck_pods() > 0 { 3 } else { 0 })
 }
 
@@ -194,17 +190,11 @@ fn simulate(cli: &Cli, args: &SimulateArgs) -> anyhow::Result<u8> {
     let out = commands::simulate::run(&cli.global, args)?;
     report_messages(cli.global.verbosity, &out.warnings, &out.notes);
     let r = &out.report;
-    let text = match args.output {
-        SimulateFormat::Json => json::render(r).context("rendering JSON")?,
-        SimulateFormat::Yaml => yaml::render(r).context("rendering YAML")?,
-        SimulateFormat::Table | SimulateFormat::Wide => {
-            output::simulate::report(r, args.output == SimulateFormat::Wide)
-        }
-    };
+    let text = rendered_text(output::simulate::render(r, args.output)?);
     if cli.global.verbosity >= 2 {
         eprintln!("simulate took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
     }
-    emit(text.as_bytes())?;
+    emit(&text)?;
     Ok(r.exit_code())
 }
 
@@ -223,10 +213,10 @@ fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
             // beforehand and as progress lines meanwhile.
             let server_dry_run = planned.report.dry_run == DryRunView::Server;
             if table && !server_dry_run {
-                emit(table::preempt_report(&planned.report).as_bytes())?;
+                emit(preempt_output::report(&planned.report).as_bytes())?;
             }
             if matches!(next, Next::Confirm) {
-                if !confirm(&table::preempt_question(&planned.report))? {
+                if !confirm(&preempt_output::question(&planned.report))? {
                     // As `kubectl delete --interactive`: declining is an answer, not an error (exit 0).
                     emit(b"preemption is cancelled: nothing was changed\n")?;
                     return Ok(0);
@@ -238,7 +228,7 @@ fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
                         let text = if table {
                             format!(
                                 "\nThe cluster changed since the plan was shown. Now:\n\n{}",
-                                table::preempt_report(&planned.report)
+                                preempt_output::report(&planned.report)
                             )
                         } else {
                             render_preempt(&planned.report, args.output)?
@@ -252,13 +242,13 @@ fn preempt(cli: &Cli, args: &PreemptArgs) -> anyhow::Result<u8> {
             }
             let outcome = planned.execute(|i, total, result| {
                 if !server_dry_run {
-                    eprintln!("{}", table::preempt_progress(i, total, result));
+                    eprintln!("{}", preempt_output::progress(i, total, result));
                 }
             });
             let text = if table && server_dry_run {
                 render_preempt(&planned.report, args.output)?
             } else if table {
-                table::preempt_results(&planned.report)
+                preempt_output::results(&planned.report)
             } else {
                 render_preempt(&planned.report, args.output)?
             };
@@ -282,40 +272,12 @@ fn run(cli: &Cli) -> anyhow::Result<u8> {
                 }
             }
             let rendering = Instant::now();
-            let text = match (&out.result, args.output) {
-                (ExplainResult::One(r), ExplainFormat::Table) => table::report(r, false),
-                (ExplainResult::One(r), ExplainFormat::Wide) => table::report(r, true),
-                (ExplainResult::One(r), ExplainFormat::Json) => json::render(r).context("rendering JSON")?,
-                (ExplainResult::One(r), ExplainFormat::Yaml) => yaml::render(r).context("rendering YAML")?,
-                (ExplainResult::One(r), ExplainFormat::Markdown) => markdown::report(r),
-                (ExplainResult::AllPending { entries, .. }, ExplainFormat::Json) => {
-                    json::render(entries).context("rendering JSON")?
-                }
-                (ExplainResult::AllPending { entries, .. }, ExplainFormat::Yaml) => {
-                    yaml::render(entries).context("rendering YAML")?
-                }
-                (ExplainResult::AllPending { entries, what_if, .. }, ExplainFormat::Markdown) => {
-                    markdown::pending(entries, what_if)
-                }
-                (
-                    ExplainResult::AllPending {
-                        entries,
-                        scope,
-                        what_if,
-                    },
-                    _,
-                ) => {
-                    if entries.is_empty() {
-                        eprintln!("No pending pods in {scope}.");
-                    }
-                    table::what_if_line(what_if) + &table::pending(entries)
-                }
-            };
+            let text = rendered_text(output::explain::render(&out.result, args.output)?);
             if verbosity >= 2 {
                 eprintln!("rendered in {:.0} ms", rendering.elapsed().as_secs_f64() * 1000.0);
                 eprintln!("explain took {:.0} ms", started.elapsed().as_secs_f64() * 1000.0);
             }
-            emit(text.as_bytes())?;
+            emit(&text)?;
             if args.watch
                 && let ExplainResult::One(report) = &mut out.result
             {
@@ -389,7 +351,7 @@ mod tests {
         let want = "https://127.0.0.1:6443: cannot list Node (v1): Error from server (Forbidden): nodes is \
                     forbidden: User \"system:serviceaccount:x:y\" cannot list resource \"nodes\" in API group \
                     \"\" at the cluster scope";
-        let listing = commands::load::LoadError::Api {
+        let listing = source::load::LoadError::Api {
             server: "https://127.0.0.1:6443".into(),
             source: sched_core::snapshot::kube::ApiLoadError::List {
                 kind: "Node",
