@@ -193,7 +193,7 @@ pub struct ExplainArgs {
 }
 
 /// What-if changes, made in memory to the loaded cluster and the pod before it is evaluated: nothing is
-/// written anywhere. Resolved and applied by `commands::what_if`.
+/// written anywhere. Resolved and applied by `source::what_if`.
 #[derive(Debug, Clone, Default, Args)]
 #[command(next_help_heading = "What if")]
 pub struct WhatIfArgs {

@@ -18,8 +18,8 @@ use k8s_openapi::api::core::v1::Pod;
 use sched_core::triage::workload::WorkloadIndex;
 use sched_core::{ClusterObjects, PodInfo, Snapshot};
 
-use super::load::Cluster;
 use crate::cli::GlobalArgs;
+use crate::source::load::Cluster;
 
 /// cobra's ShellCompDirectiveDefault: the shell may fall back to file names.
 const DIRECTIVE_DEFAULT: u32 = 0;

@@ -1,4 +1,4 @@
-//! `explain`: loads the cluster, resolves the pod and its profile (`super::pods`), evaluates the pod
+//! `explain`: loads the cluster, resolves the pod and its profile (`crate::source::pods`), evaluates the pod
 //! with sched-core and gathers what the output shows (bound-pod check, hints, one node in detail).
 
 use std::collections::HashMap;
@@ -14,13 +14,15 @@ use sched_core::schedule::{schedule, schedule_cycle};
 use sched_core::{ClusterObjects, Code, Engine, PodInfo, Snapshot};
 use serde::Serialize;
 
-use super::hints::{Hint, HintInput, HintKind, hints};
-use super::load::{Cluster, LoadError, Loaded, evaluation_detail, keep_until_exit, load_keeping_cluster};
-use super::node_resources::{ResourceUse, breakdown};
-use super::pods::{ResolveError, Subject, pod_name, subject_with};
-use super::still_pending::{LiveFacts, PendingFinding, why_still_pending};
-use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{ExplainArgs, GlobalArgs};
+use crate::diagnosis::hints::{Hint, HintInput, HintKind, hints};
+use crate::diagnosis::node_resources::{ResourceUse, breakdown};
+use crate::diagnosis::still_pending::{LiveFacts, PendingFinding, why_still_pending};
+use crate::source::load::{
+    Cluster, LoadError, Loaded, evaluation_detail, keep_until_exit, load_keeping_cluster,
+};
+use crate::source::pods::{ResolveError, Subject, pod_name, subject_with};
+use crate::source::what_if::{Applied, WhatIf, WhatIfError};
 
 /// Why `explain` could not answer.
 #[derive(Debug, thiserror::Error)]

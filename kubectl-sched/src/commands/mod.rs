@@ -1,18 +1,58 @@
-//! The subcommands: resolve arguments, load the cluster, call sched-core. They return data; `output`
+//! The subcommands, one module each: resolve the arguments, take the cluster and the subject from
+//! [`crate::source`], call sched-core and [`crate::diagnosis`]. They return data; [`crate::output`]
 //! renders it and `main` prints it.
 
 pub mod complete;
 pub mod explain;
-pub mod fixes;
-pub mod hints;
-pub mod load;
-pub mod node_resources;
-pub mod pods;
 pub mod preempt;
 pub mod simulate;
-pub mod skew;
 pub mod snapshot;
-pub mod still_pending;
 pub mod triage;
 pub mod watch;
-pub mod what_if;
+
+/// What a command's run has to say on stderr besides its result; `main` prints it the same way for
+/// every command.
+pub trait Messages {
+    /// Always shown.
+    fn warnings(&self) -> &[String];
+    /// Shown with `-v 1`.
+    fn notes(&self) -> &[String];
+    /// Shown with `-v 2`: how long each phase took.
+    fn timings(&self) -> &[String] {
+        &[]
+    }
+}
+
+/// Implements [`Messages`] for command outputs with `warnings` and `notes` fields (and `timings`,
+/// when named).
+macro_rules! messages {
+    ($output:ty) => {
+        impl $crate::commands::Messages for $output {
+            fn warnings(&self) -> &[String] {
+                &self.warnings
+            }
+            fn notes(&self) -> &[String] {
+                &self.notes
+            }
+        }
+    };
+    ($output:ty, timings) => {
+        impl $crate::commands::Messages for $output {
+            fn warnings(&self) -> &[String] {
+                &self.warnings
+            }
+            fn notes(&self) -> &[String] {
+                &self.notes
+            }
+            fn timings(&self) -> &[String] {
+                &self.timings
+            }
+        }
+    };
+}
+
+messages!(explain::ExplainOutput, timings);
+messages!(preempt::Planned);
+messages!(simulate::SimulateOutput);
+messages!(snapshot::SnapshotOutput);
+messages!(triage::TriageOutput);

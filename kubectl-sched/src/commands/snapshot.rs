@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use sched_core::snapshot::{write_list_json, write_list_yaml};
 
-use super::load::{Cluster, LoadError};
 use crate::cli::{GlobalArgs, SnapshotArgs};
+use crate::source::load::{Cluster, LoadError};
 
 /// Why the snapshot could not be written.
 #[derive(Debug, thiserror::Error)]

@@ -2,7 +2,7 @@
 //! cause. Pods kube-scheduler cannot tell apart (replicas of one template) are evaluated once
 //! ([`sched_core::triage`]); shapes are evaluated in parallel, stopping at the first feasible node for
 //! pods that fit. For pods that fit nowhere, every filter runs on every node (diagnostic mode) to find
-//! every blocker and the smallest fixes ([`super::fixes`]).
+//! every blocker and the smallest fixes ([`crate::diagnosis::fixes`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
@@ -20,12 +20,12 @@ use sched_core::triage::{Workload, WorkloadError, WorkloadIndex, group_by_shape,
 use sched_core::{Engine, PodInfo, Snapshot};
 use serde::Serialize;
 
-use super::fixes::{Blockers, Fix, diagnose};
-use super::load::{LoadError, Loaded, keep_until_exit, load_keeping_cluster};
-use super::pods::ResolveError;
-use super::still_pending::{PendingFinding, SchedulerLease, SchedulerPresence, why_still_pending};
-use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{GlobalArgs, TriageArgs};
+use crate::diagnosis::fixes::{Blockers, Fix, diagnose};
+use crate::diagnosis::still_pending::{PendingFinding, SchedulerLease, SchedulerPresence, why_still_pending};
+use crate::source::load::{LoadError, Loaded, keep_until_exit, load_keeping_cluster};
+use crate::source::pods::ResolveError;
+use crate::source::what_if::{Applied, WhatIf, WhatIfError};
 
 /// Why `triage` could not answer.
 #[derive(Debug, thiserror::Error)]
@@ -504,7 +504,7 @@ fn triage(
                 why_still_pending(first, e, true, snapshot, scheduler, &[], now)
             }
             (_, Verdict::OtherScheduler) => vec![PendingFinding {
-                kind: super::still_pending::PendingKind::NoProfile,
+                kind: crate::diagnosis::still_pending::PendingKind::NoProfile,
                 message: message.clone(),
                 pods: Vec::new(),
             }],

@@ -23,10 +23,10 @@ use serde::Serialize;
 use tokio::time::Instant;
 
 use super::explain::{ExplainError, ExplainReport, ExplainResult};
-use super::load::{Cluster, LoadError};
-use super::pods::{ResolveError, pod_name};
 use crate::cli::{ExplainArgs, GlobalArgs};
-use crate::output::table::headline;
+use crate::output::explain::headline;
+use crate::source::load::{Cluster, LoadError};
+use crate::source::pods::{ResolveError, pod_name};
 
 /// The least time between two evaluations: a burst of events (a rollout, a node joining) costs one.
 pub const DEBOUNCE: Duration = Duration::from_secs(1);

@@ -1,15 +1,33 @@
-//! Rendering: `table` for people, `markdown` for tickets, `json` and `yaml` for programs. Renderers
-//! only format what the commands computed.
+//! Rendering, one module per command ([`explain`], [`preempt`], [`triage`], [`simulate`]), each
+//! choosing among its formats: tables for people, markdown for tickets, JSON and YAML for programs
+//! ([`data`]); [`table`] holds what the tables share. Renderers only format what the commands computed.
 
-pub mod json;
-pub mod markdown;
-pub mod random;
+pub mod data;
+pub mod explain;
+pub mod preempt;
 pub mod simulate;
 pub mod table;
 pub mod triage;
-pub mod yaml;
 
 use sched_core::plugins::scheduling_gates::{ERR_REASON_WAITING_FOR_GATES, SCHEDULING_GATED_MESSAGE};
+
+/// What a renderer made of a command's result.
+#[derive(Debug, Default)]
+pub struct Rendered {
+    /// For stdout.
+    pub stdout: Vec<u8>,
+    /// For stderr instead of an empty table, as kubectl's `No resources found in NAMESPACE namespace.`
+    pub nothing_found: Option<String>,
+}
+
+impl From<String> for Rendered {
+    fn from(text: String) -> Self {
+        Rendered {
+            stdout: text.into_bytes(),
+            nothing_found: None,
+        }
+    }
+}
 
 /// A gated pod's headline for people: the words its PodScheduled condition shows (`kubectl describe
 /// pod`), then its gates, from the SchedulingGates reason (`waiting for scheduling gates: [g1 g2]`,

@@ -4,12 +4,11 @@
 
 use sched_core::simulate::PodOutcome;
 
-use super::table::columns;
+use crate::cli::SimulateFormat;
 use crate::commands::simulate::report::{NodeUsage, SimulateReport, SimulatedPod, Usage};
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
+use crate::output::Rendered;
+use crate::output::data::{RenderError, json, yaml};
+use crate::output::table::{columns, plural};
 
 fn percent(value: i64, of: i64) -> String {
     if of <= 0 {
@@ -256,4 +255,14 @@ pub fn report(r: &SimulateReport, wide: bool) -> String {
         ));
     }
     out
+}
+
+/// `simulate`'s report in the requested format.
+pub fn render(r: &SimulateReport, format: SimulateFormat) -> Result<Rendered, RenderError> {
+    Ok(match format {
+        SimulateFormat::Json => json(r)?,
+        SimulateFormat::Yaml => yaml(r)?,
+        SimulateFormat::Table | SimulateFormat::Wide => report(r, format == SimulateFormat::Wide),
+    }
+    .into())
 }

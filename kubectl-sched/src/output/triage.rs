@@ -2,15 +2,15 @@
 //! first) with kube-scheduler's reason counts and the smallest fix; `wide` adds every blocker per node
 //! group and the pods' names.
 
-use crate::commands::hints::{MAX_NAMES, name_list};
+use crate::cli::TriageFormat;
 use crate::commands::triage::{Cause, TriageReport, Verdict, WorkloadVerdict};
+use crate::diagnosis::hints::{MAX_NAMES, name_list};
+use crate::output::Rendered;
+use crate::output::data::{RenderError, json, yaml};
+use crate::output::table::plural;
 
 /// Workloads listed per cause without `wide`.
 const MAX_WORKLOADS: usize = 20;
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
 
 fn title(c: &Cause) -> String {
     let counts = format!(
@@ -21,7 +21,7 @@ fn title(c: &Cause) -> String {
     match c.verdict {
         Verdict::Unschedulable => format!("CANNOT BE SCHEDULED ({counts}): {}", c.cause),
         Verdict::Error => format!("SCHEDULING FAILS ({counts}): {}", c.cause),
-        Verdict::Gated => format!("GATED ({counts}): {}", super::gated_headline(&c.cause)),
+        Verdict::Gated => format!("GATED ({counts}): {}", crate::output::gated_headline(&c.cause)),
         Verdict::OtherScheduler => format!("NOT THIS SCHEDULER'S ({counts}): {}", c.cause),
         Verdict::Fits => format!(
             "FIT NOW ({counts}): kube-scheduler would bind them on its next attempt; \
@@ -157,4 +157,20 @@ pub fn report(r: &TriageReport, namespaced: bool, wide: bool) -> String {
         }
     }
     out
+}
+
+/// `triage`'s report in the requested format; `namespaced` (one namespace) leaves namespaces out of
+/// the table's names.
+pub fn render(r: &TriageReport, format: TriageFormat, namespaced: bool) -> Result<Rendered, RenderError> {
+    Ok(match format {
+        TriageFormat::Json => json(r)?.into(),
+        TriageFormat::Yaml => yaml(r)?.into(),
+        TriageFormat::Table | TriageFormat::Wide if r.pods == 0 => Rendered {
+            stdout: Vec::new(),
+            nothing_found: Some(format!("No pending pods in {}.", r.scope)),
+        },
+        TriageFormat::Table | TriageFormat::Wide => {
+            report(r, namespaced, format == TriageFormat::Wide).into()
+        }
+    })
 }

@@ -14,10 +14,10 @@ use sched_core::simulate::workloads::{
 use sched_core::snapshot::ClusterObjects;
 use sched_core::snapshot::load::{BadQuantity, check_node, check_pod, check_pvc};
 
-use super::super::what_if::{Applied, WhatIf};
 use super::SimulateError;
 use super::progress::Progress;
 use super::report::{KeptPod, NodeChange, Origin};
+use crate::source::what_if::{Applied, WhatIf};
 
 pub(super) fn find_node<'a>(
     objects: &'a mut ClusterObjects,
@@ -129,7 +129,7 @@ pub(super) fn remove_node(
 
 /// Reads a YAML or JSON file (or stdin for `-`) as JSON values: every document, every item of a List.
 pub(super) fn read_documents(path: &Path) -> Result<(String, Vec<serde_json::Value>), SimulateError> {
-    let (shown, text) = super::super::pods::read_file_or_stdin(path)
+    let (shown, text) = crate::source::pods::read_file_or_stdin(path)
         .map_err(|(path, message)| SimulateError::Input { path, message })?;
     let invalid = |message: String| SimulateError::Input {
         path: shown.clone(),

@@ -19,10 +19,10 @@ use sched_core::snapshot::PodDetail;
 use sched_core::triage::WorkloadIndex;
 use sched_core::{Engine, Snapshot};
 
-use super::load::{LoadError, Loaded, load_keeping_cluster};
-use super::pods::ResolveError;
-use super::what_if::{Applied, WhatIf, WhatIfError};
 use crate::cli::{GlobalArgs, SimulateArgs};
+use crate::source::load::{LoadError, Loaded, load_keeping_cluster};
+use crate::source::pods::ResolveError;
+use crate::source::what_if::{Applied, WhatIf, WhatIfError};
 use changes::{add_inputs, add_nodes, apply_set, cordon, count_pods, drain, read_inputs, remove_node};
 use progress::Progress;
 use report::{

@@ -12,8 +12,8 @@ use sched_core::snapshot::{ClusterObjects, is_terminal};
 use sched_core::{NodeInfo, Snapshot};
 use serde::Serialize;
 
-use super::super::what_if::Applied;
 use crate::cli::SimulateArgs;
+use crate::source::what_if::Applied;
 
 /// Where a simulated pod came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,8 +6,8 @@ use sched_core::explain::{Explanation, Outcome};
 
 use super::table::{headline, verdict};
 use crate::commands::explain::{ExplainReport, PendingEntry};
-use crate::commands::hints::Hint;
-use crate::commands::what_if::Applied;
+use crate::diagnosis::hints::Hint;
+use crate::source::what_if::Applied;
 
 /// Tickets are read, not scrolled: the nodes past this many are only counted (`-o json` has them all).
 pub const MAX_NODE_ROWS: usize = 20;
@@ -110,7 +110,7 @@ pub fn report(r: &ExplainReport) -> String {
     out.push_str(&what_if_lines(&r.what_if));
     if !e.message.is_empty() {
         let message = match e.outcome {
-            Outcome::Gated => super::gated_headline(&e.message),
+            Outcome::Gated => crate::output::gated_headline(&e.message),
             _ => e.message.clone(),
         };
         out.push_str(&code_block(&message, "", ""));

@@ -234,7 +234,7 @@ impl Cluster {
     /// kube-scheduler's leader-election Lease (`kube-system/kube-scheduler`); none when it does not
     /// exist. One GET.
     pub fn scheduler_lease(&self) -> Result<Option<Lease>, LoadError> {
-        use super::still_pending::{SCHEDULER_LEASE_NAME, SCHEDULER_LEASE_NAMESPACE};
+        use crate::diagnosis::still_pending::{SCHEDULER_LEASE_NAME, SCHEDULER_LEASE_NAMESPACE};
         let leases: kube::Api<Lease> = kube::Api::namespaced(self.client.clone(), SCHEDULER_LEASE_NAMESPACE);
         self.runtime
             .block_on(leases.get_opt(SCHEDULER_LEASE_NAME))

@@ -5,7 +5,7 @@
 use sched_core::preemption::PreemptionResult;
 use sched_core::preemption::ties::{MAX_ORDERS_PER_NODE, MAX_VICTIM_SETS};
 
-use crate::commands::hints::{MAX_NAMES, name_list};
+use crate::diagnosis::hints::{MAX_NAMES, name_list};
 
 /// Marks a candidate whose victims are random in the candidate table.
 pub const RANDOM_VICTIMS_MARK: &str = "~";

@@ -21,7 +21,7 @@ use sched_core::resource::{PODS, format_amount};
 use sched_core::{PodInfo, Snapshot};
 use serde::Serialize;
 
-use super::hints::{
+use crate::diagnosis::hints::{
     MAX_NAMES, missing_share, name_list, rejecting_filters, taint_text, toleration_snippet,
     untolerated_taints,
 };
