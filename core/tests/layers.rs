@@ -1,6 +1,6 @@
-//! The layers of sched-core run one way, and the build says so: this test reads every production
-//! source file of the crate (the files `lib.rs` reaches through `mod` declarations that are not
-//! `#[cfg(test)]`), collects the crate-internal paths each one names (`use crate::…`, `super::…`,
+//! The layers of sched-core, and of the kubectl-sched binary, run one way, and the build says so:
+//! this test reads every production source file of a crate (the files `lib.rs` or `main.rs` reaches
+//! through `mod` declarations that are not `#[cfg(test)]`), collects the crate-internal paths each one names (`use crate::…`, `super::…`,
 //! `self::…`, `crate::…` inline, through `pub use` re-exports to the file that defines the item),
 //! maps every file to a unit of [`LAYERS`], and fails listing
 //!
@@ -919,4 +919,30 @@ fn blanking_keeps_lifetimes_offsets_and_lines() {
     assert!(blanked.contains("<'a>") && blanked.contains("&'a str"));
     assert!(!blanked.contains("crate::") && !blanked.contains('é'));
     assert_eq!(blanked.lines().count(), 2);
+}
+
+/// kubectl-sched's layers, lowest first: the clap structs declare; where the cluster and the subject
+/// come from (`source`: loading, the pods named, version skew, what-if edits); the diagnosis built on
+/// the engine's answers; the commands that resolve arguments into results; the renderers, one per
+/// command; the console that prints any command's result and errors. `main.rs` (the crate root)
+/// matches each subcommand to its run, renderer and exit code.
+const CLI_LAYERS: Layers = &[
+    ("declare", &["cli"]),
+    ("sources", &["source::*", "source"]),
+    ("diagnosis", &["diagnosis::*", "diagnosis"]),
+    ("commands", &["commands::*", "commands"]),
+    ("output", &["output::*", "output"]),
+    ("console", &["console"]),
+];
+
+#[test]
+fn kubectl_sched_layers_run_one_way() {
+    let root = crate_root().join("../kubectl-sched");
+    let files = read_crate_from(&root.join("src/main.rs"));
+    assert!(
+        files.len() > 20,
+        "read only {} files of kubectl-sched",
+        files.len()
+    );
+    assert_one_way("kubectl-sched", &files, &root, CLI_LAYERS);
 }

@@ -438,7 +438,7 @@ fn evaluate(
             nothing_to_preempt(&info, e.nodes_total, runs_default_preemption),
             Situation::Gated,
             Vec::new(),
-            crate::output::gated_headline(&e.message),
+            crate::diagnosis::headline::gated_headline(&e.message),
         ),
         (Outcome::Scheduled, None) => (
             nothing_to_preempt(&info, e.nodes_total, runs_default_preemption),

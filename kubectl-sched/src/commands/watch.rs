@@ -24,7 +24,7 @@ use tokio::time::Instant;
 
 use super::explain::{ExplainError, ExplainReport, ExplainResult};
 use crate::cli::{ExplainArgs, GlobalArgs};
-use crate::output::explain::headline;
+use crate::diagnosis::headline::headline;
 use crate::source::load::{Cluster, LoadError};
 use crate::source::pods::{ResolveError, pod_name};
 

@@ -3,6 +3,7 @@
 //! breakdown ([`node_resources`]).
 
 pub mod fixes;
+pub mod headline;
 pub mod hints;
 pub mod node_resources;
 pub mod still_pending;

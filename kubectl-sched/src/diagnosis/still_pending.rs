@@ -25,13 +25,8 @@ use sched_core::{PodInfo, Snapshot};
 use serde::Serialize;
 
 use crate::diagnosis::hints::{MAX_NAMES, name_list};
-use crate::source::load::Cluster;
+use crate::source::load::{Cluster, SCHEDULER_LEASE_NAME, SCHEDULER_LEASE_NAMESPACE};
 
-/// The namespace of kube-scheduler's leader-election Lease (its `leaderElection.resourceNamespace`
-/// default).
-pub const SCHEDULER_LEASE_NAMESPACE: &str = "kube-system";
-/// The name of kube-scheduler's leader-election Lease (its `leaderElection.resourceName` default).
-pub const SCHEDULER_LEASE_NAME: &str = "kube-scheduler";
 /// kube-scheduler's `podInitialBackoffDuration`: the backoff after a pod's first failed attempt.
 pub const POD_INITIAL_BACKOFF: Duration = Duration::from_secs(1);
 /// kube-scheduler's `podMaxBackoffDuration`: the backoff doubles per failed attempt up to this.

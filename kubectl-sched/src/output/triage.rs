@@ -21,7 +21,10 @@ fn title(c: &Cause) -> String {
     match c.verdict {
         Verdict::Unschedulable => format!("CANNOT BE SCHEDULED ({counts}): {}", c.cause),
         Verdict::Error => format!("SCHEDULING FAILS ({counts}): {}", c.cause),
-        Verdict::Gated => format!("GATED ({counts}): {}", crate::output::gated_headline(&c.cause)),
+        Verdict::Gated => format!(
+            "GATED ({counts}): {}",
+            crate::diagnosis::headline::gated_headline(&c.cause)
+        ),
         Verdict::OtherScheduler => format!("NOT THIS SCHEDULER'S ({counts}): {}", c.cause),
         Verdict::Fits => format!(
             "FIT NOW ({counts}): kube-scheduler would bind them on its next attempt; \

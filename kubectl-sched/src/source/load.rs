@@ -230,11 +230,16 @@ impl Cluster {
     }
 }
 
+/// The namespace of kube-scheduler's leader-election Lease (its `leaderElection.resourceNamespace`
+/// default).
+pub const SCHEDULER_LEASE_NAMESPACE: &str = "kube-system";
+/// The name of kube-scheduler's leader-election Lease (its `leaderElection.resourceName` default).
+pub const SCHEDULER_LEASE_NAME: &str = "kube-scheduler";
+
 impl Cluster {
     /// kube-scheduler's leader-election Lease (`kube-system/kube-scheduler`); none when it does not
     /// exist. One GET.
     pub fn scheduler_lease(&self) -> Result<Option<Lease>, LoadError> {
-        use crate::diagnosis::still_pending::{SCHEDULER_LEASE_NAME, SCHEDULER_LEASE_NAMESPACE};
         let leases: kube::Api<Lease> = kube::Api::namespaced(self.client.clone(), SCHEDULER_LEASE_NAMESPACE);
         self.runtime
             .block_on(leases.get_opt(SCHEDULER_LEASE_NAME))

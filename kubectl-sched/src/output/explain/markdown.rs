@@ -4,8 +4,9 @@
 
 use sched_core::explain::{Explanation, Outcome};
 
-use super::table::{headline, verdict};
+use super::table::verdict;
 use crate::commands::explain::{ExplainReport, PendingEntry};
+use crate::diagnosis::headline::headline;
 use crate::diagnosis::hints::Hint;
 use crate::source::what_if::Applied;
 
@@ -110,7 +111,7 @@ pub fn report(r: &ExplainReport) -> String {
     out.push_str(&what_if_lines(&r.what_if));
     if !e.message.is_empty() {
         let message = match e.outcome {
-            Outcome::Gated => crate::output::gated_headline(&e.message),
+            Outcome::Gated => crate::diagnosis::headline::gated_headline(&e.message),
             _ => e.message.clone(),
         };
         out.push_str(&code_block(&message, "", ""));

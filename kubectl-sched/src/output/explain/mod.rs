@@ -4,8 +4,6 @@
 pub mod markdown;
 pub mod table;
 
-pub use table::headline;
-
 use super::Rendered;
 use super::data::{RenderError, json, yaml};
 use crate::cli::ExplainFormat;

@@ -2,46 +2,20 @@
 //! claims and devices, the hints, `--node`'s plugin-by-plugin detail and `--all-pending`'s lines.
 
 use sched_core::Code;
-use sched_core::plugins::dynamic_resources::diagnose::{Diagnosis, Wants};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome};
+use sched_core::plugins::dynamic_resources::diagnose::{Diagnosis, Wants};
 use sched_core::plugins::scheduling_gates::SCHEDULING_GATED_MESSAGE;
 use sched_core::resource::format_amount;
 
 use crate::commands::explain::{BoundCheck, ExplainReport, NodeDetail, PendingEntry, Reach};
-use crate::diagnosis::hints::{Hint, MAX_NAMES, name_list};
+use crate::diagnosis::headline::{gated_headline, headline, placement};
+use crate::diagnosis::hints::Hint;
 use crate::diagnosis::node_resources::ResourceUse;
-use crate::output::gated_headline;
 use crate::output::table::columns;
 use crate::source::what_if::Applied;
 
 fn score_text(score: Option<i64>) -> String {
     score.map_or_else(|| "-".to_string(), |s| s.to_string())
-}
-
-/// Where the pod would go: `worker-b with score 187`, its nominated node, or the tied nodes.
-fn placement(e: &Explanation) -> String {
-    let score = e
-        .selected_score
-        .map(|s| s.to_string())
-        .unwrap_or_else(|| "-".into());
-    match e.selected.as_slice() {
-        [] => "no node".to_string(),
-        [one] if e.nominated_node_fast_path.as_deref() == Some(one.as_str()) => {
-            format!("its nominated node {one}")
-        }
-        [one] => format!("{one} with score {score}"),
-        many => format!("one of {} (tied at score {score})", name_list(many, MAX_NAMES)),
-    }
-}
-
-/// The one-line answer: the FailedScheduling message, where the pod would go, or the gate.
-pub fn headline(e: &Explanation) -> String {
-    match e.outcome {
-        Outcome::Unschedulable => e.message.clone(),
-        Outcome::Gated => gated_headline(&e.message),
-        Outcome::Scheduled => format!("would be scheduled on {}", placement(e)),
-        Outcome::Error => format!("the scheduling cycle fails: {}", e.message),
-    }
 }
 
 /// A node's verdict: Selected, Feasible, or its rejection code (Unresolvable for

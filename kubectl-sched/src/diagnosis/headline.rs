@@ -1,0 +1,75 @@
+//! The one-line verdict the commands and the renderers share: kube-scheduler's FailedScheduling
+//! message for an unschedulable pod, where a schedulable one would go, and a gated pod's gates in the
+//! words of its PodScheduled condition.
+
+use sched_core::explain::{Explanation, Outcome};
+use sched_core::plugins::scheduling_gates::{ERR_REASON_WAITING_FOR_GATES, SCHEDULING_GATED_MESSAGE};
+
+use crate::diagnosis::hints::{MAX_NAMES, name_list};
+
+/// Where the pod would go: `worker-b with score 187`, its nominated node, or the tied nodes.
+pub fn placement(e: &Explanation) -> String {
+    let score = e
+        .selected_score
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| "-".into());
+    match e.selected.as_slice() {
+        [] => "no node".to_string(),
+        [one] if e.nominated_node_fast_path.as_deref() == Some(one.as_str()) => {
+            format!("its nominated node {one}")
+        }
+        [one] => format!("{one} with score {score}"),
+        many => format!("one of {} (tied at score {score})", name_list(many, MAX_NAMES)),
+    }
+}
+
+/// The one-line answer: the FailedScheduling message, where the pod would go, or the gate.
+pub fn headline(e: &Explanation) -> String {
+    match e.outcome {
+        Outcome::Unschedulable => e.message.clone(),
+        Outcome::Gated => gated_headline(&e.message),
+        Outcome::Scheduled => format!("would be scheduled on {}", placement(e)),
+        Outcome::Error => format!("the scheduling cycle fails: {}", e.message),
+    }
+}
+
+/// A gated pod's headline for people: the words its PodScheduled condition shows (`kubectl describe
+/// pod`), then its gates, from the SchedulingGates reason (`waiting for scheduling gates: [g1 g2]`,
+/// which `-o json` keeps as the engine's `message`). Another PreEnqueue plugin's reason is kept as is.
+pub fn gated_headline(message: &str) -> String {
+    let gates = message
+        .strip_prefix(ERR_REASON_WAITING_FOR_GATES)
+        .and_then(|rest| rest.strip_prefix(": ["))
+        .and_then(|rest| rest.strip_suffix(']'));
+    match gates {
+        // Gate names are qualified names: no spaces, so Go's `[]string` print splits on them.
+        Some(gates) => format!(
+            "{SCHEDULING_GATED_MESSAGE}: {}",
+            gates.split(' ').collect::<Vec<_>>().join(", ")
+        ),
+        None => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gated_headlines_lead_with_the_pod_condition_and_list_the_gates() {
+        let cases = [
+            (
+                "waiting for scheduling gates: [example.com/a]",
+                "Scheduling is blocked due to non-empty scheduling gates: example.com/a",
+            ),
+            (
+                "waiting for scheduling gates: [g1 g2]",
+                "Scheduling is blocked due to non-empty scheduling gates: g1, g2",
+            ),
+            ("some other PreEnqueue reason", "some other PreEnqueue reason"),
+        ];
+        for (message, want) in cases {
+            assert_eq!(gated_headline(message), want, "{message}");
+        }
+    }
+}
