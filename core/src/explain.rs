@@ -1,5 +1,5 @@
 //! The explanation model: what `schedule` found for one pod — per node, per plugin — in the shape
-//! `kubectl sched explain -o json` prints (see shared/DESIGN.md for the contract).
+//! `kubectl sched explain -o json` prints (the contract: docs/architecture.md, "The `-o json` contract").
 
 use std::collections::BTreeMap;
 
