@@ -8,6 +8,8 @@
 //! - each cycle between units (a strongly connected component of the unit graph), with one
 //!   `file:line` per edge of it.
 //!
+//! sched-webhook's modules are checked the same way against [`WEBHOOK_LAYERS`] (its `src/lib.rs`).
+//!
 //! Test code is not production code: `#[cfg(test)]` items and the test builders
 //! (`#[cfg(any(test, feature = "testing"))]`) are left out, so a test may reach across layers.
 //!
