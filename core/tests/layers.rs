@@ -8,6 +8,8 @@
 //! - each cycle between units (a strongly connected component of the unit graph), with one
 //!   `file:line` per edge of it.
 //!
+//! sched-webhook's modules are checked the same way against [`WEBHOOK_LAYERS`] (its `src/lib.rs`).
+//!
 //! Test code is not production code: `#[cfg(test)]` items and the test builders
 //! (`#[cfg(any(test, feature = "testing"))]`) are left out, so a test may reach across layers.
 //!
@@ -56,6 +58,38 @@ const LAYERS: Layers = &[
     ("schedule", &["schedule"]),
     // What users run: the engine, simulate, triage, and applying plans to a cluster.
     ("tools", &["engine", "simulate", "triage", "apply"]),
+];
+
+/// sched-webhook's layers, lowest first (the same rules as [`LAYERS`]). The request arrives at the
+/// top and the decision is made near the bottom: pure decisions and the request pipeline know nothing
+/// of the cache that feeds them (the cache implements their `ClusterView`), of the router that runs
+/// them, or of the ports that serve the router.
+const WEBHOOK_LAYERS: Layers = &[
+    // Values and files with no webhook logic: the API server's deadline, the allocator's statistics,
+    // the serving certificate and its files.
+    ("foundations", &["deadline", "memory", "tls", "certs"]),
+    // Pure decisions and the request pipeline, with its bounds (`Limits`) and its refusals
+    // (`RequestError`).
+    ("admission", &["admission"]),
+    // The counters and the exposition helpers every collector writes with.
+    ("metrics", &["metrics"]),
+    // Records: what the reflectors and the controller's queue report into and the admin port reads;
+    // they know neither side. The cache's pod trigger queue is one (the watchdog reads its lag), so it
+    // is a unit of its own below the cache that holds it.
+    ("records", &["watch_health", "watchdog", "cache::triggers"]),
+    // The reflector caches: the cluster as the watches deliver it, plus the webhook's own writes.
+    ("cache", &["cache"]),
+    // Liveness and readiness: reads the cache and the records.
+    ("health", &["health"]),
+    // The controller: the same decisions, for stored pods.
+    ("controller", &["controller"]),
+    // The `POST /mutate` router: the pipeline with the server's I/O.
+    ("router", &["mutate"]),
+    // The listeners (TLS webhook port, admin port) that serve the router and the health endpoints.
+    ("serving", &["serving"]),
+    // What starts it all: the flags (which name every layer's defaults), the start-up errors, the
+    // commands, and `server`, the one path naming the router and the listeners together.
+    ("start", &["config", "error", "run", "server"]),
 ];
 
 /// One crate-internal path a production file names.
@@ -793,6 +827,18 @@ fn layers_run_one_way() {
     let files = read_crate(&root.join("src"));
     assert!(files.len() > 50, "read only {} files of sched-core", files.len());
     assert_one_way("sched-core", &files, &root, LAYERS);
+}
+
+#[test]
+fn sched_webhook_layers_run_one_way() {
+    let root = crate_root().join("../webhook");
+    let files = read_crate(&root.join("src"));
+    assert!(
+        files.len() > 25,
+        "read only {} files of sched-webhook",
+        files.len()
+    );
+    assert_one_way("sched-webhook", &files, &root, WEBHOOK_LAYERS);
 }
 
 /// Fails listing every file of `files` in no unit of `layers`, every import of a higher layer by a

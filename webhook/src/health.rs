@@ -1,17 +1,8 @@
 //! Liveness and readiness beyond "the caches listed once".
 //!
-//! - [`WatchHealth`]: every reflector reports each event (`ok`) and each error (`error`). A kind is
-//!   *failing* once its errors have gone on for longer than the threshold (`--watch-failure-threshold`,
-//!   30 s): from its first error to its latest, with no event in between, and the latest error
-//!   recent. `/readyz` is 503 while any kind is failing: the cache no longer follows the cluster,
-//!   and decisions made on it would be made on a stale view.
-//!
-//!   A watch that comes back is not always visible: kube's watcher restarts a watch from its last
-//!   resourceVersion without emitting anything, and a quiet kind (StorageClasses, CSIDrivers) may
-//!   send no event for hours. So a kind also counts as recovered when no error has come for
-//!   [`RECOVERY_QUIET`] — longer than kube's longest retry cycle (30 s backoff doubled by jitter,
-//!   plus a 30 s connect timeout), so a watch that still fails always reports again within it.
-//!   A single error, or a few within the threshold, never make the replica unready.
+//! - [`WatchHealth`] (in [`crate::watch_health`], which the reflectors report into): `/readyz` is 503
+//!   while the watch of any kind has been failing for longer than `--watch-failure-threshold` (30 s):
+//!   the cache no longer follows the cluster, and decisions made on it would be made on a stale view.
 //!
 //! - [`Heartbeat`]: a task on the main runtime stamps the time every second; the admin port, served
 //!   from a thread and runtime of its own, answers `/healthz` 503 once the stamp is older than
@@ -20,10 +11,9 @@
 //! - [`crate::watchdog::Watchdog`]: a stream that stopped being taken (the reflectors' runtime, the
 //!   controller's queue) for longer than `--stall-threshold` fails both `/readyz` and `/healthz`.
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use prometheus_client::collector::Collector;
@@ -34,6 +24,7 @@ use prometheus_client::registry::Registry;
 
 use crate::cache::Cache;
 use crate::metrics;
+pub use crate::watch_health::{FailingWatch, RECOVERY_QUIET, WatchHealth};
 use crate::watchdog::{DEFAULT_STALL_THRESHOLD, Watchdog};
 
 /// Default: how long a watch may keep failing before the replica is unready.
@@ -42,123 +33,6 @@ pub const DEFAULT_WATCH_FAILURE_THRESHOLD: Duration = Duration::from_secs(30);
 pub const DEFAULT_HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often the heartbeat ticks.
 pub const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(1);
-/// Without a new error for this long, a failing kind counts as recovered (see the module docs).
-pub const RECOVERY_QUIET: Duration = Duration::from_secs(100);
-
-/// The watch state of one kind.
-#[derive(Clone, Debug, Default)]
-struct KindState {
-    /// The first error since the last event (or since recovery).
-    failing_since: Option<Instant>,
-    /// The latest error.
-    last_error_at: Option<Instant>,
-    last_error: String,
-    errors_total: u64,
-}
-
-impl KindState {
-    /// Failing for longer than `threshold` at `now`.
-    fn failing_for(&self, now: Instant, threshold: Duration) -> Option<Duration> {
-        let (since, last) = (self.failing_since?, self.last_error_at?);
-        if now.saturating_duration_since(last) >= RECOVERY_QUIET {
-            return None;
-        }
-        (last.saturating_duration_since(since) >= threshold).then(|| now.saturating_duration_since(since))
-    }
-}
-
-/// A kind whose watch is failing.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FailingWatch {
-    /// The kind (`PersistentVolumeClaim`).
-    pub kind: String,
-    /// Since its first error.
-    pub for_: Duration,
-    /// The latest error.
-    pub last_error: String,
-}
-
-/// The watch state of every kind of one cache.
-#[derive(Debug, Default)]
-pub struct WatchHealth {
-    kinds: Mutex<BTreeMap<String, KindState>>,
-    /// Some kind has `failing_since` set: events must clear it (the fast path skips the lock).
-    any_erring: AtomicBool,
-}
-
-impl WatchHealth {
-    /// The watch health of `cache`: its reflectors report into it and the admin port reads it.
-    pub fn of(cache: &Cache) -> Arc<WatchHealth> {
-        cache.watch_health()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, KindState>> {
-        self.kinds.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// An event of `kind` arrived: its watch works.
-    pub fn ok(&self, kind: &str) {
-        if !self.any_erring.load(Ordering::Acquire) {
-            return;
-        }
-        let mut kinds = self.lock();
-        if let Some(state) = kinds.get_mut(kind)
-            && state.failing_since.take().is_some()
-        {
-            tracing::info!(kind, "watch recovered");
-        }
-        let erring = kinds.values().any(|s| s.failing_since.is_some());
-        self.any_erring.store(erring, Ordering::Release);
-    }
-
-    /// The watch of `kind` failed (kube retries it with backoff).
-    pub fn error(&self, kind: &str, error: &str) {
-        self.error_at(kind, error, Instant::now());
-    }
-
-    fn error_at(&self, kind: &str, error: &str, now: Instant) {
-        let mut kinds = self.lock();
-        let state = kinds.entry(kind.to_string()).or_default();
-        // After a quiet spell the watch came back unseen: this is a new run of errors.
-        if state
-            .last_error_at
-            .is_some_and(|last| now.saturating_duration_since(last) >= RECOVERY_QUIET)
-        {
-            state.failing_since = None;
-        }
-        state.failing_since.get_or_insert(now);
-        state.last_error_at = Some(now);
-        state.last_error = error.to_string();
-        state.errors_total += 1;
-        self.any_erring.store(true, Ordering::Release);
-    }
-
-    /// The kinds failing for longer than `threshold`, now.
-    pub fn failing(&self, threshold: Duration) -> Vec<FailingWatch> {
-        self.failing_at(Instant::now(), threshold)
-    }
-
-    fn failing_at(&self, now: Instant, threshold: Duration) -> Vec<FailingWatch> {
-        self.lock()
-            .iter()
-            .filter_map(|(kind, state)| {
-                state.failing_for(now, threshold).map(|for_| FailingWatch {
-                    kind: kind.clone(),
-                    for_,
-                    last_error: state.last_error.clone(),
-                })
-            })
-            .collect()
-    }
-
-    /// Watch errors so far, by kind.
-    pub fn errors_total(&self) -> Vec<(String, u64)> {
-        self.lock()
-            .iter()
-            .map(|(kind, state)| (kind.clone(), state.errors_total))
-            .collect()
-    }
-}
 
 /// The main runtime's heartbeat.
 #[derive(Debug)]
@@ -224,7 +98,7 @@ impl Health {
     /// The health of `cache` with the default thresholds and no heartbeat.
     pub fn of(cache: &Cache) -> Health {
         Health {
-            watches: WatchHealth::of(cache),
+            watches: cache.watch_health(),
             watch_failure_threshold: DEFAULT_WATCH_FAILURE_THRESHOLD,
             heartbeat: None,
             heartbeat_timeout: DEFAULT_HEARTBEAT_TIMEOUT,
@@ -318,80 +192,19 @@ mod tests {
     const S: fn(u64) -> Duration = Duration::from_secs;
 
     #[test]
-    fn a_watch_failing_past_the_threshold_is_reported_until_an_event_or_a_quiet_spell() {
-        let health = WatchHealth::default();
-        let t0 = Instant::now();
-        let threshold = S(30);
-        // kube's backoff: errors at growing intervals.
-        for at in [0, 1, 3, 6, 12, 25] {
-            health.error_at("PersistentVolumeClaim", "connection refused", t0 + S(at));
-            assert!(
-                health.failing_at(t0 + S(at), threshold).is_empty(),
-                "{at}s: within the threshold"
-            );
-        }
-        health.error_at("PersistentVolumeClaim", "connection refused", t0 + S(50));
-        let failing = health.failing_at(t0 + S(50), threshold);
-        assert_eq!(
-            failing,
-            vec![FailingWatch {
-                kind: "PersistentVolumeClaim".into(),
-                for_: S(50),
-                last_error: "connection refused".into()
-            }]
-        );
-        // Still failing between errors...
-        assert_eq!(health.failing_at(t0 + S(100), threshold).len(), 1);
-        // ...until an event arrives.
-        health.ok("PersistentVolumeClaim");
-        assert!(health.failing_at(t0 + S(100), threshold).is_empty());
-        assert!(!health.any_erring.load(Ordering::Acquire));
-
-        // A watch that comes back silently: no error for RECOVERY_QUIET is a recovery.
-        for at in [200, 215, 240] {
-            health.error_at("StorageClass", "503", t0 + S(at));
-        }
-        assert_eq!(health.failing_at(t0 + S(241), threshold).len(), 1);
-        assert_eq!(
-            health.failing_at(t0 + S(240) + RECOVERY_QUIET, threshold).len(),
-            0
-        );
-        // A later error starts a new run rather than continuing the old one.
-        health.error_at("StorageClass", "503", t0 + S(400));
-        assert!(health.failing_at(t0 + S(401), threshold).is_empty());
-        assert_eq!(
-            health.errors_total(),
-            vec![("PersistentVolumeClaim".into(), 7), ("StorageClass".into(), 4)]
-        );
-    }
-
-    #[test]
-    fn single_errors_never_make_a_kind_fail() {
-        let health = WatchHealth::default();
-        let t0 = Instant::now();
-        health.error_at("Pod", "reset", t0);
-        for at in [0, 29, 31, 60, 99] {
-            assert!(health.failing_at(t0 + S(at), S(30)).is_empty(), "{at}s");
-        }
-        health.ok("Node");
-        health.ok("Pod");
-        assert!(health.failing_at(t0 + S(1), Duration::ZERO).is_empty());
-    }
-
-    #[test]
     fn health_of_a_cache_is_shared_and_ready_needs_sync_and_working_watches() {
         use sched_core::framework::profile::SchedulerConfig;
         use sched_core::plugins::in_tree_registry;
         let (cache, _writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
         let (other, _other_writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
-        assert!(Arc::ptr_eq(&WatchHealth::of(&cache), &WatchHealth::of(&cache)));
-        assert!(!Arc::ptr_eq(&WatchHealth::of(&cache), &WatchHealth::of(&other)));
+        assert!(Arc::ptr_eq(&cache.watch_health(), &cache.watch_health()));
+        assert!(!Arc::ptr_eq(&cache.watch_health(), &other.watch_health()));
 
         let mut health = Health::of(&cache);
         health.watch_failure_threshold = Duration::ZERO;
         assert_eq!(health.ready(false), Err("reflector caches not synced".into()));
         assert_eq!(health.ready(true), Ok(()));
-        WatchHealth::of(&cache).error("Node", "connection refused");
+        cache.watch_health().error("Node", "connection refused");
         let why = health.ready(true).expect_err("a failing watch");
         assert!(
             why.contains("Node") && why.contains("connection refused"),

@@ -43,7 +43,7 @@ use tower::ServiceExt;
 
 use crate::health::{self, Health, Heartbeat};
 use crate::metrics;
-use crate::server::{AppState, router};
+use crate::mutate::{AppState, router};
 
 /// Default cap of open connections on the webhook port.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;

@@ -1,5 +1,5 @@
 //! The watchdog on the replica's input streams: it notices a cache or a controller that silently
-//! stopped following the cluster, which neither the watch errors ([`crate::health::WatchHealth`]) nor
+//! stopped following the cluster, which neither the watch errors ([`crate::watch_health::WatchHealth`]) nor
 //! the main runtime's heartbeat show.
 //!
 //! What "stalled" means. A kind that sends no event is usually a quiet kind (nothing changed), not a
@@ -13,7 +13,7 @@
 //!   heartbeat every second; a heartbeat older than the stall threshold is a stall. (A connection
 //!   that dies without closing is kube's watcher's to notice: it drops a watch that has sent nothing,
 //!   not even a bookmark, for its timeout of 290 s plus a margin, and watches again; repeated
-//!   failures then show in [`crate::health::WatchHealth`]. kube's watcher consumes bookmarks itself,
+//!   failures then show in [`crate::watch_health::WatchHealth`]. kube's watcher consumes bookmarks itself,
 //!   so they cannot be counted here.)
 //! - store → controller. The pod reflector queues the pods to look at; the oldest entry's wait,
 //!   counted from when the caches synced (the controller takes nothing before), is the controller's

@@ -18,20 +18,60 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use axum::http::StatusCode;
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::error::RequestError;
-use crate::server::Limits;
-
 use super::{
-    ADMITTED_BY_KEY, AdmissionRequest, AdmissionResponse, ClusterView, Decision, Operation, RequestKind,
-    binding, pod_create,
+    ADMITTED_BY_KEY, AdmissionRequest, AdmissionResponse, ClusterView, Decision, Limits, Operation,
+    RequestKind, ReviewError, binding, pod_create,
 };
 
 /// The warning of a request allowed unchanged because every decision slot was taken.
 pub const SATURATED_WARNING: &str = "sched-webhook is saturated: the pod's volumes were not checked";
 /// The warning of a request allowed unchanged before the caches have synced.
 pub const NOT_SYNCED_WARNING: &str = "sched-webhook caches are not synced yet: nothing was done";
+
+/// A request the webhook cannot decide on: refused with a 4xx (its [`status`](Self::status)) and a JSON
+/// body naming the problem.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    /// The Content-Type is not JSON.
+    #[error("unsupported content type {0:?}: send application/json")]
+    UnsupportedMediaType(String),
+    /// The body exceeds the limit.
+    #[error("request body larger than {limit} bytes")]
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// The body could not be read.
+    #[error("failed to read the request body: {0}")]
+    Body(String),
+    /// Not a usable AdmissionReview.
+    #[error(transparent)]
+    Review(#[from] ReviewError),
+    /// The review's object does not match its resource.
+    #[error("malformed {what}: {message}")]
+    Object {
+        /// What was expected ("pod", "binding").
+        what: &'static str,
+        /// The decoder's message.
+        message: String,
+    },
+}
+
+impl RequestError {
+    /// The HTTP status answered.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            RequestError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            RequestError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            RequestError::Body(_) | RequestError::Review(_) | RequestError::Object { .. } => {
+                StatusCode::BAD_REQUEST
+            }
+        }
+    }
+}
 
 /// The I/O points of the pipeline: what happens between its steps. The server's implementation
 /// (`crate::server`) reads the API server and bounds the work; [`NoIo`] does nothing and answers from

@@ -18,6 +18,7 @@ pub mod answer;
 pub mod binding;
 #[cfg(test)]
 mod decision_tests;
+pub mod limits;
 pub mod pod_create;
 pub mod review;
 pub mod view;
@@ -30,6 +31,10 @@ use serde::Deserialize;
 use sched_core::action::Action;
 use sched_core::labels::Labels;
 
+pub use answer::RequestError;
+pub use limits::{
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CLAIMS, DEFAULT_MAX_DECISION_BYTES, DEFAULT_MAX_DECISIONS, Limits,
+};
 pub use review::{AdmissionRequest, AdmissionResponse, ReviewError};
 pub use view::{ClusterView, StaticView};
 

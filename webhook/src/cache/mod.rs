@@ -140,7 +140,7 @@ pub struct Cache {
     overlay: Mutex<Overlay>,
     engine: Engine,
     /// What the reflectors report about their watches (read by `/readyz`).
-    watch_health: Arc<crate::health::WatchHealth>,
+    watch_health: Arc<crate::watch_health::WatchHealth>,
 }
 
 /// A snapshot built for (volume generation, node generation).
@@ -265,7 +265,7 @@ impl Cache {
     }
 
     /// The state of this cache's watches, which its reflectors keep.
-    pub fn watch_health(&self) -> Arc<crate::health::WatchHealth> {
+    pub fn watch_health(&self) -> Arc<crate::watch_health::WatchHealth> {
         self.watch_health.clone()
     }
 

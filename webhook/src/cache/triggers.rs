@@ -16,7 +16,7 @@
 //! PV, class or namespace not listed yet must not decide anything).
 //!
 //! Each entry keeps when it was queued: the age of the oldest one is the controller's lag, which the
-//! watchdog ([`crate::health`]) reports and fails on (a controller that stops taking references).
+//! watchdog ([`crate::watchdog`]) reports and fails on (a controller that stops taking references).
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
