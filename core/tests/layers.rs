@@ -1,14 +1,13 @@
-//! The layers of sched-core, and of the kubectl-sched binary, run one way, and the build says so:
-//! this test reads every production source file of a crate (the files `lib.rs` or `main.rs` reaches
-//! through `mod` declarations that are not `#[cfg(test)]`), collects the crate-internal paths each one names (`use crate::…`, `super::…`,
-//! `self::…`, `crate::…` inline, through `pub use` re-exports to the file that defines the item),
-//! maps every file to a unit of [`LAYERS`], and fails listing
+//! The layers of sched-core, sched-webhook and the kubectl-sched binary run one way, and the build
+//! says so: this test reads every production source file of a crate (the files `lib.rs` or `main.rs`
+//! reaches through `mod` declarations that are not `#[cfg(test)]`), collects the crate-internal paths
+//! each one names (`use crate::…`, `super::…`, `self::…`, `crate::…` inline, through `pub use`
+//! re-exports to the file that defines the item), maps every file to a unit of the crate's table
+//! ([`LAYERS`], [`WEBHOOK_LAYERS`], [`CLI_LAYERS`]), and fails listing
 //!
 //! - each import of a higher layer by a lower one, as `file:line`, and
 //! - each cycle between units (a strongly connected component of the unit graph), with one
 //!   `file:line` per edge of it.
-//!
-//! sched-webhook's modules are checked the same way against [`WEBHOOK_LAYERS`] (its `src/lib.rs`).
 //!
 //! Test code is not production code: `#[cfg(test)]` items and the test builders
 //! (`#[cfg(any(test, feature = "testing"))]`) are left out, so a test may reach across layers.
