@@ -2,6 +2,7 @@
 //! pod through the points, and profiles (KubeSchedulerConfiguration).
 
 pub mod cycle_state;
+pub mod feature_gates;
 pub mod fit_error;
 pub mod interface;
 pub mod profile;
@@ -10,5 +11,6 @@ pub mod runtime;
 pub mod status;
 
 pub use cycle_state::{CycleState, StateKey};
+pub use feature_gates::FeatureGates;
 pub use interface::*;
 pub use status::{Code, Status};

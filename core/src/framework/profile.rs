@@ -472,7 +472,8 @@ fn resolve_profile(
                 None => format!("plugin {name:?} does not exist"),
             });
         };
-        let instance = factory(plugin_args.get(name), &handle).map_err(|e| e.to_string())?;
+        let instance =
+            factory(plugin_args.get(name), &handle, registry.features()).map_err(|e| e.to_string())?;
         instances.insert(name.clone(), instance);
     }
     for name in plugin_args.keys() {
@@ -627,7 +628,11 @@ mod tests {
 
     macro_rules! fake {
         ($name:literal) => {{
-            fn f(args: Option<&serde_json::Value>, _: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+            fn f(
+                args: Option<&serde_json::Value>,
+                _: &Handle,
+                _: &crate::framework::FeatureGates,
+            ) -> Result<Arc<dyn Plugin>, PluginError> {
                 if args.and_then(|a| a.get("bad")).is_some() {
                     return Err(PluginError::InvalidArgs {
                         plugin: $name.into(),
@@ -641,7 +646,7 @@ mod tests {
     }
 
     fn registry() -> Registry {
-        let mut registry = Registry::new(defaults());
+        let mut registry = Registry::new(crate::framework::FeatureGates::default(), defaults());
         for (name, factory) in [
             fake!("Q"),
             fake!("F1"),

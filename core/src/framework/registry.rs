@@ -1,24 +1,31 @@
-//! The plugin registry (Go's `framework/runtime/registry.go`): plugin factories by name, and the
-//! MultiPoint plugins a profile gets by default. The framework reads it; `plugins::in_tree_registry`
-//! fills it, so nothing in the framework names a plugin.
+//! The plugin registry (Go's `framework/runtime/registry.go`): plugin factories by name, the feature
+//! gates they are built with, and the MultiPoint plugins a profile gets by default. The framework
+//! reads it; `plugins::in_tree_registry` fills it, so nothing in the framework names a plugin.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::framework::feature_gates::FeatureGates;
 use crate::framework::interface::Plugin;
 use crate::framework::profile::PluginRef;
 use crate::framework::runtime::{Handle, PluginError};
 
-/// Builds a plugin from its args (the `pluginConfig` entry as JSON, `None` for defaults).
-pub type PluginFactory =
-    fn(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError>;
+/// Builds a plugin from its args (the `pluginConfig` entry as JSON, `None` for defaults) and the
+/// registry's feature gates (what Go's `runtime.FactoryAdapter` passes to a plugin's `New`).
+pub type PluginFactory = fn(
+    args: Option<&serde_json::Value>,
+    handle: &Handle,
+    features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError>;
 
-/// A plugin registry: the factories by name (Go's `Registry`), and the MultiPoint plugins a profile
-/// gets when its configuration does not say otherwise (Go's `getDefaultPlugins`). The framework only
-/// reads it; `plugins::in_tree_registry` fills it, so the framework never names a plugin.
+/// A plugin registry: the factories by name (Go's `Registry`), the feature gates every factory
+/// receives, and the MultiPoint plugins a profile gets when its configuration does not say otherwise
+/// (Go's `getDefaultPlugins`, itself derived from the gates). The framework only reads it;
+/// `plugins::in_tree_registry` fills it, so the framework never names a plugin.
 #[derive(Clone, Default)]
 pub struct Registry {
     factories: BTreeMap<&'static str, PluginFactory>,
+    features: FeatureGates,
     default_multi_point: Vec<PluginRef>,
 }
 
@@ -26,18 +33,38 @@ impl std::fmt::Debug for Registry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Registry")
             .field("plugins", &self.factories.keys().collect::<Vec<_>>())
+            .field("features", &self.features)
             .field("default_multi_point", &self.default_multi_point)
             .finish()
     }
 }
 
 impl Registry {
-    /// An empty registry whose profiles default to `default_multi_point`.
-    pub fn new(default_multi_point: Vec<PluginRef>) -> Self {
+    /// An empty registry whose plugins are built with `features` and whose profiles default to
+    /// `default_multi_point`.
+    pub fn new(features: FeatureGates, default_multi_point: Vec<PluginRef>) -> Self {
         Registry {
             factories: BTreeMap::new(),
+            features,
             default_multi_point,
         }
+    }
+
+    /// The feature gates every factory of this registry receives.
+    pub fn features(&self) -> &FeatureGates {
+        &self.features
+    }
+
+    /// Builds the plugin registered as `name` with this registry's feature gates; `None` when no
+    /// plugin of that name is registered.
+    pub fn build(
+        &self,
+        name: &str,
+        args: Option<&serde_json::Value>,
+        handle: &Handle,
+    ) -> Option<Result<Arc<dyn Plugin>, PluginError>> {
+        self.get(name)
+            .map(|factory| factory(args, handle, &self.features))
     }
 
     /// Registers (or replaces) a plugin's factory.

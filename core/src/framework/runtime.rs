@@ -208,7 +208,7 @@ impl Framework {
             let factory = registry
                 .get(name)
                 .ok_or_else(|| FrameworkError::UnknownPlugin(name.to_string()))?;
-            let p = factory(profile.plugin_args.get(name), &handle)?;
+            let p = factory(profile.plugin_args.get(name), &handle, registry.features())?;
             instances.insert(name.to_string(), p.clone());
             Ok(p)
         };

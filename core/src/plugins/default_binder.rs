@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::action::{Action, ObjectRef};
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{BindPlugin, Plugin};
 use crate::framework::runtime::{Handle, PluginError};
@@ -40,7 +41,11 @@ impl BindPlugin for DefaultBinder {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(_args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    _args: Option<&serde_json::Value>,
+    _handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(DefaultBinder))
 }
 

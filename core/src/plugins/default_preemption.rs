@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{
     NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin,
@@ -74,7 +75,11 @@ impl PostFilterPlugin for DefaultPreemption {
 }
 
 /// Builds the plugin from its `DefaultPreemptionArgs`.
-pub fn new(args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    args: Option<&serde_json::Value>,
+    _handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     let args = decode_args::<DefaultPreemptionArgs>(NAME, args)?;
     args.validate().map_err(|message| PluginError::InvalidArgs {
         plugin: NAME.to_string(),
@@ -153,11 +158,16 @@ mod tests {
                         (pct, abs),
                         "{name}"
                     );
-                    assert!(new(Some(&json), &handle).is_ok(), "{name}");
+                    assert!(
+                        new(Some(&json), &handle, &crate::framework::FeatureGates::default()).is_ok(),
+                        "{name}"
+                    );
                 }
                 Err(msg) => {
                     assert_eq!(args.validate(), Err(msg.to_string()), "{name}");
-                    let Err(PluginError::InvalidArgs { plugin, message }) = new(Some(&json), &handle) else {
+                    let Err(PluginError::InvalidArgs { plugin, message }) =
+                        new(Some(&json), &handle, &crate::framework::FeatureGates::default())
+                    else {
                         panic!("{name}: expected an error")
                     };
                     assert_eq!((plugin.as_str(), message.as_str()), (NAME, msg), "{name}");

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{MAX_NODE_SCORE, Plugin, ScorePlugin};
 use crate::framework::runtime::{Handle, PluginError};
@@ -108,7 +109,11 @@ impl ScorePlugin for ImageLocality {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(_args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    _args: Option<&serde_json::Value>,
+    handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(ImageLocality {
         handle: handle.clone(),
     }))
@@ -155,6 +160,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .expect("no args");
         let scorer = pl.as_score().expect("score plugin");

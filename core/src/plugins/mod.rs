@@ -1,6 +1,7 @@
 //! kube-scheduler's in-tree plugins, one module per plugin (folders where a plugin needs several files),
 //! and the registry that maps a plugin name to its factory.
 
+use crate::framework::FeatureGates;
 use crate::framework::profile::PluginRef;
 use crate::framework::runtime::Registry;
 
@@ -27,9 +28,16 @@ pub mod volume_binding;
 pub mod volume_restrictions;
 pub mod volume_zone;
 
-/// Go's `NewInTreeRegistry`: every plugin this engine implements, by name.
+/// Go's `NewInTreeRegistry` with v1.37.1's default feature gates: every plugin this engine
+/// implements, by name.
 pub fn in_tree_registry() -> Registry {
-    let mut registry = Registry::new(default_multi_point());
+    in_tree_registry_with(FeatureGates::v1_37())
+}
+
+/// Go's `NewInTreeRegistry`: every plugin this engine implements, by name, each built with
+/// `features`, and the default plugins those gates select.
+pub fn in_tree_registry_with(features: FeatureGates) -> Registry {
+    let mut registry = Registry::new(features, default_multi_point(&features));
     registry.insert(names::DYNAMIC_RESOURCES, dynamic_resources::new);
     registry.insert(names::POD_TOPOLOGY_SPREAD, pod_topology_spread::new);
     registry.insert(names::NODE_RESOURCES_FIT, node_resources::fit::new);
@@ -57,10 +65,14 @@ pub fn in_tree_registry() -> Registry {
     registry
 }
 
-/// The default MultiPoint plugins of v1.37.1 with the release's default feature gates: DRA (GA) inserts
-/// DynamicResources before DefaultPreemption; NodeDeclaredFeatures (GA) is appended; GenericWorkload and
-/// InPlacePodVerticalScalingSchedulerPreemption are off.
-pub fn default_multi_point() -> Vec<PluginRef> {
+/// Go's `getDefaultPlugins` (`apis/config/v1/default_plugins.go`): the default MultiPoint plugins
+/// with `features` applied as `applyFeatureGates` does. DynamicResourceAllocation inserts
+/// DynamicResources before DefaultPreemption (deallocating an idle claim beats evicting a pod);
+/// NodeDeclaredFeatures appends its plugin. GenericWorkload (GangScheduling),
+/// InPlacePodVerticalScalingSchedulerPreemption (DeferredPodScheduling) and
+/// TopologyAwareWorkloadScheduling add plugins this engine does not implement; they are off in
+/// v1.37.1.
+pub fn default_multi_point(features: &FeatureGates) -> Vec<PluginRef> {
     let w = |name: &str, weight: i32| PluginRef {
         name: name.to_string(),
         weight: Some(weight),
@@ -69,7 +81,7 @@ pub fn default_multi_point() -> Vec<PluginRef> {
         name: name.to_string(),
         weight: None,
     };
-    vec![
+    let mut plugins = vec![
         p(names::SCHEDULING_GATES),
         p(names::PRIORITY_SORT),
         p(names::NODE_NAME),
@@ -84,13 +96,21 @@ pub fn default_multi_point() -> Vec<PluginRef> {
         p(names::VOLUME_ZONE),
         w(names::POD_TOPOLOGY_SPREAD, 2),
         w(names::INTER_POD_AFFINITY, 2),
-        w(names::DYNAMIC_RESOURCES, 2),
         p(names::DEFAULT_PREEMPTION),
         w(names::NODE_RESOURCES_BALANCED_ALLOCATION, 1),
         w(names::IMAGE_LOCALITY, 1),
         p(names::DEFAULT_BINDER),
-        p(names::NODE_DECLARED_FEATURES),
-    ]
+    ];
+    // Same order as Go's applyFeatureGates: NodeDeclaredFeatures is appended before DRA's insert.
+    if features.node_declared_features {
+        plugins.push(p(names::NODE_DECLARED_FEATURES));
+    }
+    if features.dynamic_resource_allocation
+        && let Some(at) = plugins.iter().position(|r| r.name == names::DEFAULT_PREEMPTION)
+    {
+        plugins.insert(at, w(names::DYNAMIC_RESOURCES, 2));
+    }
+    plugins
 }
 
 #[cfg(test)]
@@ -109,6 +129,90 @@ mod tests {
         }
     }
 
+    fn names_of(plugins: &[PluginRef]) -> Vec<&str> {
+        plugins.iter().map(|p| p.name.as_str()).collect()
+    }
+
+    #[test]
+    fn default_plugins_follow_the_gates() {
+        let v1_37 = FeatureGates::v1_37();
+        let defaults = default_multi_point(&v1_37);
+        let names = names_of(&defaults);
+        // DynamicResources right before DefaultPreemption, NodeDeclaredFeatures last (Go's order).
+        let dra = names
+            .iter()
+            .position(|n| *n == names::DYNAMIC_RESOURCES)
+            .expect("DRA on");
+        assert_eq!(names[dra + 1], names::DEFAULT_PREEMPTION);
+        assert_eq!(defaults[dra].weight, Some(2));
+        assert_eq!(names.last(), Some(&names::NODE_DECLARED_FEATURES));
+        for (gate, features, removed) in [
+            (
+                "DynamicResourceAllocation",
+                FeatureGates {
+                    dynamic_resource_allocation: false,
+                    ..v1_37
+                },
+                names::DYNAMIC_RESOURCES,
+            ),
+            (
+                "NodeDeclaredFeatures",
+                FeatureGates {
+                    node_declared_features: false,
+                    ..v1_37
+                },
+                names::NODE_DECLARED_FEATURES,
+            ),
+        ] {
+            let want: Vec<&str> = names.iter().copied().filter(|n| *n != removed).collect();
+            assert_eq!(names_of(&default_multi_point(&features)), want, "{gate} off");
+            let registry = in_tree_registry_with(features);
+            assert_eq!(registry.features(), &features, "{gate} off");
+            assert_eq!(names_of(registry.default_multi_point()), want, "{gate} off");
+        }
+    }
+
+    #[test]
+    fn the_registry_builds_plugins_with_its_gates() {
+        use crate::framework::CycleState;
+        use crate::snapshot::ClusterObjects;
+        use crate::testing::{csi_driver, node, pod, pv, pvc, snapshot_of};
+        // A CSI driver that must be installed, and a node without a CSINode: NodeVolumeLimits
+        // rejects the node only under VolumeLimitScaling (on in v1.37).
+        let snapshot = std::sync::Arc::new(snapshot_of(ClusterObjects {
+            nodes: vec![node("n").obj()],
+            persistent_volumes: vec![pv("pv").csi("csi.example.com", "h").obj()],
+            persistent_volume_claims: vec![pvc("c").volume_name("pv").obj()],
+            csi_drivers: vec![csi_driver("csi.example.com", Some(true))],
+            ..Default::default()
+        }));
+        let handle = crate::framework::runtime::Handle {
+            snapshot: snapshot.clone(),
+        };
+        let p = pod("p").pvc("c").info();
+        let filter = |features: FeatureGates| {
+            let plugin = in_tree_registry_with(features)
+                .build(names::NODE_VOLUME_LIMITS, None, &handle)
+                .expect("registered")
+                .expect("built");
+            let mut state = CycleState::new();
+            let _ = plugin
+                .as_pre_filter()
+                .unwrap()
+                .pre_filter(&mut state, &p, snapshot.nodes());
+            plugin
+                .as_filter()
+                .unwrap()
+                .filter(&state, &p, snapshot.node("n").unwrap())
+        };
+        assert!(!filter(FeatureGates::v1_37()).is_success());
+        let off = FeatureGates {
+            volume_limit_scaling: false,
+            ..FeatureGates::v1_37()
+        };
+        assert!(filter(off).is_success(), "{:?}", filter(off));
+    }
+
     #[test]
     fn every_registered_plugin_has_a_name_constant() {
         for (name, _) in in_tree_registry().iter() {
@@ -125,7 +229,8 @@ mod tests {
             snapshot: std::sync::Arc::new(crate::snapshot::Snapshot::default()),
         };
         for (name, factory) in in_tree_registry().iter() {
-            let plugin = factory(None, &handle).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let plugin =
+                factory(None, &handle, &FeatureGates::v1_37()).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(plugin.name(), name);
         }
     }

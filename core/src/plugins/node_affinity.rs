@@ -18,6 +18,7 @@ use k8s_openapi::api::core::v1::{
 };
 use serde::Deserialize;
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{
     FilterPlugin, MAX_NODE_SCORE, NodeScore, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin,
@@ -400,7 +401,11 @@ fn invalid(message: String) -> PluginError {
 }
 
 /// Builds the plugin from `NodeAffinityArgs`; invalid `addedAffinity` terms are an error.
-pub fn new(args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    args: Option<&serde_json::Value>,
+    _handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     let args: NodeAffinityArgs = decode_args(NAME, args)?;
     let mut plugin = NodeAffinity::default();
     if let Some(added) = &args.added_affinity {
@@ -481,7 +486,7 @@ mod tests {
         let handle = Handle {
             snapshot: Arc::new(snapshot(vec![], vec![])),
         };
-        new(args.as_ref(), &handle).expect("valid args")
+        new(args.as_ref(), &handle, &crate::framework::FeatureGates::default()).expect("valid args")
     }
 
     /// PreFilter then Filter; `None` = PreFilter skipped the plugin.
@@ -868,7 +873,10 @@ mod tests {
             ),
             ("not an object", json!({"addedAffinity": 5})),
         ] {
-            assert!(new(Some(&args), &handle).is_err(), "{name}");
+            assert!(
+                new(Some(&args), &handle, &crate::framework::FeatureGates::default()).is_err(),
+                "{name}"
+            );
         }
     }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult};
 use crate::framework::runtime::{Handle, PluginError};
@@ -68,7 +69,11 @@ impl FilterPlugin for NodeName {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(_args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    _args: Option<&serde_json::Value>,
+    _handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(NodeName))
 }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Taint;
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult};
 use crate::framework::runtime::{Handle, PluginError};
@@ -80,7 +81,11 @@ impl FilterPlugin for NodeUnschedulable {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(_args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    _args: Option<&serde_json::Value>,
+    _handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(NodeUnschedulable))
 }
 

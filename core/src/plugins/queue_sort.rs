@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use crate::framework::FeatureGates;
 use crate::framework::interface::{Plugin, QueueSortPlugin};
 use crate::framework::runtime::{Handle, PluginError};
 use crate::plugins::names;
@@ -36,7 +37,11 @@ impl QueueSortPlugin for PrioritySort {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(_args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    _args: Option<&serde_json::Value>,
+    _handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(PrioritySort))
 }
 

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::framework::FeatureGates;
 use crate::framework::interface::{Plugin, PreEnqueuePlugin};
 use crate::framework::runtime::{Handle, PluginError};
 use crate::framework::status::{Code, Status};
@@ -53,7 +54,11 @@ impl PreEnqueuePlugin for SchedulingGates {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(_args: Option<&serde_json::Value>, _handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    _args: Option<&serde_json::Value>,
+    _handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(SchedulingGates))
 }
 

@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{MAX_NODE_SCORE, NodeScore, Plugin, PreScorePlugin, ScorePlugin};
 use crate::framework::runtime::{Handle, PluginError};
@@ -38,7 +39,11 @@ pub struct SelectorSpread {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(_args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    _args: Option<&serde_json::Value>,
+    handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(SelectorSpread {
         snapshot: handle.snapshot.clone(),
     }))
@@ -231,6 +236,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .unwrap();
         let pod = PodInfo::new(incoming);
@@ -393,6 +399,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .unwrap();
         let pod = PodInfo::new(pod("p").obj());

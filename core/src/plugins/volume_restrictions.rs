@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, Volume};
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{
     FilterPlugin, Plugin, PreFilterExtensions, PreFilterPlugin, PreFilterResult,
@@ -59,7 +60,11 @@ pub struct VolumeRestrictions {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(_args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    _args: Option<&serde_json::Value>,
+    handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(VolumeRestrictions {
         snapshot: handle.snapshot.clone(),
     }))
@@ -359,6 +364,7 @@ mod tests {
             &Handle {
                 snapshot: snapshot.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .unwrap();
         Env { plugin, snapshot }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::snapshot::volume::PersistentVolume;
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult};
 use crate::framework::runtime::{Handle, PluginError};
@@ -73,7 +74,11 @@ pub struct VolumeZone {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(_args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    _args: Option<&serde_json::Value>,
+    handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(VolumeZone {
         snapshot: handle.snapshot.clone(),
     }))
@@ -331,6 +336,7 @@ mod tests {
                 &Handle {
                     snapshot: snapshot.clone(),
                 },
+                &crate::framework::FeatureGates::default(),
             )
             .unwrap(),
             snapshot,

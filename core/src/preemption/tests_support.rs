@@ -106,7 +106,11 @@ pub fn counted(state: &CycleState) -> i64 {
         .unwrap_or(0)
 }
 
-fn count(_: Option<&serde_json::Value>, _: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+fn count(
+    _: Option<&serde_json::Value>,
+    _: &Handle,
+    _: &crate::framework::FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(TestCount))
 }
 /// A snapshot of nodes, pods and PDBs.

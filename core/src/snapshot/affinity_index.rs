@@ -306,8 +306,8 @@ mod tests {
         let every_node: Vec<Arc<NodeInfo>> = snapshot.nodes().to_vec();
         let mut checked = 0;
         for plugin in [
-            inter_pod_affinity::new(None, &handle).unwrap(),
-            pod_topology_spread::new(None, &handle).unwrap(),
+            inter_pod_affinity::new(None, &handle, &crate::framework::FeatureGates::v1_37()).unwrap(),
+            pod_topology_spread::new(None, &handle, &crate::framework::FeatureGates::v1_37()).unwrap(),
         ] {
             let (pre, filter) = (plugin.as_pre_filter().unwrap(), plugin.as_filter().unwrap());
             for pod in &snapshot.pending_pods {

@@ -9,6 +9,7 @@ use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
 use serde_json::{Value, json};
 
 use super::*;
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, ReservePlugin};
 use crate::framework::runtime::Handle;
@@ -362,14 +363,19 @@ struct Run {
 }
 
 fn run(snapshot: Arc<Snapshot>, fit_args: Option<Value>, p: &PodInfo) -> Run {
+    run_with(snapshot, fit_args, p, &FeatureGates::v1_37())
+}
+
+fn run_with(snapshot: Arc<Snapshot>, fit_args: Option<Value>, p: &PodInfo, features: &FeatureGates) -> Run {
     let fit = fit::new(
         fit_args.as_ref(),
         &Handle {
             snapshot: snapshot.clone(),
         },
+        features,
     )
     .expect("fit args");
-    let dra = DynamicResources::for_snapshot(snapshot);
+    let dra = DynamicResources::for_snapshot(snapshot).with_features(features);
     let mut state = CycleState::new();
     let (_, fit_status) = fit.as_pre_filter().unwrap().pre_filter(&mut state, p, &[]);
     let (_, dra_pre_filter) = dra.pre_filter(&mut state, p, &[]);
@@ -496,6 +502,26 @@ fn device_plugin_or_dra_decides_per_node() {
                 .all(|d| d.driver == DRIVER && d.pool == "dra")
         );
     }
+}
+
+#[test]
+fn without_the_dra_extended_resource_gate_no_class_backs_a_resource() {
+    let p = pod("p").req(GPU, "2").info();
+    let n = node("dra").info_with(vec![]);
+    let features = FeatureGates {
+        dra_extended_resource: false,
+        ..FeatureGates::v1_37()
+    };
+    // The case DRA serves with the gate on (see above): with it off, Fit checks the resource
+    // against the node's allocatable and DynamicResources has nothing to do.
+    let r = run_with(cluster(vec![]), None, &p, &features);
+    let (fit, dra) = r.filter(&p, &n);
+    assert_eq!(
+        (fit.code(), fit.message().as_str()),
+        (Code::UnschedulableAndUnresolvable, "Insufficient example.com/gpu")
+    );
+    assert_eq!(dra.code(), Code::Skip, "{dra:?}");
+    assert!(claim_allocations(&r.state, n.name()).is_empty());
 }
 
 #[test]
@@ -706,7 +732,12 @@ fn fit_scores_extended_resources_backed_by_dra_in_devices() {
         ),
     ];
     for (name, snapshot, strategy, n, want) in cases {
-        let fit = fit::new(Some(&scored(strategy)), &Handle { snapshot }).expect("args");
+        let fit = fit::new(
+            Some(&scored(strategy)),
+            &Handle { snapshot },
+            &crate::framework::FeatureGates::default(),
+        )
+        .expect("args");
         let mut state = CycleState::new();
         assert!(
             fit.as_pre_score()
@@ -727,7 +758,12 @@ fn balanced_allocation_counts_devices_too() {
     let p = pod("p").cpu("1").req(GPU, "2").info();
     let n = node("dra").cpu("4").info_with(vec![]);
     let score = |snapshot| {
-        let ba = balanced_allocation::new(Some(&args), &Handle { snapshot }).expect("args");
+        let ba = balanced_allocation::new(
+            Some(&args),
+            &Handle { snapshot },
+            &crate::framework::FeatureGates::default(),
+        )
+        .expect("args");
         let mut state = CycleState::new();
         assert!(
             ba.as_pre_score()
@@ -1187,4 +1223,20 @@ fn shortfall_leaves_dra_backed_resources_out() {
     assert_eq!(short(&dra_node, Some(&resolver)), vec!["cpu"]);
     assert_eq!(short(&dra_node, None), vec!["cpu", GPU]);
     assert_eq!(short(&device_plugin, Some(&resolver)), vec!["cpu", GPU]);
+}
+
+#[test]
+fn the_allocator_gates_follow_the_feature_gates() {
+    use crate::dra::structured::Features;
+    use crate::plugins::dynamic_resources::allocator_features;
+    assert_eq!(
+        allocator_features(&FeatureGates::v1_37()),
+        Features::V1_37_DEFAULTS
+    );
+    // Binding conditions need the device status gate as well (upstream's DeviceBindingAndStatus).
+    let no_status = FeatureGates {
+        dra_resource_claim_device_status: false,
+        ..FeatureGates::v1_37()
+    };
+    assert!(!allocator_features(&no_status).device_binding_and_status);
 }

@@ -39,6 +39,7 @@ use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
 use crate::dra::structured::{AllocateError, Features};
 use crate::explain::{AllocatedDevice, ClaimAllocation};
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::*;
 use crate::framework::runtime::{Framework, Handle, PluginError};
@@ -138,11 +139,29 @@ impl Default for DynamicResources {
 
 /// Builds the plugin from its `DynamicResourcesArgs` (`filterTimeout`, `bindingTimeout`; a
 /// `filterTimeout` of 0 turns the timeout off).
-pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
-    Ok(Arc::new(DynamicResources::from_args(
-        args,
-        handle.snapshot.clone(),
-    )?))
+pub fn new(
+    args: Option<&serde_json::Value>,
+    handle: &Handle,
+    features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
+    Ok(Arc::new(
+        DynamicResources::from_args(args, handle.snapshot.clone())?.with_features(features),
+    ))
+}
+
+/// The gates the structured allocator honours, as upstream's `New` copies them from
+/// `feature.Features` (binding conditions need the device status gate too).
+pub fn allocator_features(features: &FeatureGates) -> Features {
+    Features {
+        admin_access: features.dra_admin_access,
+        prioritized_list: features.dra_prioritized_list,
+        partitionable_devices: features.dra_partitionable_devices,
+        device_taints: features.dra_device_taints,
+        device_binding_and_status: features.dra_device_binding_conditions
+            && features.dra_resource_claim_device_status,
+        consumable_capacity: features.dra_consumable_capacity,
+        fractional_capacity_range: features.dra_fractional_capacity_range,
+    }
 }
 
 impl DynamicResources {
@@ -180,6 +199,17 @@ impl DynamicResources {
 }
 
 impl DynamicResources {
+    /// The plugin with `features` instead of v1.37.1's defaults: the allocator's gates, and no
+    /// extended resources backed by DRA unless DRAExtendedResource is on (upstream's
+    /// `extendedResourceCache` is only built with the gate).
+    fn with_features(mut self, features: &FeatureGates) -> Self {
+        self.features = allocator_features(features);
+        if !features.dra_extended_resource {
+            self.resolver = DeviceClassResolver::default();
+        }
+        self
+    }
+
     /// The plugin over `snapshot` with v1.37.1's default gates and args.
     pub fn for_snapshot(snapshot: Arc<crate::snapshot::Snapshot>) -> Self {
         DynamicResources {

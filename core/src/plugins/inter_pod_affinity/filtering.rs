@@ -433,6 +433,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .expect("plugin");
         let pod = PodInfo::new(incoming);
@@ -701,6 +702,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .unwrap();
         let incoming = PodInfo::new(

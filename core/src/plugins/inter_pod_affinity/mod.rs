@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
+use crate::framework::FeatureGates;
 use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin};
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::labels::{Labels, Selector};
@@ -47,7 +48,11 @@ pub struct InterPodAffinity {
 }
 
 /// Builds the plugin from `InterPodAffinityArgs`.
-pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    args: Option<&serde_json::Value>,
+    handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     let args: InterPodAffinityArgs = decode_args(NAME, args)?;
     let weight = args.hard_pod_affinity_weight.unwrap_or(1);
     if !(0..=100).contains(&weight) {
@@ -233,14 +238,21 @@ mod tests {
                 Err("hardPodAffinityWeight: Invalid value: -1: not in valid range [0, 100]"),
             ),
         ] {
-            match (new(args.as_ref(), &handle).map(|_| ()), want) {
+            match (
+                new(args.as_ref(), &handle, &crate::framework::FeatureGates::default()).map(|_| ()),
+                want,
+            ) {
                 (Ok(()), Ok(())) => {}
                 (Err(PluginError::InvalidArgs { message, .. }), Err(w)) => assert_eq!(message, w, "{name}"),
                 (got, want) => panic!("{name}: got {got:?}, want {want:?}"),
             }
         }
         assert!(matches!(
-            new(Some(&json!({"hardPodAffinityWeight": "x"})), &handle),
+            new(
+                Some(&json!({"hardPodAffinityWeight": "x"})),
+                &handle,
+                &crate::framework::FeatureGates::default()
+            ),
             Err(PluginError::InvalidArgs { .. })
         ));
     }

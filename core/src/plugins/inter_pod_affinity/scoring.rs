@@ -399,6 +399,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .expect("plugin");
         let pod = PodInfo::new(incoming);
@@ -597,6 +598,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .unwrap();
         let (_, st) = pl.as_score().unwrap().score(

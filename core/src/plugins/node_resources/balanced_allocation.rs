@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{Plugin, PreScorePlugin, ScorePlugin};
 use crate::framework::runtime::{Handle, PluginError, decode_args};
@@ -95,7 +96,11 @@ pub struct BalancedAllocation {
 }
 
 /// Builds the plugin from its `NodeResourcesBalancedAllocationArgs`.
-pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    args: Option<&serde_json::Value>,
+    handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     let args = decode_args::<NodeResourcesBalancedAllocationArgs>(NAME, args)?.defaulted();
     args.validate().map_err(|message| PluginError::InvalidArgs {
         plugin: NAME.to_string(),
@@ -164,7 +169,7 @@ mod tests {
         let handle = Handle {
             snapshot: Arc::new(snapshot(vec![], vec![])),
         };
-        new(args.as_ref(), &handle)
+        new(args.as_ref(), &handle, &crate::framework::FeatureGates::default())
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Serialize};
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{
     FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult, PreScorePlugin, ScorePlugin,
@@ -587,7 +588,11 @@ pub struct Fit {
 }
 
 /// Builds the plugin from its `NodeResourcesFitArgs`.
-pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    args: Option<&serde_json::Value>,
+    handle: &Handle,
+    features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     let invalid = |message: String| PluginError::InvalidArgs {
         plugin: NAME.to_string(),
         message,
@@ -613,7 +618,13 @@ pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn 
         ),
         other => return Err(invalid(format!("scoring strategy {other} is not supported"))),
     };
-    let resolver = Arc::new(DeviceClassResolver::for_snapshot(&handle.snapshot));
+    // Without DRAExtendedResource no extended resource is backed by DRA: every one is checked
+    // against the node's allocatable, as upstream's Fit does when the gate is off.
+    let resolver = Arc::new(if features.dra_extended_resource {
+        DeviceClassResolver::for_snapshot(&handle.snapshot)
+    } else {
+        DeviceClassResolver::default()
+    });
     let dra_score = DraExtendedResources::for_scoring(&handle.snapshot, &resolver, &strategy.resources);
     Ok(Arc::new(Fit {
         ignored_resources: args.ignored_resources.into_iter().collect(),
@@ -729,7 +740,12 @@ mod tests {
     }
 
     fn plugin(args: Option<serde_json::Value>) -> Arc<dyn Plugin> {
-        new(args.as_ref(), &handle()).expect("valid args")
+        new(
+            args.as_ref(),
+            &handle(),
+            &crate::framework::FeatureGates::default(),
+        )
+        .expect("valid args")
     }
 
     fn run_filter(p: &dyn Plugin, pod: &PodInfo, node: &NodeInfo) -> Status {
@@ -1110,7 +1126,7 @@ mod tests {
             ),
             (json!({"scoringStrategy": {"type": 3}}), "invalid type"),
         ] {
-            let err = match new(Some(&args), &handle()) {
+            let err = match new(Some(&args), &handle(), &crate::framework::FeatureGates::default()) {
                 Ok(_) => panic!("{args} should be rejected"),
                 Err(e) => e,
             };

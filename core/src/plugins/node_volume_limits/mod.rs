@@ -15,6 +15,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Volume};
 use k8s_openapi::api::storage::v1::CSINode;
 
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreFilterResult};
 use crate::framework::runtime::{Handle, PluginError};
@@ -83,12 +84,20 @@ pub const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFil
 #[derive(Debug)]
 pub struct CsiLimits {
     snapshot: Arc<Snapshot>,
+    /// VolumeLimitScaling: Filter rejects a node that lacks a CSI driver which requires itself
+    /// installed (`preventPodSchedulingIfMissing`).
+    volume_limit_scaling: bool,
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(_args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    _args: Option<&serde_json::Value>,
+    handle: &Handle,
+    features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(CsiLimits {
         snapshot: handle.snapshot.clone(),
+        volume_limit_scaling: features.volume_limit_scaling,
     }))
 }
 
@@ -280,7 +289,7 @@ impl CsiLimits {
         out
     }
 
-    /// Upstream's `checkCSIDriverOnNode` (VolumeLimitScaling, beta and on in v1.37): a driver whose
+    /// Upstream's `checkCSIDriverOnNode` (run only under VolumeLimitScaling): a driver whose
     /// CSIDriver opts in with `preventPodSchedulingIfMissing` must be listed in the node's CSINode.
     fn driver_installed(&self, driver: &str, csi_node: Option<&CSINode>) -> bool {
         let Some(d) = self.snapshot.csi_drivers.get(driver) else {
@@ -377,7 +386,7 @@ impl FilterPlugin for CsiLimits {
             return Status::success();
         }
         for driver in new_volumes.values() {
-            if !self.driver_installed(driver, csi_node) {
+            if self.volume_limit_scaling && !self.driver_installed(driver, csi_node) {
                 return Status::unschedulable(driver_not_installed_reason(driver));
             }
         }

@@ -66,12 +66,17 @@ fn base_objects() -> ClusterObjects {
 }
 
 fn run(objects: ClusterObjects, p: &PodInfo, node_name: &str) -> Status {
+    run_with(objects, p, node_name, &FeatureGates::v1_37())
+}
+
+fn run_with(objects: ClusterObjects, p: &PodInfo, node_name: &str, features: &FeatureGates) -> Status {
     let snapshot = Arc::new(snapshot_of(objects));
     let plugin = new(
         None,
         &Handle {
             snapshot: snapshot.clone(),
         },
+        features,
     )
     .unwrap();
     let mut state = CycleState::new();
@@ -283,19 +288,27 @@ fn errors_and_skips() {
 
 #[test]
 fn driver_must_be_installed_when_required() {
-    for (prevent, node_name, want) in [
+    let on = FeatureGates::v1_37();
+    let off = FeatureGates {
+        volume_limit_scaling: false,
+        ..on
+    };
+    for (prevent, node_name, features, want) in [
         (
             Some(true),
             "no-csinode",
+            on,
             Some(driver_not_installed_reason(DRIVER)),
         ),
-        (Some(true), "limited", None),
-        (Some(false), "no-csinode", None),
-        (None, "no-csinode", None),
+        (Some(true), "limited", on, None),
+        (Some(false), "no-csinode", on, None),
+        (None, "no-csinode", on, None),
+        // Without VolumeLimitScaling the driver's wish is not checked.
+        (Some(true), "no-csinode", off, None),
     ] {
         let mut objects = base_objects();
         objects.csi_drivers = vec![csi_driver(DRIVER, prevent)];
-        let s = run(objects, &pod("p").pvc("c1").info(), node_name);
+        let s = run_with(objects, &pod("p").pvc("c1").info(), node_name, &features);
         match want {
             Some(reason) => {
                 assert_eq!(s.code(), Code::Unschedulable);

@@ -365,7 +365,7 @@ mod tests {
         let handle = Handle {
             snapshot: snap.clone(),
         };
-        let pl = new(args.as_ref(), &handle).expect("plugin");
+        let pl = new(args.as_ref(), &handle, &crate::framework::FeatureGates::default()).expect("plugin");
         let pod = PodInfo::new(incoming);
         let mut state = CycleState::new();
         let (_, s) = pl
@@ -400,7 +400,7 @@ mod tests {
         let handle = Handle {
             snapshot: snap.clone(),
         };
-        let pl = new(None, &handle).expect("plugin");
+        let pl = new(None, &handle, &crate::framework::FeatureGates::v1_37()).expect("plugin");
         let pre = pl.as_pre_filter().expect("prefilter");
         let every_node: Vec<Arc<NodeInfo>> = snap.nodes().to_vec();
         let counts = |pod: &PodInfo, nodes: &[Arc<NodeInfo>]| {
@@ -735,6 +735,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .expect("plugin");
         let incoming = PodInfo::new(pod("p").label("app", "web").obj());
@@ -767,6 +768,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .unwrap();
         let incoming = PodInfo::new(spread(

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Pod, TopologySpreadConstraint};
 use serde::Deserialize;
 
+use crate::framework::FeatureGates;
 use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, PreScorePlugin, ScorePlugin};
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::plugins::names;
@@ -130,7 +131,11 @@ pub struct PodTopologySpread {
 }
 
 /// Builds the plugin from `PodTopologySpreadArgs`.
-pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+pub fn new(
+    args: Option<&serde_json::Value>,
+    handle: &Handle,
+    _features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(build(args, handle)?))
 }
 
@@ -333,7 +338,12 @@ mod tests {
             ),
         ];
         for (name, args, want) in cases {
-            let got = new(args.as_ref(), &handle()).map(|_| ());
+            let got = new(
+                args.as_ref(),
+                &handle(),
+                &crate::framework::FeatureGates::default(),
+            )
+            .map(|_| ());
             match (got, want) {
                 (Ok(()), Ok(())) => {}
                 (Err(PluginError::InvalidArgs { plugin, message }), Err(w)) => {

@@ -281,6 +281,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .expect("plugin");
         let pod = PodInfo::new(incoming);
@@ -500,6 +501,7 @@ mod tests {
             &Handle {
                 snapshot: snap.clone(),
             },
+            &crate::framework::FeatureGates::default(),
         )
         .unwrap();
         let pod = PodInfo::new(pod("p").obj());

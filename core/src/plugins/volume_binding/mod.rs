@@ -20,6 +20,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::action::Action;
+use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{
     FilterPlugin, MAX_NODE_SCORE, Plugin, PreBindPlugin, PreFilterPlugin, PreFilterResult, PreScorePlugin,
@@ -58,8 +59,6 @@ pub const ERR_REASON_UNBOUND_IMMEDIATE_CLAIMS: &str = "pod has unbound immediate
 pub const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
 /// The top of a shape point's score scale (`MaxCustomPriorityScore`).
 pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
-/// StorageCapacityScoring's default in v1.37 (beta, on): the plugin scores nodes.
-pub const STORAGE_CAPACITY_SCORING_DEFAULT: bool = true;
 
 /// The plugin's cycle state (Go's state key is the plugin name).
 pub const STATE_KEY: StateKey<StateData> = StateKey::new(NAME);
@@ -270,12 +269,16 @@ impl VolumeBinding {
     }
 }
 
-/// Builds the plugin from `VolumeBindingArgs`, with v1.37's feature gates.
-pub fn new(args: Option<&serde_json::Value>, handle: &Handle) -> Result<Arc<dyn Plugin>, PluginError> {
+/// Builds the plugin from `VolumeBindingArgs`; it scores nodes only with StorageCapacityScoring.
+pub fn new(
+    args: Option<&serde_json::Value>,
+    handle: &Handle,
+    features: &FeatureGates,
+) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(VolumeBinding::from_args(
         args,
         handle.snapshot.clone(),
-        STORAGE_CAPACITY_SCORING_DEFAULT,
+        features.storage_capacity_scoring,
     )?))
 }
 

@@ -123,7 +123,12 @@ fn world() -> World {
 }
 
 fn plugin(snapshot: &Arc<Snapshot>) -> VolumeBinding {
-    VolumeBinding::from_args(None, snapshot.clone(), STORAGE_CAPACITY_SCORING_DEFAULT).unwrap()
+    VolumeBinding::from_args(
+        None,
+        snapshot.clone(),
+        crate::framework::FeatureGates::v1_37().storage_capacity_scoring,
+    )
+    .unwrap()
 }
 
 fn node_of(snapshot: &Snapshot, name: &str) -> Node {
