@@ -27,6 +27,9 @@ pub mod volume_binding;
 pub mod volume_restrictions;
 pub mod volume_zone;
 
+#[cfg(test)]
+mod extension_points_tests;
+
 /// Go's `NewInTreeRegistry`: every plugin this engine implements, by name.
 pub fn in_tree_registry() -> Registry {
     let mut registry = Registry::new(default_multi_point());
