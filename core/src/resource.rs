@@ -26,6 +26,99 @@ pub enum QuantityError {
     Malformed(String),
 }
 
+/// How a quantity is written (`resource.Format`); the DRA allocator's exact quantities keep the format
+/// of the value they come from, like Go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum QuantityFormat {
+    /// `1k`, `500m`, `2M`.
+    #[default]
+    DecimalSI,
+    /// `1Ki`, `80Gi`.
+    BinarySI,
+    /// `1e3`.
+    DecimalExponent,
+}
+
+/// A quantity string split the way `resource.ParseQuantity` reads it: a sign, decimal digits, and
+/// the suffix's multiplier `2^pow2 * 10^pow10`. The one quantity syntax of the engine: it feeds both
+/// precisions, the int64 values requests and capacities use ([`parse_value`], [`parse_milli_value`],
+/// rounded up exactly from the written fraction) and the DRA allocator's exact nano-unit quantities
+/// (`dra::structured::quantity::ExactQuantity`, which rounds to a nano like Go's parser).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuantityParts<'a> {
+    /// A leading `-`.
+    pub negative: bool,
+    /// The digits before the decimal point (may be empty, as in `.5`).
+    pub integer: &'a str,
+    /// The digits after the decimal point (empty when there is none).
+    pub fraction: &'a str,
+    /// Binary suffixes (`Ki` = 10 ... `Ei` = 60).
+    pub pow2: u32,
+    /// Decimal suffixes (`n` = -9 ... `E` = 18) and exponents (`e3`).
+    pub pow10: i32,
+    /// The suffix's family.
+    pub format: QuantityFormat,
+}
+
+impl<'a> QuantityParts<'a> {
+    /// Splits `s` (surrounding whitespace ignored); `None` when it is not a quantity, or when its
+    /// exponent (`1e<exp>`) lies outside `-max_exponent..=max_exponent`, the range the caller's
+    /// arithmetic handles.
+    pub fn split(s: &'a str, max_exponent: i32) -> Option<Self> {
+        let s = s.trim();
+        let (negative, rest) = match s.as_bytes().first()? {
+            b'-' => (true, &s[1..]),
+            b'+' => (false, &s[1..]),
+            _ => (false, s),
+        };
+        let number_end = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let (number, suffix) = rest.split_at(number_end);
+        if number.is_empty() || number == "." || number.matches('.').count() > 1 {
+            return None;
+        }
+        let (integer, fraction) = number.split_once('.').unwrap_or((number, ""));
+        let (pow2, pow10, format): (u32, i32, QuantityFormat) = match suffix {
+            "" => (0, 0, QuantityFormat::DecimalSI),
+            "Ki" => (10, 0, QuantityFormat::BinarySI),
+            "Mi" => (20, 0, QuantityFormat::BinarySI),
+            "Gi" => (30, 0, QuantityFormat::BinarySI),
+            "Ti" => (40, 0, QuantityFormat::BinarySI),
+            "Pi" => (50, 0, QuantityFormat::BinarySI),
+            "Ei" => (60, 0, QuantityFormat::BinarySI),
+            "n" => (0, -9, QuantityFormat::DecimalSI),
+            "u" => (0, -6, QuantityFormat::DecimalSI),
+            "m" => (0, -3, QuantityFormat::DecimalSI),
+            "k" => (0, 3, QuantityFormat::DecimalSI),
+            "M" => (0, 6, QuantityFormat::DecimalSI),
+            "G" => (0, 9, QuantityFormat::DecimalSI),
+            "T" => (0, 12, QuantityFormat::DecimalSI),
+            "P" => (0, 15, QuantityFormat::DecimalSI),
+            "E" => (0, 18, QuantityFormat::DecimalSI),
+            _ => {
+                let exp: i32 = suffix.strip_prefix(['e', 'E'])?.parse().ok()?;
+                if !(-max_exponent..=max_exponent).contains(&exp) {
+                    return None;
+                }
+                (0, exp, QuantityFormat::DecimalExponent)
+            }
+        };
+        Some(QuantityParts {
+            negative,
+            integer,
+            fraction,
+            pow2,
+            pow10,
+            format,
+        })
+    }
+}
+
+/// The exponent range of the int64 precision: beyond 10^±100 every int64 result has saturated (or is
+/// the smallest step), so larger exponents are rejected as malformed.
+const MAX_EXPONENT: i32 = 100;
+
 /// A parsed quantity as an exact fraction: `numerator / 10^scale`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Exact {
@@ -37,26 +130,10 @@ struct Exact {
 
 fn parse_exact(s: &str) -> Result<Exact, QuantityError> {
     let bad = || QuantityError::Malformed(s.to_string());
-    let s = s.trim();
-    if s.is_empty() {
-        return Err(bad());
-    }
-    let (negative, rest) = match s.as_bytes()[0] {
-        b'-' => (true, &s[1..]),
-        b'+' => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let number_end = rest
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(rest.len());
-    let (number, suffix) = rest.split_at(number_end);
-    if number.is_empty() || number == "." || number.matches('.').count() > 1 {
-        return Err(bad());
-    }
-    let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
+    let parts = QuantityParts::split(s, MAX_EXPONENT).ok_or_else(bad)?;
     let mut numerator: i128 = 0;
     let mut scale: i32 = 0;
-    for c in int_part.chars().chain(frac_part.chars()) {
+    for c in parts.integer.chars().chain(parts.fraction.chars()) {
         // Precision beyond 30 significant digits cannot change an int64 result: keep the scale right.
         if numerator > 10_i128.pow(30) {
             scale -= 1;
@@ -64,33 +141,8 @@ fn parse_exact(s: &str) -> Result<Exact, QuantityError> {
         }
         numerator = numerator * 10 + i128::from(c as u8 - b'0');
     }
-    scale += frac_part.len() as i32;
-    let (mul_pow2, mul_pow10): (u32, i32) = match suffix {
-        "" => (0, 0),
-        "Ki" => (10, 0),
-        "Mi" => (20, 0),
-        "Gi" => (30, 0),
-        "Ti" => (40, 0),
-        "Pi" => (50, 0),
-        "Ei" => (60, 0),
-        "n" => (0, -9),
-        "u" => (0, -6),
-        "m" => (0, -3),
-        "k" => (0, 3),
-        "M" => (0, 6),
-        "G" => (0, 9),
-        "T" => (0, 12),
-        "P" => (0, 15),
-        "E" => (0, 18),
-        _ => {
-            let exp = suffix.strip_prefix(['e', 'E']).ok_or_else(bad)?;
-            let exp: i32 = exp.parse().map_err(|_| bad())?;
-            if !(-100..=100).contains(&exp) {
-                return Err(bad());
-            }
-            (0, exp)
-        }
-    };
+    scale += parts.fraction.len() as i32;
+    let (negative, mul_pow2, mul_pow10) = (parts.negative, parts.pow2, parts.pow10);
     // Up to 30 digits times 2^60 (Ei) does not fit in an i128: drop trailing digits until it does
     // (a relative change under 10^-19) instead of saturating, which turned a modest value such as
     // `2037.35110090000000207341010563903Gi` into a wrapped one (found by fuzzing).

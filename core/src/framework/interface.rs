@@ -5,6 +5,16 @@
 //! `PreFilterResult` and offers AddPod/RemovePod extensions (used for nominated pods and preemption dry
 //! runs); Score plugins may normalize; the binding cycle's PreBind/Bind produce `Action`s instead of
 //! calling the API, so the engine stays pure.
+//!
+//! A plugin joins an extension point twice: it implements the point's trait (`impl FilterPlugin for
+//! X`), and its `impl Plugin for X` returns `Some(self)` from the matching `as_*` method (`as_filter`).
+//! The framework only sees the second, so a forgotten `as_*` would silently drop the plugin from that
+//! point. `plugins::extension_points_tests` closes that hole: for every registered plugin it compares
+//! the traits its concrete type implements (found at compile time by [`probe`]) with the `as_*`
+//! answers of an instance the registry builds, and fails naming the plugin and the point. Adding a
+//! plugin therefore means: implement the traits, return `Some(self)` from each matching `as_*`,
+//! register the factory in `plugins::in_tree_registry`, and add one row (name, type) to that test's
+//! table (the test fails for a registered plugin without a row).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -271,4 +281,152 @@ pub trait BindPlugin: Send + Sync {
 pub trait PostBindPlugin: Send + Sync {
     /// Called after binding.
     fn post_bind(&self, state: &CycleState, pod: &PodInfo, node_name: &str);
+}
+
+/// The extension-point traits, in the framework's order, plus `PreFilterExtensions` (reached through
+/// `PreFilterPlugin::pre_filter_extensions`, so it can be forgotten the same way).
+#[cfg(test)]
+pub(crate) const EXTENSION_TRAITS: [&str; 13] = [
+    "PreEnqueuePlugin",
+    "QueueSortPlugin",
+    "PreFilterPlugin",
+    "PreFilterExtensions",
+    "FilterPlugin",
+    "PostFilterPlugin",
+    "PreScorePlugin",
+    "ScorePlugin",
+    "ReservePlugin",
+    "PermitPlugin",
+    "PreBindPlugin",
+    "BindPlugin",
+    "PostBindPlugin",
+];
+
+/// The traits of [`EXTENSION_TRAITS`] a plugin instance offers the framework (its `as_*` answers).
+#[cfg(test)]
+pub(crate) fn offered_extension_traits(plugin: &dyn Plugin) -> BTreeSet<&'static str> {
+    let offered = [
+        plugin.as_pre_enqueue().is_some(),
+        plugin.as_queue_sort().is_some(),
+        plugin.as_pre_filter().is_some(),
+        plugin
+            .as_pre_filter()
+            .and_then(|p| p.pre_filter_extensions())
+            .is_some(),
+        plugin.as_filter().is_some(),
+        plugin.as_post_filter().is_some(),
+        plugin.as_pre_score().is_some(),
+        plugin.as_score().is_some(),
+        plugin.as_reserve().is_some(),
+        plugin.as_permit().is_some(),
+        plugin.as_pre_bind().is_some(),
+        plugin.as_bind().is_some(),
+        plugin.as_post_bind().is_some(),
+    ];
+    EXTENSION_TRAITS
+        .into_iter()
+        .zip(offered)
+        .filter_map(|(name, yes)| yes.then_some(name))
+        .collect()
+}
+
+/// The traits of [`EXTENSION_TRAITS`] the concrete type `$plugin` implements, as a
+/// `BTreeSet<&'static str>` (see [`probe`]).
+#[cfg(test)]
+macro_rules! implemented_extension_traits {
+    ($plugin:ty) => {{
+        #[allow(unused_imports)]
+        use $crate::framework::interface::probe::*;
+        let probe = &Probe::<$plugin>::new();
+        let implemented = [
+            probe.pre_enqueue_plugin(),
+            probe.queue_sort_plugin(),
+            probe.pre_filter_plugin(),
+            probe.pre_filter_extensions(),
+            probe.filter_plugin(),
+            probe.post_filter_plugin(),
+            probe.pre_score_plugin(),
+            probe.score_plugin(),
+            probe.reserve_plugin(),
+            probe.permit_plugin(),
+            probe.pre_bind_plugin(),
+            probe.bind_plugin(),
+            probe.post_bind_plugin(),
+        ];
+        $crate::framework::interface::EXTENSION_TRAITS
+            .into_iter()
+            .zip(implemented)
+            .filter_map(|(name, yes)| yes.then_some(name))
+            .collect::<std::collections::BTreeSet<&'static str>>()
+    }};
+}
+#[cfg(test)]
+pub(crate) use implemented_extension_traits;
+
+/// Compile-time answers to "does type `T` implement trait X?" for the extension traits, without
+/// specialization: autoref-based dispatch. `(&Probe::<T>::new()).filter_plugin()` first looks for a
+/// method whose receiver is `&Probe<T>`, which only `IsFilterPlugin` provides and only when
+/// `T: FilterPlugin`; failing that, the compiler adds one more `&` and finds `NotFilterPlugin`'s
+/// (`&&Probe<T>`), which answers false. It works on concrete types only, hence the macro
+/// [`implemented_extension_traits!`](crate::framework::interface::implemented_extension_traits).
+#[cfg(test)]
+pub(crate) mod probe {
+    use std::marker::PhantomData;
+
+    use super::{
+        BindPlugin, FilterPlugin, PermitPlugin, PostBindPlugin, PostFilterPlugin, PreBindPlugin,
+        PreEnqueuePlugin, PreFilterExtensions, PreFilterPlugin, PreScorePlugin, QueueSortPlugin,
+        ReservePlugin, ScorePlugin,
+    };
+
+    /// A stand-in for the plugin type `T`, which need not be constructible.
+    pub(crate) struct Probe<T>(PhantomData<T>);
+
+    impl<T> Probe<T> {
+        /// The probe of `T`.
+        pub(crate) fn new() -> Self {
+            Probe(PhantomData)
+        }
+    }
+
+    /// One pair of traits per extension trait: `$yes` answers true on `Probe<T>` when `T`
+    /// implements it, `$no` answers false one autoref later.
+    macro_rules! probes {
+        ($($trait:ident => $yes:ident, $no:ident, $method:ident;)*) => {$(
+            #[doc = concat!("Answers true: the type implements `", stringify!($trait), "`.")]
+            // Never picked for a trait no plugin implements yet (Permit, PostBind).
+            #[allow(dead_code)]
+            pub(crate) trait $yes {
+                #[doc = concat!("Whether the type implements `", stringify!($trait), "`.")]
+                fn $method(&self) -> bool {
+                    true
+                }
+            }
+            impl<T: $trait> $yes for Probe<T> {}
+            #[doc = concat!("Answers false: the fallback when the type lacks `", stringify!($trait), "`.")]
+            pub(crate) trait $no {
+                #[doc = concat!("Whether the type implements `", stringify!($trait), "`.")]
+                fn $method(&self) -> bool {
+                    false
+                }
+            }
+            impl<T> $no for &Probe<T> {}
+        )*};
+    }
+
+    probes! {
+        PreEnqueuePlugin => IsPreEnqueuePlugin, NotPreEnqueuePlugin, pre_enqueue_plugin;
+        QueueSortPlugin => IsQueueSortPlugin, NotQueueSortPlugin, queue_sort_plugin;
+        PreFilterPlugin => IsPreFilterPlugin, NotPreFilterPlugin, pre_filter_plugin;
+        PreFilterExtensions => IsPreFilterExtensions, NotPreFilterExtensions, pre_filter_extensions;
+        FilterPlugin => IsFilterPlugin, NotFilterPlugin, filter_plugin;
+        PostFilterPlugin => IsPostFilterPlugin, NotPostFilterPlugin, post_filter_plugin;
+        PreScorePlugin => IsPreScorePlugin, NotPreScorePlugin, pre_score_plugin;
+        ScorePlugin => IsScorePlugin, NotScorePlugin, score_plugin;
+        ReservePlugin => IsReservePlugin, NotReservePlugin, reserve_plugin;
+        PermitPlugin => IsPermitPlugin, NotPermitPlugin, permit_plugin;
+        PreBindPlugin => IsPreBindPlugin, NotPreBindPlugin, pre_bind_plugin;
+        BindPlugin => IsBindPlugin, NotBindPlugin, bind_plugin;
+        PostBindPlugin => IsPostBindPlugin, NotPostBindPlugin, post_bind_plugin;
+    }
 }

@@ -28,6 +28,9 @@ pub mod volume_binding;
 pub mod volume_restrictions;
 pub mod volume_zone;
 
+#[cfg(test)]
+mod extension_points_tests;
+
 /// Go's `NewInTreeRegistry` with v1.37.1's default feature gates: every plugin this engine
 /// implements, by name.
 pub fn in_tree_registry() -> Registry {

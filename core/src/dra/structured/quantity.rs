@@ -7,24 +7,17 @@ use std::cmp::Ordering;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+pub use crate::resource::QuantityFormat;
+use crate::resource::QuantityParts;
+
 /// Nano-units per unit.
 const NANO: i128 = 1_000_000_000;
 /// Saturation bound: far above any int64-scaled quantity (9.2e27 nano), far below `i128::MAX`, so
 /// sums of a few saturated values cannot overflow.
 const LIMIT: i128 = 1 << 120;
-
-/// How a quantity is written (`resource.Format`); results keep the format of the value they come
-/// from, like Go.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum QuantityFormat {
-    /// `1k`, `500m`, `2M`.
-    #[default]
-    DecimalSI,
-    /// `1Ki`, `80Gi`.
-    BinarySI,
-    /// `1e3`.
-    DecimalExponent,
-}
+/// The exponent range this precision accepts (`1e<exp>`): the saturation at [`LIMIT`] and the rounding
+/// to a nano keep any exponent in range exact or saturated.
+const MAX_EXPONENT: i32 = 1000;
 
 /// An exact quantity: `nano / 10^9` units, written in `format`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -63,48 +56,17 @@ impl ExactQuantity {
     };
 
     /// Parses a quantity string as `resource.ParseQuantity` does (rounding values finer than a
-    /// nano-unit up, away from zero); `None` when it is not a quantity.
+    /// nano-unit up, away from zero); `None` when it is not a quantity. The syntax is
+    /// [`QuantityParts`]'s, shared with the int64 precision of `resource::parse_value`.
     pub fn parse(s: &str) -> Option<Self> {
-        let s = s.trim();
-        let (negative, rest) = match s.as_bytes().first()? {
-            b'-' => (true, &s[1..]),
-            b'+' => (false, &s[1..]),
-            _ => (false, s),
-        };
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let (number, suffix) = rest.split_at(number_end);
-        if number.is_empty() || number == "." || number.matches('.').count() > 1 {
-            return None;
-        }
-        let (int_part, frac_part) = number.split_once('.').unwrap_or((number, ""));
-        let (pow2, pow10, format): (u32, i32, QuantityFormat) = match suffix {
-            "" => (0, 0, QuantityFormat::DecimalSI),
-            "Ki" => (10, 0, QuantityFormat::BinarySI),
-            "Mi" => (20, 0, QuantityFormat::BinarySI),
-            "Gi" => (30, 0, QuantityFormat::BinarySI),
-            "Ti" => (40, 0, QuantityFormat::BinarySI),
-            "Pi" => (50, 0, QuantityFormat::BinarySI),
-            "Ei" => (60, 0, QuantityFormat::BinarySI),
-            "n" => (0, -9, QuantityFormat::DecimalSI),
-            "u" => (0, -6, QuantityFormat::DecimalSI),
-            "m" => (0, -3, QuantityFormat::DecimalSI),
-            "k" => (0, 3, QuantityFormat::DecimalSI),
-            "M" => (0, 6, QuantityFormat::DecimalSI),
-            "G" => (0, 9, QuantityFormat::DecimalSI),
-            "T" => (0, 12, QuantityFormat::DecimalSI),
-            "P" => (0, 15, QuantityFormat::DecimalSI),
-            "E" => (0, 18, QuantityFormat::DecimalSI),
-            _ => {
-                let exp = suffix.strip_prefix(['e', 'E'])?;
-                let exp: i32 = exp.parse().ok()?;
-                if !(-1000..=1000).contains(&exp) {
-                    return None;
-                }
-                (0, exp, QuantityFormat::DecimalExponent)
-            }
-        };
+        let QuantityParts {
+            negative,
+            integer: int_part,
+            fraction: frac_part,
+            pow2,
+            pow10,
+            format,
+        } = QuantityParts::split(s, MAX_EXPONENT)?;
         // digits / 10^frac_len * 2^pow2 * 10^pow10 * 10^9, rounded up.
         let mut digits: i128 = 0;
         let mut dropped_nonzero = false;
@@ -313,6 +275,33 @@ mod tests {
         assert!(q("1G") < q("1Gi"));
         // Huge values saturate rather than overflow.
         assert_eq!(q("99999999999999999999999999999999999999999E").value(), i64::MAX);
+    }
+
+    #[test]
+    fn both_precisions_read_the_same_syntax() {
+        // One syntax (resource::QuantityParts) behind both precisions: the same strings are quantities,
+        // and where no rounding differs (positive, at most nano-precise) the int64 values agree.
+        for s in [
+            "1", "500m", " 2Gi ", "+5", ".5", "1.25Gi", "1e3", "1E-3", "7n", "3u", "1.5k", "2M", "4T", "1P",
+            "1E", "1Ei", "", " ", ".", "abc", "1.2.3", "1Qi", "m", "1e", "--1", "1e+", "Ki", "-", "1 m",
+        ] {
+            let int64 = (
+                crate::resource::parse_value(s),
+                crate::resource::parse_milli_value(s),
+            );
+            let exact = ExactQuantity::parse(s);
+            assert_eq!(int64.0.is_ok(), exact.is_some(), "{s:?}: {int64:?} vs {exact:?}");
+            if let Some(exact) = exact {
+                assert_eq!(
+                    (int64.0, int64.1),
+                    (Ok(exact.value()), Ok(exact.milli_value())),
+                    "{s:?}"
+                );
+            }
+        }
+        // Each precision keeps its own exponent range: the int64 one rejects what it cannot use.
+        assert!(crate::resource::parse_value("1e101").is_err());
+        assert_eq!(q("1e101").value(), i64::MAX);
     }
 
     #[test]
