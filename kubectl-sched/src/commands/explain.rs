@@ -444,22 +444,11 @@ fn explain_one(
         dra,
         still_pending,
         scheduling_gates: if explanation_gated {
-            gate_names(&info.pod)
+            crate::diagnosis::still_pending::scheduling_gates(&info.pod)
         } else {
             Vec::new()
         },
     })
-}
-
-/// The names of a pod's `spec.schedulingGates`, in order.
-fn gate_names(pod: &k8s_openapi::api::core::v1::Pod) -> Vec<String> {
-    pod.spec
-        .as_ref()
-        .and_then(|s| s.scheduling_gates.as_ref())
-        .into_iter()
-        .flatten()
-        .map(|g| g.name.clone())
-        .collect()
 }
 
 /// For `explain POD` without `--profile`, `-f` or what-if flags: the profile to evaluate the pod with

@@ -233,7 +233,7 @@ pub fn why_still_pending(
         },
         _ => None,
     };
-    let gates = scheduling_gates(pod);
+    let gates = scheduling_gates(&pod.pod);
     if !gates.is_empty() {
         out.push(finding(
             PendingKind::Gated,
@@ -313,10 +313,9 @@ fn no_scheduler(presence: &SchedulerPresence, now: Timestamp) -> Option<String> 
     }
 }
 
-/// The names of `spec.schedulingGates`.
-fn scheduling_gates(pod: &PodInfo) -> Vec<String> {
-    pod.pod
-        .spec
+/// The names of a pod's `spec.schedulingGates`, in order.
+pub fn scheduling_gates(pod: &k8s_openapi::api::core::v1::Pod) -> Vec<String> {
+    pod.spec
         .as_ref()
         .and_then(|s| s.scheduling_gates.as_ref())
         .into_iter()
