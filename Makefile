@@ -1,6 +1,7 @@
 # Developer and CI entry points. `make test` is the project's test command (.ci/run runs it).
 #
 #   make controlplane  build the real etcd/kube-* binaries the e2e tests run (needs Go, once)
+#   make controlplane-releases  kube-apiserver + kube-scheduler of every other supported release (once)
 #   make test          controlplane + lint + deny + every unit and e2e test
 #   make lint          fmt check + clippy + the pure engine built without its features + the layering test
 #   make unit / e2e    the Rust tests without / with only the real control plane
@@ -22,7 +23,7 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane check-cargo deny dra-difftest bench-triage bench-simulate bench fuzz
+.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases check-cargo deny dra-difftest bench-triage bench-simulate bench fuzz
 
 test: controlplane check-cargo lint deny
 	$(CARGO) test --workspace
@@ -63,6 +64,12 @@ deny: check-cargo
 controlplane:
 	@[ -n "$(K8S_VERSION)" ] || { echo "make: no k8s.io/kubernetes version in tests/controlplane/go.mod" >&2; exit 1; }
 	tests/controlplane/build.sh
+
+# One module per supported minor in tests/controlplane/releases (releases/add.sh vX.Y.Z writes one):
+# its kube-apiserver and kube-scheduler, for the tests that run against that release
+# (KUBECTL_SCHED_K8S_RELEASE=v1.35, or Options::with_release). About 10 minutes per release, once.
+controlplane-releases:
+	tests/controlplane/build.sh --releases
 
 # Not part of `make test`: sched-core's DRA allocator against upstream Go's on random cases (needs Go,
 # offline). DRA_DIFFTEST_ARGS="-n 2000 -s 7" passes options to run.sh (see its header).

@@ -4,15 +4,32 @@
 # from the Go module proxy, into a cache directory outside the repository.
 #
 #   tests/controlplane/build.sh          # builds what is missing, prints the bin directory
+#   tests/controlplane/build.sh v1.35    # kube-apiserver and kube-scheduler of releases/v1.35/go.mod
+#   tests/controlplane/build.sh --releases   # those two of every releases/v1.*/ (add.sh there adds one)
 #
-# KUBECTL_SCHED_K8S_BIN=/some/dir overrides the directory (both for this script and for the tests).
+# KUBECTL_SCHED_K8S_BIN=/some/dir overrides the pinned release's directory (both for this script and for
+# the tests); the other releases go to ${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-sched/k8s-vX.Y.Z/bin.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
 
-# The one place the release is pinned is go.mod; everything else reads it from there.
-version=$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ {print $2; exit}' go.mod)
-[ -n "$version" ] || { echo "build.sh: no k8s.io/kubernetes version in $here/go.mod" >&2; exit 1; }
+if [ "${1:-}" = --releases ]; then
+  for dir in "$here"/releases/v1.*/; do "$0" "$(basename "$dir")"; done
+  exit 0
+fi
+names=(etcd kube-apiserver kube-scheduler kube-controller-manager kubectl)
+if [ -n "${1:-}" ]; then
+  [ -f "releases/$1/go.mod" ] || { echo "build.sh: no release $1 in $here/releases (add it with releases/add.sh vX.Y.Z)" >&2; exit 1; }
+  cd "releases/$1"
+  # The version tests compare against another release's API server and scheduler; etcd, kubectl and
+  # kube-controller-manager stay at the pinned release.
+  names=(kube-apiserver kube-scheduler)
+  unset KUBECTL_SCHED_K8S_BIN
+fi
+
+# The one place a release is pinned is its go.mod; everything else reads it from there.
+version=$(awk '{for (i = 1; i < NF; i++) if ($i == "k8s.io/kubernetes" && $(i+1) ~ /^v/) {print $(i+1); exit}}' go.mod)
+[ -n "$version" ] || { echo "build.sh: no k8s.io/kubernetes version in $PWD/go.mod" >&2; exit 1; }
 bin=${KUBECTL_SCHED_K8S_BIN:-${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-sched/k8s-$version/bin}
 mkdir -p "$bin"
 
@@ -36,7 +53,7 @@ GOCACHE=$(mktemp -d "${TMPDIR:-/tmp}/kubectl-sched-gocache.XXXXXX")
 export GOCACHE
 trap 'chmod -R u+w "$GOCACHE" 2>/dev/null; rm -rf "$GOCACHE"' EXIT
 
-for name in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl; do
+for name in "${names[@]}"; do
   if [ -x "$bin/$name" ]; then
     echo "build.sh: $name already built in $bin" >&2
     continue

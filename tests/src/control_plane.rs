@@ -40,6 +40,7 @@ pub struct Options {
     startup_timeout: Duration,
     webhook_client_certs: Vec<WebhookClientCert>,
     scheduler_verbosity: Option<u8>,
+    release: Option<String>,
 }
 
 /// A client certificate kube-apiserver presents when it calls an admission webhook.
@@ -60,11 +61,19 @@ impl Default for Options {
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             webhook_client_certs: Vec::new(),
             scheduler_verbosity: None,
+            release: None,
         }
     }
 }
 
 impl Options {
+    /// kube-apiserver and kube-scheduler of `tests/controlplane/releases/<minor>` (e.g. `v1.35`)
+    /// instead of the pinned release's; etcd, kubectl and kube-controller-manager stay pinned.
+    pub fn with_release(mut self, minor: &str) -> Self {
+        self.release = Some(minor.to_owned());
+        self
+    }
+
     pub fn new() -> Self {
         Self::default()
     }
@@ -241,7 +250,10 @@ impl ControlPlane {
     pub async fn start(options: Options) -> Result<Self, Error> {
         // kube's rustls needs a process-wide crypto provider; installing twice is harmless.
         let _ = rustls_ring_provider();
-        let binaries = Binaries::locate()?;
+        let binaries = match &options.release {
+            Some(minor) => Binaries::locate()?.with_release(minor)?,
+            None => Binaries::locate()?,
+        };
         let mut attempt = 1;
         loop {
             match Self::start_once(&binaries, &options).await {

@@ -24,6 +24,21 @@ pub enum Error {
     },
 
     #[error(
+        "kube-apiserver/kube-scheduler of release {release} are missing from {dir} ({missing}); build \
+         them with `tests/controlplane/build.sh {release}` (needs Go)"
+    )]
+    ReleaseMissing {
+        dir: PathBuf,
+        missing: String,
+        release: String,
+    },
+
+    #[error(
+        "no release {release} in tests/controlplane/releases (there: {known}); add one with `tests/controlplane/releases/add.sh vX.Y.Z`"
+    )]
+    UnknownRelease { release: String, known: String },
+
+    #[error(
         "cannot locate the control-plane binaries: neither KUBECTL_SCHED_K8S_BIN, XDG_CACHE_HOME nor \
          HOME is set; build them with `tests/controlplane/build.sh` and set KUBECTL_SCHED_K8S_BIN"
     )]

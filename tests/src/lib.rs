@@ -22,6 +22,9 @@ mod pki;
 mod process;
 pub mod procfs;
 
-pub use binaries::{BIN_DIR_ENV, BUILD_COMMAND, Binaries, COMPONENTS, pinned_version};
+pub use binaries::{
+    BIN_DIR_ENV, BUILD_COMMAND, Binaries, COMPONENTS, RELEASE_COMPONENTS, RELEASE_ENV, pinned_version,
+    release_version, releases,
+};
 pub use control_plane::{ControlPlane, ETCD, KUBE_APISERVER, Options, ProcessInfo};
 pub use error::Error;
