@@ -426,6 +426,15 @@ impl ControlPlane {
         &self.config
     }
 
+    /// The release kube-apiserver and kube-scheduler were built from: the pinned one, or the one
+    /// [`Options::with_release`] / `KUBECTL_SCHED_K8S_RELEASE` chose.
+    pub fn release(&self) -> Result<&str, Error> {
+        match self.binaries.release_version() {
+            Some(version) => Ok(version),
+            None => crate::pinned_version(),
+        }
+    }
+
     pub fn bin_dir(&self) -> &Path {
         self.binaries.dir()
     }
