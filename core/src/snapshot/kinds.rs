@@ -122,19 +122,12 @@ mod tests {
     const KEPT: &str = "volume.kubernetes.io/selected-node";
     const DROPPED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-    /// A default object of `kind` named `x` (in `ns` when namespaced), with managedFields and both
-    /// annotations, as the API server would print it.
+    /// The table's example object of `kind`, with managedFields and both annotations, as the API
+    /// server would print it.
     fn example(kind: ObjectKind) -> Value {
         let mut object = kind.example_json();
-        let mut metadata = json!({
-            "name": "x",
-            "managedFields": [{"manager": "kubectl", "operation": "Apply"}],
-            "annotations": {KEPT: "n1", DROPPED: "{}"},
-        });
-        if kind.namespaced() {
-            metadata["namespace"] = json!("ns");
-        }
-        object["metadata"] = metadata;
+        object["metadata"]["managedFields"] = json!([{"manager": "kubectl", "operation": "Apply"}]);
+        object["metadata"]["annotations"] = json!({KEPT: "n1", DROPPED: "{}"});
         object
     }
 

@@ -121,13 +121,20 @@ macro_rules! object_kinds {
                 match self { $(ObjectKind::$variant => <$ty as ::kube::Resource>::url_path(&(), namespace),)* }
             }
 
-            /// A default object of this kind as JSON, apiVersion and kind included (the object-kind
-            /// table's round-trip test starts from it).
-            #[cfg(test)]
-            pub(crate) fn example_json(self) -> serde_json::Value {
-                match self {
+            /// A default object of this kind named `x` (in namespace `ns` when the kind is
+            /// namespaced) as JSON, apiVersion and kind included: the tests that walk the object-kind
+            /// table start from it.
+            #[cfg(any(test, feature = "testing"))]
+            pub fn example_json(self) -> serde_json::Value {
+                let mut object = match self {
                     $(ObjectKind::$variant => serde_json::to_value(<$ty>::default()).unwrap_or_default(),)*
-                }
+                };
+                object["metadata"] = if self.namespaced() {
+                    serde_json::json!({"name": "x", "namespace": "ns"})
+                } else {
+                    serde_json::json!({"name": "x"})
+                };
+                object
             }
 
             /// How many objects of this kind `objects` holds.
