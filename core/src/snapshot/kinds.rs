@@ -21,8 +21,11 @@
 //!   [`Prune`](super::Prune) impl in `snapshot::load::prune`).
 //! - `list`: listing it from the API server is `required` (the load fails without it) or `optional`
 //!   (a 403 or 404 is a warning and an empty list).
-//! - `webhook`: `[StoredType => group]` when the webhook reflects it (the group says which of its
-//!   snapshots a change invalidates: `pods`, `nodes`, `volumes`, or `other`), `[]` when not.
+//! - `webhook`: `[StoredType => group, slim policy]` when the webhook reflects it, `[]` when not. The
+//!   group says which of its snapshots a change invalidates (`pods`, `nodes`, `volumes`, or `other`);
+//!   the slim policy what the webhook keeps of an object: `prune` (the engine's pruning) or `own` (a
+//!   hand-written `Slim` impl in the webhook's `cache/slim.rs`, for the kinds it holds tens of
+//!   thousands of).
 
 /// Calls `$callback! { rows }` with the object-kind table (see the module docs for the columns).
 #[macro_export]
@@ -31,41 +34,41 @@ macro_rules! object_kind_table {
         $callback! {
             Node(::k8s_openapi::api::core::v1::Node) = "v1", "Node" => nodes,
                 shape NODE, prune own, list required,
-                webhook [::k8s_openapi::api::core::v1::Node => nodes];
+                webhook [::k8s_openapi::api::core::v1::Node => nodes, slim prune];
             Pod(::k8s_openapi::api::core::v1::Pod) = "v1", "Pod" => pods,
                 shape POD, prune own, list required,
-                webhook [::k8s_openapi::api::core::v1::Pod => pods];
+                webhook [::k8s_openapi::api::core::v1::Pod => pods, slim prune];
             Namespace(::k8s_openapi::api::core::v1::Namespace) = "v1", "Namespace" => namespaces,
                 shape METADATA_ONLY, prune metadata, list optional,
-                webhook [::k8s_openapi::api::core::v1::Namespace => other];
+                webhook [::k8s_openapi::api::core::v1::Namespace => other, slim prune];
             PersistentVolume(::k8s_openapi::api::core::v1::PersistentVolume) = "v1", "PersistentVolume"
                 => persistent_volumes,
                 shape METADATA_ONLY, prune metadata, list optional,
                 // The engine's PV: a quarter of the API object's size.
-                webhook [$crate::snapshot::volume::PersistentVolume => volumes];
+                webhook [$crate::snapshot::volume::PersistentVolume => volumes, slim own];
             PersistentVolumeClaim(::k8s_openapi::api::core::v1::PersistentVolumeClaim) = "v1",
                 "PersistentVolumeClaim" => persistent_volume_claims,
                 shape METADATA_ONLY, prune metadata, list optional,
-                webhook [::k8s_openapi::api::core::v1::PersistentVolumeClaim => volumes];
+                webhook [::k8s_openapi::api::core::v1::PersistentVolumeClaim => volumes, slim own];
             StorageClass(::k8s_openapi::api::storage::v1::StorageClass) = "storage.k8s.io/v1", "StorageClass"
                 => storage_classes,
                 shape METADATA_ONLY, prune metadata, list optional,
-                webhook [::k8s_openapi::api::storage::v1::StorageClass => volumes];
+                webhook [::k8s_openapi::api::storage::v1::StorageClass => volumes, slim prune];
             CSINode(::k8s_openapi::api::storage::v1::CSINode) = "storage.k8s.io/v1", "CSINode" => csi_nodes,
                 shape METADATA_ONLY, prune metadata, list optional,
-                webhook [::k8s_openapi::api::storage::v1::CSINode => volumes];
+                webhook [::k8s_openapi::api::storage::v1::CSINode => volumes, slim prune];
             CSIDriver(::k8s_openapi::api::storage::v1::CSIDriver) = "storage.k8s.io/v1", "CSIDriver"
                 => csi_drivers,
                 shape METADATA_ONLY, prune metadata, list optional,
-                webhook [::k8s_openapi::api::storage::v1::CSIDriver => volumes];
+                webhook [::k8s_openapi::api::storage::v1::CSIDriver => volumes, slim prune];
             CSIStorageCapacity(::k8s_openapi::api::storage::v1::CSIStorageCapacity) = "storage.k8s.io/v1",
                 "CSIStorageCapacity" => csi_storage_capacities,
                 shape METADATA_ONLY, prune metadata, list optional,
-                webhook [::k8s_openapi::api::storage::v1::CSIStorageCapacity => volumes];
+                webhook [::k8s_openapi::api::storage::v1::CSIStorageCapacity => volumes, slim prune];
             VolumeAttachment(::k8s_openapi::api::storage::v1::VolumeAttachment) = "storage.k8s.io/v1",
                 "VolumeAttachment" => volume_attachments,
                 shape METADATA_ONLY, prune metadata, list optional,
-                webhook [::k8s_openapi::api::storage::v1::VolumeAttachment => volumes];
+                webhook [::k8s_openapi::api::storage::v1::VolumeAttachment => volumes, slim prune];
             PodDisruptionBudget(::k8s_openapi::api::policy::v1::PodDisruptionBudget) = "policy/v1",
                 "PodDisruptionBudget" => pod_disruption_budgets,
                 shape METADATA_ONLY, prune metadata, list optional, webhook [];

@@ -1,6 +1,7 @@
 //! The stores the webhook reflects into, generated from the object-kind table
 //! (`sched_core::object_kind_table!`): one store and one writer per row with a `webhook` column,
-//! named as the row's `ClusterObjects` field, and the per-kind glue that walks them: filling them
+//! named as the row's `ClusterObjects` field, and the per-kind glue that walks them: what is kept of
+//! each object ([`Slim`] for the `slim prune` rows), filling them
 //! from `ClusterObjects`, starting their reflectors (which decides readiness: every kind listed once),
 //! and the objects a full snapshot is built from. Adding a reflected kind is a row of the table and
 //! the code that reads its store.
@@ -13,8 +14,8 @@ use tokio::task::JoinHandle;
 
 use sched_core::ClusterObjects;
 
-use super::Cache;
 use super::reflectors::Reflectors;
+use super::{Cache, Slim};
 
 /// Expands to its tokens: puts a row's `webhook` group in a repetition that names nothing else of it.
 macro_rules! in_group {
@@ -49,10 +50,21 @@ macro_rules! copy_unindexed {
     };
 }
 
+/// The table's slim policy: `prune` kinds get the engine's pruning as their [`Slim`], `own` kinds have
+/// theirs in `slim`.
+macro_rules! slim_impl {
+    (prune, $ty:ty) => {
+        impl Slim for $ty {}
+    };
+    (own, $ty:ty) => {};
+}
+
 macro_rules! reflected_stores {
     ($( $variant:ident($ty:ty) = $api:literal, $kind:literal => $field:ident,
         shape $shape:ident, prune $prune:ident, list $list:ident,
-        webhook [$($stored:ty => $group:ident)?]; )*) => {
+        webhook [$($stored:ty => $group:ident, slim $slim:ident)?]; )*) => {
+        $($( slim_impl!($slim, $ty); )?)*
+
         /// The reflector stores, one per kind the webhook reflects.
         pub(super) struct Stores {
             $($(

@@ -59,7 +59,7 @@ macro_rules! reflected {
 macro_rules! object_kinds {
     ($( $variant:ident($ty:ty) = $api:literal, $kind:literal => $field:ident,
         shape $shape:ident, prune $prune:ident, list $list:ident,
-        webhook [$($stored:ty => $group:ident)?]; )*) => {
+        webhook [$($stored:ty => $group:ident, slim $slim:ident)?]; )*) => {
         /// The kinds a `ClusterObjects` holds.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum ObjectKind {
