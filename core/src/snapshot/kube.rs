@@ -5,7 +5,8 @@
 //! reads, in parallel, pods on nodes reduced to their scheduling facts as they are decoded when
 //! [`ApiLoadOptions::detail`] asks for it. Peak memory stays near the pruned size.
 //!
-//! Nodes and pods are required. Every other kind only refines decisions (volume binding and limits, PDBs, spread
+//! Which kinds are listed, and which of them are required, is the object-kind table's
+//! ([`super::kinds`]). Nodes and pods are required. Every other kind only refines decisions (volume binding and limits, PDBs, spread
 //! defaults, namespace selectors), so a kind the user may not list (403) or the server does not serve
 //! (404) becomes a warning and an empty list instead of a failure.
 //!
@@ -17,7 +18,7 @@ use ::kube::api::ListParams;
 
 use super::load::{ApiListMeta, ListPageMeta, ListSplitter, ObjectKind, PageError, decode_list_page};
 pub use super::load::{write_list_json, write_list_yaml};
-use super::{ClusterObjects, PodDetail};
+use super::{ClusterObjects, Listing, PodDetail};
 
 /// How to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,17 +91,14 @@ enum ListFailure {
 /// on the blocking pool (in parallel, into the compact forms the file loader uses) while the next one
 /// is fetched. Restarts once from the beginning if the server expired the token (410 Gone) in the
 /// middle. Returns the objects (in list order) and the resourceVersion the list was served at.
-async fn list_kind<K>(
+async fn list_kind(
     client: &Client,
     kind: ObjectKind,
     namespace: Option<&str>,
     options: &ApiLoadOptions,
     field_selector: Option<&str>,
-) -> Result<(ClusterObjects, Option<String>), ListFailure>
-where
-    K: ::kube::Resource<DynamicType = ()>,
-{
-    let path = K::url_path(&(), namespace);
+) -> Result<(ClusterObjects, Option<String>), ListFailure> {
+    let path = kind.url_path(namespace);
     if options.page_size == 0 {
         return list_kind_streamed(client, kind, &path, options, field_selector).await;
     }
@@ -390,99 +388,28 @@ fn short_reason(e: &::kube::Error) -> String {
     }
 }
 
-/// Lists everything the engine needs, every kind at once, each page decoded while the next is
-/// fetched. Returns the (pruned) objects and warnings for optional kinds that could not be listed.
+/// Lists everything the engine needs, every kind of the object-kind table at once, each page decoded
+/// while the next is fetched. Returns the (pruned) objects, in the table's order, and warnings for
+/// optional kinds that could not be listed.
 pub async fn load_from_api(
     client: &Client,
     options: &ApiLoadOptions,
 ) -> Result<(ClusterObjects, Vec<String>), ApiLoadError> {
-    use k8s_openapi::api::{apps, core, policy, resource, scheduling, storage};
     let scoped = options.namespace.as_deref();
-    let pod_fields = options.skip_terminal_pods.then_some(NON_TERMINAL_PODS);
-    macro_rules! list {
-        ($ty:ty, $kind:ident, cluster) => {
-            list_kind::<$ty>(client, ObjectKind::$kind, None, options, None)
-        };
-        ($ty:ty, $kind:ident, namespaced) => {
-            list_kind::<$ty>(client, ObjectKind::$kind, scoped, options, None)
-        };
-    }
-    // Nodes and pods are required; every other kind only refines decisions.
-    let (required, optional) = futures::join!(
-        futures::future::join(
-            list!(core::v1::Node, Node, cluster),
-            list_kind::<core::v1::Pod>(client, ObjectKind::Pod, scoped, options, pod_fields),
-        ),
-        futures::future::join_all([
-            Box::pin(list!(core::v1::Namespace, Namespace, cluster))
-                as std::pin::Pin<Box<dyn std::future::Future<Output = _> + Send + '_>>,
-            Box::pin(list!(core::v1::PersistentVolume, PersistentVolume, cluster)),
-            Box::pin(list!(
-                core::v1::PersistentVolumeClaim,
-                PersistentVolumeClaim,
-                namespaced
-            )),
-            Box::pin(list!(storage::v1::StorageClass, StorageClass, cluster)),
-            Box::pin(list!(storage::v1::CSINode, CSINode, cluster)),
-            Box::pin(list!(storage::v1::CSIDriver, CSIDriver, cluster)),
-            Box::pin(list!(
-                storage::v1::CSIStorageCapacity,
-                CSIStorageCapacity,
-                namespaced
-            )),
-            Box::pin(list!(storage::v1::VolumeAttachment, VolumeAttachment, cluster)),
-            Box::pin(list!(
-                policy::v1::PodDisruptionBudget,
-                PodDisruptionBudget,
-                namespaced
-            )),
-            Box::pin(list!(scheduling::v1::PriorityClass, PriorityClass, cluster)),
-            Box::pin(list!(core::v1::Service, Service, namespaced)),
-            Box::pin(list!(
-                core::v1::ReplicationController,
-                ReplicationController,
-                namespaced
-            )),
-            Box::pin(list!(apps::v1::ReplicaSet, ReplicaSet, namespaced)),
-            Box::pin(list!(apps::v1::StatefulSet, StatefulSet, namespaced)),
-            Box::pin(list!(resource::v1::ResourceClaim, ResourceClaim, namespaced)),
-            Box::pin(list!(resource::v1::DeviceClass, DeviceClass, cluster)),
-            Box::pin(list!(resource::v1::ResourceSlice, ResourceSlice, cluster)),
-            Box::pin(list!(
-                resource::v1::ResourceClaimTemplate,
-                ResourceClaimTemplate,
-                namespaced
-            )),
-            Box::pin(list!(resource::v1::DeviceTaintRule, DeviceTaintRule, cluster)),
-        ]),
-    );
-    let optional_kinds = [
-        ObjectKind::Namespace,
-        ObjectKind::PersistentVolume,
-        ObjectKind::PersistentVolumeClaim,
-        ObjectKind::StorageClass,
-        ObjectKind::CSINode,
-        ObjectKind::CSIDriver,
-        ObjectKind::CSIStorageCapacity,
-        ObjectKind::VolumeAttachment,
-        ObjectKind::PodDisruptionBudget,
-        ObjectKind::PriorityClass,
-        ObjectKind::Service,
-        ObjectKind::ReplicationController,
-        ObjectKind::ReplicaSet,
-        ObjectKind::StatefulSet,
-        ObjectKind::ResourceClaim,
-        ObjectKind::DeviceClass,
-        ObjectKind::ResourceSlice,
-        ObjectKind::ResourceClaimTemplate,
-        ObjectKind::DeviceTaintRule,
-    ];
+    let listed = futures::future::join_all(ObjectKind::ALL.iter().map(|&kind| {
+        let fields = (kind == ObjectKind::Pod && options.skip_terminal_pods).then_some(NON_TERMINAL_PODS);
+        list_kind(client, kind, scoped, options, fields)
+    }))
+    .await;
     let mut warnings = Vec::new();
-    let (nodes, pods) = required;
-    let mut objects = settle(ObjectKind::Node, true, nodes, &mut warnings)?;
-    objects.append(settle(ObjectKind::Pod, true, pods, &mut warnings)?);
-    for (kind, result) in optional_kinds.into_iter().zip(optional) {
-        objects.append(settle(kind, false, result, &mut warnings)?);
+    let mut objects = ClusterObjects::default();
+    for (&kind, result) in ObjectKind::ALL.iter().zip(listed) {
+        objects.append(settle(
+            kind,
+            kind.listing() == Listing::Required,
+            result,
+            &mut warnings,
+        )?);
     }
     Ok((objects, warnings))
 }

@@ -7,6 +7,7 @@
 pub mod affinity_index;
 pub mod device_taint_rules;
 pub mod dra;
+pub mod kinds;
 #[cfg(feature = "kube")]
 pub mod kube;
 pub mod load;
@@ -31,6 +32,7 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 
 pub use dra::{AllocatedState, DeviceId, ResourceSlices};
+pub use kinds::Listing;
 pub use load::{
     DecodeError, Format, LoadError, LoadReport, Location, ObjectKind, Prune, load_bytes, load_file,
     load_file_with, write_list_json, write_list_yaml,
@@ -40,7 +42,8 @@ pub use pod_info::{AffinityTerm, PodInfo, WeightedAffinityTerm};
 
 use crate::labels::Labels;
 
-/// The raw objects a snapshot is built from (what `kubectl sched snapshot` dumps).
+/// The raw objects a snapshot is built from (what `kubectl sched snapshot` dumps): one field per row of
+/// the object-kind table ([`kinds`]), in its order.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterObjects {
     /// Nodes.

@@ -8,11 +8,12 @@
 //! the node it is about. The engine's full snapshot (every node and pod) is built only for opted-in pods and for
 //! bindings that have nominations to check. Requests that need nothing never touch the cache.
 //!
-//! By job: `slim` prunes each object before it is stored, `overlay` keeps the webhook's own writes
+//! By job: `stores` holds one store per kind the object-kind table (`sched_core::object_kind_table!`)
+//! marks as reflected, with the glue generated from it, `slim` prunes each object before it is stored, `overlay` keeps the webhook's own writes
 //! until the watches deliver them, `reflectors` runs the watches on their own thread and reports
 //! readiness, `triggers` queues the pods the controller must look at, and `view` builds the snapshots
-//! decisions read (`impl ClusterView for Cache`). This module holds the stores ([`Cache`]) and what
-//! feeds them ([`Writers`]).
+//! decisions read (`impl ClusterView for Cache`). This module holds the cache ([`Cache`]) and the
+//! ways to fill it ([`Writers`]).
 //!
 //! Readiness is the cache's own signal, a `tokio::sync::watch` that wakes every waiter, set once every
 //! kind has listed. Nothing waits on kube-runtime's `Store::wait_until_ready`: in kube-runtime 5.0.0 it
@@ -23,6 +24,7 @@
 mod overlay;
 mod reflectors;
 mod slim;
+mod stores;
 mod triggers;
 mod view;
 
@@ -30,40 +32,26 @@ use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::Resource;
+use kube::runtime::reflector::Store;
 use kube::runtime::reflector::store::Writer;
-use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 
 use sched_core::framework::profile::SchedulerConfig;
-// The engine's PV, which the PV store keeps (a quarter of the API object's size).
-use sched_core::snapshot::volume::PersistentVolume as VolumeInfo;
 use sched_core::{ClusterObjects, Engine, Snapshot};
 
 pub use overlay::OVERLAY_TTL;
 use overlay::Overlay;
 pub use reflectors::{LIST_PAGE_SIZE, REFLECTOR_THREAD};
 pub use slim::Slim;
+use stores::Stores;
+pub use stores::Writers;
 pub use triggers::PodTriggers;
 
 use crate::watchdog::Watchdog;
-
-/// The writers that feed the stores (from the reflectors, or directly in tests and benchmarks).
-pub struct Writers {
-    pods: Writer<Pod>,
-    nodes: Writer<Node>,
-    namespaces: Writer<Namespace>,
-    pvs: Writer<VolumeInfo>,
-    pvcs: Writer<PersistentVolumeClaim>,
-    classes: Writer<StorageClass>,
-    csi_nodes: Writer<CSINode>,
-    csi_drivers: Writer<CSIDriver>,
-    capacities: Writer<CSIStorageCapacity>,
-    volume_attachments: Writer<VolumeAttachment>,
-}
 
 impl Writers {
     /// Replaces a store's contents with `items` (pruned one at a time, so a large synthetic fill never
@@ -89,17 +77,17 @@ impl Writers {
 
     /// Loads PersistentVolumes.
     pub fn load_pvs(&mut self, items: impl IntoIterator<Item = PersistentVolume>) {
-        Self::load_into(&mut self.pvs, items);
+        Self::load_into(&mut self.persistent_volumes, items);
     }
 
     /// Loads PersistentVolumeClaims.
     pub fn load_pvcs(&mut self, items: impl IntoIterator<Item = PersistentVolumeClaim>) {
-        Self::load_into(&mut self.pvcs, items);
+        Self::load_into(&mut self.persistent_volume_claims, items);
     }
 
     /// Loads StorageClasses.
     pub fn load_classes(&mut self, items: impl IntoIterator<Item = StorageClass>) {
-        Self::load_into(&mut self.classes, items);
+        Self::load_into(&mut self.storage_classes, items);
     }
 
     /// Loads pods.
@@ -110,18 +98,8 @@ impl Writers {
 
 /// The reflector caches.
 pub struct Cache {
-    pods: Store<Pod>,
-    nodes: Store<Node>,
-    namespaces: Store<Namespace>,
-    pvs: Store<VolumeInfo>,
-    pvcs: Store<PersistentVolumeClaim>,
-    classes: Store<StorageClass>,
-    csi_nodes: Store<CSINode>,
-    csi_drivers: Store<CSIDriver>,
-    capacities: Store<CSIStorageCapacity>,
-    /// NodeVolumeLimits counts a node's VolumeAttachments (volumes still attached after their pod
-    /// left included) when the webhook checks whether a nominated pod still fits.
-    volume_attachments: Store<VolumeAttachment>,
+    /// One store per kind the object-kind table says the webhook reflects (see `stores`).
+    stores: Stores,
     ready: AtomicBool,
     /// True once every kind has listed (or the cache was filled); wakes every waiter.
     synced: tokio::sync::watch::Sender<bool>,
@@ -160,29 +138,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl Cache {
     /// Empty stores and their writers.
     pub fn new(config: SchedulerConfig) -> (Arc<Cache>, Writers) {
-        // The controller reads this store too, and is fed from `pod_triggers`, not a second watch.
-        let (pods, pods_w) = reflector::store();
-        let (nodes, nodes_w) = reflector::store();
-        let (namespaces, namespaces_w) = reflector::store();
-        let (pvs, pvs_w) = reflector::store();
-        let (pvcs, pvcs_w) = reflector::store();
-        let (classes, classes_w) = reflector::store();
-        let (csi_nodes, csi_nodes_w) = reflector::store();
-        let (csi_drivers, csi_drivers_w) = reflector::store();
-        let (capacities, capacities_w) = reflector::store();
-        let (volume_attachments, volume_attachments_w) = reflector::store();
+        // The controller reads the pod store too, and is fed from `pod_triggers`, not a second watch.
+        let (stores, writers) = stores::stores();
         let pod_triggers = Arc::new(PodTriggers::default());
         let cache = Arc::new(Cache {
-            pods,
-            nodes,
-            namespaces,
-            pvs,
-            pvcs,
-            classes,
-            csi_nodes,
-            csi_drivers,
-            capacities,
-            volume_attachments,
+            stores,
             ready: AtomicBool::new(false),
             synced: tokio::sync::watch::Sender::new(false),
             unlisted: AtomicUsize::new(usize::MAX),
@@ -195,33 +155,12 @@ impl Cache {
             engine: Engine::with_config(config, "the scheduler configuration"),
             watch_health: Arc::default(),
         });
-        let writers = Writers {
-            pods: pods_w,
-            nodes: nodes_w,
-            namespaces: namespaces_w,
-            pvs: pvs_w,
-            pvcs: pvcs_w,
-            classes: classes_w,
-            csi_nodes: csi_nodes_w,
-            csi_drivers: csi_drivers_w,
-            capacities: capacities_w,
-            volume_attachments: volume_attachments_w,
-        };
         (cache, writers)
     }
 
     /// Fills the stores with fixed objects (tests, benchmarks) and marks the cache ready.
     pub fn fill(self: &Arc<Self>, writers: &mut Writers, objects: ClusterObjects) {
-        Writers::load_into(&mut writers.pods, objects.pods);
-        Writers::load_into(&mut writers.nodes, objects.nodes);
-        Writers::load_into(&mut writers.namespaces, objects.namespaces);
-        Writers::load_into(&mut writers.pvs, objects.persistent_volumes);
-        Writers::load_into(&mut writers.pvcs, objects.persistent_volume_claims);
-        Writers::load_into(&mut writers.classes, objects.storage_classes);
-        Writers::load_into(&mut writers.csi_nodes, objects.csi_nodes);
-        Writers::load_into(&mut writers.csi_drivers, objects.csi_drivers);
-        Writers::load_into(&mut writers.capacities, objects.csi_storage_capacities);
-        Writers::load_into(&mut writers.volume_attachments, objects.volume_attachments);
+        writers.fill(objects);
         self.mark_filled();
     }
 
@@ -261,7 +200,13 @@ impl Cache {
 
     /// Number of (PVs, PVCs, pods, nodes) cached.
     pub fn sizes(&self) -> (usize, usize, usize, usize) {
-        (self.pvs.len(), self.pvcs.len(), self.pods.len(), self.nodes.len())
+        let stores = &self.stores;
+        (
+            stores.persistent_volumes.len(),
+            stores.persistent_volume_claims.len(),
+            stores.pods.len(),
+            stores.nodes.len(),
+        )
     }
 
     /// The state of this cache's watches, which its reflectors keep.
@@ -271,12 +216,12 @@ impl Cache {
 
     /// The pod store (what the controller reconciles from).
     pub fn pod_store(&self) -> Store<Pod> {
-        self.pods.clone()
+        self.stores.pods.clone()
     }
 
     /// Pods in the store (for tests and sizing).
     pub fn pod_count(&self) -> usize {
-        self.pods.len()
+        self.stores.pods.len()
     }
 }
 

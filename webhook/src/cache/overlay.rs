@@ -130,7 +130,8 @@ impl Cache {
 
     /// Whether a storage class is known (stored, or recorded and not yet delivered by the watch).
     pub fn has_class(&self, name: &str) -> bool {
-        self.classes.get(&ObjectRef::new(name)).is_some() || lock(&self.overlay).classes.contains_key(name)
+        self.stores.storage_classes.get(&ObjectRef::new(name)).is_some()
+            || lock(&self.overlay).classes.contains_key(name)
     }
 }
 
@@ -160,7 +161,7 @@ mod tests {
         );
         // The watch delivers a newer version (here: without claimRef, e.g. released by the controller).
         writers
-            .pvs
+            .persistent_volumes
             .apply_watcher_event(&watcher::Event::Apply(pv("pv1").resource_version("10").volume()));
         cache.volume_generation.fetch_add(1, Ordering::Release);
         assert!(claim_ref(&cache).is_none(), "the newer stored PV wins");
@@ -198,7 +199,9 @@ mod tests {
         assert_eq!(provisioner(&cache).as_deref(), Some("example.com/csi"));
         // The watch delivers it: the store's copy is used from then on.
         class.provisioner = "example.com/other".into();
-        writers.classes.apply_watcher_event(&watcher::Event::Apply(class));
+        writers
+            .storage_classes
+            .apply_watcher_event(&watcher::Event::Apply(class));
         cache.volume_generation.fetch_add(1, Ordering::Release);
         assert_eq!(provisioner(&cache).as_deref(), Some("example.com/other"));
         assert!(

@@ -1,4 +1,5 @@
-//! The reflectors that feed the stores: one watch per kind, every object slimmed before it is stored,
+//! The reflectors that feed the stores: one watch per kind the object-kind table marks as reflected
+//! (`stores`), every object slimmed before it is stored,
 //! all on a thread of their own; the last kind to list marks the cache ready. The pod reflector also
 //! queues pods for the controller ([`PodTriggers`]), and a heartbeat on the same thread tells the
 //! watchdog the reflectors still run.
@@ -9,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::api::core::v1::{PersistentVolume, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -70,35 +71,16 @@ impl Cache {
 
     /// Spawns the reflectors and the reflectors' heartbeat on the current runtime.
     fn spawn_reflectors(self: &Arc<Self>, client: &Client, writers: Writers) -> Vec<JoinHandle<()>> {
-        let volumes = Some(&self.volume_generation);
         let config = watcher::Config::default()
             .any_semantic()
             .page_size(LIST_PAGE_SIZE);
-        let pods_config = config.clone().fields(NON_TERMINAL_PODS);
-        let kinds = Reflectors {
+        let reflectors = Reflectors {
             client: client.clone(),
+            pods_config: config.clone().fields(NON_TERMINAL_PODS),
             config,
             cache: self.clone(),
         };
-        let mut tasks = vec![
-            spawn_reflector(
-                Api::all(client.clone()),
-                pods_config,
-                writers.pods,
-                None,
-                self.clone(),
-                pod_triggers_feed(self.pod_triggers()),
-            ),
-            kinds.spawn(writers.nodes, Some(&self.node_generation)),
-            kinds.spawn(writers.namespaces, None),
-            kinds.spawn::<PersistentVolume, _>(writers.pvs, volumes),
-            kinds.spawn(writers.pvcs, volumes),
-            kinds.spawn(writers.classes, volumes),
-            kinds.spawn(writers.csi_nodes, volumes),
-            kinds.spawn(writers.csi_drivers, volumes),
-            kinds.spawn(writers.capacities, volumes),
-            kinds.spawn(writers.volume_attachments, volumes),
-        ];
+        let mut tasks = self.spawn_stores(&reflectors, writers);
         // Set before this (current-thread) runtime runs any of the tasks just spawned, so no kind
         // can report its list first.
         self.unlisted.store(tasks.len(), Ordering::Release);
@@ -137,17 +119,18 @@ fn pod_triggers_feed(triggers: Arc<PodTriggers>) -> impl FnMut(&watcher::Event<P
     }
 }
 
-/// What the reflectors of every kind but pods share: the client, the watch configuration and the
-/// cache.
-struct Reflectors {
+/// What the reflectors share: the client, the watch configurations and the cache.
+pub(super) struct Reflectors {
     client: Client,
     config: watcher::Config,
+    /// Non-terminal pods only.
+    pods_config: watcher::Config,
     cache: Arc<Cache>,
 }
 
 impl Reflectors {
     /// [`spawn_reflector`] for every object of `W` in the cluster, into an unshared store.
-    fn spawn<W, K>(&self, writer: Writer<K>, generation: Option<&Arc<AtomicU64>>) -> JoinHandle<()>
+    pub(super) fn spawn<W, K>(&self, writer: Writer<K>, generation: Option<&Arc<AtomicU64>>) -> JoinHandle<()>
     where
         W: Resource + Clone + DeserializeOwned + Debug + Send + Sync + Slim + 'static,
         W::DynamicType: Default,
@@ -161,6 +144,19 @@ impl Reflectors {
             generation.cloned(),
             self.cache.clone(),
             |_: &watcher::Event<K>| {},
+        )
+    }
+
+    /// The pod reflector: non-terminal pods only, each event also queues or forgets the pod for the
+    /// controller ([`PodTriggers`]).
+    pub(super) fn spawn_pods(&self, writer: Writer<Pod>) -> JoinHandle<()> {
+        spawn_reflector(
+            Api::all(self.client.clone()),
+            self.pods_config.clone(),
+            writer,
+            None,
+            self.cache.clone(),
+            pod_triggers_feed(self.cache.pod_triggers()),
         )
     }
 }

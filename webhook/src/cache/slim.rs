@@ -1,8 +1,7 @@
 //! What the webhook keeps of each object it caches: the engine's pruning, and for PVs and claims
 //! (tens of thousands of them) only what volume binding, the volume filters and the overlay read.
 
-use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use sched_core::plugins::volume_binding::pv_helpers::is_claim_fully_bound;
@@ -69,7 +68,8 @@ fn keep_storage_only(
 /// there are tens of thousands of) only what volume binding, the volume filters and the overlay read.
 /// Every tiny map costs a B-tree node (over 500 bytes), so dropping a claim's labels and status maps
 /// matters at scale; apply reads every object it writes afresh, so nothing dropped here is ever
-/// written back.
+/// written back. The object-kind table's `slim` column says which kinds keep the default (`prune`,
+/// implemented in `stores`) and which have their own impl here (`own`).
 pub trait Slim: Prune {
     /// Prunes in place.
     fn slim(&mut self) {
@@ -152,15 +152,6 @@ impl Slim for PersistentVolume {
         }
     }
 }
-
-impl Slim for Pod {}
-impl Slim for Node {}
-impl Slim for Namespace {}
-impl Slim for StorageClass {}
-impl Slim for CSINode {}
-impl Slim for CSIDriver {}
-impl Slim for CSIStorageCapacity {}
-impl Slim for VolumeAttachment {}
 
 #[cfg(test)]
 mod tests {

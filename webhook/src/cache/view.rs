@@ -18,6 +18,7 @@ use sched_core::snapshot::volume::PersistentVolume as VolumeInfo;
 use sched_core::{ClusterObjects, Engine, Snapshot};
 
 use super::overlay::merge_overlay;
+use super::stores::owned;
 use super::{Cache, key_of, lock};
 use crate::admission::ClusterView;
 use crate::admission::view::is_nominated_to;
@@ -47,18 +48,19 @@ impl Cache {
     /// The volume objects from the stores and the overlay.
     fn volume_maps(&self) -> VolumeMaps {
         let mut maps = VolumeMaps {
-            pvs: by_key(self.pvs.state()),
+            pvs: by_key(self.stores.persistent_volumes.state()),
             pvcs: self
-                .pvcs
+                .stores
+                .persistent_volume_claims
                 .state()
                 .into_iter()
                 .map(|c| (key_of(&c.metadata), c))
                 .collect(),
-            classes: by_key(self.classes.state()),
-            csi_nodes: by_key(self.csi_nodes.state()),
-            csi_drivers: by_key(self.csi_drivers.state()),
-            capacities: self.capacities.state(),
-            attachments: by_node_name(self.volume_attachments.state()),
+            classes: by_key(self.stores.storage_classes.state()),
+            csi_nodes: by_key(self.stores.csi_nodes.state()),
+            csi_drivers: by_key(self.stores.csi_drivers.state()),
+            capacities: self.stores.csi_storage_capacities.state(),
+            attachments: by_node_name(self.stores.volume_attachments.state()),
         };
         let mut overlay = lock(&self.overlay);
         let now = Instant::now();
@@ -106,28 +108,28 @@ fn by_node_name(items: Vec<Arc<VolumeAttachment>>) -> NameMap<Vec<Arc<VolumeAtta
     out
 }
 
-fn owned<K: Clone>(items: Vec<Arc<K>>) -> Vec<K> {
-    items.into_iter().map(|o| (*o).clone()).collect()
-}
-
 impl ClusterView for Cache {
     fn namespace_labels(&self, namespace: &str) -> Option<Labels> {
-        self.namespaces
+        self.stores
+            .namespaces
             .get(&ObjectRef::new(namespace))
             .map(|n| n.metadata.labels.clone().unwrap_or_default())
     }
 
     fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
-        self.pods.get(&ObjectRef::new(name).within(namespace))
+        self.stores.pods.get(&ObjectRef::new(name).within(namespace))
     }
 
     fn pvc(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
-        let stored = self.pvcs.get(&ObjectRef::new(name).within(namespace));
+        let stored = self
+            .stores
+            .persistent_volume_claims
+            .get(&ObjectRef::new(name).within(namespace));
         self.overlaid_pvc(namespace, name, stored)
     }
 
     fn nominated_pods(&self, node: &str) -> Vec<Arc<Pod>> {
-        self.pods.state_filter(|p| is_nominated_to(p, node))
+        self.stores.pods.state_filter(|p| is_nominated_to(p, node))
     }
 
     fn volume_snapshot(&self) -> Arc<Snapshot> {
@@ -146,7 +148,7 @@ impl ClusterView for Cache {
             return snapshot.clone();
         }
         let mut snapshot = Snapshot::new(ClusterObjects {
-            nodes: owned(self.nodes.state()),
+            nodes: owned(self.stores.nodes.state()),
             ..ClusterObjects::default()
         });
         // Only the nodes changed: the volume maps are taken over from the previous snapshot (which
@@ -163,12 +165,7 @@ impl ClusterView for Cache {
 
     fn full_snapshot(&self) -> Snapshot {
         let volumes = self.volume_snapshot();
-        let mut snapshot = Snapshot::new(ClusterObjects {
-            nodes: owned(self.nodes.state()),
-            pods: owned(self.pods.state()),
-            namespaces: owned(self.namespaces.state()),
-            ..ClusterObjects::default()
-        });
+        let mut snapshot = Snapshot::new(self.stores.unindexed_objects());
         set_volumes(&mut snapshot, volumes_of(&volumes));
         snapshot
     }

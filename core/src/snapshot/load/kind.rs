@@ -1,28 +1,65 @@
 //! The kinds a [`ClusterObjects`] holds ([`ObjectKind`]) and how an object's apiVersion/kind (or the
-//! element type of a typed list) resolves to one. One macro table maps each kind to its typed object,
-//! its `ClusterObjects` field and its decode shape, and generates the per-kind dispatch the JSON and
-//! YAML readers and the list writer use.
+//! element type of a typed list) resolves to one. The object-kind table (`snapshot::kinds`) generates
+//! here the engine's per-kind glue: the enum, the dispatch the JSON and YAML readers and the list
+//! writer use, the metadata-only pruning and the live-listing descriptors.
 
-use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{
-    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
-};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::{
-    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
-};
-use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use serde::Deserializer;
 use serde::ser::SerializeSeq;
 
 use super::Prune;
 use super::json::{RawItem, decode_json_items};
+use super::prune::prune_metadata;
 use super::shape::{Filter, decode_shaped, shapes};
 use crate::snapshot::ClusterObjects;
+use crate::snapshot::kinds::Listing;
+
+/// Whether objects of a k8s-openapi scope live in a namespace.
+trait Scope {
+    const NAMESPACED: bool;
+}
+
+impl Scope for k8s_openapi::NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl Scope for k8s_openapi::ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// The table's `list` column as a [`Listing`].
+macro_rules! listing {
+    (required) => {
+        Listing::Required
+    };
+    (optional) => {
+        Listing::Optional
+    };
+}
+
+/// The table's `prune` column: `metadata` kinds get their [`Prune`] impl here, `own` kinds have one
+/// in `prune`.
+macro_rules! prune_impl {
+    (metadata, $ty:ty) => {
+        impl Prune for $ty {
+            fn prune(&mut self) {
+                prune_metadata(&mut self.metadata);
+            }
+        }
+    };
+    (own, $ty:ty) => {};
+}
+
+/// True for a row whose `webhook` column names a store.
+macro_rules! reflected {
+    ($group:ident) => {
+        true
+    };
+}
 
 macro_rules! object_kinds {
-    ($( $variant:ident($ty:ty) = $api:literal, $kind:literal => $field:ident, $shape:expr; )*) => {
+    ($( $variant:ident($ty:ty) = $api:literal, $kind:literal => $field:ident,
+        shape $shape:ident, prune $prune:ident, list $list:ident,
+        webhook [$($stored:ty => $group:ident, slim $slim:ident)?]; )*) => {
         /// The kinds a `ClusterObjects` holds.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum ObjectKind {
@@ -62,6 +99,44 @@ macro_rules! object_kinds {
                 match self { $(ObjectKind::$variant => $kind,)* }
             }
 
+            /// Whether objects of this kind live in a namespace (from the k8s-openapi type).
+            pub fn namespaced(self) -> bool {
+                match self { $(ObjectKind::$variant => <<$ty as k8s_openapi::Resource>::Scope as Scope>::NAMESPACED,)* }
+            }
+
+            /// Whether listing this kind from the API server may fail.
+            pub fn listing(self) -> Listing {
+                match self { $(ObjectKind::$variant => listing!($list),)* }
+            }
+
+            /// True when the webhook reflects this kind into a store of its own.
+            pub fn reflected_by_webhook(self) -> bool {
+                match self { $(ObjectKind::$variant => false $(|| reflected!($group))?,)* }
+            }
+
+            /// The API server's path listing this kind, within `namespace` when it is namespaced.
+            #[cfg(feature = "kube")]
+            pub fn url_path(self, namespace: Option<&str>) -> String {
+                let namespace = namespace.filter(|_| self.namespaced());
+                match self { $(ObjectKind::$variant => <$ty as ::kube::Resource>::url_path(&(), namespace),)* }
+            }
+
+            /// A default object of this kind named `x` (in namespace `ns` when the kind is
+            /// namespaced) as JSON, apiVersion and kind included: the tests that walk the object-kind
+            /// table start from it.
+            #[cfg(any(test, feature = "testing"))]
+            pub fn example_json(self) -> serde_json::Value {
+                let mut object = match self {
+                    $(ObjectKind::$variant => serde_json::to_value(<$ty>::default()).unwrap_or_default(),)*
+                };
+                object["metadata"] = if self.namespaced() {
+                    serde_json::json!({"name": "x", "namespace": "ns"})
+                } else {
+                    serde_json::json!({"name": "x"})
+                };
+                object
+            }
+
             /// How many objects of this kind `objects` holds.
             pub fn count(self, objects: &ClusterObjects) -> usize {
                 match self { $(ObjectKind::$variant => objects.$field.len(),)* }
@@ -97,7 +172,7 @@ macro_rules! object_kinds {
             pub(super) fn decode_json(self, items: &[RawItem<'_>], objects: &mut ClusterObjects) -> Result<(), ()> {
                 match self {
                     $(ObjectKind::$variant => {
-                        let decoded = decode_json_items::<$ty>(items, $shape)?;
+                        let decoded = decode_json_items::<$ty>(items, shapes::$shape)?;
                         objects.$field.extend(decoded);
                     })*
                 }
@@ -109,7 +184,7 @@ macro_rules! object_kinds {
                 let mut de = serde_json::Deserializer::from_str(text);
                 match self {
                     $(ObjectKind::$variant => {
-                        serde_path_to_error::deserialize::<_, $ty>(Filter { de: &mut de, shape: $shape }).map(drop)
+                        serde_path_to_error::deserialize::<_, $ty>(Filter { de: &mut de, shape: shapes::$shape }).map(drop)
                     })*
                 }
             }
@@ -118,7 +193,7 @@ macro_rules! object_kinds {
             pub(super) fn store_yaml(self, value: yaml_serde::Value, objects: &mut ClusterObjects) -> Result<(), yaml_serde::Error> {
                 match self {
                     $(ObjectKind::$variant => {
-                        let mut o: $ty = decode_shaped(value, $shape)?;
+                        let mut o: $ty = decode_shaped(value, shapes::$shape)?;
                         o.prune();
                         objects.$field.push(o);
                     })*
@@ -129,7 +204,7 @@ macro_rules! object_kinds {
             /// Deserializes this kind straight from a deserializer and drops it (to locate errors).
             pub(super) fn check<'de, D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
                 match self {
-                    $(ObjectKind::$variant => decode_shaped::<$ty, D>(d, $shape).map(drop),)*
+                    $(ObjectKind::$variant => decode_shaped::<$ty, D>(d, shapes::$shape).map(drop),)*
                 }
             }
         }
@@ -147,39 +222,19 @@ macro_rules! object_kinds {
             $(for o in &objects.$field { seq.serialize_element(o)?; })*
             Ok(())
         }
+
+        $(prune_impl!($prune, $ty);)*
+
+        impl ClusterObjects {
+            /// Prunes every object (see [`Prune`]).
+            pub fn prune(&mut self) {
+                $(self.$field.iter_mut().for_each(Prune::prune);)*
+            }
+        }
     };
 }
 
-object_kinds! {
-    Node(Node) = "v1", "Node" => nodes, shapes::NODE;
-    Pod(Pod) = "v1", "Pod" => pods, shapes::POD;
-    Namespace(Namespace) = "v1", "Namespace" => namespaces, shapes::METADATA_ONLY;
-    PersistentVolume(PersistentVolume) = "v1", "PersistentVolume" => persistent_volumes, shapes::METADATA_ONLY;
-    PersistentVolumeClaim(PersistentVolumeClaim) = "v1", "PersistentVolumeClaim" => persistent_volume_claims,
-        shapes::METADATA_ONLY;
-    StorageClass(StorageClass) = "storage.k8s.io/v1", "StorageClass" => storage_classes, shapes::METADATA_ONLY;
-    CSINode(CSINode) = "storage.k8s.io/v1", "CSINode" => csi_nodes, shapes::METADATA_ONLY;
-    CSIDriver(CSIDriver) = "storage.k8s.io/v1", "CSIDriver" => csi_drivers, shapes::METADATA_ONLY;
-    CSIStorageCapacity(CSIStorageCapacity) = "storage.k8s.io/v1", "CSIStorageCapacity" => csi_storage_capacities,
-        shapes::METADATA_ONLY;
-    VolumeAttachment(VolumeAttachment) = "storage.k8s.io/v1", "VolumeAttachment" => volume_attachments,
-        shapes::METADATA_ONLY;
-    PodDisruptionBudget(PodDisruptionBudget) = "policy/v1", "PodDisruptionBudget" => pod_disruption_budgets,
-        shapes::METADATA_ONLY;
-    PriorityClass(PriorityClass) = "scheduling.k8s.io/v1", "PriorityClass" => priority_classes, shapes::METADATA_ONLY;
-    Service(Service) = "v1", "Service" => services, shapes::METADATA_ONLY;
-    ReplicationController(ReplicationController) = "v1", "ReplicationController" => replication_controllers,
-        shapes::WITH_TEMPLATE;
-    ReplicaSet(ReplicaSet) = "apps/v1", "ReplicaSet" => replica_sets, shapes::WITH_TEMPLATE;
-    StatefulSet(StatefulSet) = "apps/v1", "StatefulSet" => stateful_sets, shapes::STATEFUL_SET;
-    ResourceClaim(ResourceClaim) = "resource.k8s.io/v1", "ResourceClaim" => resource_claims, shapes::METADATA_ONLY;
-    DeviceClass(DeviceClass) = "resource.k8s.io/v1", "DeviceClass" => device_classes, shapes::METADATA_ONLY;
-    ResourceSlice(ResourceSlice) = "resource.k8s.io/v1", "ResourceSlice" => resource_slices, shapes::METADATA_ONLY;
-    ResourceClaimTemplate(ResourceClaimTemplate) = "resource.k8s.io/v1", "ResourceClaimTemplate" =>
-        resource_claim_templates, shapes::METADATA_ONLY;
-    DeviceTaintRule(DeviceTaintRule) = "resource.k8s.io/v1", "DeviceTaintRule" => device_taint_rules,
-        shapes::METADATA_ONLY;
-}
+crate::object_kind_table!(object_kinds);
 
 impl ObjectKind {
     /// The apiVersion the engine reads `kind` in, when it reads that kind.

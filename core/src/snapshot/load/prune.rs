@@ -5,18 +5,10 @@
 
 use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{
-    Container, ContainerStatus, Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodSpec,
-    PodStatus, PodTemplateSpec, ReplicationController, ResourceRequirements, Service, Volume,
+    Container, ContainerStatus, Node, Pod, PodSpec, PodStatus, PodTemplateSpec, ReplicationController,
+    ResourceRequirements, Volume,
 };
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::resource::v1::{
-    DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
-};
-use k8s_openapi::api::scheduling::v1::PriorityClass;
-use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-use crate::snapshot::ClusterObjects;
 
 /// Annotation key prefixes the engine reads (volume binding, storage classes, CSI migration, DRA
 /// extended resources, scheduler hints); every other annotation is dropped.
@@ -296,7 +288,9 @@ fn prune_template(t: &mut PodTemplateSpec) {
     }
 }
 
-/// Removes what the scheduler never reads from a stored object.
+/// Removes what the scheduler never reads from a stored object. The kinds whose metadata is all
+/// there is to prune get their impl from the object-kind table (`snapshot::kinds`, `prune metadata`);
+/// the `prune own` kinds have theirs here.
 pub trait Prune {
     /// Prunes in place. Idempotent: pruning twice equals pruning once.
     fn prune(&mut self);
@@ -339,65 +333,6 @@ impl Prune for StatefulSet {
         for claim in self.spec.volume_claim_templates.iter_mut().flatten() {
             prune_metadata(&mut claim.metadata);
         }
-    }
-}
-
-macro_rules! prune_metadata_only {
-    ($($ty:ty),* $(,)?) => {$(
-        impl Prune for $ty {
-            fn prune(&mut self) {
-                prune_metadata(&mut self.metadata);
-            }
-        }
-    )*};
-}
-
-prune_metadata_only!(
-    Namespace,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    StorageClass,
-    CSINode,
-    CSIDriver,
-    CSIStorageCapacity,
-    VolumeAttachment,
-    PodDisruptionBudget,
-    PriorityClass,
-    Service,
-    ResourceClaim,
-    DeviceClass,
-    ResourceSlice,
-    ResourceClaimTemplate,
-    DeviceTaintRule,
-);
-
-impl ClusterObjects {
-    /// Prunes every object (see [`Prune`]).
-    pub fn prune(&mut self) {
-        fn all<T: Prune>(v: &mut [T]) {
-            v.iter_mut().for_each(Prune::prune);
-        }
-        all(&mut self.nodes);
-        all(&mut self.pods);
-        all(&mut self.namespaces);
-        all(&mut self.persistent_volumes);
-        all(&mut self.persistent_volume_claims);
-        all(&mut self.storage_classes);
-        all(&mut self.csi_nodes);
-        all(&mut self.csi_drivers);
-        all(&mut self.csi_storage_capacities);
-        all(&mut self.volume_attachments);
-        all(&mut self.pod_disruption_budgets);
-        all(&mut self.priority_classes);
-        all(&mut self.services);
-        all(&mut self.replication_controllers);
-        all(&mut self.replica_sets);
-        all(&mut self.stateful_sets);
-        all(&mut self.resource_claims);
-        all(&mut self.device_classes);
-        all(&mut self.resource_slices);
-        all(&mut self.resource_claim_templates);
-        all(&mut self.device_taint_rules);
     }
 }
 
