@@ -64,7 +64,7 @@ controlplane:
 	@[ -n "$(K8S_VERSION)" ] || { echo "make: no k8s.io/kubernetes version in tests/controlplane/go.mod" >&2; exit 1; }
 	tests/controlplane/build.sh
 
-# Not part of `make test`: sched-core's DRA allocator against upstream Go's on random cases (needs Go,
+# Not part of `make test`: sched-dra's structured allocator against upstream Go's on random cases (needs Go,
 # offline). DRA_DIFFTEST_ARGS="-n 2000 -s 7" passes options to run.sh (see its header).
 dra-difftest: check-cargo
 	CARGO=$(CARGO) tests/dra-allocator-difftest/run.sh $(DRA_DIFFTEST_ARGS)
