@@ -40,8 +40,9 @@ clippy: check-cargo
 pure-engine: check-cargo
 	$(CARGO) check -p sched-core --no-default-features
 
-# sched-core's layers run one way: core/tests/layers.rs fails on an import of a higher layer by a lower
-# one, or a cycle between modules, naming each file:line (the layer table is in that file).
+# The crates' layers run one way: core/tests/layers.rs fails on an import of a higher layer by a lower
+# one, or a cycle between modules, naming each file:line (the layer tables of sched-core, sched-dra,
+# sched-apimachinery, sched-webhook and kubectl-sched are in that file).
 layers: check-cargo
 	$(CARGO) test -p sched-core --test layers
 
