@@ -41,8 +41,9 @@ clippy: check-cargo
 pure-engine: check-cargo
 	$(CARGO) check -p sched-core --no-default-features
 
-# sched-core's layers run one way: core/tests/layers.rs fails on an import of a higher layer by a lower
-# one, or a cycle between modules, naming each file:line (the layer table is in that file).
+# The crates' layers run one way: core/tests/layers.rs fails on an import of a higher layer by a lower
+# one, or a cycle between modules, naming each file:line (the layer tables of sched-core, sched-dra,
+# sched-apimachinery, sched-webhook and kubectl-sched are in that file).
 layers: check-cargo
 	$(CARGO) test -p sched-core --test layers
 
@@ -71,7 +72,7 @@ controlplane:
 controlplane-releases:
 	tests/controlplane/build.sh --releases
 
-# Not part of `make test`: sched-core's DRA allocator against upstream Go's on random cases (needs Go,
+# Not part of `make test`: sched-dra's structured allocator against upstream Go's on random cases (needs Go,
 # offline). DRA_DIFFTEST_ARGS="-n 2000 -s 7" passes options to run.sh (see its header).
 dra-difftest: check-cargo
 	CARGO=$(CARGO) tests/dra-allocator-difftest/run.sh $(DRA_DIFFTEST_ARGS)

@@ -115,7 +115,7 @@ def scheduler_configs():
 
 
 def quantities():
-    resource = (ROOT / "core/src/resource.rs").read_text()
+    resource = (ROOT / "apimachinery/src/resource.rs").read_text()
     tests = resource[resource.find("#[cfg(test)]"):]
     found = set(re.findall(r'"([^"\n]{1,40})"', tests))
     found |= {"500m", "1Gi", "1e3", "-1", "+1.5", "0.001", "1E", "100E", "1e-50", "-1e-50", ".5", "5."}
@@ -125,7 +125,7 @@ def quantities():
 
 
 def selectors():
-    labels = (ROOT / "core/src/labels.rs").read_text()
+    labels = (ROOT / "apimachinery/src/labels.rs").read_text()
     tests = labels[labels.find("#[cfg(test)]"):]
     for s in set(re.findall(r'\("([^"\n]*)", (?:true|false)\)', tests)) | set(re.findall(r'"([^"\n]*[=!(][^"\n]*)"', tests)):
         write("label_selector", s)

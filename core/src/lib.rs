@@ -14,19 +14,20 @@
 // below, and no two modules import each other (`core/tests/layers.rs` fails the build otherwise and
 // holds the table; `make lint` runs it).
 
-// Foundations: values with no scheduling meaning of their own.
+// Foundations: values with no scheduling meaning of their own. Quantities and selectors are the
+// sched-apimachinery crate's (the DRA library reads them too), re-exported at their old paths.
 pub mod action;
 #[cfg(feature = "kube")]
 pub mod api_error;
 pub mod clock;
 pub mod duration;
-pub mod labels;
-pub mod resource;
+pub use sched_apimachinery::{labels, resource};
 
 // What the API server does to a pod before the scheduler sees it.
 pub mod admission;
 
-// The DRA library (`k8s.io/dynamic-resource-allocation`): CEL and the structured allocator.
+// The DRA library (`k8s.io/dynamic-resource-allocation`: CEL and the structured allocator, the
+// sched-dra crate) re-exported, and the claims a pod's templates make.
 pub mod dra;
 
 // The cluster model and its readers.

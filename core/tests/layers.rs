@@ -1,9 +1,10 @@
-//! The layers of sched-core, sched-webhook and the kubectl-sched binary run one way, and the build
-//! says so: this test reads every production source file of a crate (the files `lib.rs` or `main.rs`
+//! The layers of sched-core, sched-dra, sched-apimachinery, sched-webhook and the kubectl-sched
+//! binary run one way, and the build says so: this test reads every production source file of a crate (the files `lib.rs` or `main.rs`
 //! reaches through `mod` declarations that are not `#[cfg(test)]`), collects the crate-internal paths
 //! each one names (`use crate::…`, `super::…`, `self::…`, `crate::…` inline, through `pub use`
 //! re-exports to the file that defines the item), maps every file to a unit of the crate's table
-//! ([`LAYERS`], [`WEBHOOK_LAYERS`], [`CLI_LAYERS`]), and fails listing
+//! ([`LAYERS`], [`DRA_LAYERS`], [`APIMACHINERY_LAYERS`], [`WEBHOOK_LAYERS`], [`CLI_LAYERS`]), and
+//! fails listing
 //!
 //! - each import of a higher layer by a lower one, as `file:line`, and
 //! - each cycle between units (a strongly connected component of the unit graph), with one
@@ -31,17 +32,20 @@ type Layers = &'static [(&'static str, &'static [&'static str])];
 /// `FitError` lives too), the plugins' shared helpers and names, the preemption evaluator
 /// (`framework/preemption`, which DefaultPreemption calls), the in-tree plugins
 /// (`framework/plugins/*`), one scheduling cycle (`schedule_one.go`), and the tools built on them.
+///
+/// Below all of them are two crates of their own, which sched-core re-exports: sched-apimachinery
+/// (`labels`, `resource`) and sched-dra (`dra::cel`, `dra::structured`). Cargo enforces their place:
+/// neither depends on sched-core, so neither can name a module of it (a path through the
+/// re-exports leads out of this crate and is no import here).
 const LAYERS: Layers = &[
-    // Values with no scheduling meaning of their own.
-    (
-        "foundations",
-        &["duration", "labels", "resource", "action", "api_error", "clock"],
-    ),
+    // Values with no scheduling meaning of their own (quantities and selectors: sched-apimachinery).
+    ("foundations", &["duration", "action", "api_error", "clock"]),
     // What the API server does to a pod before the scheduler sees it (defaulting, Priority admission,
     // the default scheduler name).
     ("admission", &["admission"]),
-    // The DRA library: CEL for device selectors, the structured allocator and its inputs.
-    ("dra library", &["dra", "dra::cel", "dra::structured"]),
+    // The DRA library (sched-dra: CEL for device selectors, the structured allocator and its inputs),
+    // re-exported by `dra`.
+    ("dra library", &["dra"]),
     // The cluster model: objects, NodeInfo/PodInfo, the readers of files and of a live cluster.
     ("snapshot", &["snapshot", "dra::templates"]),
     // The framework's contracts and runtime (status, cycle state, extension points, profiles, the
@@ -828,6 +832,30 @@ fn layers_run_one_way() {
     assert_one_way("sched-core", &files, &root, LAYERS);
 }
 
+/// sched-dra's layers, lowest first: the structured allocator compiles and evaluates selectors with
+/// `cel`, and `cel` knows nothing of the allocator (upstream's `cel` package imports no `structured`).
+const DRA_LAYERS: Layers = &[("cel", &["cel"]), ("structured", &["structured"])];
+
+/// sched-apimachinery's modules: independent values, neither importing the other.
+const APIMACHINERY_LAYERS: Layers = &[("values", &["labels", "resource"])];
+
+#[test]
+fn sched_dra_and_apimachinery_layers_run_one_way() {
+    for (crate_name, dir, layers, at_least) in [
+        ("sched-dra", "../dra", DRA_LAYERS, 20),
+        ("sched-apimachinery", "../apimachinery", APIMACHINERY_LAYERS, 2),
+    ] {
+        let root = crate_root().join(dir);
+        let files = read_crate(&root.join("src"));
+        assert!(
+            files.len() > at_least,
+            "read only {} files of {crate_name}",
+            files.len()
+        );
+        assert_one_way(crate_name, &files, &root, layers);
+    }
+}
+
 #[test]
 fn sched_webhook_layers_run_one_way() {
     let root = crate_root().join("../webhook");
@@ -887,22 +915,22 @@ fn a_lower_layer_importing_a_higher_one_fails_and_test_code_does_not() {
         (
             "use line",
             "use crate::engine::Engine;\n",
-            &["src/labels.rs:1: `labels` (foundations) imports `engine` (tools)"],
+            &["src/clock.rs:1: `clock` (foundations) imports `engine` (tools)"],
         ),
         (
             "inline path",
             "fn f() {\n    crate::engine::run();\n}\n",
-            &["src/labels.rs:2: `labels` (foundations) imports `engine` (tools)"],
+            &["src/clock.rs:2: `clock` (foundations) imports `engine` (tools)"],
         ),
         (
             "use tree",
             "use crate::{duration, engine::{self, Engine}};\n",
-            &["src/labels.rs:1: `labels` (foundations) imports `engine` (tools)"],
+            &["src/clock.rs:1: `clock` (foundations) imports `engine` (tools)"],
         ),
         (
             "re-export followed",
             "use crate::Engine;\n",
-            &["src/labels.rs:1: `labels` (foundations) imports `engine` (tools)"],
+            &["src/clock.rs:1: `clock` (foundations) imports `engine` (tools)"],
         ),
         (
             "cfg(test) module",
@@ -921,18 +949,18 @@ fn a_lower_layer_importing_a_higher_one_fails_and_test_code_does_not() {
         ),
         ("downward", "use crate::duration::Duration;\n", &[]),
     ];
-    for (name, labels, want) in cases {
+    for (name, clock, want) in cases {
         let findings = check_sources(&[
             (
                 "src/lib.rs",
-                "pub mod duration;\npub mod engine;\npub mod labels;\npub use engine::Engine;\n",
+                "pub mod clock;\npub mod duration;\npub mod engine;\npub use engine::Engine;\n",
             ),
             ("src/duration.rs", "pub struct Duration;\n"),
             (
                 "src/engine.rs",
-                "use crate::labels;\npub struct Engine;\npub fn run() {}\n",
+                "use crate::clock;\npub struct Engine;\npub fn run() {}\n",
             ),
-            ("src/labels.rs", labels),
+            ("src/clock.rs", clock),
         ]);
         assert_eq!(findings.upward, *want, "{name}");
         assert!(findings.unplaced.is_empty(), "{name}: {:?}", findings.unplaced);

@@ -2,7 +2,7 @@
 
     cmp.py DIR [SHOW]
 
-For every DIR/CASE.in.json, CASE.go.json (upstream Go) and CASE.rust.json (sched-core) must hold the
+For every DIR/CASE.in.json, CASE.go.json (upstream Go) and CASE.rust.json (sched-dra) must hold the
 same result: the same devices per claim and request in the same order, the same node selectors and
 configs, the same error or "no allocation", and the same number of search steps (`calls`). Share IDs
 are random UUIDs on both sides and are masked; empty and null fields are dropped. A case whose Go

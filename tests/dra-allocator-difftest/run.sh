@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Differential test of sched-core's DRA structured allocator (core/src/dra/structured/) against
+# Differential test of sched-dra's structured allocator (dra/src/structured/) against
 # upstream Go k8s.io/dynamic-resource-allocation/structured (the version go/go.mod pins; incubating
 # implementation, a v1.37.1 kube-scheduler's default feature gates): both allocate the same random
 # cases, and must choose the same devices. Not part of `make test`; `make dra-difftest` runs it.
@@ -43,8 +43,8 @@ trap cleanup EXIT
 echo "run.sh: building the Go side (upstream allocator) ..." >&2
 (cd "$here/go" && GOPROXY=off GOWORK=off GOFLAGS='-mod=readonly -buildvcs=false' go build -o "$work/godiff" .)
 
-echo "run.sh: building the Rust side (examples/dra_allocate) ..." >&2
-rust=$(cd "$repo" && "$cargo" build --release -p sched-core --features testing --example dra_allocate \
+echo "run.sh: building the Rust side (sched-dra's examples/dra_allocate) ..." >&2
+rust=$(cd "$repo" && "$cargo" build --release -p sched-dra --example dra_allocate \
   --message-format=json-render-diagnostics |
   python3 -c 'import json, sys
 for line in sys.stdin:

@@ -7,10 +7,11 @@
 //!   which the default feature gates select): the same search order, so the same devices are chosen.
 //! - [`templates`]: the claims a pod will get from its ResourceClaimTemplates, made in memory.
 //!
-//! The DynamicResources plugin (`crate::plugins::dynamic_resources`) drives both, and its
-//! `diagnose` explains why devices were not found; nothing here reads the cluster or imports the
-//! plugins (the layering test, `core/tests/layers.rs`, holds it so).
+//! `cel` and `structured` are the sched-dra crate, re-exported here: a crate of its own, which
+//! depends on no part of sched-core, so the build itself keeps the library from importing the
+//! plugins. The DynamicResources plugin (`crate::plugins::dynamic_resources`) drives both, and its
+//! `diagnose` explains why devices were not found; `templates` is the scheduler's side (it reads
+//! the snapshot) and stays here.
 
-pub mod cel;
-pub mod structured;
+pub use sched_dra::{cel, structured};
 pub mod templates;

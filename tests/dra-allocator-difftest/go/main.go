@@ -72,7 +72,7 @@ func main() {
 	if err := json.NewDecoder(r).Decode(&in); err != nil {
 		panic(err)
 	}
-	// The gates on in a v1.37.1 kube-scheduler started without --feature-gates, as sched-core's
+	// The gates on in a v1.37.1 kube-scheduler started without --feature-gates, as sched-dra's
 	// Features::V1_37_DEFAULTS: DRAFractionalCapacityRange is beta but has MinCompatibilityVersion
 	// 1.37 above the binary's default compatibility version 1.36, so it is off.
 	features := structured.Features{

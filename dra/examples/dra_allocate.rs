@@ -1,5 +1,5 @@
 //! The Rust side of the DRA allocator differential test (`make dra-difftest`,
-//! tests/dra-allocator-difftest/): runs sched-core's structured allocator
+//! tests/dra-allocator-difftest/): runs sched-dra's structured allocator
 //! ([`Allocator::allocate`]) on one generated case and prints its result as JSON, for comparison
 //! with what upstream `k8s.io/dynamic-resource-allocation/structured` chooses for the same case.
 //!
@@ -9,7 +9,7 @@
 //! `{"none": true, "calls": N}` when they cannot, `{"error": "...", "calls": N}` on an error;
 //! `calls` is `NumAllocateOneInvocations`. Features are v1.37's defaults.
 //!
-//! Run: `cargo run --release -p sched-core --features testing --example dra_allocate -- CASE.json`
+//! Run: `cargo run --release -p sched-dra --example dra_allocate -- CASE.json`
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -19,9 +19,8 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceSlice};
-use sched_core::dra::cel;
-use sched_core::dra::structured::{AllocatedState, Allocator, Features};
-use sched_core::snapshot::ResourceSlices;
+use sched_dra::cel;
+use sched_dra::structured::{AllocatedState, Allocator, Features, ResourceSlices};
 
 /// How long one case may search before the allocator gives up with an error.
 const DEADLINE: Duration = Duration::from_secs(120);

@@ -23,7 +23,7 @@ use super::request::{AllocationMode, Req};
 use super::state::ConsumedCapacity;
 use super::taints::taint_prevents_allocation;
 use super::{AllocateError, Allocator, DevKey};
-use crate::dra::cel;
+use crate::cel;
 
 /// `resourceapi.AllocationResultsMaxSize`: devices per claim.
 pub const ALLOCATION_RESULTS_MAX_SIZE: usize = 32;

@@ -130,7 +130,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-    use crate::dra::structured::{AllocatedState, ExactQuantity, SharedDeviceId};
+    use crate::structured::{AllocatedState, ExactQuantity, SharedDeviceId};
 
     use super::*;
 

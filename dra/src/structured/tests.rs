@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 
 use super::*;
-use crate::snapshot::DeviceId;
+use crate::structured::DeviceId;
 
 const DRV: &str = "gpu.example.com";
 const NODE: &str = "node-1";

@@ -30,7 +30,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim, ResourceSlice};
 
-use crate::dra::cel;
+use crate::cel;
 
 pub mod allocator;
 pub mod constraints;

@@ -9,7 +9,7 @@ use k8s_openapi::api::core::v1::{Node, NodeSelector};
 use k8s_openapi::api::resource::v1::{CounterSet, Device, ResourceSlice};
 
 use super::Features;
-use crate::labels::NodeSelectorMatcher;
+use sched_apimachinery::labels::NodeSelectorMatcher;
 
 /// Why pools could not be gathered (a fatal error, wrapped as `gather pool information: ...`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,8 +7,8 @@ use std::cmp::Ordering;
 
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-pub use crate::resource::QuantityFormat;
-use crate::resource::QuantityParts;
+pub use sched_apimachinery::resource::QuantityFormat;
+use sched_apimachinery::resource::QuantityParts;
 
 /// Nano-units per unit.
 const NANO: i128 = 1_000_000_000;
@@ -286,8 +286,8 @@ mod tests {
             "1E", "1Ei", "", " ", ".", "abc", "1.2.3", "1Qi", "m", "1e", "--1", "1e+", "Ki", "-", "1 m",
         ] {
             let int64 = (
-                crate::resource::parse_value(s),
-                crate::resource::parse_milli_value(s),
+                sched_apimachinery::resource::parse_value(s),
+                sched_apimachinery::resource::parse_milli_value(s),
             );
             let exact = ExactQuantity::parse(s);
             assert_eq!(int64.0.is_ok(), exact.is_some(), "{s:?}: {int64:?} vs {exact:?}");
@@ -300,7 +300,7 @@ mod tests {
             }
         }
         // Each precision keeps its own exponent range: the int64 one rejects what it cannot use.
-        assert!(crate::resource::parse_value("1e101").is_err());
+        assert!(sched_apimachinery::resource::parse_value("1e101").is_err());
         assert_eq!(q("1e101").value(), i64::MAX);
     }
 
