@@ -54,6 +54,11 @@ pub mod engine;
 pub mod simulate;
 pub mod triage;
 
+// The named façades other crates use instead of a plugin's internals: what explains a verdict, and what
+// acts on a pod's volumes (the engine's own façade is `Engine`, above).
+pub mod diagnosis;
+pub mod volumes;
+
 // Test builders (pod(), node(), snapshot()).
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

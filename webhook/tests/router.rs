@@ -11,9 +11,8 @@ use tower::ServiceExt;
 
 use common::{binding_review, dead_client, pod_json, pod_review, state_with, unsynced_state};
 use sched_core::ClusterObjects;
-use sched_core::plugins::volume_binding::ERR_REASON_BIND_CONFLICT;
-use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
 use sched_core::testing::{node, pv, pvc, storage_class};
+use sched_core::volumes::{ERR_REASON_BIND_CONFLICT, NOT_SUPPORTED_PROVISIONER};
 use sched_webhook::admission::Operation;
 use sched_webhook::metrics::RequestOutcome;
 use std::sync::Arc;

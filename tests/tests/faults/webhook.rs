@@ -266,7 +266,7 @@ async fn etcd_stopped_the_webhook_answers_in_time_and_fails_open() -> Result<()>
 /// annotation (one write; the claimRef counts as already done).
 #[tokio::test]
 async fn webhook_killed_mid_prebinding_is_repaired_by_the_next_replica() -> Result<()> {
-    use sched_core::plugins::volume_binding::pv_helpers::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
+    use sched_core::volumes::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
 
     let _turn = TURN.lock().await;
     let c = Cluster::start(

@@ -11,11 +11,11 @@ use serde_json::Value;
 use sched_core::ClusterObjects;
 use sched_core::action::Action;
 use sched_core::labels::NodeSelectorMatcher;
-use sched_core::plugins::volume_binding::pv_helpers::{
-    ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER, bind_volume_to_claim,
-};
-use sched_core::plugins::volume_binding::{ERR_REASON_BIND_CONFLICT, ERR_REASON_NODE_CONFLICT};
 use sched_core::testing::{PvBuilder, PvcBuilder, node, pod, pv, pvc, storage_class};
+use sched_core::volumes::{
+    ANN_SELECTED_NODE, ERR_REASON_BIND_CONFLICT, ERR_REASON_NODE_CONFLICT, NOT_SUPPORTED_PROVISIONER,
+    bind_volume_to_claim,
+};
 
 use super::*;
 
