@@ -5,12 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use sched_core::engine::{
+    CycleState, DryRunOptions, FilterVerdict, Framework, NodeToStatus, dry_run, schedule, schedule_cycle,
+};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome, ScoreView};
-use sched_core::framework::cycle_state::CycleState;
-use sched_core::framework::interface::NodeToStatus;
-use sched_core::framework::runtime::{FilterVerdict, Framework};
-use sched_core::preemption::{DryRunOptions, dry_run};
-use sched_core::schedule::{schedule, schedule_cycle};
 use sched_core::{ClusterObjects, Code, Engine, PodInfo, Snapshot};
 use serde::Serialize;
 

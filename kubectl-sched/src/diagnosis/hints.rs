@@ -9,9 +9,8 @@ use sched_core::diagnosis::{
     DeviceClassResolver, Shortfall, do_not_schedule_taints_filter, node_taints, pod_tolerations,
     shortfall_with_dra, tolerations_tolerate_taint,
 };
+use sched_core::engine::{CycleState, FilterVerdict, Framework};
 use sched_core::explain::{Explanation, Outcome};
-use sched_core::framework::cycle_state::CycleState;
-use sched_core::framework::runtime::{FilterVerdict, Framework};
 use sched_core::plugins::names;
 use sched_core::resource::{PODS, format_amount};
 use sched_core::{NodeInfo, PodInfo, Snapshot, Status};

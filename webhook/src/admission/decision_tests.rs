@@ -527,8 +527,8 @@ fn pods_of_a_scheduler_without_a_profile_are_left_alone_but_their_bindings_are_c
         "the controller's path leaves it alone too, without a warning"
     );
     // The same pod under a configuration that runs a profile of that name is pre-bound.
-    let registry = sched_core::plugins::in_tree_registry();
-    let config = sched_core::framework::profile::SchedulerConfig::from_str(
+    let registry = sched_core::engine::in_tree_registry();
+    let config = sched_core::engine::SchedulerConfig::from_str(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n\
          - schedulerName: my-scheduler\n",
         "test",
@@ -577,8 +577,7 @@ fn nominations_of_another_schedulers_pods_are_left_to_it() {
 /// count`). Checked on the reflector cache the webhook runs with, and on the static view.
 #[test]
 fn a_volume_attachment_filling_the_attach_limit_makes_a_nomination_stale() {
-    use sched_core::framework::profile::SchedulerConfig;
-    use sched_core::plugins::in_tree_registry;
+    use sched_core::engine::{SchedulerConfig, in_tree_registry};
     use sched_core::testing::{csi_node, volume_attachment};
 
     use crate::cache::Cache;

@@ -16,9 +16,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use sched_core::action::Action;
-use sched_core::engine::EngineError;
+use sched_core::engine::{EngineError, ScheduleOptions, schedule};
 use sched_core::explain::Outcome;
-use sched_core::schedule::{ScheduleOptions, schedule};
 use sched_core::volumes::{
     PodVolumes, bind_volume_to_claim, find_pod_volumes, prebind_actions, selected_node,
 };

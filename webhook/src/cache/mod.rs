@@ -38,7 +38,7 @@ use kube::runtime::reflector::store::Writer;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::watcher;
 
-use sched_core::framework::profile::SchedulerConfig;
+use sched_core::engine::SchedulerConfig;
 // The engine's PV, which the PV store keeps (a quarter of the API object's size).
 use sched_core::snapshot::volume::PersistentVolume as VolumeInfo;
 use sched_core::{ClusterObjects, Engine, Snapshot};
@@ -283,7 +283,7 @@ impl Cache {
 #[cfg(test)]
 /// A ready cache with two nodes, a PV and a claim (for the submodules' tests).
 fn filled() -> (Arc<Cache>, Writers) {
-    use sched_core::plugins::in_tree_registry;
+    use sched_core::engine::in_tree_registry;
     use sched_core::testing::{node, pv, pvc};
 
     let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
