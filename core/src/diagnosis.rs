@@ -5,6 +5,20 @@
 //!
 //! A plugin's other items are its own (`pub(crate)`): a change inside a plugin touches this module at
 //! most, never the binaries.
+//!
+//! ```
+//! use sched_core::diagnosis::{SCHEDULING_GATED_MESSAGE, Shortfall, diagnose, pod_tolerations};
+//! ```
+//!
+//! The plugins' own paths are not public:
+//!
+//! ```compile_fail,E0603
+//! use sched_core::plugins::node_resources::fit::Shortfall;
+//! ```
+//!
+//! ```compile_fail,E0603
+//! use sched_core::plugins::helper::taints::pod_tolerations;
+//! ```
 
 // NodeResourcesFit: what a pod requests and how much each node lacks.
 pub use crate::plugins::node_resources::fit::{Shortfall, compute_pod_resource_request, shortfall_with_dra};

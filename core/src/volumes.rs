@@ -5,6 +5,16 @@
 //!
 //! The plugin's other items (its binder, assume cache, scorer, PV matching) are its own
 //! (`pub(crate)`).
+//!
+//! ```
+//! use sched_core::volumes::{PodVolumes, claim_class, find_pod_volumes};
+//! ```
+//!
+//! The plugin's own paths are not public:
+//!
+//! ```compile_fail,E0603
+//! use sched_core::plugins::volume_binding::pv_helpers::claim_class;
+//! ```
 
 // FindPodVolumes and the PreBind writes it leads to.
 pub use crate::plugins::volume_binding::binder::{

@@ -41,9 +41,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use sched_core::framework::profile::SchedulerConfig;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_core::labels::Selector;
-use sched_core::plugins::in_tree_registry;
 use sched_core::volumes::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
 use sched_webhook::admission::{ClusterView, Operation};
 use sched_webhook::controller::stored_pod::Scope;

@@ -37,9 +37,8 @@ impl InProcessReplica {
     /// Starts replica `identity` against `cp`; its writes go to `write_url` when given (a proxy),
     /// its lists, watches and Lease straight to the API server.
     fn start(cp: &ControlPlane, identity: &str, write_url: Option<String>) -> Result<Self> {
-        use sched_core::framework::profile::SchedulerConfig;
+        use sched_core::engine::{SchedulerConfig, in_tree_registry};
         use sched_core::labels::Selector;
-        use sched_core::plugins::in_tree_registry;
         use sched_webhook::controller::{self, ControllerConfig, stored_pod::Scope};
         use sched_webhook::run::{Replica, ReplicaClients};
 
