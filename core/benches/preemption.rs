@@ -14,11 +14,9 @@
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use sched_core::framework::profile::SchedulerConfig;
-use sched_core::framework::runtime::Framework;
-use sched_core::plugins::in_tree_registry;
-use sched_core::preemption::{DryRunOptions, dry_run};
-use sched_core::schedule::{ScheduleOptions, schedule_cycle};
+use sched_core::engine::{
+    DryRunOptions, Framework, ScheduleOptions, SchedulerConfig, dry_run, in_tree_registry, schedule_cycle,
+};
 use sched_core::snapshot::Snapshot;
 use sched_core::testing::generate::{GenerateParams, generate};
 use sched_core::testing::{pod, toleration};

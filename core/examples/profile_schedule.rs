@@ -10,10 +10,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use sched_core::framework::profile::SchedulerConfig;
-use sched_core::framework::runtime::Framework;
-use sched_core::plugins::in_tree_registry;
-use sched_core::schedule::{ScheduleOptions, schedule};
+use sched_core::engine::{Framework, ScheduleOptions, SchedulerConfig, in_tree_registry, schedule};
 use sched_core::snapshot::{PodInfo, Snapshot};
 use sched_core::testing::generate::{GenerateParams, generate_pruned};
 use sched_core::testing::pod;

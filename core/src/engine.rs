@@ -12,13 +12,27 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::framework::profile::{DEFAULT_SCHEDULER_NAME, ProfileError, SchedulerConfig};
-use crate::framework::runtime::{Framework, FrameworkError, ResolvedProfile};
-use crate::plugins::in_tree_registry;
-use crate::schedule::ScheduleOptions;
+use crate::framework::profile::DEFAULT_SCHEDULER_NAME;
+use crate::framework::runtime::FrameworkError;
 use crate::snapshot::Snapshot;
 
-pub use crate::framework::runtime::Registry;
+// The engine API: what a caller needs beside the `Engine` itself, re-exported so that the binaries name
+// one module rather than the framework's, the cycle's and the preemption evaluator's files.
+//
+// The registry and the scheduler configuration an `Engine` is made of.
+pub use crate::framework::profile::{ProfileError, SchedulerConfig};
+pub use crate::framework::runtime::{Registry, ResolvedProfile};
+pub use crate::plugins::in_tree_registry;
+// A profile's framework over a snapshot, its cycle state and the per-node verdicts it records.
+pub use crate::framework::cycle_state::CycleState;
+pub use crate::framework::interface::NodeToStatus;
+pub use crate::framework::runtime::{FilterVerdict, Framework};
+// One scheduling cycle (`schedule_one.go`).
+pub use crate::schedule::{ScheduleOptions, reason_histogram, schedule, schedule_cycle};
+// Preemption as a dry run (`framework/preemption`): the victims, the nominated node and their ties.
+pub use crate::preemption::evaluator::NOT_ELIGIBLE_TERMINATING_POD;
+pub use crate::preemption::ties::{MAX_ORDERS_PER_NODE, MAX_VICTIM_SETS};
+pub use crate::preemption::{DryRunOptions, PreemptionResult, VictimRemoval, VictimView, dry_run};
 
 /// A `schedulerName` that names no profile of the configuration: kube-scheduler ignores such pods.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -40,7 +40,8 @@ pub mod framework;
 // The preemption evaluator, below the plugins (DefaultPreemption calls it), as upstream.
 pub mod preemption;
 
-// The in-tree plugins, their shared helpers and registry.
+// The in-tree plugins, their shared helpers and registry. Public: the registry and the plugin names
+// (what a scheduler configuration names); each plugin's module is the crate's own.
 pub mod plugins;
 
 // One scheduling cycle.
@@ -48,12 +49,18 @@ pub mod schedule;
 #[cfg(test)]
 mod schedule_tests;
 
-// What users run.
+// What users run. `engine` is the engine API: `Engine`, and what a command runs with it (a profile's
+// framework, one cycle, the preemption dry run).
 #[cfg(feature = "kube")]
 pub mod apply;
 pub mod engine;
 pub mod simulate;
 pub mod triage;
+
+// The named façades other crates use instead of a plugin's internals: what explains a verdict, and
+// what acts on a pod's volumes.
+pub mod diagnosis;
+pub mod volumes;
 
 // Test builders (pod(), node(), snapshot()).
 #[cfg(any(test, feature = "testing"))]

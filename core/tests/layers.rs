@@ -61,6 +61,9 @@ const LAYERS: Layers = &[
     ("schedule", &["schedule"]),
     // What users run: the engine, simulate, triage, and applying plans to a cluster.
     ("tools", &["engine", "simulate", "triage", "apply"]),
+    // The façades the binaries use instead of plugin internals: re-exports only, imported by nothing in
+    // sched-core.
+    ("façades", &["diagnosis", "volumes"]),
 ];
 
 /// sched-webhook's layers, lowest first (the same rules as [`LAYERS`]). The request arrives at the

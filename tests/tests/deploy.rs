@@ -41,10 +41,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use sched_core::framework::profile::SchedulerConfig;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_core::labels::Selector;
-use sched_core::plugins::in_tree_registry;
-use sched_core::plugins::volume_binding::pv_helpers::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
+use sched_core::volumes::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
 use sched_webhook::admission::{ClusterView, Operation};
 use sched_webhook::controller::stored_pod::Scope;
 use sched_webhook::controller::{self, ControllerConfig};

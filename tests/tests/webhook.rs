@@ -35,11 +35,9 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::{Value, json};
 
-use sched_core::framework::profile::SchedulerConfig;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_core::labels::Selector;
-use sched_core::plugins::in_tree_registry;
-use sched_core::plugins::volume_binding::ERR_REASON_BIND_CONFLICT;
-use sched_core::plugins::volume_binding::pv_helpers::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
+use sched_core::volumes::{ANN_SELECTED_NODE, ERR_REASON_BIND_CONFLICT, NOT_SUPPORTED_PROVISIONER};
 use sched_webhook::admission::{OPT_IN_KEY, OPT_IN_VALUE, Operation};
 use sched_webhook::controller::ControllerConfig;
 use sched_webhook::metrics::RequestOutcome;

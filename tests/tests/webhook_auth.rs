@@ -33,8 +33,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use sched_core::framework::profile::SchedulerConfig;
-use sched_core::plugins::in_tree_registry;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_webhook::admission::Operation;
 use sched_webhook::cache::Cache;
 use sched_webhook::certs::{self, Target};

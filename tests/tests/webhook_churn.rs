@@ -25,8 +25,7 @@ use serde_json::json;
 
 use e2e::ControlPlane;
 use e2e::fixtures::ready_node;
-use sched_core::framework::profile::SchedulerConfig;
-use sched_core::plugins::in_tree_registry;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_webhook::admission::{OPT_IN_KEY, OPT_IN_VALUE};
 use sched_webhook::health::Health;
 use sched_webhook::run::{Replica, ReplicaClients};

@@ -45,8 +45,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
-use sched_core::framework::profile::SchedulerConfig;
-use sched_core::plugins::in_tree_registry;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_webhook::admission::ClusterView;
 use sched_webhook::cache::{Cache, Writers};
 use sched_webhook::server::AppState;

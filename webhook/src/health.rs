@@ -193,8 +193,7 @@ mod tests {
 
     #[test]
     fn health_of_a_cache_is_shared_and_ready_needs_sync_and_working_watches() {
-        use sched_core::framework::profile::SchedulerConfig;
-        use sched_core::plugins::in_tree_registry;
+        use sched_core::engine::{SchedulerConfig, in_tree_registry};
         let (cache, _writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
         let (other, _other_writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));
         assert!(Arc::ptr_eq(&cache.watch_health(), &cache.watch_health()));
@@ -227,8 +226,7 @@ mod tests {
     fn a_stalled_controller_queue_fails_readiness_liveness_and_shows_in_the_metrics() {
         use kube::runtime::reflector::ObjectRef;
         use sched_core::ClusterObjects;
-        use sched_core::framework::profile::SchedulerConfig;
-        use sched_core::plugins::in_tree_registry;
+        use sched_core::engine::{SchedulerConfig, in_tree_registry};
 
         use crate::watchdog::STALL_CONTROLLER;
 

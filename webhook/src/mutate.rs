@@ -28,8 +28,8 @@ use kube::{Api, Client};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use sched_core::apply::Observed;
-use sched_core::plugins::volume_binding::pv_helpers::{claim_class, claim_volume_name};
 use sched_core::snapshot::Prune;
+use sched_core::volumes::{claim_class, claim_volume_name};
 
 use crate::admission::answer::{self, AdmissionIo};
 use crate::admission::{self, AdmissionResponse, ClusterView, Decision, Limits, Operation, RequestError};

@@ -7,8 +7,7 @@ use axum_server::tls_rustls::RustlsConfig;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use sched_core::framework::profile::SchedulerConfig;
-use sched_core::plugins::in_tree_registry;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 
 use crate::cache::Cache;
 use crate::certs::{self, Target};

@@ -15,8 +15,7 @@ use http_body_util::BodyExt;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
-use sched_core::framework::profile::SchedulerConfig;
-use sched_core::plugins::in_tree_registry;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_webhook::admission::answer::NoIo;
 use sched_webhook::cache::Cache;
 use sched_webhook::error::RequestError;

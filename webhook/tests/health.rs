@@ -23,8 +23,7 @@ use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams}
 use serde_json::{Value, json};
 
 use e2e::latency::LatencyProxy;
-use sched_core::framework::profile::SchedulerConfig;
-use sched_core::plugins::in_tree_registry;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_webhook::cache::Cache;
 use sched_webhook::certs;
 use sched_webhook::server::AppState;

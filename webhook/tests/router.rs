@@ -11,16 +11,14 @@ use tower::ServiceExt;
 
 use common::{binding_review, dead_client, pod_json, pod_review, state_with, unsynced_state};
 use sched_core::ClusterObjects;
-use sched_core::plugins::volume_binding::ERR_REASON_BIND_CONFLICT;
-use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
 use sched_core::testing::{node, pv, pvc, storage_class};
+use sched_core::volumes::{ERR_REASON_BIND_CONFLICT, NOT_SUPPORTED_PROVISIONER};
 use sched_webhook::admission::Operation;
 use sched_webhook::metrics::RequestOutcome;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use sched_core::framework::profile::SchedulerConfig;
-use sched_core::plugins::in_tree_registry;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_webhook::admission::ADMITTED_BY_KEY;
 use sched_webhook::cache::Cache;
 use sched_webhook::server::{AppState, Limits, MAX_CATCH_UP_READS, router};
@@ -167,10 +165,9 @@ async fn malformed_bodies_are_400_with_the_reason() {
 
 #[tokio::test]
 async fn oversized_bodies_are_413() {
-    let (cache, _w) =
-        sched_webhook::cache::Cache::new(sched_core::framework::profile::SchedulerConfig::default_config(
-            &sched_core::plugins::in_tree_registry(),
-        ));
+    let (cache, _w) = sched_webhook::cache::Cache::new(sched_core::engine::SchedulerConfig::default_config(
+        &sched_core::engine::in_tree_registry(),
+    ));
     let mut state = AppState::new(cache, dead_client());
     state.max_body_bytes = 1024;
     let state = std::sync::Arc::new(state);

@@ -13,11 +13,11 @@ use crate::plugins::names;
 use crate::snapshot::PodInfo;
 
 /// The plugin's registry name.
-pub const NAME: &str = names::DEFAULT_BINDER;
+pub(crate) const NAME: &str = names::DEFAULT_BINDER;
 
 /// The DefaultBinder plugin.
 #[derive(Debug, Default)]
-pub struct DefaultBinder;
+pub(crate) struct DefaultBinder;
 
 impl Plugin for DefaultBinder {
     fn name(&self) -> &'static str {
@@ -41,7 +41,7 @@ impl BindPlugin for DefaultBinder {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
     _features: &FeatureGates,

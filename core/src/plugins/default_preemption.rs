@@ -19,26 +19,16 @@ use crate::preemption::evaluator;
 use crate::snapshot::PodInfo;
 
 /// The plugin's registry name.
-pub const NAME: &str = names::DEFAULT_PREEMPTION;
+pub(crate) const NAME: &str = names::DEFAULT_PREEMPTION;
 
 // The args and the message prefix belong to the preemption it runs; kept reachable from here too.
-pub use crate::preemption::args::DefaultPreemptionArgs;
-pub use crate::preemption::{MESSAGE_PREFIX, with_prefix};
-
-/// PreEnqueue status upstream while the pod's asynchronous preemption is in flight (never returned here).
-pub const ERR_REASON_WAITING_FOR_PREEMPTION: &str = "waiting for the preemption for this pod to be finished";
+pub(crate) use crate::preemption::args::DefaultPreemptionArgs;
+pub(crate) use crate::preemption::with_prefix;
 
 /// The DefaultPreemption plugin.
 #[derive(Debug, Default)]
-pub struct DefaultPreemption {
+pub(crate) struct DefaultPreemption {
     args: DefaultPreemptionArgs,
-}
-
-impl DefaultPreemption {
-    /// The plugin's args.
-    pub fn args(&self) -> &DefaultPreemptionArgs {
-        &self.args
-    }
 }
 
 impl Plugin for DefaultPreemption {
@@ -75,7 +65,7 @@ impl PostFilterPlugin for DefaultPreemption {
 }
 
 /// Builds the plugin from its `DefaultPreemptionArgs`.
-pub fn new(
+pub(crate) fn new(
     args: Option<&serde_json::Value>,
     _handle: &Handle,
     _features: &FeatureGates,

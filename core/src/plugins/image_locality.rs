@@ -12,23 +12,23 @@ use crate::plugins::names;
 use crate::snapshot::{ImageStateSummary, NodeInfo, PodInfo};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::IMAGE_LOCALITY;
+pub(crate) const NAME: &str = names::IMAGE_LOCALITY;
 
 const MB: i64 = 1024 * 1024;
 /// Below this sum of scaled image sizes a node scores 0 (small images pull quickly anyway).
-pub const MIN_THRESHOLD: i64 = 23 * MB;
+pub(crate) const MIN_THRESHOLD: i64 = 23 * MB;
 /// Per image (container, init container or image volume): the sum is capped at this times the count.
-pub const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
+pub(crate) const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 
 /// The ImageLocality plugin. It reads the snapshot's node count, so it keeps the handle.
 #[derive(Debug)]
-pub struct ImageLocality {
+pub(crate) struct ImageLocality {
     handle: Handle,
 }
 
 /// Go's `normalizedImageName`: an image without a tag (no `:` after the last `/`) means `:latest`,
 /// which is how nodes report it. Digest references (`@sha256:…`) already contain a `:` and are kept.
-pub fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn normalized_image_name(name: &str) -> std::borrow::Cow<'_, str> {
     let last_colon = name.rfind(':');
     let last_slash = name.rfind('/');
     // Go compares LastIndex results, where "absent" is -1: no colon, or a colon before the last slash.
@@ -109,7 +109,7 @@ impl ScorePlugin for ImageLocality {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     handle: &Handle,
     _features: &FeatureGates,

@@ -32,28 +32,28 @@ use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::NODE_AFFINITY;
+pub(crate) const NAME: &str = names::NODE_AFFINITY;
 
 /// Filter reason when the node does not match the pod's nodeSelector or required node affinity.
-pub const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
+pub(crate) const ERR_REASON_POD: &str = "node(s) didn't match Pod's node affinity/selector";
 /// Filter reason when the node does not match `addedAffinity` from the plugin args.
-pub const ERR_REASON_ENFORCED: &str = "node(s) didn't match scheduler-enforced node affinity";
+pub(crate) const ERR_REASON_ENFORCED: &str = "node(s) didn't match scheduler-enforced node affinity";
 /// PreFilter reason when the required terms' `metadata.name` requirements select no node at all.
-pub const ERR_REASON_CONFLICT: &str = "pod affinity terms conflict";
+pub(crate) const ERR_REASON_CONFLICT: &str = "pod affinity terms conflict";
 
 const OBJECT_NAME_FIELD: &str = "metadata.name";
 
 /// `NodeAffinityArgs`.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct NodeAffinityArgs {
+pub(crate) struct NodeAffinityArgs {
     /// Affinity every pod must also satisfy (required) or is also scored by (preferred).
     pub added_affinity: Option<NodeAffinitySpec>,
 }
 
 /// The pod's required node selection, parsed: `spec.nodeSelector` AND the required node affinity.
 #[derive(Debug, Clone, Default)]
-pub struct RequiredNodeAffinity {
+pub(crate) struct RequiredNodeAffinity {
     node_selector: Option<Selector>,
     /// `None` when the pod has no required node affinity; a term that failed to parse is `None`.
     terms: Option<Vec<Option<NodeSelectorTermMatcher>>>,
@@ -62,7 +62,7 @@ pub struct RequiredNodeAffinity {
 impl RequiredNodeAffinity {
     /// Go's `nodeaffinity.GetRequiredNodeAffinity(pod)` (PodTopologySpread's node inclusion policy
     /// uses it too).
-    pub fn from_pod(pod: &Pod) -> Self {
+    pub(crate) fn from_pod(pod: &Pod) -> Self {
         let spec = pod.spec.as_ref();
         let node_selector = spec
             .and_then(|s| s.node_selector.as_ref())
@@ -83,7 +83,7 @@ impl RequiredNodeAffinity {
     }
 
     /// Whether the node satisfies both the nodeSelector and (some term of) the required affinity.
-    pub fn matches(&self, node: &Node) -> bool {
+    pub(crate) fn matches(&self, node: &Node) -> bool {
         let labels = node_labels(node);
         if let Some(sel) = &self.node_selector
             && !sel.matches(labels)
@@ -102,13 +102,13 @@ impl RequiredNodeAffinity {
 
 /// A strictly parsed `NodeSelector` (Go's `nodeaffinity.NewNodeSelector`): any bad term is an error.
 #[derive(Debug, Clone, Default)]
-pub struct StrictNodeSelector {
+pub(crate) struct StrictNodeSelector {
     terms: Vec<NodeSelectorTermMatcher>,
 }
 
 impl StrictNodeSelector {
     /// Parses every non-empty term.
-    pub fn parse(ns: &NodeSelector) -> Result<Self, String> {
+    pub(crate) fn parse(ns: &NodeSelector) -> Result<Self, String> {
         let terms = ns
             .node_selector_terms
             .iter()
@@ -120,7 +120,7 @@ impl StrictNodeSelector {
     }
 
     /// Whether any term matches.
-    pub fn matches(&self, node: &Node) -> bool {
+    pub(crate) fn matches(&self, node: &Node) -> bool {
         let name = node.metadata.name.as_deref().unwrap_or("");
         self.terms.iter().any(|t| t.matches(node_labels(node), name))
     }
@@ -128,13 +128,13 @@ impl StrictNodeSelector {
 
 /// Parsed preferred terms with their weights (Go's `nodeaffinity.PreferredSchedulingTerms`).
 #[derive(Debug, Clone, Default)]
-pub struct PreferredSchedulingTerms {
+pub(crate) struct PreferredSchedulingTerms {
     terms: Vec<(NodeSelectorTermMatcher, i64)>,
 }
 
 impl PreferredSchedulingTerms {
     /// Parses the terms, dropping zero-weight and empty ones; any bad term is an error.
-    pub fn parse(terms: &[PreferredSchedulingTerm]) -> Result<Self, String> {
+    pub(crate) fn parse(terms: &[PreferredSchedulingTerm]) -> Result<Self, String> {
         let terms = terms
             .iter()
             .enumerate()
@@ -149,7 +149,7 @@ impl PreferredSchedulingTerms {
     }
 
     /// The sum of the weights of the terms the node matches.
-    pub fn score(&self, node: &Node) -> i64 {
+    pub(crate) fn score(&self, node: &Node) -> i64 {
         let name = node.metadata.name.as_deref().unwrap_or("");
         self.terms
             .iter()
@@ -222,27 +222,27 @@ fn is_dns1123_subdomain(s: &str) -> bool {
 
 /// PreFilter's parsed required node selection.
 #[derive(Debug, Clone)]
-pub struct PreFilterState {
+pub(crate) struct PreFilterState {
     /// nodeSelector AND required node affinity.
     pub required: RequiredNodeAffinity,
 }
 
 /// Where PreFilter leaves its state.
-pub const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodeAffinity");
+pub(crate) const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodeAffinity");
 
 /// PreScore's parsed preferred terms of the pod.
 #[derive(Debug, Clone)]
-pub struct PreScoreState {
+pub(crate) struct PreScoreState {
     /// `None` when the pod has no preferred node affinity.
     pub preferred: Option<PreferredSchedulingTerms>,
 }
 
 /// Where PreScore leaves its state.
-pub const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreNodeAffinity");
+pub(crate) const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreNodeAffinity");
 
 /// The NodeAffinity plugin.
 #[derive(Debug, Clone, Default)]
-pub struct NodeAffinity {
+pub(crate) struct NodeAffinity {
     added_node_selector: Option<StrictNodeSelector>,
     added_preferred: Option<PreferredSchedulingTerms>,
 }
@@ -401,7 +401,7 @@ fn invalid(message: String) -> PluginError {
 }
 
 /// Builds the plugin from `NodeAffinityArgs`; invalid `addedAffinity` terms are an error.
-pub fn new(
+pub(crate) fn new(
     args: Option<&serde_json::Value>,
     _handle: &Handle,
     _features: &FeatureGates,

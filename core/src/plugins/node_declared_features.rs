@@ -22,14 +22,14 @@ use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::NODE_DECLARED_FEATURES;
+pub(crate) const NAME: &str = names::NODE_DECLARED_FEATURES;
 
 /// Filter reason when the node lacks a feature the pod requires.
-pub const ERR_REASON_UNSATISFIED_REQUIREMENTS: &str = "node(s) didn't match Pod's required features";
+pub(crate) const ERR_REASON_UNSATISFIED_REQUIREMENTS: &str = "node(s) didn't match Pod's required features";
 
 /// Feature names of the v1.37 registry, sorted bytewise as the Go feature mapper sorts them; a
 /// feature's index is its bit in a [`FeatureSet`].
-pub const KNOWN_FEATURES: [&str; 9] = [
+pub(crate) const KNOWN_FEATURES: [&str; 9] = [
     FEATURE_DRA_NODE_ALLOCATABLE_RESOURCES,
     FEATURE_DRA_OPTIONAL_NODE_OPERATIONS,
     FEATURE_EXTEND_WEBSOCKETS_TO_KUBELET,
@@ -42,27 +42,27 @@ pub const KNOWN_FEATURES: [&str; 9] = [
 ];
 
 /// DRA node allocatable resources.
-pub const FEATURE_DRA_NODE_ALLOCATABLE_RESOURCES: &str = "DRANodeAllocatableResources";
+pub(crate) const FEATURE_DRA_NODE_ALLOCATABLE_RESOURCES: &str = "DRANodeAllocatableResources";
 /// DRA optional node operations.
-pub const FEATURE_DRA_OPTIONAL_NODE_OPERATIONS: &str = "DRAOptionalNodeOperations";
+pub(crate) const FEATURE_DRA_OPTIONAL_NODE_OPERATIONS: &str = "DRAOptionalNodeOperations";
 /// WebSockets to the kubelet.
-pub const FEATURE_EXTEND_WEBSOCKETS_TO_KUBELET: &str = "ExtendWebSocketsToKubelet";
+pub(crate) const FEATURE_EXTEND_WEBSOCKETS_TO_KUBELET: &str = "ExtendWebSocketsToKubelet";
 /// In-place resize of pod-level resources.
-pub const FEATURE_IPPR_POD_LEVEL_RESOURCES: &str = "InPlacePodLevelResourcesVerticalScaling";
+pub(crate) const FEATURE_IPPR_POD_LEVEL_RESOURCES: &str = "InPlacePodLevelResourcesVerticalScaling";
 /// In-place resize of non-sidecar init containers.
-pub const FEATURE_IPPR_INIT_CONTAINERS: &str = "InPlacePodVerticalScalingInitContainers";
+pub(crate) const FEATURE_IPPR_INIT_CONTAINERS: &str = "InPlacePodVerticalScalingInitContainers";
 /// In-place resize of memory-backed emptyDir volumes.
-pub const FEATURE_IPPR_MEMORY_BACKED_VOLUMES: &str = "InPlacePodVerticalScalingMemoryBackedVolumes";
+pub(crate) const FEATURE_IPPR_MEMORY_BACKED_VOLUMES: &str = "InPlacePodVerticalScalingMemoryBackedVolumes";
 /// The `RestartAllContainers` container restart rule action.
-pub const FEATURE_RESTART_ALL_CONTAINERS: &str = "RestartAllContainersOnContainerExits";
+pub(crate) const FEATURE_RESTART_ALL_CONTAINERS: &str = "RestartAllContainersOnContainerExits";
 /// Host networking in a user namespace.
-pub const FEATURE_USER_NAMESPACES_HOST_NETWORK: &str = "UserNamespacesHostNetworkSupport";
+pub(crate) const FEATURE_USER_NAMESPACES_HOST_NETWORK: &str = "UserNamespacesHostNetworkSupport";
 /// `bindMountOptions` on volume mounts.
-pub const FEATURE_VOLUME_BIND_MOUNT_OPTIONS: &str = "VolumeBindMountOptions";
+pub(crate) const FEATURE_VOLUME_BIND_MOUNT_OPTIONS: &str = "VolumeBindMountOptions";
 
 /// A set of known features, one bit per index of [`KNOWN_FEATURES`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct FeatureSet(u32);
+pub(crate) struct FeatureSet(u32);
 
 impl FeatureSet {
     fn with(self, feature: &str) -> Self {
@@ -73,17 +73,18 @@ impl FeatureSet {
     }
 
     /// True when no feature is in the set.
-    pub fn is_empty(self) -> bool {
+    pub(crate) fn is_empty(self) -> bool {
         self.0 == 0
     }
 
     /// True when every feature of `self` is in `other`.
-    pub fn is_subset(self, other: FeatureSet) -> bool {
+    pub(crate) fn is_subset(self, other: FeatureSet) -> bool {
         self.0 & !other.0 == 0
     }
 
     /// The feature names, in registry order.
-    pub fn names(self) -> Vec<&'static str> {
+    #[cfg(test)]
+    pub(crate) fn names(self) -> Vec<&'static str> {
         KNOWN_FEATURES
             .iter()
             .enumerate()
@@ -96,7 +97,7 @@ impl FeatureSet {
 /// Go's `FeatureMapper.TryMap` of `node.status.declaredFeatures`: unknown names are ignored. Like Go
 /// it walks the list as sorted (the kubelet publishes it sorted), so a known name that appears after
 /// a greater one is not seen.
-pub fn node_declared_features(node: &Node) -> FeatureSet {
+pub(crate) fn node_declared_features(node: &Node) -> FeatureSet {
     let declared = node
         .status
         .as_ref()
@@ -120,7 +121,7 @@ pub fn node_declared_features(node: &Node) -> FeatureSet {
 }
 
 /// Go's `InferForPodScheduling` over the v1.37 registry: the features the pod needs from its node.
-pub fn pod_required_features(spec: &PodSpec) -> FeatureSet {
+pub(crate) fn pod_required_features(spec: &PodSpec) -> FeatureSet {
     let mut set = FeatureSet::default();
 
     let restart_all = spec
@@ -161,17 +162,18 @@ pub fn pod_required_features(spec: &PodSpec) -> FeatureSet {
 
 /// The features the pod requires, computed once in PreFilter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct PreFilterState {
+pub(crate) struct PreFilterState {
     /// Required features (never empty: PreFilter Skips otherwise).
     pub required: FeatureSet,
 }
 
 /// Where PreFilter leaves its state.
-pub const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodeDeclaredFeatures");
+pub(crate) const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> =
+    StateKey::new("PreFilterNodeDeclaredFeatures");
 
 /// The NodeDeclaredFeatures plugin.
 #[derive(Debug, Default)]
-pub struct NodeDeclaredFeatures;
+pub(crate) struct NodeDeclaredFeatures;
 
 impl Plugin for NodeDeclaredFeatures {
     fn name(&self) -> &'static str {
@@ -223,7 +225,7 @@ impl FilterPlugin for NodeDeclaredFeatures {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
     _features: &FeatureGates,

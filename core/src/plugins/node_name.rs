@@ -13,17 +13,17 @@ use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::NODE_NAME;
+pub(crate) const NAME: &str = names::NODE_NAME;
 
 /// Filter reason for a node other than the requested one.
-pub const ERR_REASON: &str = "node(s) didn't match the requested node name";
+pub(crate) const ERR_REASON: &str = "node(s) didn't match the requested node name";
 
 /// The NodeName plugin.
 #[derive(Debug, Default)]
-pub struct NodeName;
+pub(crate) struct NodeName;
 
 /// Go's `nodename.Fits`: no node name requested, or this is the node.
-pub fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
+pub(crate) fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
     let wanted = pod.node_name();
     wanted.is_empty() || wanted == node.name()
 }
@@ -69,7 +69,7 @@ impl FilterPlugin for NodeName {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
     _features: &FeatureGates,

@@ -13,21 +13,21 @@ use crate::snapshot::node_info::{HostPort, HostPortInfo};
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::NODE_PORTS;
+pub(crate) const NAME: &str = names::NODE_PORTS;
 
 /// Filter reason when a wanted host port is already in use.
-pub const ERR_REASON: &str = "node(s) didn't have free ports for the requested pod ports";
+pub(crate) const ERR_REASON: &str = "node(s) didn't have free ports for the requested pod ports";
 
 /// The host ports (ip, protocol, port) the pod wants.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreFilterState(pub Vec<HostPort>);
+pub(crate) struct PreFilterState(pub Vec<HostPort>);
 
 /// Where PreFilter leaves the wanted ports.
-pub const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodePorts");
+pub(crate) const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodePorts");
 
 /// The NodePorts plugin.
 #[derive(Debug, Default)]
-pub struct NodePorts;
+pub(crate) struct NodePorts;
 
 fn fits_ports(wanted: &[HostPort], in_use: &HostPortInfo) -> bool {
     wanted
@@ -36,14 +36,15 @@ fn fits_ports(wanted: &[HostPort], in_use: &HostPortInfo) -> bool {
 }
 
 /// Go's `nodeports.Fits`: none of the pod's host ports conflicts with the node's used ports.
-pub fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
+#[cfg(test)]
+pub(crate) fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
     fits_ports(&pod.host_ports, &node.used_ports)
 }
 
 /// Go's queueing hint for AssignedPod/Delete (`isSchedulableAfterAssignedPodDeleted`): the deletion
 /// can only help a pod this plugin rejected when the deleted pod was placed or nominated and held one
 /// of the host ports the pod wants.
-pub fn is_schedulable_after_assigned_pod_deleted(pod: &PodInfo, deleted: &PodInfo) -> bool {
+pub(crate) fn is_schedulable_after_assigned_pod_deleted(pod: &PodInfo, deleted: &PodInfo) -> bool {
     if deleted.node_name().is_empty() && deleted.nominated_node_name().is_empty() {
         return false;
     }
@@ -101,7 +102,7 @@ impl FilterPlugin for NodePorts {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
     _features: &FeatureGates,

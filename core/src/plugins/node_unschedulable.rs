@@ -21,16 +21,14 @@ use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::NODE_UNSCHEDULABLE;
+pub(crate) const NAME: &str = names::NODE_UNSCHEDULABLE;
 
 /// Filter reason for a cordoned node the pod does not tolerate.
-pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
-/// Declared upstream for nodes with unknown conditions; no v1.37 code path returns it.
-pub const ERR_REASON_UNKNOWN_CONDITION: &str = "node(s) had unknown conditions";
+pub(crate) const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
 
 /// The NodeUnschedulable plugin.
 #[derive(Debug, Default)]
-pub struct NodeUnschedulable;
+pub(crate) struct NodeUnschedulable;
 
 impl Plugin for NodeUnschedulable {
     fn name(&self) -> &'static str {
@@ -81,7 +79,7 @@ impl FilterPlugin for NodeUnschedulable {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
     _features: &FeatureGates,

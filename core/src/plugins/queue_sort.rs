@@ -14,11 +14,11 @@ use crate::plugins::names;
 use crate::snapshot::PodInfo;
 
 /// The plugin's registry name.
-pub const NAME: &str = names::PRIORITY_SORT;
+pub(crate) const NAME: &str = names::PRIORITY_SORT;
 
 /// The PrioritySort plugin.
 #[derive(Debug, Default)]
-pub struct PrioritySort;
+pub(crate) struct PrioritySort;
 
 impl Plugin for PrioritySort {
     fn name(&self) -> &'static str {
@@ -37,7 +37,7 @@ impl QueueSortPlugin for PrioritySort {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
     _features: &FeatureGates,

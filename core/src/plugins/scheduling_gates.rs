@@ -11,7 +11,7 @@ use crate::plugins::names;
 use crate::snapshot::PodInfo;
 
 /// The plugin's registry name.
-pub const NAME: &str = names::SCHEDULING_GATES;
+pub(crate) const NAME: &str = names::SCHEDULING_GATES;
 
 /// The reason prefix; the gate names follow as Go prints a `[]string` (`[g1 g2]`).
 pub const ERR_REASON_WAITING_FOR_GATES: &str = "waiting for scheduling gates";
@@ -23,7 +23,7 @@ pub const SCHEDULING_GATED_MESSAGE: &str = "Scheduling is blocked due to non-emp
 
 /// The SchedulingGates plugin.
 #[derive(Debug, Default)]
-pub struct SchedulingGates;
+pub(crate) struct SchedulingGates;
 
 impl Plugin for SchedulingGates {
     fn name(&self) -> &'static str {
@@ -54,7 +54,7 @@ impl PreEnqueuePlugin for SchedulingGates {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
     _features: &FeatureGates,

@@ -19,7 +19,7 @@ use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::SELECTOR_SPREAD;
+pub(crate) const NAME: &str = names::SELECTOR_SPREAD;
 
 /// With zone information, zone spreading gets 2/3 of the score and node spreading 1/3.
 const ZONE_WEIGHTING: f64 = 2.0 / 3.0;
@@ -34,12 +34,12 @@ struct PreScoreState {
 
 /// The SelectorSpread plugin.
 #[derive(Debug)]
-pub struct SelectorSpread {
+pub(crate) struct SelectorSpread {
     snapshot: Arc<Snapshot>,
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     handle: &Handle,
     _features: &FeatureGates,

@@ -27,26 +27,24 @@ use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::TAINT_TOLERATION;
+pub(crate) const NAME: &str = names::TAINT_TOLERATION;
 
 /// Filter reason when the node has a NoSchedule/NoExecute taint the pod does not tolerate.
-pub const ERR_REASON_UNTOLERATED: &str = "node(s) had untolerated taint(s)";
-/// Declared upstream as `ErrReasonNotMatch`; v1.37.1's Filter does not return it.
-pub const ERR_REASON_NOT_MATCH: &str = "node(s) had taints that the pod didn't tolerate";
+pub(crate) const ERR_REASON_UNTOLERATED: &str = "node(s) had untolerated taint(s)";
 
 /// The pod's tolerations that can tolerate PreferNoSchedule taints (empty effect or PreferNoSchedule).
 #[derive(Debug, Clone, PartialEq)]
-pub struct PreScoreState {
+pub(crate) struct PreScoreState {
     /// Those tolerations.
     pub tolerations_prefer_no_schedule: Vec<Toleration>,
 }
 
 /// Where PreScore leaves its state.
-pub const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreTaintToleration");
+pub(crate) const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreTaintToleration");
 
 /// The TaintToleration plugin.
 #[derive(Debug, Default)]
-pub struct TaintToleration;
+pub(crate) struct TaintToleration;
 
 fn prefer_no_schedule_tolerations(pod: &PodInfo) -> Vec<Toleration> {
     pod_tolerations(&pod.pod)
@@ -153,7 +151,7 @@ impl ScorePlugin for TaintToleration {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
     _features: &FeatureGates,

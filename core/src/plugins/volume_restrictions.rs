@@ -18,19 +18,19 @@ use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot, namespaced_key};
 
 /// The plugin's name.
-pub const NAME: &str = names::VOLUME_RESTRICTIONS;
+pub(crate) const NAME: &str = names::VOLUME_RESTRICTIONS;
 
 /// An in-tree disk of the pod is mounted by another pod on the node in a conflicting way.
-pub const ERR_REASON_DISK_CONFLICT: &str = "node(s) had no available disk";
+pub(crate) const ERR_REASON_DISK_CONFLICT: &str = "node(s) had no available disk";
 /// A ReadWriteOncePod claim of the pod is already used by another pod.
-pub const ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: &str = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod";
+pub(crate) const ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: &str = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod";
 
 /// The access mode that allows a single pod.
 const READ_WRITE_ONCE_POD: &str = "ReadWriteOncePod";
 
 /// The pod's ReadWriteOncePod claims and how many scheduled pods use them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PreFilterState {
+pub(crate) struct PreFilterState {
     /// Names of the pod's claims with the ReadWriteOncePod access mode.
     pub read_write_once_pod_pvcs: Arc<BTreeSet<String>>,
     /// References to those claims by scheduled pods (adjusted by AddPod/RemovePod).
@@ -51,16 +51,17 @@ impl PreFilterState {
 }
 
 /// PreFilter state key.
-pub const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterVolumeRestrictions");
+pub(crate) const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> =
+    StateKey::new("PreFilterVolumeRestrictions");
 
 /// The VolumeRestrictions plugin.
 #[derive(Debug)]
-pub struct VolumeRestrictions {
+pub(crate) struct VolumeRestrictions {
     snapshot: Arc<Snapshot>,
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     handle: &Handle,
     _features: &FeatureGates,
@@ -141,7 +142,7 @@ fn satisfies_volume_conflicts(pod: &Pod, node: &NodeInfo) -> bool {
 /// Go's queueing hint for AssignedPod/Delete (`isSchedulableAfterAssignedPodDeleted`): a deleted pod
 /// of the same namespace helps when one of its volumes conflicts with the pod's, or when it used a
 /// claim the pod uses (ReadWriteOncePod; upstream does not fetch the claim to check the mode).
-pub fn is_schedulable_after_assigned_pod_deleted(pod: &PodInfo, deleted: &PodInfo) -> bool {
+pub(crate) fn is_schedulable_after_assigned_pod_deleted(pod: &PodInfo, deleted: &PodInfo) -> bool {
     if deleted.namespace() != pod.namespace() {
         return false;
     }

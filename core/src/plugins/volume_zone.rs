@@ -16,19 +16,19 @@ use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
 /// The plugin's name.
-pub const NAME: &str = names::VOLUME_ZONE;
+pub(crate) const NAME: &str = names::VOLUME_ZONE;
 
 /// The node is outside the zones/regions of the pod's volumes.
-pub const ERR_REASON_CONFLICT: &str = "node(s) had no available volume zone";
+pub(crate) const ERR_REASON_CONFLICT: &str = "node(s) had no available volume zone";
 
 /// `failure-domain.beta.kubernetes.io/zone`.
-pub const LABEL_FAILURE_DOMAIN_BETA_ZONE: &str = "failure-domain.beta.kubernetes.io/zone";
+pub(crate) const LABEL_FAILURE_DOMAIN_BETA_ZONE: &str = "failure-domain.beta.kubernetes.io/zone";
 /// `failure-domain.beta.kubernetes.io/region`.
-pub const LABEL_FAILURE_DOMAIN_BETA_REGION: &str = "failure-domain.beta.kubernetes.io/region";
+pub(crate) const LABEL_FAILURE_DOMAIN_BETA_REGION: &str = "failure-domain.beta.kubernetes.io/region";
 /// `topology.kubernetes.io/zone`.
-pub const LABEL_TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
+pub(crate) const LABEL_TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
 /// `topology.kubernetes.io/region`.
-pub const LABEL_TOPOLOGY_REGION: &str = "topology.kubernetes.io/region";
+pub(crate) const LABEL_TOPOLOGY_REGION: &str = "topology.kubernetes.io/region";
 
 /// The topology labels checked, in upstream's order.
 const TOPOLOGY_LABELS: [&str; 4] = [
@@ -48,7 +48,7 @@ const WAIT_FOR_FIRST_CONSUMER: &str = "WaitForFirstConsumer";
 
 /// One topology label of a bound PV: the key and the zones/regions it allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PvTopology {
+pub(crate) struct PvTopology {
     /// The PV.
     pub pv_name: String,
     /// The label key.
@@ -59,22 +59,22 @@ pub struct PvTopology {
 
 /// The pod's PV topologies, computed once per cycle.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PreFilterState {
+pub(crate) struct PreFilterState {
     /// One entry per topology label of every bound PV of the pod.
     pub pod_pv_topologies: Arc<Vec<PvTopology>>,
 }
 
 /// PreFilter state key.
-pub const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterVolumeZone");
+pub(crate) const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterVolumeZone");
 
 /// The VolumeZone plugin.
 #[derive(Debug)]
-pub struct VolumeZone {
+pub(crate) struct VolumeZone {
     snapshot: Arc<Snapshot>,
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     handle: &Handle,
     _features: &FeatureGates,

@@ -11,12 +11,9 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{NodeSelector, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
-use sched_core::engine::Engine;
-use sched_core::framework::profile::SchedulerConfig;
+use sched_core::engine::{Engine, SchedulerConfig, in_tree_registry, schedule};
 use sched_core::labels::{Labels, NodeSelectorMatcher, Requirement, Selector};
-use sched_core::plugins::in_tree_registry;
 use sched_core::resource::{parse_milli_value, parse_value};
-use sched_core::schedule::schedule;
 use sched_core::snapshot::load::{ListSplitter, load_bytes, write_list_json};
 use sched_core::{ClusterObjects, PodInfo, Snapshot};
 

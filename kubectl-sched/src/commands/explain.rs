@@ -5,12 +5,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use sched_core::engine::{
+    CycleState, DryRunOptions, FilterVerdict, Framework, NodeToStatus, dry_run, schedule, schedule_cycle,
+};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome, ScoreView};
-use sched_core::framework::cycle_state::CycleState;
-use sched_core::framework::interface::NodeToStatus;
-use sched_core::framework::runtime::{FilterVerdict, Framework};
-use sched_core::preemption::{DryRunOptions, dry_run};
-use sched_core::schedule::{schedule, schedule_cycle};
 use sched_core::{ClusterObjects, Code, Engine, PodInfo, Snapshot};
 use serde::Serialize;
 
@@ -139,7 +137,7 @@ pub struct ExplainReport {
     /// For a pod with ResourceClaims that does not fit: every claim's and request's device counts per
     /// node, and why (the hints repeat its conclusions).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub dra: Option<sched_core::plugins::dynamic_resources::diagnose::Diagnosis>,
+    pub dra: Option<sched_core::diagnosis::Diagnosis>,
     /// For a pending pod named on the command line (not `-f`'s, not with what-if flags): why it is
     /// still Pending, where kube-scheduler's last word and the verdict now differ (see
     /// `still_pending`).
@@ -387,7 +385,7 @@ fn explain_one(
     // The claim-by-claim story matters when the pod does not fit; when it fits, the devices it would
     // get are in `claim_allocations`.
     let dra = (basis.outcome != Outcome::Scheduled)
-        .then(|| sched_core::plugins::dynamic_resources::diagnose::diagnose(&snapshot, &basis_pod))
+        .then(|| sched_core::diagnosis::diagnose(&snapshot, &basis_pod))
         .flatten();
     if let Some(note) = generated_note {
         hints.insert(

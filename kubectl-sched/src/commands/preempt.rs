@@ -14,10 +14,10 @@
 
 use sched_core::action::Action;
 use sched_core::apply::{ActionResult, ApplyOptions, Outcome as ApplyOutcome};
+use sched_core::engine::{
+    DryRunOptions, NOT_ELIGIBLE_TERMINATING_POD, PreemptionResult, VictimRemoval, dry_run, schedule_cycle,
+};
 use sched_core::explain::Outcome;
-use sched_core::preemption::evaluator::NOT_ELIGIBLE_TERMINATING_POD;
-use sched_core::preemption::{DryRunOptions, PreemptionResult, VictimRemoval, dry_run};
-use sched_core::schedule::schedule_cycle;
 use sched_core::{ClusterObjects, Engine, PodInfo};
 use serde::Serialize;
 

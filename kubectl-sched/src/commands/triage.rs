@@ -11,10 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
+use sched_core::engine::{Framework, ScheduleOptions, reason_histogram, schedule_cycle};
 use sched_core::explain::{Explanation, Outcome};
-use sched_core::framework::runtime::Framework;
 use sched_core::labels::{Selector, SelectorSyntaxError};
-use sched_core::schedule::{ScheduleOptions, reason_histogram, schedule_cycle};
 use sched_core::snapshot::PodDetail;
 use sched_core::triage::{Workload, WorkloadError, WorkloadIndex, group_by_shape, parse_workload};
 use sched_core::{Engine, PodInfo, Snapshot};

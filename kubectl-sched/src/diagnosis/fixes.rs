@@ -10,13 +10,10 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Taint;
 use rayon::prelude::*;
+use sched_core::diagnosis::{DeviceClassResolver, Shortfall, pod_tolerations, shortfall_with_dra};
+use sched_core::engine::{CycleState, Framework};
 use sched_core::explain::Explanation;
-use sched_core::framework::cycle_state::CycleState;
-use sched_core::framework::runtime::Framework;
-use sched_core::plugins::dynamic_resources::DeviceClassResolver;
-use sched_core::plugins::helper::taints::pod_tolerations;
 use sched_core::plugins::names;
-use sched_core::plugins::node_resources::{Shortfall, shortfall_with_dra};
 use sched_core::resource::{PODS, format_amount};
 use sched_core::{PodInfo, Snapshot};
 use serde::Serialize;
@@ -290,7 +287,7 @@ fn add_toleration(pod: &PodInfo, snapshot: &Snapshot, nodes: &[&str]) -> Vec<Fix
 mod tests {
     use super::*;
     use sched_core::Engine;
-    use sched_core::schedule::{ScheduleOptions, schedule_cycle};
+    use sched_core::engine::{ScheduleOptions, schedule_cycle};
     use sched_core::testing::{node, pod};
     use std::sync::Arc;
 

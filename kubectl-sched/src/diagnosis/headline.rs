@@ -2,8 +2,8 @@
 //! message for an unschedulable pod, where a schedulable one would go, and a gated pod's gates in the
 //! words of its PodScheduled condition.
 
+use sched_core::diagnosis::{ERR_REASON_WAITING_FOR_GATES, SCHEDULING_GATED_MESSAGE};
 use sched_core::explain::{Explanation, Outcome};
-use sched_core::plugins::scheduling_gates::{ERR_REASON_WAITING_FOR_GATES, SCHEDULING_GATED_MESSAGE};
 
 use crate::diagnosis::hints::{MAX_NAMES, name_list};
 

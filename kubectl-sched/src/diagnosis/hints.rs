@@ -5,15 +5,13 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Taint;
-use sched_core::explain::{Explanation, Outcome};
-use sched_core::framework::cycle_state::CycleState;
-use sched_core::framework::runtime::{FilterVerdict, Framework};
-use sched_core::plugins::dynamic_resources::DeviceClassResolver;
-use sched_core::plugins::helper::taints::{
-    do_not_schedule_taints_filter, node_taints, pod_tolerations, tolerations_tolerate_taint,
+use sched_core::diagnosis::{
+    DeviceClassResolver, Shortfall, do_not_schedule_taints_filter, node_taints, pod_tolerations,
+    shortfall_with_dra, tolerations_tolerate_taint,
 };
+use sched_core::engine::{CycleState, FilterVerdict, Framework};
+use sched_core::explain::{Explanation, Outcome};
 use sched_core::plugins::names;
-use sched_core::plugins::node_resources::{Shortfall, shortfall_with_dra};
 use sched_core::resource::{PODS, format_amount};
 use sched_core::{NodeInfo, PodInfo, Snapshot, Status};
 use serde::Serialize;

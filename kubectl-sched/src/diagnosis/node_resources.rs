@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use sched_core::plugins::node_resources::fit::compute_pod_resource_request;
+use sched_core::diagnosis::compute_pod_resource_request;
 use sched_core::resource::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource};
 use sched_core::{NodeInfo, PodInfo};
 use serde::Serialize;

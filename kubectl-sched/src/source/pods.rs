@@ -8,9 +8,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use sched_core::admission::admit;
-use sched_core::engine::{EngineError, UnknownProfile};
-use sched_core::framework::profile::ProfileError;
-use sched_core::framework::runtime::ResolvedProfile;
+use sched_core::engine::{EngineError, ProfileError, ResolvedProfile, UnknownProfile};
 use sched_core::snapshot::is_terminal;
 use sched_core::snapshot::load::check_pod;
 use sched_core::{ClusterObjects, Engine, PodInfo, Snapshot};

@@ -37,9 +37,8 @@ impl InProcessReplica {
     /// Starts replica `identity` against `cp`; its writes go to `write_url` when given (a proxy),
     /// its lists, watches and Lease straight to the API server.
     fn start(cp: &ControlPlane, identity: &str, write_url: Option<String>) -> Result<Self> {
-        use sched_core::framework::profile::SchedulerConfig;
+        use sched_core::engine::{SchedulerConfig, in_tree_registry};
         use sched_core::labels::Selector;
-        use sched_core::plugins::in_tree_registry;
         use sched_webhook::controller::{self, ControllerConfig, stored_pod::Scope};
         use sched_webhook::run::{Replica, ReplicaClients};
 
@@ -266,7 +265,7 @@ async fn etcd_stopped_the_webhook_answers_in_time_and_fails_open() -> Result<()>
 /// annotation (one write; the claimRef counts as already done).
 #[tokio::test]
 async fn webhook_killed_mid_prebinding_is_repaired_by_the_next_replica() -> Result<()> {
-    use sched_core::plugins::volume_binding::pv_helpers::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
+    use sched_core::volumes::{ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER};
 
     let _turn = TURN.lock().await;
     let c = Cluster::start(

@@ -23,10 +23,9 @@ use kube::{Api, Client};
 use serde_json::{Value, json};
 use tokio::sync::OnceCell;
 
-use sched_core::framework::profile::SchedulerConfig;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_core::labels::Selector;
-use sched_core::plugins::in_tree_registry;
-use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
+use sched_core::volumes::NOT_SUPPORTED_PROVISIONER;
 use sched_webhook::admission::Operation;
 use sched_webhook::certs::{self, Target};
 use sched_webhook::controller::stored_pod::Scope;

@@ -452,8 +452,8 @@ fn respond(request: &AdmissionRequest, decision: Decision) -> AdmissionResponse 
 #[cfg(test)]
 mod tests {
     use sched_core::ClusterObjects;
-    use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
     use sched_core::testing::{node, pod, pv, pvc, storage_class};
+    use sched_core::volumes::NOT_SUPPORTED_PROVISIONER;
     use serde_json::{Value, json};
 
     use super::*;

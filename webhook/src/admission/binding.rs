@@ -16,8 +16,8 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use sched_core::action::{Action, ObjectRef};
-use sched_core::framework::cycle_state::CycleState;
-use sched_core::plugins::volume_binding::find_pod_volumes;
+use sched_core::engine::CycleState;
+use sched_core::volumes::find_pod_volumes;
 use sched_core::{Code, PodInfo};
 
 use super::pod_create::{conflict_message, prebind_plan};

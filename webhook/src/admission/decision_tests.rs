@@ -11,11 +11,11 @@ use serde_json::Value;
 use sched_core::ClusterObjects;
 use sched_core::action::Action;
 use sched_core::labels::NodeSelectorMatcher;
-use sched_core::plugins::volume_binding::pv_helpers::{
-    ANN_SELECTED_NODE, NOT_SUPPORTED_PROVISIONER, bind_volume_to_claim,
-};
-use sched_core::plugins::volume_binding::{ERR_REASON_BIND_CONFLICT, ERR_REASON_NODE_CONFLICT};
 use sched_core::testing::{PvBuilder, PvcBuilder, node, pod, pv, pvc, storage_class};
+use sched_core::volumes::{
+    ANN_SELECTED_NODE, ERR_REASON_BIND_CONFLICT, ERR_REASON_NODE_CONFLICT, NOT_SUPPORTED_PROVISIONER,
+    bind_volume_to_claim,
+};
 
 use super::*;
 
@@ -527,8 +527,8 @@ fn pods_of_a_scheduler_without_a_profile_are_left_alone_but_their_bindings_are_c
         "the controller's path leaves it alone too, without a warning"
     );
     // The same pod under a configuration that runs a profile of that name is pre-bound.
-    let registry = sched_core::plugins::in_tree_registry();
-    let config = sched_core::framework::profile::SchedulerConfig::from_str(
+    let registry = sched_core::engine::in_tree_registry();
+    let config = sched_core::engine::SchedulerConfig::from_str(
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n\
          - schedulerName: my-scheduler\n",
         "test",
@@ -577,8 +577,7 @@ fn nominations_of_another_schedulers_pods_are_left_to_it() {
 /// count`). Checked on the reflector cache the webhook runs with, and on the static view.
 #[test]
 fn a_volume_attachment_filling_the_attach_limit_makes_a_nomination_stale() {
-    use sched_core::framework::profile::SchedulerConfig;
-    use sched_core::plugins::in_tree_registry;
+    use sched_core::engine::{SchedulerConfig, in_tree_registry};
     use sched_core::testing::{csi_node, volume_attachment};
 
     use crate::cache::Cache;

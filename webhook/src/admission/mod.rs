@@ -317,16 +317,15 @@ pub fn pod_claims(pod: &Pod) -> Vec<(String, bool)> {
     pod.spec
         .iter()
         .flat_map(|s| s.volumes.iter().flatten())
-        .filter_map(|v| sched_core::plugins::volume_binding::pv_helpers::volume_claim_name(pod, v))
+        .filter_map(|v| sched_core::volumes::volume_claim_name(pod, v))
         .collect()
 }
 
 /// True when every claim the pod uses exists and is fully bound (nothing for PreBind to do).
 pub fn claims_all_bound(pod: &Pod, lookup: impl Fn(&str) -> Option<Arc<PersistentVolumeClaim>>) -> bool {
-    pod_claims(pod).iter().all(|(name, _)| {
-        lookup(name)
-            .is_some_and(|c| sched_core::plugins::volume_binding::pv_helpers::is_claim_fully_bound(&c))
-    })
+    pod_claims(pod)
+        .iter()
+        .all(|(name, _)| lookup(name).is_some_and(|c| sched_core::volumes::is_claim_fully_bound(&c)))
 }
 
 #[cfg(test)]

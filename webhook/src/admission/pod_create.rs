@@ -16,11 +16,11 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use sched_core::action::Action;
-use sched_core::engine::EngineError;
+use sched_core::engine::{EngineError, ScheduleOptions, schedule};
 use sched_core::explain::Outcome;
-use sched_core::plugins::volume_binding::pv_helpers::{bind_volume_to_claim, selected_node};
-use sched_core::plugins::volume_binding::{PodVolumes, find_pod_volumes, prebind_actions};
-use sched_core::schedule::{ScheduleOptions, schedule};
+use sched_core::volumes::{
+    PodVolumes, bind_volume_to_claim, find_pod_volumes, prebind_actions, selected_node,
+};
 use sched_core::{Code, PodInfo};
 
 use super::affinity::{affinity_patch, pv_restriction};

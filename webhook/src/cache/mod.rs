@@ -40,7 +40,7 @@ use kube::runtime::reflector::Store;
 use kube::runtime::reflector::store::Writer;
 use kube::runtime::watcher;
 
-use sched_core::framework::profile::SchedulerConfig;
+use sched_core::engine::SchedulerConfig;
 use sched_core::{ClusterObjects, Engine, Snapshot};
 
 pub use overlay::OVERLAY_TTL;
@@ -228,7 +228,7 @@ impl Cache {
 #[cfg(test)]
 /// A ready cache with two nodes, a PV and a claim (for the submodules' tests).
 fn filled() -> (Arc<Cache>, Writers) {
-    use sched_core::plugins::in_tree_registry;
+    use sched_core::engine::in_tree_registry;
     use sched_core::testing::{node, pv, pvc};
 
     let (cache, mut writers) = Cache::new(SchedulerConfig::default_config(&in_tree_registry()));

@@ -4,8 +4,8 @@
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use sched_core::plugins::volume_binding::pv_helpers::is_claim_fully_bound;
 use sched_core::snapshot::Prune;
+use sched_core::volumes::is_claim_fully_bound;
 
 /// Annotations of a claim that volume binding reads.
 const CLAIM_ANNOTATIONS: &[&str] = &[

@@ -157,8 +157,8 @@ mod tests {
     use crate::admission::{OPT_IN_KEY, OPT_IN_VALUE, StaticView};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use sched_core::ClusterObjects;
-    use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
     use sched_core::testing::{PodBuilder, node, pod, pv, pvc, storage_class};
+    use sched_core::volumes::NOT_SUPPORTED_PROVISIONER;
 
     const HOST: &str = "kubernetes.io/hostname";
 

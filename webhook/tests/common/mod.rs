@@ -6,8 +6,7 @@
 use std::sync::Arc;
 
 use sched_core::ClusterObjects;
-use sched_core::framework::profile::SchedulerConfig;
-use sched_core::plugins::in_tree_registry;
+use sched_core::engine::{SchedulerConfig, in_tree_registry};
 use sched_webhook::cache::{Cache, Writers};
 use sched_webhook::server::AppState;
 use serde_json::{Value, json};

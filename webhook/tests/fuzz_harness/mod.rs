@@ -15,8 +15,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
 use sched_core::ClusterObjects;
-use sched_core::plugins::volume_binding::pv_helpers::NOT_SUPPORTED_PROVISIONER;
 use sched_core::testing::{node, pod, pv, pvc, storage_class};
+use sched_core::volumes::NOT_SUPPORTED_PROVISIONER;
 use sched_webhook::admission::answer::answer;
 use sched_webhook::admission::answer::{NOT_SYNCED_WARNING, NoIo, SATURATED_WARNING};
 use sched_webhook::admission::review::AdmissionResponse;

@@ -8,14 +8,17 @@ use k8s_openapi::api::resource::v1::ResourceClaim;
 use crate::snapshot::{PodInfo, Snapshot, namespaced_key};
 
 /// `resourceclaim.ErrClaimNotFound`.
-pub const ERR_CLAIM_NOT_CREATED: &str = "ResourceClaim not created yet";
+pub(crate) const ERR_CLAIM_NOT_CREATED: &str = "ResourceClaim not created yet";
 /// `resourceclaim.ErrAPIUnsupported`.
-pub const ERR_API_UNSUPPORTED: &str = "none of the supported fields are set";
+pub(crate) const ERR_API_UNSUPPORTED: &str = "none of the supported fields are set";
 
 /// The pod's claims, in `spec.resourceClaims` order, skipping template claims that were not
 /// generated on purpose. The error is kube-scheduler's text for the first claim that is missing,
 /// being deleted, or (for a generated claim) not owned by the pod.
-pub fn pod_resource_claims(snapshot: &Snapshot, pod: &PodInfo) -> Result<Vec<Arc<ResourceClaim>>, String> {
+pub(crate) fn pod_resource_claims(
+    snapshot: &Snapshot,
+    pod: &PodInfo,
+) -> Result<Vec<Arc<ResourceClaim>>, String> {
     let Some(pod_claims) = pod.pod.spec.as_ref().and_then(|s| s.resource_claims.as_ref()) else {
         return Ok(Vec::new());
     };
@@ -76,12 +79,12 @@ fn is_controlled_by(claim: &ResourceClaim, pod: &PodInfo) -> bool {
 }
 
 /// True when the claim has `status.allocation`.
-pub fn is_allocated(claim: &ResourceClaim) -> bool {
+pub(crate) fn is_allocated(claim: &ResourceClaim) -> bool {
     claim.status.as_ref().is_some_and(|s| s.allocation.is_some())
 }
 
 /// `namespace/name` of a claim, as `klog.KObj` prints it.
-pub fn claim_key(claim: &ResourceClaim) -> String {
+pub(crate) fn claim_key(claim: &ResourceClaim) -> String {
     namespaced_key(
         claim.metadata.namespace.as_deref().unwrap_or(""),
         claim.metadata.name.as_deref().unwrap_or(""),
@@ -89,7 +92,7 @@ pub fn claim_key(claim: &ResourceClaim) -> String {
 }
 
 /// The claim's `spec.devices.requests`.
-pub fn requests(
+pub(crate) fn requests(
     claim: &ResourceClaim,
 ) -> impl Iterator<Item = &k8s_openapi::api::resource::v1::DeviceRequest> {
     claim

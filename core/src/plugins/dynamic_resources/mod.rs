@@ -26,8 +26,8 @@
 //! kube-scheduler appends that text to the FailedScheduling message.
 
 mod claims;
-pub mod diagnose;
-pub mod extended;
+pub(crate) mod diagnose;
+pub(crate) mod extended;
 mod score;
 mod snapshot_allocator;
 
@@ -50,27 +50,23 @@ use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo};
 
 use claims::is_allocated;
-pub use claims::{ERR_API_UNSUPPORTED, ERR_CLAIM_NOT_CREATED, claim_key, pod_resource_claims, requests};
-pub use extended::{
-    DeviceClassResolver, ERR_CANNOT_FIT_RESOURCE, ERR_CANNOT_SCHEDULE_EXTENDED_CLAIM,
-    MSG_EXTENDED_CLAIM_DELETED, SPECIAL_CLAIM_IN_MEM_NAME,
-};
-pub use score::FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE;
+pub(crate) use claims::{claim_key, pod_resource_claims, requests};
+pub(crate) use extended::{DeviceClassResolver, MSG_EXTENDED_CLAIM_DELETED};
 
 /// Plugin name.
-pub const NAME: &str = names::DYNAMIC_RESOURCES;
+pub(crate) const NAME: &str = names::DYNAMIC_RESOURCES;
 /// `ErrNotFound`'s text: what PostFilter reports when PreFilter did not run.
-pub const ERR_NOT_FOUND: &str = "not found";
+pub(crate) const ERR_NOT_FOUND: &str = "not found";
 /// Filter: the allocator found no devices for every claim on the node.
-pub const ERR_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
+pub(crate) const ERR_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
 /// Filter: an allocated claim's devices are not reachable from the node.
-pub const ERR_CLAIM_NOT_AVAILABLE: &str = "resourceclaim not available on the node";
+pub(crate) const ERR_CLAIM_NOT_AVAILABLE: &str = "resourceclaim not available on the node";
 /// PostFilter: an unavailable claim was deallocated so the next attempt can allocate it elsewhere.
-pub const MSG_DEALLOCATED: &str = "deallocation of ResourceClaim completed";
+pub(crate) const MSG_DEALLOCATED: &str = "deallocation of ResourceClaim completed";
 /// `DynamicResourcesArgs.filterTimeout`'s default.
-pub const DEFAULT_FILTER_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const DEFAULT_FILTER_TIMEOUT: Duration = Duration::from_secs(10);
 /// `DynamicResourcesArgs.bindingTimeout`'s default.
-pub const DEFAULT_BINDING_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_BINDING_TIMEOUT: Duration = Duration::from_secs(600);
 /// How many compiled selectors the plugin keeps (`celCache` upstream).
 const CEL_CACHE_SIZE: usize = 10;
 
@@ -120,7 +116,7 @@ const STATE_KEY: StateKey<StateData> = StateKey::new("PreFilterDynamicResources"
 
 /// The DynamicResources plugin.
 #[derive(Debug)]
-pub struct DynamicResources {
+pub(crate) struct DynamicResources {
     snapshot: Arc<crate::snapshot::Snapshot>,
     /// Built on the first pod that needs allocation (most frameworks never see one).
     allocator: std::sync::OnceLock<snapshot_allocator::SnapshotAllocator>,
@@ -139,7 +135,7 @@ impl Default for DynamicResources {
 
 /// Builds the plugin from its `DynamicResourcesArgs` (`filterTimeout`, `bindingTimeout`; a
 /// `filterTimeout` of 0 turns the timeout off).
-pub fn new(
+pub(crate) fn new(
     args: Option<&serde_json::Value>,
     handle: &Handle,
     features: &FeatureGates,
@@ -151,7 +147,7 @@ pub fn new(
 
 /// The gates the structured allocator honours, as upstream's `New` copies them from
 /// `feature.Features` (binding conditions need the device status gate too).
-pub fn allocator_features(features: &FeatureGates) -> Features {
+pub(crate) fn allocator_features(features: &FeatureGates) -> Features {
     Features {
         admin_access: features.dra_admin_access,
         prioritized_list: features.dra_prioritized_list,
@@ -211,7 +207,7 @@ impl DynamicResources {
     }
 
     /// The plugin over `snapshot` with v1.37.1's default gates and args.
-    pub fn for_snapshot(snapshot: Arc<crate::snapshot::Snapshot>) -> Self {
+    pub(crate) fn for_snapshot(snapshot: Arc<crate::snapshot::Snapshot>) -> Self {
         DynamicResources {
             resolver: DeviceClassResolver::for_snapshot(&snapshot),
             snapshot,
@@ -644,7 +640,7 @@ impl PreBindPlugin for DynamicResources {
 
 /// The devices the pod's unallocated claims would get on `node`, from a cycle's state after Filter
 /// (empty when the pod has no such claims or the node was not feasible).
-pub fn claim_allocations(state: &CycleState, node: &str) -> Vec<ClaimAllocation> {
+pub(crate) fn claim_allocations(state: &CycleState, node: &str) -> Vec<ClaimAllocation> {
     allocation_results(state, node)
         .into_iter()
         .map(|(claim, result)| ClaimAllocation {
@@ -668,7 +664,7 @@ pub fn claim_allocations(state: &CycleState, node: &str) -> Vec<ClaimAllocation>
 /// The allocation each of the pod's unallocated claims would get on `node` (by `namespace/name`), from
 /// a cycle's state after Filter: what kube-scheduler's PreBind writes into the claims' status (empty
 /// when the pod has no such claims or the node was not feasible).
-pub fn allocation_results(state: &CycleState, node: &str) -> Vec<(String, AllocationResult)> {
+pub(crate) fn allocation_results(state: &CycleState, node: &str) -> Vec<(String, AllocationResult)> {
     let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
         return Vec::new();
     };

@@ -5,15 +5,15 @@ use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaim};
 
 /// `resourceapi.FirstAvailableDeviceRequestMaxSize`: the first subrequest is worth this much, the
 /// next one less, and so on.
-pub const FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE: i64 = 8;
+pub(crate) const FIRST_AVAILABLE_DEVICE_REQUEST_MAX_SIZE: i64 = 8;
 
 /// Why a node's allocations cannot be scored.
-pub const ERR_TOO_FEW_ALLOCATIONS: &str = "number of allocations";
+pub(crate) const ERR_TOO_FEW_ALLOCATIONS: &str = "number of allocations";
 
 /// The score of `node_allocations` (one result per unallocated claim, in claim order) for
 /// `claims`: for every claim, every `firstAvailable` subrequest that got a device adds
 /// `8 - its index`.
-pub fn compute_score(
+pub(crate) fn compute_score(
     claims: &[std::sync::Arc<ResourceClaim>],
     node_allocations: &[AllocationResult],
 ) -> Result<i64, String> {

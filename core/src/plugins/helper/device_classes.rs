@@ -12,10 +12,10 @@ use crate::snapshot::Snapshot;
 
 /// `resourceapi.ResourceDeviceClassPrefix`: every class's implicit extended resource name is this
 /// prefix followed by the class name.
-pub const RESOURCE_DEVICE_CLASS_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
+pub(crate) const RESOURCE_DEVICE_CLASS_PREFIX: &str = "deviceclass.resource.kubernetes.io/";
 /// `schedutil.IsDRAExtendedResourceName`: an extended resource name, or a class's implicit name
 /// (which lies in the `kubernetes.io` domain and so is not an extended resource name by itself).
-pub fn is_dra_extended_resource_name(name: &str) -> bool {
+pub(crate) fn is_dra_extended_resource_name(name: &str) -> bool {
     is_extended_resource_name(name) || name.starts_with(RESOURCE_DEVICE_CLASS_PREFIX)
 }
 

@@ -1,7 +1,7 @@
 //! Helpers shared by several plugins (score normalization, score shapes, taint/toleration matching).
 
-pub mod device_classes;
-pub mod normalize_score;
-pub mod shape_score;
-pub mod spreading;
-pub mod taints;
+pub(crate) mod device_classes;
+pub(crate) mod normalize_score;
+pub(crate) mod shape_score;
+pub(crate) mod spreading;
+pub(crate) mod taints;

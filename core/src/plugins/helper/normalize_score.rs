@@ -3,7 +3,7 @@
 use crate::framework::interface::NodeScore;
 
 /// Go's `helper.DefaultNormalizeScore(maxPriority, reverse, scores)`.
-pub fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [NodeScore]) {
+pub(crate) fn default_normalize_score(max_priority: i64, reverse: bool, scores: &mut [NodeScore]) {
     let max_count = scores.iter().map(|s| s.score).max().unwrap_or(0);
     if max_count == 0 {
         if reverse {

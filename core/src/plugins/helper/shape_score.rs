@@ -3,11 +3,11 @@
 //! and VolumeBinding's StorageCapacityScoring both score with.
 
 /// Utilization of a fully used (or overcommitted, or zero-capacity) resource.
-pub const MAX_UTILIZATION: i64 = 100;
+pub(crate) const MAX_UTILIZATION: i64 = 100;
 
 /// `FunctionShapePoint`: one point of a shape, already scaled to node scores (0–100).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShapePoint {
+pub(crate) struct ShapePoint {
     /// Utilization in percent (0–100): the function's argument.
     pub utilization: i64,
     /// Score at that utilization (0–100): the function's value.
@@ -16,7 +16,7 @@ pub struct ShapePoint {
 
 /// `BuildBrokenLinearFunction`: the shape's value at `p`, its first score before its first point, its
 /// last score past its last point, and linear in between (integer arithmetic, as upstream).
-pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
+pub(crate) fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
     for (i, point) in shape.iter().enumerate() {
         if p <= point.utilization {
             if i == 0 {
@@ -36,7 +36,7 @@ pub fn broken_linear(shape: &[ShapePoint], p: i64) -> i64 {
 /// The shape's value at the utilization `requested` makes of `capacity` (upstream's per-resource
 /// scoring function, the same in both plugins): a zero capacity or a request over it counts as
 /// [`MAX_UTILIZATION`].
-pub fn utilization_score(shape: &[ShapePoint], requested: i64, capacity: i64) -> i64 {
+pub(crate) fn utilization_score(shape: &[ShapePoint], requested: i64, capacity: i64) -> i64 {
     if capacity == 0 || requested > capacity {
         return broken_linear(shape, MAX_UTILIZATION);
     }

@@ -11,7 +11,7 @@ use crate::snapshot::Snapshot;
 
 /// The Services in the pod's namespace whose selector matches the pod (Go's `GetPodServices`).
 /// A Service without a selector selects nothing, not everything.
-pub fn pod_services<'a>(snapshot: &'a Snapshot, pod: &Pod) -> Vec<&'a Arc<Service>> {
+pub(crate) fn pod_services<'a>(snapshot: &'a Snapshot, pod: &Pod) -> Vec<&'a Arc<Service>> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
     let pod_labels = pod.metadata.labels.as_ref();
     snapshot
@@ -87,7 +87,7 @@ fn set_requirements(set: &Labels) -> Vec<Requirement> {
 /// Go's `helper.DefaultSelector`: the merged selectors of the Services matching the pod, plus the
 /// selector of its ReplicationController, ReplicaSet or StatefulSet controller. An empty result
 /// (`is_everything()`) means the pod belongs to no such group.
-pub fn default_selector(pod: &Pod, snapshot: &Snapshot) -> Selector {
+pub(crate) fn default_selector(pod: &Pod, snapshot: &Snapshot) -> Selector {
     // Every selector here matches the pod, so the label sets cannot conflict and merging is safe.
     let mut set = Labels::new();
     for service in pod_services(snapshot, pod) {

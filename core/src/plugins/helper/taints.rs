@@ -5,17 +5,17 @@
 use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 
 /// The taint key the node controller mirrors `spec.unschedulable` with.
-pub const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
+pub(crate) const TAINT_NODE_UNSCHEDULABLE: &str = "node.kubernetes.io/unschedulable";
 /// Effect: new pods must tolerate the taint to be scheduled.
-pub const EFFECT_NO_SCHEDULE: &str = "NoSchedule";
+pub(crate) const EFFECT_NO_SCHEDULE: &str = "NoSchedule";
 /// Effect: the scheduler avoids the node for pods that do not tolerate the taint.
-pub const EFFECT_PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
+pub(crate) const EFFECT_PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
 /// Effect: pods that do not tolerate the taint are evicted, and never scheduled.
-pub const EFFECT_NO_EXECUTE: &str = "NoExecute";
+pub(crate) const EFFECT_NO_EXECUTE: &str = "NoExecute";
 
 /// `TaintTolerationComparisonOperators` (the `Lt`/`Gt` toleration operators) is alpha and off by
 /// default in v1.37, so tolerations using them tolerate nothing, exactly as in a default cluster.
-pub const ENABLE_TAINT_TOLERATION_COMPARISON_OPERATORS: bool = false;
+pub(crate) const ENABLE_TAINT_TOLERATION_COMPARISON_OPERATORS: bool = false;
 
 /// The taints of a node (empty when unset).
 pub fn node_taints(node: &Node) -> &[Taint] {
@@ -34,13 +34,17 @@ pub fn pod_tolerations(pod: &Pod) -> &[Toleration] {
 }
 
 /// Whether `toleration` tolerates `taint`, with the feature gates of a default v1.37 cluster.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+pub(crate) fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
     tolerates_with(toleration, taint, ENABLE_TAINT_TOLERATION_COMPARISON_OPERATORS)
 }
 
 /// `Toleration.ToleratesTaint`: an empty effect or key is a wildcard (an empty key is only valid with
 /// `Exists`, which the API server enforces); the operator defaults to `Equal`.
-pub fn tolerates_with(toleration: &Toleration, taint: &Taint, enable_comparison_operators: bool) -> bool {
+pub(crate) fn tolerates_with(
+    toleration: &Toleration,
+    taint: &Taint,
+    enable_comparison_operators: bool,
+) -> bool {
     let effect = toleration.effect.as_deref().unwrap_or("");
     if !effect.is_empty() && effect != taint.effect {
         return false;
@@ -89,7 +93,7 @@ pub fn tolerations_tolerate_taint(tolerations: &[Toleration], taint: &Taint) -> 
 }
 
 /// `FindMatchingUntoleratedTaint`: the first taint accepted by `filter` that no toleration tolerates.
-pub fn find_matching_untolerated_taint<'a>(
+pub(crate) fn find_matching_untolerated_taint<'a>(
     taints: &'a [Taint],
     tolerations: &[Toleration],
     filter: impl Fn(&Taint) -> bool,

@@ -19,20 +19,21 @@ use crate::plugins::names;
 use crate::snapshot::{AffinityTerm, PodInfo, Snapshot};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::INTER_POD_AFFINITY;
+pub(crate) const NAME: &str = names::INTER_POD_AFFINITY;
 
 /// Filter: a running pod's required anti-affinity rejects the incoming pod in the node's domain.
-pub const ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
+pub(crate) const ERR_REASON_EXISTING_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
     "node(s) didn't satisfy existing pods anti-affinity rules";
 /// Filter: the incoming pod's required affinity finds no matching pod in the node's domain.
-pub const ERR_REASON_AFFINITY_RULES_NOT_MATCH: &str = "node(s) didn't match pod affinity rules";
+pub(crate) const ERR_REASON_AFFINITY_RULES_NOT_MATCH: &str = "node(s) didn't match pod affinity rules";
 /// Filter: the incoming pod's required anti-affinity matches a pod in the node's domain.
-pub const ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH: &str = "node(s) didn't match pod anti-affinity rules";
+pub(crate) const ERR_REASON_ANTI_AFFINITY_RULES_NOT_MATCH: &str =
+    "node(s) didn't match pod anti-affinity rules";
 
 /// `InterPodAffinityArgs`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct InterPodAffinityArgs {
+pub(crate) struct InterPodAffinityArgs {
     /// Score weight of existing pods' required affinity terms the incoming pod matches (0–100; unset = 1).
     pub hard_pod_affinity_weight: Option<i32>,
     /// Skip scoring unless the incoming pod has preferred (anti-)affinity terms itself.
@@ -41,14 +42,14 @@ pub struct InterPodAffinityArgs {
 
 /// The InterPodAffinity plugin.
 #[derive(Debug)]
-pub struct InterPodAffinity {
+pub(crate) struct InterPodAffinity {
     snapshot: Arc<Snapshot>,
     hard_pod_affinity_weight: i32,
     ignore_preferred_terms_of_existing_pods: bool,
 }
 
 /// Builds the plugin from `InterPodAffinityArgs`.
-pub fn new(
+pub(crate) fn new(
     args: Option<&serde_json::Value>,
     handle: &Handle,
     _features: &FeatureGates,
@@ -109,7 +110,7 @@ fn pod_matches_any_affinity_terms(terms: &[AffinityTerm], pod: &PodInfo) -> bool
 /// anti-affinity terms or has one that `pod` matches. Like upstream, the terms are matched without
 /// namespace labels (a namespaceSelector other than `{}` selects nothing here), and a pod whose
 /// terms do not parse is requeued.
-pub fn is_schedulable_after_assigned_pod_change(
+pub(crate) fn is_schedulable_after_assigned_pod_change(
     pod: &PodInfo,
     added: Option<&PodInfo>,
     deleted: Option<&PodInfo>,
@@ -160,7 +161,7 @@ pub(crate) mod test_util {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
     /// A term selecting pods labelled `key: value` in the pod's namespace.
-    pub fn term(key: &str, value: &str, topology_key: &str) -> PodAffinityTerm {
+    pub(crate) fn term(key: &str, value: &str, topology_key: &str) -> PodAffinityTerm {
         PodAffinityTerm {
             label_selector: Some(LabelSelector {
                 match_labels: Some([(key.to_string(), value.to_string())].into()),
@@ -172,7 +173,7 @@ pub(crate) mod test_util {
     }
 
     /// A weighted term.
-    pub fn weighted(weight: i32, t: PodAffinityTerm) -> WeightedPodAffinityTerm {
+    pub(crate) fn weighted(weight: i32, t: PodAffinityTerm) -> WeightedPodAffinityTerm {
         WeightedPodAffinityTerm {
             weight,
             pod_affinity_term: t,
@@ -180,7 +181,7 @@ pub(crate) mod test_util {
     }
 
     /// Pod affinity and anti-affinity, required and preferred.
-    pub fn affinity(
+    pub(crate) fn affinity(
         required: Vec<PodAffinityTerm>,
         preferred: Vec<WeightedPodAffinityTerm>,
         anti_required: Vec<PodAffinityTerm>,

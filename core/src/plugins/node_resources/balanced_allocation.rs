@@ -21,23 +21,23 @@ use crate::plugins::node_resources::resource_allocation::{
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's name.
-pub const NAME: &str = names::NODE_RESOURCES_BALANCED_ALLOCATION;
+pub(crate) const NAME: &str = names::NODE_RESOURCES_BALANCED_ALLOCATION;
 
 /// The pod's requests per scored resource, computed once per cycle.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreScoreState {
+pub(crate) struct PreScoreState {
     /// In the order of the configured resources.
     pub pod_requests: Vec<i64>,
 }
 
 /// PreScore state key.
-pub const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> =
+pub(crate) const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> =
     StateKey::new("PreScoreNodeResourcesBalancedAllocation");
 
 /// `NodeResourcesBalancedAllocationArgs` (kubescheduler.config.k8s.io/v1).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NodeResourcesBalancedAllocationArgs {
+pub(crate) struct NodeResourcesBalancedAllocationArgs {
     /// TypeMeta, accepted and ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
@@ -51,7 +51,7 @@ pub struct NodeResourcesBalancedAllocationArgs {
 
 impl NodeResourcesBalancedAllocationArgs {
     /// v1 defaulting: cpu and memory when empty; weight 0 becomes 1.
-    pub fn defaulted(mut self) -> Self {
+    pub(crate) fn defaulted(mut self) -> Self {
         if self.resources.is_empty() {
             self.resources = default_resources();
         }
@@ -64,7 +64,7 @@ impl NodeResourcesBalancedAllocationArgs {
     }
 
     /// `ValidateNodeResourcesBalancedAllocationArgs`: unique names, every weight exactly 1.
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         let mut errs = Vec::new();
         let mut seen = BTreeSet::new();
         for (i, r) in self.resources.iter().enumerate() {
@@ -89,14 +89,14 @@ impl NodeResourcesBalancedAllocationArgs {
 
 /// The NodeResourcesBalancedAllocation plugin.
 #[derive(Debug)]
-pub struct BalancedAllocation {
+pub(crate) struct BalancedAllocation {
     scorer: ResourceAllocationScorer,
     /// Set when a scored resource is an extended resource backed by DRA (counted in devices).
     dra_score: Option<Arc<DraExtendedResources>>,
 }
 
 /// Builds the plugin from its `NodeResourcesBalancedAllocationArgs`.
-pub fn new(
+pub(crate) fn new(
     args: Option<&serde_json::Value>,
     handle: &Handle,
     _features: &FeatureGates,

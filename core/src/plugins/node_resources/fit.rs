@@ -38,49 +38,49 @@ use crate::snapshot::requests::Amounts;
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's name.
-pub const NAME: &str = names::NODE_RESOURCES_FIT;
+pub(crate) const NAME: &str = names::NODE_RESOURCES_FIT;
 
 /// The node cannot take one more pod.
-pub const ERR_REASON_TOO_MANY_PODS: &str = "Too many pods";
+pub(crate) const ERR_REASON_TOO_MANY_PODS: &str = "Too many pods";
 /// Not enough cpu left.
-pub const ERR_REASON_INSUFFICIENT_CPU: &str = "Insufficient cpu";
+pub(crate) const ERR_REASON_INSUFFICIENT_CPU: &str = "Insufficient cpu";
 /// Not enough memory left.
-pub const ERR_REASON_INSUFFICIENT_MEMORY: &str = "Insufficient memory";
+pub(crate) const ERR_REASON_INSUFFICIENT_MEMORY: &str = "Insufficient memory";
 /// Not enough ephemeral storage left.
-pub const ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE: &str = "Insufficient ephemeral-storage";
+pub(crate) const ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE: &str = "Insufficient ephemeral-storage";
 /// Prefix of the reason for any other resource: `Insufficient <resource>`.
-pub const ERR_REASON_INSUFFICIENT_PREFIX: &str = "Insufficient ";
+pub(crate) const ERR_REASON_INSUFFICIENT_PREFIX: &str = "Insufficient ";
 
 /// `LeastAllocated`.
-pub const LEAST_ALLOCATED: &str = "LeastAllocated";
+pub(crate) const LEAST_ALLOCATED: &str = "LeastAllocated";
 /// `MostAllocated`.
-pub const MOST_ALLOCATED: &str = "MostAllocated";
+pub(crate) const MOST_ALLOCATED: &str = "MostAllocated";
 /// `RequestedToCapacityRatio`.
-pub const REQUESTED_TO_CAPACITY_RATIO: &str = "RequestedToCapacityRatio";
+pub(crate) const REQUESTED_TO_CAPACITY_RATIO: &str = "RequestedToCapacityRatio";
 
 /// The pod's requests, computed once per cycle.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreFilterState {
+pub(crate) struct PreFilterState {
     /// cpu, memory, ephemeral storage and scalar resources the pod needs.
     pub request: Resource,
 }
 
 /// The pod's requests per scored resource, computed once per cycle.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreScoreState {
+pub(crate) struct PreScoreState {
     /// In the order of the scoring strategy's resources.
     pub pod_requests: Vec<i64>,
 }
 
 /// PreFilter state key.
-pub const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodeResourcesFit");
+pub(crate) const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodeResourcesFit");
 /// PreScore state key.
-pub const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreNodeResourcesFit");
+pub(crate) const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreNodeResourcesFit");
 
 /// `requestedToCapacityRatio.shape[]` entry as v1 spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UtilizationShapePoint {
+pub(crate) struct UtilizationShapePoint {
     /// 0–100.
     pub utilization: i32,
     /// 0–10.
@@ -90,7 +90,7 @@ pub struct UtilizationShapePoint {
 /// `scoringStrategy.requestedToCapacityRatio`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct RequestedToCapacityRatioParam {
+pub(crate) struct RequestedToCapacityRatioParam {
     /// The utilization → score points, sorted by utilization.
     #[serde(default)]
     pub shape: Vec<UtilizationShapePoint>,
@@ -99,7 +99,7 @@ pub struct RequestedToCapacityRatioParam {
 /// `scoringStrategy`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ScoringStrategy {
+pub(crate) struct ScoringStrategy {
     /// LeastAllocated, MostAllocated or RequestedToCapacityRatio (no default when the strategy is given).
     #[serde(rename = "type", default)]
     pub type_: String,
@@ -114,7 +114,7 @@ pub struct ScoringStrategy {
 /// `NodeResourcesFitArgs` (kubescheduler.config.k8s.io/v1).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NodeResourcesFitArgs {
+pub(crate) struct NodeResourcesFitArgs {
     /// TypeMeta, accepted and ignored.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub api_version: Option<String>,
@@ -135,7 +135,7 @@ pub struct NodeResourcesFitArgs {
 impl NodeResourcesFitArgs {
     /// v1 defaulting: LeastAllocated with cpu/memory when no strategy, default resources when none
     /// are listed, and weight 1 where it is 0.
-    pub fn defaulted(mut self) -> Self {
+    pub(crate) fn defaulted(mut self) -> Self {
         let strategy = self.scoring_strategy.get_or_insert_with(|| ScoringStrategy {
             type_: LEAST_ALLOCATED.to_string(),
             resources: default_resources(),
@@ -153,7 +153,7 @@ impl NodeResourcesFitArgs {
     }
 
     /// `ValidateNodeResourcesFitArgs`: every problem, each naming its field.
-    pub fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self) -> Result<(), String> {
         let mut errs = Vec::new();
         for (i, res) in self.ignored_resources.iter().enumerate() {
             if let Err(e) = validate_qualified_name(res) {
@@ -330,7 +330,7 @@ pub(crate) fn validate_qualified_name(value: &str) -> Result<(), String> {
 
 /// One resource the node is short of (Go's `InsufficientResource`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct InsufficientResource {
+pub(crate) struct InsufficientResource {
     /// The resource (`pods`, `cpu`, `memory`, `ephemeral-storage`, or a scalar resource name).
     pub resource_name: String,
     /// The Filter reason, e.g. `Insufficient cpu`.
@@ -402,21 +402,9 @@ pub fn compute_pod_resource_request(pod: &Pod) -> Resource {
     r
 }
 
-/// Go's `fitsRequest`: every resource the node is short of, in the order pods, cpu, memory,
-/// ephemeral-storage, then scalar resources by name. Extended resources in `ignored` or whose group
-/// (the part before `/`) is in `ignored_groups` are not checked.
-pub fn fits_request(
-    request: &Resource,
-    node: &NodeInfo,
-    ignored: &BTreeSet<String>,
-    ignored_groups: &BTreeSet<String>,
-) -> Vec<InsufficientResource> {
-    fits_request_with_dra(request, node, ignored, ignored_groups, None)
-}
-
 /// `shouldDelegateResourceToDRA`: the node does not advertise the resource (no device plugin) and a
 /// DeviceClass maps it, so DynamicResources decides.
-pub fn should_delegate_resource_to_dra(
+pub(crate) fn should_delegate_resource_to_dra(
     name: &str,
     node: &NodeInfo,
     dra: Option<&DeviceClassResolver>,
@@ -432,7 +420,7 @@ pub fn should_delegate_resource_to_dra(
 
 /// [`fits_request`] with extended resources backed by DRA left to DynamicResources (`dra` resolves
 /// them; `None` checks every resource against allocatable).
-pub fn fits_request_with_dra(
+pub(crate) fn fits_request_with_dra(
     request: &Resource,
     node: &NodeInfo,
     ignored: &BTreeSet<String>,
@@ -517,15 +505,9 @@ pub fn fits_request_with_dra(
     out
 }
 
-/// Go's `Fits` without a DRA manager: what the node is short of for this pod (no ignored
-/// resources), every extended resource checked against allocatable.
-pub fn fits(pod: &PodInfo, node: &NodeInfo) -> Vec<InsufficientResource> {
-    fits_with_dra(pod, node, None)
-}
-
 /// Go's `Fits`: what the node is short of for this pod, leaving the extended resources `dra` says a
 /// DeviceClass backs (and the node does not advertise) to DynamicResources.
-pub fn fits_with_dra(
+pub(crate) fn fits_with_dra(
     pod: &PodInfo,
     node: &NodeInfo,
     dra: Option<&DeviceClassResolver>,
@@ -540,7 +522,8 @@ pub fn fits_with_dra(
 }
 
 /// Per resource the node is short of: the pod's request and what the node has free.
-pub fn shortfall(node: &NodeInfo, pod: &PodInfo) -> Vec<Shortfall> {
+#[cfg(test)]
+pub(crate) fn shortfall(node: &NodeInfo, pod: &PodInfo) -> Vec<Shortfall> {
     shortfall_with_dra(node, pod, None)
 }
 
@@ -563,7 +546,7 @@ pub fn shortfall_with_dra(
 
 /// The Filter status for a list of shortfalls: Unschedulable, or UnschedulableAndUnresolvable when the
 /// pod requests more of some resource than the node has at all.
-pub fn status_for(insufficient: &[InsufficientResource]) -> Status {
+pub(crate) fn status_for(insufficient: &[InsufficientResource]) -> Status {
     if insufficient.is_empty() {
         return Status::success();
     }
@@ -577,7 +560,7 @@ pub fn status_for(insufficient: &[InsufficientResource]) -> Status {
 
 /// The NodeResourcesFit plugin.
 #[derive(Debug)]
-pub struct Fit {
+pub(crate) struct Fit {
     ignored_resources: BTreeSet<String>,
     ignored_resource_groups: BTreeSet<String>,
     scorer: ResourceAllocationScorer,
@@ -588,7 +571,7 @@ pub struct Fit {
 }
 
 /// Builds the plugin from its `NodeResourcesFitArgs`.
-pub fn new(
+pub(crate) fn new(
     args: Option<&serde_json::Value>,
     handle: &Handle,
     features: &FeatureGates,
@@ -637,13 +620,6 @@ pub fn new(
             mode: RequestMode::NonZero,
         },
     }))
-}
-
-impl Fit {
-    /// The scorer this plugin's Score uses.
-    pub fn scorer(&self) -> &ResourceAllocationScorer {
-        &self.scorer
-    }
 }
 
 impl Plugin for Fit {

@@ -29,12 +29,12 @@ use crate::snapshot::{DeviceId, NodeInfo, Snapshot};
 
 /// The highest score a utilization shape point may give (`MaxCustomPriorityScore`); shape scores are
 /// scaled by `MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE` before use.
-pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+pub(crate) const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
 
 /// A resource to score and its weight (`ResourceSpec` of KubeSchedulerConfiguration v1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ResourceSpec {
+pub(crate) struct ResourceSpec {
     /// Resource name, e.g. `cpu` or `nvidia.com/gpu`.
     pub name: String,
     /// Weight; 0 (unset) is defaulted to 1.
@@ -44,7 +44,7 @@ pub struct ResourceSpec {
 
 impl ResourceSpec {
     /// A spec.
-    pub fn new(name: &str, weight: i64) -> Self {
+    pub(crate) fn new(name: &str, weight: i64) -> Self {
         ResourceSpec {
             name: name.to_string(),
             weight,
@@ -53,13 +53,13 @@ impl ResourceSpec {
 }
 
 /// The default scored resources: cpu and memory, weight 1 each.
-pub fn default_resources() -> Vec<ResourceSpec> {
+pub(crate) fn default_resources() -> Vec<ResourceSpec> {
     vec![ResourceSpec::new(CPU, 1), ResourceSpec::new(MEMORY, 1)]
 }
 
 /// The function that turns per-resource (requested, allocated, allocatable) into a node score.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ScoringFunction {
+pub(crate) enum ScoringFunction {
     /// Favors nodes with more free capacity.
     LeastAllocated,
     /// Favors nodes with less free capacity (bin packing).
@@ -72,7 +72,7 @@ pub enum ScoringFunction {
 
 /// How the incoming pod's requests are computed for scoring.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestMode {
+pub(crate) enum RequestMode {
     /// Containers without a cpu/memory request count 100m / 200 MiB, and node usage is the non-zero
     /// requested sum. Upstream's NodeResourcesFit scorer never receives the PodLevelResources and
     /// InPlacePodVerticalScaling switches (its own fields shadow the scorer's), so pod-level requests
@@ -85,7 +85,7 @@ pub enum RequestMode {
 
 /// Scores nodes by how the pod's requests would use their allocatable resources.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResourceAllocationScorer {
+pub(crate) struct ResourceAllocationScorer {
     /// The scored resources with their weights.
     pub resources: Vec<ResourceSpec>,
     /// The scoring function.
@@ -120,7 +120,7 @@ pub(crate) fn spec_requests(pod: &Pod, pod_level: bool, non_missing: &Amounts) -
 impl ResourceAllocationScorer {
     /// The pod's request for each configured resource, in the order of `resources`
     /// (`calculatePodResourceRequestList`).
-    pub fn pod_request_list(&self, pod: &Pod) -> Vec<i64> {
+    pub(crate) fn pod_request_list(&self, pod: &Pod) -> Vec<i64> {
         let requests = match self.mode {
             RequestMode::NonZero => {
                 let non_missing: Amounts = [
@@ -139,13 +139,14 @@ impl ResourceAllocationScorer {
     }
 
     /// The node's score for a pod whose requests are `pod_requests` (from `pod_request_list`).
-    pub fn score(&self, node: &NodeInfo, pod_requests: &[i64]) -> (i64, Status) {
+    #[cfg(test)]
+    pub(crate) fn score(&self, node: &NodeInfo, pod_requests: &[i64]) -> (i64, Status) {
         self.score_with_dra(node, pod_requests, None)
     }
 
     /// [`Self::score`] counting extended resources backed by DRA through `dra` (upstream's
     /// `draPreScoreState`, absent when no scored resource maps to a DeviceClass).
-    pub fn score_with_dra(
+    pub(crate) fn score_with_dra(
         &self,
         node: &NodeInfo,
         pod_requests: &[i64],
@@ -174,7 +175,8 @@ impl ResourceAllocationScorer {
     /// Per configured resource: (node requested + pod request, node requested, node allocatable).
     /// A resource stays all-zero (and is left out of the score) when the node has none of it, or when
     /// it is a scalar resource the pod does not request.
-    pub fn node_allocatable_request(
+    #[cfg(test)]
+    pub(crate) fn node_allocatable_request(
         &self,
         node: &NodeInfo,
         pod_requests: &[i64],
@@ -183,7 +185,7 @@ impl ResourceAllocationScorer {
     }
 
     /// [`Self::node_allocatable_request`] with extended resources backed by DRA counted in devices.
-    pub fn node_allocatable_request_with_dra(
+    pub(crate) fn node_allocatable_request_with_dra(
         &self,
         node: &NodeInfo,
         pod_requests: &[i64],
@@ -248,7 +250,7 @@ impl ResourceAllocationScorer {
 /// What scoring needs to count the devices behind extended resources backed by DRA (upstream's
 /// `draPreScoreState` with the scorer's DRA manager and CEL cache), built once per snapshot.
 #[derive(Debug)]
-pub struct DraExtendedResources {
+pub(crate) struct DraExtendedResources {
     resolver: Arc<DeviceClassResolver>,
     snapshot: Arc<Snapshot>,
     cel: cel::Cache,
@@ -257,7 +259,7 @@ pub struct DraExtendedResources {
 impl DraExtendedResources {
     /// `getDRAPreScoredParams`: `None` unless one of the scored `resources` is an extended resource
     /// name a DeviceClass maps (then nothing is backed by DRA and scoring stays as before).
-    pub fn for_scoring(
+    pub(crate) fn for_scoring(
         snapshot: &Arc<Snapshot>,
         resolver: &Arc<DeviceClassResolver>,
         resources: &[ResourceSpec],
@@ -278,7 +280,7 @@ impl DraExtendedResources {
     /// `calculateDRAExtendedResourceAllocatableRequest`: (devices of the class backing `resource`
     /// that the node reaches, how many of them are allocated); (0, 0) when no class backs it or a
     /// node selector or CEL selector fails (kube-scheduler logs the error and scores without it).
-    pub fn allocatable_request(&self, node: &NodeInfo, resource: &str) -> (i64, i64) {
+    pub(crate) fn allocatable_request(&self, node: &NodeInfo, resource: &str) -> (i64, i64) {
         let Some(class) = self.resolver.get_device_class(resource) else {
             return (0, 0);
         };
@@ -396,7 +398,7 @@ fn devices_for_node<'a>(slice: &'a ResourceSlice, node: &NodeInfo) -> Result<Vec
 }
 
 /// True when the pod requests none of the scored resources.
-pub fn is_best_effort(pod_requests: &[i64]) -> bool {
+pub(crate) fn is_best_effort(pod_requests: &[i64]) -> bool {
     pod_requests.iter().all(|r| *r == 0)
 }
 
@@ -407,7 +409,7 @@ fn mul_div(a: i64, b: i64, c: i64) -> i64 {
 }
 
 /// LeastAllocated per resource: the free fraction on a 0–100 scale.
-pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
+pub(crate) fn least_requested_score(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 || requested > capacity {
         return 0;
     }
@@ -416,7 +418,7 @@ pub fn least_requested_score(requested: i64, capacity: i64) -> i64 {
 
 /// MostAllocated per resource: the used fraction on a 0–100 scale (requests past capacity, possible
 /// through the non-zero defaults, count as full).
-pub fn most_requested_score(requested: i64, capacity: i64) -> i64 {
+pub(crate) fn most_requested_score(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 {
         return 0;
     }
@@ -470,7 +472,7 @@ fn requested_to_capacity_ratio_score(
 
 /// `(1 - std) * 100` of the requested/allocatable fractions (each capped at 1); std is |f1 - f2| / 2
 /// for two resources and the population standard deviation for more.
-pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
+pub(crate) fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
     let fractions: Vec<f64> = requested
         .iter()
         .zip(allocatable)
@@ -492,7 +494,7 @@ pub fn balanced_resource_score(requested: &[i64], allocatable: &[i64]) -> i64 {
 /// BalancedAllocation: how much placing the pod improves the node's balance. Both balance scores lie in
 /// [50, 100], so their difference lies in [-50, 50]; the result is mapped back into [50, 100], around 75
 /// when the pod changes little.
-pub fn balanced_resource_scorer(requested: &[i64], allocated: &[i64], allocatable: &[i64]) -> i64 {
+pub(crate) fn balanced_resource_scorer(requested: &[i64], allocated: &[i64], allocatable: &[i64]) -> i64 {
     let with_pod = balanced_resource_score(requested, allocatable);
     let without_pod = balanced_resource_score(allocated, allocatable);
     MAX_NODE_SCORE / 2 + (MAX_NODE_SCORE / 2 + with_pod - without_pod) / 2

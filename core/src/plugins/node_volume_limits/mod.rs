@@ -28,17 +28,17 @@ use in_tree::{
 };
 
 /// The plugin's name.
-pub const NAME: &str = names::NODE_VOLUME_LIMITS;
+pub(crate) const NAME: &str = names::NODE_VOLUME_LIMITS;
 
 /// Attaching the pod's volumes would exceed a driver's limit on the node.
-pub const ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: &str = "node(s) exceed max volume count";
+pub(crate) const ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED: &str = "node(s) exceed max volume count";
 
 /// Suffix of the reason for a driver that must be installed on the node but is not
 /// (`<driver> CSI driver is not installed on the node`).
-pub const ERR_REASON_DRIVER_NOT_INSTALLED_SUFFIX: &str = " CSI driver is not installed on the node";
+pub(crate) const ERR_REASON_DRIVER_NOT_INSTALLED_SUFFIX: &str = " CSI driver is not installed on the node";
 
 /// The reason for a CSIDriver with `preventPodSchedulingIfMissing` that the node's CSINode lacks.
-pub fn driver_not_installed_reason(driver: &str) -> String {
+pub(crate) fn driver_not_installed_reason(driver: &str) -> String {
     format!("{driver}{ERR_REASON_DRIVER_NOT_INSTALLED_SUFFIX}")
 }
 
@@ -48,7 +48,7 @@ const UNBOUND_VOLUME_PREFIX: &str = "kubectl-sched-unbound-claim";
 
 /// Why a pod's volumes could not be resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum VolumeError {
+pub(crate) enum VolumeError {
     /// A claim of the pod being scheduled does not exist (UnschedulableAndUnresolvable).
     NotFound(String),
     /// Anything else (an Error status).
@@ -65,12 +65,12 @@ impl VolumeError {
 }
 
 /// Attachable volumes: `<driver>/<handle>` → driver.
-pub type AttachableVolumes = BTreeMap<String, String>;
+pub(crate) type AttachableVolumes = BTreeMap<String, String>;
 
 /// The pod's attachable volumes, resolved once per cycle for both cases a node can be in (the
 /// resolution only depends on whether the node has a CSINode).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreFilterState {
+pub(crate) struct PreFilterState {
     /// For nodes with a CSINode.
     pub with_csi_node: Result<AttachableVolumes, VolumeError>,
     /// For nodes without one.
@@ -78,11 +78,11 @@ pub struct PreFilterState {
 }
 
 /// PreFilter state key.
-pub const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodeVolumeLimits");
+pub(crate) const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodeVolumeLimits");
 
 /// The NodeVolumeLimits plugin.
 #[derive(Debug)]
-pub struct CsiLimits {
+pub(crate) struct CsiLimits {
     snapshot: Arc<Snapshot>,
     /// VolumeLimitScaling: Filter rejects a node that lacks a CSI driver which requires itself
     /// installed (`preventPodSchedulingIfMissing`).
@@ -90,7 +90,7 @@ pub struct CsiLimits {
 }
 
 /// Builds the plugin (it takes no args).
-pub fn new(
+pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     handle: &Handle,
     features: &FeatureGates,

@@ -10,20 +10,20 @@ use crate::plugins::helper::spreading::default_selector;
 use crate::plugins::helper::taints::{
     do_not_schedule_taints_filter, find_matching_untolerated_taint, node_taints, pod_tolerations,
 };
-pub use crate::plugins::node_affinity::RequiredNodeAffinity;
+pub(crate) use crate::plugins::node_affinity::RequiredNodeAffinity;
 use crate::snapshot::PodInfo;
 use crate::snapshot::affinity_index::spread_counts_pod;
 
 use super::PodTopologySpread;
 
 /// `v1.LabelHostname`.
-pub const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
+pub(crate) const LABEL_HOSTNAME: &str = "kubernetes.io/hostname";
 /// `v1.LabelTopologyZone`.
-pub const LABEL_TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
+pub(crate) const LABEL_TOPOLOGY_ZONE: &str = "topology.kubernetes.io/zone";
 /// `whenUnsatisfiable: DoNotSchedule` (Filter).
-pub const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
+pub(crate) const DO_NOT_SCHEDULE: &str = "DoNotSchedule";
 /// `whenUnsatisfiable: ScheduleAnyway` (Score).
-pub const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
+pub(crate) const SCHEDULE_ANYWAY: &str = "ScheduleAnyway";
 const NODE_INCLUSION_POLICY_HONOR: &str = "Honor";
 
 /// A topology spread constraint with its selector parsed (Go's internal `topologySpreadConstraint`).
@@ -45,7 +45,7 @@ pub struct SpreadConstraint {
 
 impl SpreadConstraint {
     /// Whether `node` counts as a domain member for this constraint under its node inclusion policies.
-    pub fn match_node_inclusion_policies(
+    pub(crate) fn match_node_inclusion_policies(
         &self,
         pod: &Pod,
         node: &Node,
@@ -71,7 +71,7 @@ impl SpreadConstraint {
 /// Go's `filterTopologySpreadConstraints`: the constraints with `whenUnsatisfiable == action`, parsed.
 /// `matchLabelKeys` values of the pod are ANDed into the selector (MatchLabelKeysInPodTopologySpread is
 /// on by default in 1.37); node inclusion policies default to affinity Honor, taints Ignore.
-pub fn filter_constraints(
+pub(crate) fn filter_constraints(
     constraints: &[TopologySpreadConstraint],
     pod_labels: Option<&Labels>,
     action: &str,
@@ -117,14 +117,17 @@ pub fn filter_constraints(
 }
 
 /// Whether the node has every constraint's topology key.
-pub fn node_labels_match_spread_constraints(labels: &Labels, constraints: &[SpreadConstraint]) -> bool {
+pub(crate) fn node_labels_match_spread_constraints(
+    labels: &Labels,
+    constraints: &[SpreadConstraint],
+) -> bool {
     constraints.iter().all(|c| labels.contains_key(&c.topology_key))
 }
 
 /// Pods in `namespace` matching `selector`, terminating pods excluded. An empty selector counts nothing
 /// (Go checks `selector.Empty()` first). The snapshot's kept counts use the same rule
 /// ([`spread_counts_pod`]).
-pub fn count_pods_match_selector(pods: &[Arc<PodInfo>], selector: &Selector, namespace: &str) -> i64 {
+pub(crate) fn count_pods_match_selector(pods: &[Arc<PodInfo>], selector: &Selector, namespace: &str) -> i64 {
     if selector.is_everything() {
         return 0;
     }

@@ -20,24 +20,25 @@ use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::plugins::names;
 use crate::snapshot::{PodInfo, Snapshot};
 
-pub use common::{LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, SpreadConstraint};
+pub(crate) use common::{LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, SpreadConstraint};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::POD_TOPOLOGY_SPREAD;
+pub(crate) const NAME: &str = names::POD_TOPOLOGY_SPREAD;
 
 /// Filter: a `DoNotSchedule` constraint would be violated on the node.
-pub const ERR_REASON_CONSTRAINTS_NOT_MATCH: &str = "node(s) didn't match pod topology spread constraints";
+pub(crate) const ERR_REASON_CONSTRAINTS_NOT_MATCH: &str =
+    "node(s) didn't match pod topology spread constraints";
 /// Filter: the node lacks a constraint's topology key.
-pub const ERR_REASON_NODE_LABEL_NOT_MATCH: &str =
+pub(crate) const ERR_REASON_NODE_LABEL_NOT_MATCH: &str =
     "node(s) didn't match pod topology spread constraints (missing required label)";
 
 /// `defaultingType: System`: the built-in default constraints.
-pub const SYSTEM_DEFAULTING: &str = "System";
+pub(crate) const SYSTEM_DEFAULTING: &str = "System";
 /// `defaultingType: List`: the constraints given in `defaultConstraints`.
-pub const LIST_DEFAULTING: &str = "List";
+pub(crate) const LIST_DEFAULTING: &str = "List";
 
 /// The constraints applied to pods without their own when `defaultingType` is System.
-pub fn system_default_constraints() -> Vec<TopologySpreadConstraint> {
+pub(crate) fn system_default_constraints() -> Vec<TopologySpreadConstraint> {
     [(LABEL_HOSTNAME, 3), (LABEL_TOPOLOGY_ZONE, 5)]
         .into_iter()
         .map(|(key, max_skew)| TopologySpreadConstraint {
@@ -52,7 +53,7 @@ pub fn system_default_constraints() -> Vec<TopologySpreadConstraint> {
 /// `PodTopologySpreadArgs`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct PodTopologySpreadArgs {
+pub(crate) struct PodTopologySpreadArgs {
     /// Constraints for pods without their own (List defaulting only).
     pub default_constraints: Vec<TopologySpreadConstraint>,
     /// "System" (default) or "List".
@@ -123,7 +124,7 @@ fn validate_args(args: &PodTopologySpreadArgs) -> Result<(), String> {
 
 /// The PodTopologySpread plugin.
 #[derive(Debug)]
-pub struct PodTopologySpread {
+pub(crate) struct PodTopologySpread {
     snapshot: Arc<Snapshot>,
     default_constraints: Vec<TopologySpreadConstraint>,
     /// True with System defaulting: nodes without the zone label still take part in hostname spreading.
@@ -131,7 +132,7 @@ pub struct PodTopologySpread {
 }
 
 /// Builds the plugin from `PodTopologySpreadArgs`.
-pub fn new(
+pub(crate) fn new(
     args: Option<&serde_json::Value>,
     handle: &Handle,
     _features: &FeatureGates,
@@ -163,7 +164,7 @@ fn build(args: Option<&serde_json::Value>, handle: &Handle) -> Result<PodTopolog
 
 /// Go's `getConstraints` as the queueing hints call it: the pod's `DoNotSchedule` constraints, or the
 /// profile's hard default constraints (`args` are its PodTopologySpreadArgs) for a pod without any.
-pub fn hard_constraints_for_hints(
+pub(crate) fn hard_constraints_for_hints(
     args: Option<&serde_json::Value>,
     handle: &Handle,
     pod: &Pod,
@@ -184,7 +185,7 @@ fn involved_in_topology_spreading(incoming: &PodInfo, with_spreading: &PodInfo) 
 /// Go's `isSchedulableAfterAssignedPodChange` for an assigned pod added (`added`) or deleted
 /// (`deleted`): true (Queue) when that pod takes part in the spreading of `pod` and its labels match
 /// one of `pod`'s hard constraints ([`hard_constraints_for_hints`]); an error there is Queue too.
-pub fn is_schedulable_after_assigned_pod_change(
+pub(crate) fn is_schedulable_after_assigned_pod_change(
     pod: &PodInfo,
     constraints: &Result<Vec<SpreadConstraint>, String>,
     added: Option<&PodInfo>,
@@ -233,7 +234,7 @@ pub(crate) mod test_util {
     use crate::testing::PodBuilder;
 
     /// A constraint selecting `key: value` pods (or every pod with `match_labels` empty).
-    pub fn tsc(
+    pub(crate) fn tsc(
         max_skew: i32,
         topology_key: &str,
         action: &str,
@@ -257,7 +258,7 @@ pub(crate) mod test_util {
     }
 
     /// Adds constraints to a pod.
-    pub fn spread(p: PodBuilder, constraints: Vec<TopologySpreadConstraint>) -> Pod {
+    pub(crate) fn spread(p: PodBuilder, constraints: Vec<TopologySpreadConstraint>) -> Pod {
         p.with(|p| {
             if let Some(spec) = p.spec.as_mut() {
                 spec.topology_spread_constraints = Some(constraints);

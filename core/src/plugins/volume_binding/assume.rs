@@ -20,11 +20,11 @@ use crate::plugins::volume_binding::pv_helpers::{claim_key, name_of, volume_clas
 use crate::snapshot::{Snapshot, namespaced_key};
 
 /// Where the plugin keeps the assumed volumes in the cycle state.
-pub const ASSUMED_STATE_KEY: StateKey<AssumedVolumes> = StateKey::new("VolumeBindingAssumedVolumes");
+pub(crate) const ASSUMED_STATE_KEY: StateKey<AssumedVolumes> = StateKey::new("VolumeBindingAssumedVolumes");
 
 /// PVs (by name) and PVCs (by `namespace/name`) changed in memory only.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct AssumedVolumes {
+pub(crate) struct AssumedVolumes {
     pvs: BTreeMap<String, Arc<PersistentVolume>>,
     pvcs: BTreeMap<String, Arc<PersistentVolumeClaim>>,
 }
@@ -35,18 +35,20 @@ fn resource_version(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Objec
 
 impl AssumedVolumes {
     /// Nothing assumed.
-    pub fn new() -> Self {
+    #[cfg(test)]
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 
     /// True when nothing is assumed.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.pvs.is_empty() && self.pvcs.is_empty()
     }
 
     /// Assumes a PV. It must exist in the snapshot with the same resourceVersion (an assumption made on
     /// an outdated object would be lost at the first update anyway).
-    pub fn assume_pv(
+    pub(crate) fn assume_pv(
         &mut self,
         snapshot: &Snapshot,
         pv: PersistentVolume,
@@ -67,7 +69,7 @@ impl AssumedVolumes {
     }
 
     /// Assumes a PVC, with the same precondition as [`AssumedVolumes::assume_pv`].
-    pub fn assume_pvc(
+    pub(crate) fn assume_pvc(
         &mut self,
         snapshot: &Snapshot,
         pvc: PersistentVolumeClaim,
@@ -88,7 +90,7 @@ impl AssumedVolumes {
     }
 
     /// Drops the assumed PV if it is the given version (`Restore`).
-    pub fn restore_pv(&mut self, pv: &PersistentVolume) {
+    pub(crate) fn restore_pv(&mut self, pv: &PersistentVolume) {
         let key = name_of(&pv.metadata);
         if self
             .pvs
@@ -100,7 +102,7 @@ impl AssumedVolumes {
     }
 
     /// Drops the assumed PVC if it is the given version (`Restore`).
-    pub fn restore_pvc(&mut self, pvc: &PersistentVolumeClaim) {
+    pub(crate) fn restore_pvc(&mut self, pvc: &PersistentVolumeClaim) {
         let key = claim_key(pvc);
         if self
             .pvcs
@@ -112,12 +114,14 @@ impl AssumedVolumes {
     }
 
     /// The assumed PV of that name, whatever the snapshot holds.
-    pub fn assumed_pv(&self, name: &str) -> Option<&Arc<PersistentVolume>> {
+    #[cfg(test)]
+    pub(crate) fn assumed_pv(&self, name: &str) -> Option<&Arc<PersistentVolume>> {
         self.pvs.get(name)
     }
 
     /// The assumed PVC of that `namespace/name`, whatever the snapshot holds.
-    pub fn assumed_pvc(&self, key: &str) -> Option<&Arc<PersistentVolumeClaim>> {
+    #[cfg(test)]
+    pub(crate) fn assumed_pvc(&self, key: &str) -> Option<&Arc<PersistentVolumeClaim>> {
         self.pvcs.get(key)
     }
 }
@@ -133,7 +137,7 @@ fn check_in_sync(key: &str, stored: &str, assumed: &str) -> Result<(), String> {
 
 /// The snapshot seen through the assumed volumes: what the binder reads.
 #[derive(Debug, Clone, Copy)]
-pub struct VolumeView<'a> {
+pub(crate) struct VolumeView<'a> {
     /// The cluster.
     pub snapshot: &'a Snapshot,
     /// In-memory changes not yet confirmed by the API.
@@ -142,7 +146,7 @@ pub struct VolumeView<'a> {
 
 impl<'a> VolumeView<'a> {
     /// The snapshot alone.
-    pub fn new(snapshot: &'a Snapshot) -> Self {
+    pub(crate) fn new(snapshot: &'a Snapshot) -> Self {
         VolumeView {
             snapshot,
             assumed: None,
@@ -150,18 +154,18 @@ impl<'a> VolumeView<'a> {
     }
 
     /// The snapshot with assumed volumes over it.
-    pub fn with_assumed(snapshot: &'a Snapshot, assumed: Option<&'a AssumedVolumes>) -> Self {
+    pub(crate) fn with_assumed(snapshot: &'a Snapshot, assumed: Option<&'a AssumedVolumes>) -> Self {
         VolumeView { snapshot, assumed }
     }
 
     /// A PV (`Get`): the assumed version while it is current.
-    pub fn pv(&self, name: &str) -> Option<Arc<PersistentVolume>> {
+    pub(crate) fn pv(&self, name: &str) -> Option<Arc<PersistentVolume>> {
         let stored = self.snapshot.persistent_volumes.get(name)?;
         Some(self.shadow_pv(stored))
     }
 
     /// A PVC (`Get`): the assumed version while it is current.
-    pub fn pvc(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
+    pub(crate) fn pvc(&self, namespace: &str, name: &str) -> Option<Arc<PersistentVolumeClaim>> {
         let key = namespaced_key(namespace, name);
         let stored = self.snapshot.persistent_volume_claims.get(&key)?;
         match self.assumed.and_then(|a| a.pvcs.get(&key)) {
@@ -173,7 +177,7 @@ impl<'a> VolumeView<'a> {
     /// The PVs of a storage class (`ListPVs`), ordered by name. The class is the stored object's: the
     /// scheduler never changes a PV's class, and assumed PVs are included so a PV assumed for one pod is
     /// seen as taken by the next.
-    pub fn pvs_of_class(&self, class: &str) -> Vec<Arc<PersistentVolume>> {
+    pub(crate) fn pvs_of_class(&self, class: &str) -> Vec<Arc<PersistentVolume>> {
         let mut pvs: Vec<Arc<PersistentVolume>> = self
             .snapshot
             .persistent_volumes

@@ -28,7 +28,7 @@ use crate::snapshot::Snapshot;
 
 /// The pod's claims, sorted by how they stand (`PodVolumeClaims`).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct PodVolumeClaims {
+pub(crate) struct PodVolumeClaims {
     /// Claims fully bound to a PV.
     pub bound_claims: Vec<Arc<PersistentVolumeClaim>>,
     /// Unbound claims of a WaitForFirstConsumer class: the scheduler binds or provisions them.
@@ -122,7 +122,7 @@ impl PodVolumes {
 /// `podHasPVCs`: whether the pod uses any claim, failing on the first claim that is missing, lost, being
 /// deleted, or (for a generic ephemeral volume) not created for this pod. Reads the snapshot only, as
 /// upstream reads the informer and not the assume cache.
-pub fn pod_has_pvcs(snapshot: &Snapshot, pod: &Pod) -> Result<bool, String> {
+pub(crate) fn pod_has_pvcs(snapshot: &Snapshot, pod: &Pod) -> Result<bool, String> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
     let mut has_pvc = false;
     for volume in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
@@ -163,7 +163,7 @@ pub fn pod_has_pvcs(snapshot: &Snapshot, pod: &Pod) -> Result<bool, String> {
 
 /// `GetPodVolumeClaims`: the pod's claims by binding state (through the assumed volumes), and the PVs of
 /// each delayed claim's class.
-pub fn get_pod_volume_claims(view: VolumeView<'_>, pod: &Pod) -> Result<PodVolumeClaims, String> {
+pub(crate) fn get_pod_volume_claims(view: VolumeView<'_>, pod: &Pod) -> Result<PodVolumeClaims, String> {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
     let mut claims = PodVolumeClaims::default();
     for volume in pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()) {
@@ -216,7 +216,10 @@ pub fn get_pod_volume_claims(view: VolumeView<'_>, pod: &Pod) -> Result<PodVolum
 /// VolumeBinding's PreFilter as a function: `Ok(None)` when the pod uses no claim (the plugin Skips),
 /// the classified claims otherwise, or the rejection (UnschedulableAndUnresolvable for a missing, lost,
 /// deleted, foreign or immediate-unbound claim; Error for an internal failure).
-pub fn classify_pod_claims(view: VolumeView<'_>, pod: &Pod) -> Result<Option<PodVolumeClaims>, Status> {
+pub(crate) fn classify_pod_claims(
+    view: VolumeView<'_>,
+    pod: &Pod,
+) -> Result<Option<PodVolumeClaims>, Status> {
     match pod_has_pvcs(view.snapshot, pod) {
         Err(message) => return Err(Status::unresolvable(message)),
         Ok(false) => return Ok(None),
@@ -237,7 +240,11 @@ pub fn find_pod_volumes(snapshot: &Snapshot, pod: &Pod, node: &Node) -> Result<P
 }
 
 /// [`find_pod_volumes`] through assumed volumes (claims bound or annotated in memory by earlier pods).
-pub fn find_pod_volumes_in(view: VolumeView<'_>, pod: &Pod, node: &Node) -> Result<PodVolumes, Status> {
+pub(crate) fn find_pod_volumes_in(
+    view: VolumeView<'_>,
+    pod: &Pod,
+    node: &Node,
+) -> Result<PodVolumes, Status> {
     match classify_pod_claims(view, pod)? {
         None => Ok(PodVolumes::default()),
         Some(claims) => find_pod_volumes_for_claims(view, &claims, node).map_err(Status::error),
@@ -251,7 +258,7 @@ pub fn find_pod_volumes_in(view: VolumeView<'_>, pod: &Pod, node: &Node) -> Resu
 /// used once), and those left over must be provisionable here: a provisioner, the class's
 /// allowedTopologies, and room in a CSIStorageCapacity when the CSI driver tracks capacity.
 /// `Err` is an internal error (a claim without class, an unknown class, a bad selector).
-pub fn find_pod_volumes_for_claims(
+pub(crate) fn find_pod_volumes_for_claims(
     view: VolumeView<'_>,
     claims: &PodVolumeClaims,
     node: &Node,
@@ -554,7 +561,7 @@ fn has_enough_capacity(
 }
 
 /// `volumeLimit`: maximumVolumeSize when reported (it is the precise limit for one volume), else capacity.
-pub fn volume_limit(capacity: &CSIStorageCapacity) -> Option<i64> {
+pub(crate) fn volume_limit(capacity: &CSIStorageCapacity) -> Option<i64> {
     capacity
         .maximum_volume_size
         .as_ref()
@@ -574,7 +581,7 @@ fn node_has_access(node_labels: &Labels, capacity: &CSIStorageCapacity) -> bool 
 }
 
 /// `arePodVolumesBound`: every claim the pod uses is fully bound (through the assumed volumes).
-pub fn are_pod_volumes_bound(view: VolumeView<'_>, pod: &Pod) -> bool {
+pub(crate) fn are_pod_volumes_bound(view: VolumeView<'_>, pod: &Pod) -> bool {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("");
     pod.spec
         .iter()
@@ -590,7 +597,7 @@ pub fn are_pod_volumes_bound(view: VolumeView<'_>, pod: &Pod) -> bool {
 
 /// What Reserve assumed, so Unreserve can take exactly that back.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Assumption {
+pub(crate) struct Assumption {
     /// Every claim was already fully bound: nothing assumed, nothing to write.
     pub all_bound: bool,
     /// PVs assumed bound to the pod's claims.
@@ -601,7 +608,7 @@ pub struct Assumption {
 
 /// `AssumePodVolumes`: binds the chosen PVs and annotates the claims to provision, in memory only. On
 /// failure nothing stays assumed.
-pub fn assume_pod_volumes(
+pub(crate) fn assume_pod_volumes(
     snapshot: &Snapshot,
     assumed: &mut AssumedVolumes,
     pod: &Pod,
@@ -647,7 +654,7 @@ pub fn assume_pod_volumes(
 }
 
 /// `RevertAssumedPodVolumes`: drops what [`assume_pod_volumes`] assumed (idempotent).
-pub fn revert_assumed_pod_volumes(assumed: &mut AssumedVolumes, assumption: &Assumption) {
+pub(crate) fn revert_assumed_pod_volumes(assumed: &mut AssumedVolumes, assumption: &Assumption) {
     for pv in &assumption.pvs {
         assumed.restore_pv(pv);
     }

@@ -7,10 +7,10 @@
 //! wires them to the extension points, with per-cycle state in the `CycleState` and the in-memory
 //! bindings in an [`AssumedVolumes`] value instead of kube-scheduler's process-wide assume cache.
 
-pub mod assume;
-pub mod binder;
-pub mod pv_helpers;
-pub mod scorer;
+pub(crate) mod assume;
+pub(crate) mod binder;
+pub(crate) mod pv_helpers;
+pub(crate) mod scorer;
 #[cfg(test)]
 mod tests;
 
@@ -32,40 +32,40 @@ use crate::plugins::helper::shape_score::ShapePoint;
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
-pub use assume::{ASSUMED_STATE_KEY, AssumedVolumes, VolumeView};
-pub use binder::{
-    Assumption, BindingInfo, ClaimConflict, DynamicProvision, PodVolumeClaims, PodVolumes,
-    assume_pod_volumes, classify_pod_claims, find_pod_volumes, find_pod_volumes_for_claims,
-    find_pod_volumes_in, prebind_actions, revert_assumed_pod_volumes,
+pub(crate) use assume::{ASSUMED_STATE_KEY, VolumeView};
+pub(crate) use binder::{
+    Assumption, PodVolumeClaims, PodVolumes, assume_pod_volumes, classify_pod_claims,
+    find_pod_volumes_for_claims, prebind_actions, revert_assumed_pod_volumes,
 };
 use scorer::{StorageResource, VolumeCapacityScorer};
 
 /// The plugin's registry name.
-pub const NAME: &str = names::VOLUME_BINDING;
+pub(crate) const NAME: &str = names::VOLUME_BINDING;
 
 /// Filter reason: a delayed claim has no usable PV here and cannot be provisioned here either.
 pub const ERR_REASON_BIND_CONFLICT: &str = "node(s) didn't find available persistent volumes to bind";
 /// Filter reason: a bound claim's PV is not reachable from the node.
 pub const ERR_REASON_NODE_CONFLICT: &str = "node(s) didn't match PersistentVolume's node affinity";
 /// Filter reason: no CSIStorageCapacity reachable from the node has room for a claim to provision.
-pub const ERR_REASON_NOT_ENOUGH_SPACE: &str = "node(s) did not have enough free storage";
+pub(crate) const ERR_REASON_NOT_ENOUGH_SPACE: &str = "node(s) did not have enough free storage";
 /// Filter reason: a bound claim's PV does not exist.
-pub const ERR_REASON_PV_NOT_EXIST: &str =
+pub(crate) const ERR_REASON_PV_NOT_EXIST: &str =
     "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)";
 /// PreFilter reason: a claim the PV controller should bind is still unbound.
-pub const ERR_REASON_UNBOUND_IMMEDIATE_CLAIMS: &str = "pod has unbound immediate PersistentVolumeClaims";
+pub(crate) const ERR_REASON_UNBOUND_IMMEDIATE_CLAIMS: &str =
+    "pod has unbound immediate PersistentVolumeClaims";
 
 /// `bindTimeoutSeconds` when not configured.
-pub const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
+pub(crate) const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
 /// The top of a shape point's score scale (`MaxCustomPriorityScore`).
-pub const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+pub(crate) const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
 
 /// The plugin's cycle state (Go's state key is the plugin name).
-pub const STATE_KEY: StateKey<StateData> = StateKey::new(NAME);
+pub(crate) const STATE_KEY: StateKey<StateData> = StateKey::new(NAME);
 
 /// What PreFilter found and Reserve decided for the pod.
 #[derive(Debug, Clone, Default)]
-pub struct StateData {
+pub(crate) struct StateData {
     /// The classified claims; `None` when the pod uses none (PreFilter skipped).
     pub claims: Option<PodVolumeClaims>,
     /// Set by Reserve: nothing to bind, PreBind does nothing.
@@ -76,7 +76,7 @@ pub struct StateData {
 
 /// The reserved node's volumes.
 #[derive(Debug, Clone)]
-pub struct Reserved {
+pub(crate) struct Reserved {
     /// The node.
     pub node: String,
     /// Its volumes as Filter found them (PreBind writes from these).
@@ -88,7 +88,7 @@ pub struct Reserved {
 /// A point of `VolumeBindingArgs.shape`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct UtilizationShapePoint {
+pub(crate) struct UtilizationShapePoint {
     /// Utilization, 0–100.
     pub utilization: i32,
     /// Score, 0–10.
@@ -98,7 +98,7 @@ pub struct UtilizationShapePoint {
 /// `VolumeBindingArgs`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub struct VolumeBindingArgs {
+pub(crate) struct VolumeBindingArgs {
     /// How long PreBind waits for the PV controller (default 600; 0 = no waiting).
     pub bind_timeout_seconds: Option<i64>,
     /// The score shape (StorageCapacityScoring); defaults to 10 at 0% and 0 at 100% utilization.
@@ -168,17 +168,20 @@ fn validate_args(args: &VolumeBindingArgs, storage_capacity_scoring: bool) -> Re
 
 /// The VolumeBinding plugin.
 #[derive(Debug)]
-pub struct VolumeBinding {
+pub(crate) struct VolumeBinding {
     snapshot: Arc<Snapshot>,
     /// Present only with StorageCapacityScoring; without it PreScore skips.
     scorer: Option<VolumeCapacityScorer>,
     storage_capacity_scoring: bool,
+    /// Upstream's PreBind waits this long for the PV controller; the engine's PreBind is a plan and
+    /// does not wait, so only the tests read it (the args are defaulted and validated as upstream's).
+    #[cfg_attr(not(test), expect(dead_code, reason = "the engine's PreBind does not wait"))]
     bind_timeout_seconds: i64,
 }
 
 impl VolumeBinding {
     /// Builds the plugin from its args, with StorageCapacityScoring on or off.
-    pub fn from_args(
+    pub(crate) fn from_args(
         args: Option<&serde_json::Value>,
         snapshot: Arc<Snapshot>,
         storage_capacity_scoring: bool,
@@ -210,11 +213,6 @@ impl VolumeBinding {
             storage_capacity_scoring,
             bind_timeout_seconds: args.bind_timeout_seconds.unwrap_or(DEFAULT_BIND_TIMEOUT_SECONDS),
         })
-    }
-
-    /// How long the binding cycle should wait for the PV controller after PreBind's writes.
-    pub fn bind_timeout_seconds(&self) -> i64 {
-        self.bind_timeout_seconds
     }
 
     /// The node's volumes as Filter decides them; `None` when the pod has no claims or the node does not
@@ -270,7 +268,7 @@ impl VolumeBinding {
 }
 
 /// Builds the plugin from `VolumeBindingArgs`; it scores nodes only with StorageCapacityScoring.
-pub fn new(
+pub(crate) fn new(
     args: Option<&serde_json::Value>,
     handle: &Handle,
     features: &FeatureGates,

@@ -18,25 +18,25 @@ use crate::snapshot::volume::{PersistentVolume, PersistentVolumeSpec};
 
 /// PVC annotation set by the PV controller once binding has been set up; with `spec.volumeName` it
 /// makes the claim "fully bound".
-pub const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
+pub(crate) const ANN_BIND_COMPLETED: &str = "pv.kubernetes.io/bind-completed";
 /// PV annotation marking a binding made by a controller rather than pre-bound by a user.
-pub const ANN_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
+pub(crate) const ANN_BOUND_BY_CONTROLLER: &str = "pv.kubernetes.io/bound-by-controller";
 /// PVC annotation through which the scheduler asks for a volume to be provisioned for a node.
 pub const ANN_SELECTED_NODE: &str = "volume.kubernetes.io/selected-node";
 /// The deprecated class annotation, which still wins over `storageClassName` when present.
-pub const BETA_STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
+pub(crate) const BETA_STORAGE_CLASS_ANNOTATION: &str = "volume.beta.kubernetes.io/storage-class";
 /// A provisioner name that says the class cannot provision dynamically.
 pub const NOT_SUPPORTED_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 /// `volumeBindingMode` that delays binding until a pod is scheduled.
-pub const VOLUME_BINDING_WAIT_FOR_FIRST_CONSUMER: &str = "WaitForFirstConsumer";
+pub(crate) const VOLUME_BINDING_WAIT_FOR_FIRST_CONSUMER: &str = "WaitForFirstConsumer";
 /// The resource name of a claim's size.
-pub const RESOURCE_STORAGE: &str = "storage";
+pub(crate) const RESOURCE_STORAGE: &str = "storage";
 /// The volume mode assumed when a PV or PVC leaves it unset.
-pub const VOLUME_MODE_FILESYSTEM: &str = "Filesystem";
+pub(crate) const VOLUME_MODE_FILESYSTEM: &str = "Filesystem";
 /// The PV phase a volume must have to be matched to a new claim.
-pub const VOLUME_AVAILABLE: &str = "Available";
+pub(crate) const VOLUME_AVAILABLE: &str = "Available";
 /// The PVC phase of a claim whose volume disappeared.
-pub const CLAIM_LOST: &str = "Lost";
+pub(crate) const CLAIM_LOST: &str = "Lost";
 
 fn annotation<'a>(
     meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -49,7 +49,7 @@ fn annotation<'a>(
 }
 
 /// `namespace/name` of a claim.
-pub fn claim_key(claim: &PersistentVolumeClaim) -> String {
+pub(crate) fn claim_key(claim: &PersistentVolumeClaim) -> String {
     format!(
         "{}/{}",
         claim.metadata.namespace.as_deref().unwrap_or(""),
@@ -58,7 +58,7 @@ pub fn claim_key(claim: &PersistentVolumeClaim) -> String {
 }
 
 /// `metadata.name` of any object ("" when unset).
-pub fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+pub(crate) fn name_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
     meta.name.as_deref().unwrap_or("")
 }
 
@@ -75,7 +75,7 @@ pub fn claim_class(claim: &PersistentVolumeClaim) -> &str {
 }
 
 /// `GetPersistentVolumeClass`: the beta annotation, else `storageClassName`.
-pub fn volume_class(pv: &PersistentVolume) -> &str {
+pub(crate) fn volume_class(pv: &PersistentVolume) -> &str {
     if let Some(class) = annotation(&pv.metadata, BETA_STORAGE_CLASS_ANNOTATION) {
         return class;
     }
@@ -95,7 +95,7 @@ pub fn claim_volume_name(claim: &PersistentVolumeClaim) -> &str {
 }
 
 /// The claim's storage request, if it has one.
-pub fn claim_request(claim: &PersistentVolumeClaim) -> Option<&Quantity> {
+pub(crate) fn claim_request(claim: &PersistentVolumeClaim) -> Option<&Quantity> {
     claim
         .spec
         .as_ref()
@@ -105,12 +105,12 @@ pub fn claim_request(claim: &PersistentVolumeClaim) -> Option<&Quantity> {
 }
 
 /// The claim's storage request in bytes (0 when absent).
-pub fn claim_request_bytes(claim: &PersistentVolumeClaim) -> i64 {
+pub(crate) fn claim_request_bytes(claim: &PersistentVolumeClaim) -> i64 {
     claim_request(claim).map(quantity_value).unwrap_or(0)
 }
 
 /// The PV's storage capacity in bytes (0 when absent).
-pub fn volume_capacity_bytes(pv: &PersistentVolume) -> i64 {
+pub(crate) fn volume_capacity_bytes(pv: &PersistentVolume) -> i64 {
     pv.spec
         .as_ref()
         .and_then(|s| s.capacity.as_ref())
@@ -130,13 +130,13 @@ pub fn selected_node(claim: &PersistentVolumeClaim) -> Option<&str> {
 }
 
 /// `ephemeral.VolumeClaimName`: the PVC a generic ephemeral volume uses is `<pod>-<volume>`.
-pub fn ephemeral_claim_name(pod: &Pod, volume: &Volume) -> String {
+pub(crate) fn ephemeral_claim_name(pod: &Pod, volume: &Volume) -> String {
     format!("{}-{}", pod.metadata.name.as_deref().unwrap_or(""), volume.name)
 }
 
 /// `ephemeral.VolumeIsForPod`: the PVC must be in the pod's namespace and controlled by the pod, or a
 /// same-named claim created by someone else would be used by mistake.
-pub fn ephemeral_volume_is_for_pod(pod: &Pod, claim: &PersistentVolumeClaim) -> Result<(), String> {
+pub(crate) fn ephemeral_volume_is_for_pod(pod: &Pod, claim: &PersistentVolumeClaim) -> Result<(), String> {
     let pod_ns = pod.metadata.namespace.as_deref().unwrap_or("");
     let pod_uid = pod.metadata.uid.as_deref().unwrap_or("");
     let claim_ns = claim.metadata.namespace.as_deref().unwrap_or("");
@@ -173,7 +173,7 @@ pub fn volume_claim_name(pod: &Pod, volume: &Volume) -> Option<(String, bool)> {
 
 /// `IsDelayBindingMode`: the claim's class exists and is WaitForFirstConsumer. A class without a
 /// binding mode is an error (the API server always defaults it).
-pub fn is_delay_binding_mode(
+pub(crate) fn is_delay_binding_mode(
     claim: &PersistentVolumeClaim,
     classes: &std::collections::HashMap<String, Arc<StorageClass>>,
 ) -> Result<bool, String> {
@@ -198,11 +198,11 @@ pub fn is_delay_binding_mode(
 /// node is matched by labels only: `CheckNodeAffinity` builds a node without a name, so `matchFields`
 /// on `metadata.name` never selects it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VolumeAffinity(Option<NodeSelectorMatcher>);
+pub(crate) struct VolumeAffinity(Option<NodeSelectorMatcher>);
 
 impl VolumeAffinity {
     /// Parses the PV's `spec.nodeAffinity.required`.
-    pub fn of(pv: &PersistentVolume) -> Self {
+    pub(crate) fn of(pv: &PersistentVolume) -> Self {
         VolumeAffinity(
             pv.spec
                 .as_ref()
@@ -213,13 +213,13 @@ impl VolumeAffinity {
     }
 
     /// Whether a node with these labels can use the PV.
-    pub fn matches(&self, node_labels: &Labels) -> bool {
+    pub(crate) fn matches(&self, node_labels: &Labels) -> bool {
         self.0.as_ref().is_none_or(|m| m.matches(node_labels, ""))
     }
 }
 
 /// `CheckNodeAffinity`: Ok when the node's labels satisfy the PV's required node affinity.
-pub fn check_node_affinity(pv: &PersistentVolume, node_labels: &Labels) -> Result<(), String> {
+pub(crate) fn check_node_affinity(pv: &PersistentVolume, node_labels: &Labels) -> Result<(), String> {
     if VolumeAffinity::of(pv).matches(node_labels) {
         Ok(())
     } else {
@@ -228,7 +228,7 @@ pub fn check_node_affinity(pv: &PersistentVolume, node_labels: &Labels) -> Resul
 }
 
 /// `CheckVolumeModeMismatches`: true when the modes differ, an unset mode being Filesystem.
-pub fn check_volume_mode_mismatches(
+pub(crate) fn check_volume_mode_mismatches(
     claim: &PersistentVolumeClaimSpec,
     volume: &PersistentVolumeSpec,
 ) -> bool {
@@ -238,7 +238,7 @@ pub fn check_volume_mode_mismatches(
 }
 
 /// `CheckAccessModes`: the PV offers every access mode the claim asks for.
-pub fn check_access_modes(claim: &PersistentVolumeClaim, volume: &PersistentVolume) -> bool {
+pub(crate) fn check_access_modes(claim: &PersistentVolumeClaim, volume: &PersistentVolume) -> bool {
     let offered: HashSet<&str> = volume
         .spec
         .iter()
@@ -289,7 +289,7 @@ bindable_volume!(PersistentVolume);
 bindable_volume!(k8s_openapi::api::core::v1::PersistentVolume);
 
 /// `IsVolumeBoundToClaim`: the PV's claimRef names the claim (and its UID, when the ref has one).
-pub fn is_volume_bound_to_claim<V: BindableVolume>(volume: &V, claim: &PersistentVolumeClaim) -> bool {
+pub(crate) fn is_volume_bound_to_claim<V: BindableVolume>(volume: &V, claim: &PersistentVolumeClaim) -> bool {
     let Some(claim_ref) = volume.claim_ref() else {
         return false;
     };
@@ -366,7 +366,7 @@ pub fn bind_volume_to_claim<V: BindableVolume>(
 /// A PV that an unbound claim of the pod could be matched to, with its node affinity parsed once per
 /// cycle (matching runs for every node).
 #[derive(Debug, Clone, PartialEq)]
-pub struct CandidateVolume {
+pub(crate) struct CandidateVolume {
     /// The PV.
     pub pv: Arc<PersistentVolume>,
     /// Its required node affinity.
@@ -375,7 +375,7 @@ pub struct CandidateVolume {
 
 impl CandidateVolume {
     /// Wraps a PV.
-    pub fn new(pv: Arc<PersistentVolume>) -> Self {
+    pub(crate) fn new(pv: Arc<PersistentVolume>) -> Self {
         let affinity = VolumeAffinity::of(&pv);
         CandidateVolume { pv, affinity }
     }
@@ -388,7 +388,7 @@ impl CandidateVolume {
 /// selector, offers the claim's access modes and is reachable from the node. `excluded` are PVs already
 /// chosen for other claims of the pod. Without a node (the PV controller's path) and with
 /// `delay_binding`, only pre-bound PVs match.
-pub fn find_matching_volume<'a>(
+pub(crate) fn find_matching_volume<'a>(
     claim: &PersistentVolumeClaim,
     volumes: &'a [CandidateVolume],
     node_labels: Option<&Labels>,

@@ -8,7 +8,7 @@ use crate::plugins::helper::shape_score::{ShapePoint, utilization_score};
 
 /// What the pod asks of one storage class on a node, and what the node has of it, in bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StorageResource {
+pub(crate) struct StorageResource {
     /// Requested by the pod's claims.
     pub requested: i64,
     /// Capacity on the node.
@@ -17,13 +17,13 @@ pub struct StorageResource {
 
 /// The scoring function built from a shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VolumeCapacityScorer {
+pub(crate) struct VolumeCapacityScorer {
     shape: Vec<ShapePoint>,
 }
 
 impl VolumeCapacityScorer {
     /// Builds the scorer.
-    pub fn new(shape: Vec<ShapePoint>) -> Self {
+    pub(crate) fn new(shape: Vec<ShapePoint>) -> Self {
         VolumeCapacityScorer { shape }
     }
 
@@ -32,7 +32,7 @@ impl VolumeCapacityScorer {
     }
 
     /// The node's score: every class weighs the same; no class scores 0.
-    pub fn score(&self, classes: &BTreeMap<String, StorageResource>) -> i64 {
+    pub(crate) fn score(&self, classes: &BTreeMap<String, StorageResource>) -> i64 {
         if classes.is_empty() {
             return 0;
         }

@@ -8,6 +8,8 @@ use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, 
 use k8s_openapi::api::storage::v1::{CSIStorageCapacity, StorageClass};
 use serde_json::json;
 
+use super::assume::AssumedVolumes;
+use super::binder::find_pod_volumes;
 use super::pv_helpers::*;
 use super::*;
 use crate::action::ObjectRef;
@@ -1321,10 +1323,10 @@ fn bind_volume_to_claim_marks_controller_bindings_only() {
 fn args_are_defaulted_and_validated() {
     let snapshot = Arc::new(Snapshot::default());
     let pl = VolumeBinding::from_args(None, snapshot.clone(), true).unwrap();
-    assert_eq!(pl.bind_timeout_seconds(), DEFAULT_BIND_TIMEOUT_SECONDS);
+    assert_eq!(pl.bind_timeout_seconds, DEFAULT_BIND_TIMEOUT_SECONDS);
     let pl =
         VolumeBinding::from_args(Some(&json!({"bindTimeoutSeconds": 0})), snapshot.clone(), true).unwrap();
-    assert_eq!(pl.bind_timeout_seconds(), 0);
+    assert_eq!(pl.bind_timeout_seconds, 0);
 
     let cases: Vec<(serde_json::Value, bool, &str)> = vec![
         (

@@ -6,7 +6,7 @@ use k8s_openapi::api::coordination::v1::LeaseSpec;
 use k8s_openapi::api::core::v1::{EventSeries, PodSchedulingGate};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use sched_core::Engine;
-use sched_core::schedule::schedule;
+use sched_core::engine::schedule;
 use sched_core::testing::{PodBuilder, node, pod, snapshot};
 
 use super::*;

@@ -2,9 +2,8 @@
 //! claims and devices, the hints, `--node`'s plugin-by-plugin detail and `--all-pending`'s lines.
 
 use sched_core::Code;
+use sched_core::diagnosis::{Diagnosis, SCHEDULING_GATED_MESSAGE, Wants};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome};
-use sched_core::plugins::dynamic_resources::diagnose::{Diagnosis, Wants};
-use sched_core::plugins::scheduling_gates::SCHEDULING_GATED_MESSAGE;
 use sched_core::resource::format_amount;
 
 use crate::commands::explain::{BoundCheck, ExplainReport, NodeDetail, PendingEntry, Reach};

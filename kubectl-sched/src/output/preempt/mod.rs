@@ -6,7 +6,7 @@ pub mod random;
 
 use sched_core::action::Action;
 use sched_core::apply::{ActionResult, Outcome as ApplyOutcome};
-use sched_core::preemption::{PreemptionResult, VictimRemoval, VictimView};
+use sched_core::engine::{PreemptionResult, VictimRemoval, VictimView};
 
 use crate::cli::PreemptFormat;
 use crate::commands::preempt::{

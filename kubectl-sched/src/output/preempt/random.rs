@@ -2,8 +2,7 @@
 //! among tied candidates, and which of equally important pods it spares (see
 //! `sched_core::preemption::ties`).
 
-use sched_core::preemption::PreemptionResult;
-use sched_core::preemption::ties::{MAX_ORDERS_PER_NODE, MAX_VICTIM_SETS};
+use sched_core::engine::{MAX_ORDERS_PER_NODE, MAX_VICTIM_SETS, PreemptionResult};
 
 use crate::diagnosis::hints::{MAX_NAMES, name_list};
 

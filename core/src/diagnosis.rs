@@ -1,0 +1,39 @@
+//! The diagnosis API: what the plugins know that a tool needs to explain a verdict in more words than
+//! kube-scheduler's message, without reaching into a plugin. `kubectl sched explain`'s hints, fixes
+//! and tables read these; each is the plugin's own function or type, re-exported, so the words a
+//! diagnosis uses are the ones the plugin decided with.
+//!
+//! A plugin's other items are its own (`pub(crate)`): a change inside a plugin touches this module at
+//! most, never the binaries.
+//!
+//! ```
+//! use sched_core::diagnosis::{SCHEDULING_GATED_MESSAGE, Shortfall, diagnose, pod_tolerations};
+//! ```
+//!
+//! The plugins' own paths are not public:
+//!
+//! ```compile_fail,E0603
+//! use sched_core::plugins::node_resources::fit::Shortfall;
+//! ```
+//!
+//! ```compile_fail,E0603
+//! use sched_core::plugins::helper::taints::pod_tolerations;
+//! ```
+
+// NodeResourcesFit: what a pod requests and how much each node lacks.
+pub use crate::plugins::node_resources::fit::{Shortfall, compute_pod_resource_request, shortfall_with_dra};
+
+// DynamicResources: which DeviceClass backs an extended resource, and why a pod's claims cannot be
+// allocated.
+pub use crate::plugins::dynamic_resources::diagnose::{
+    ClaimDiagnosis, DeviceCounts, Diagnosis, NodeCounts, RequestDiagnosis, SelectorMiss, Wants, diagnose,
+};
+pub use crate::plugins::helper::device_classes::DeviceClassResolver;
+
+// TaintToleration: a node's taints, a pod's tolerations and the matching TaintToleration applies.
+pub use crate::plugins::helper::taints::{
+    do_not_schedule_taints_filter, node_taints, pod_tolerations, tolerations_tolerate_taint,
+};
+
+// SchedulingGates: the PreEnqueue reason and the message of a gated pod's condition.
+pub use crate::plugins::scheduling_gates::{ERR_REASON_WAITING_FOR_GATES, SCHEDULING_GATED_MESSAGE};
