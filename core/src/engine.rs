@@ -12,11 +12,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::features::FeatureGates;
 use crate::framework::profile::{DEFAULT_SCHEDULER_NAME, ProfileError, SchedulerConfig};
 use crate::framework::runtime::{Framework, FrameworkError, ResolvedProfile};
 use crate::plugins::in_tree_registry;
 use crate::schedule::ScheduleOptions;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{ClusterObjects, PodInfo, Snapshot};
 
 pub use crate::framework::runtime::Registry;
 
@@ -101,6 +102,22 @@ impl Engine {
     /// The plugin registry.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The feature gates its plugins are built with (the registry's).
+    pub fn features(&self) -> &FeatureGates {
+        self.registry.features()
+    }
+
+    /// A snapshot of `objects` whose requests are summed with this engine's gates: what its
+    /// frameworks decide on (upstream's cache and plugins read the same gates).
+    pub fn snapshot(&self, objects: ClusterObjects) -> Snapshot {
+        Snapshot::with_features(objects, *self.features())
+    }
+
+    /// `pod` precomputed with this engine's gates (its requests summed as its frameworks sum them).
+    pub fn pod_info(&self, pod: Pod) -> PodInfo {
+        PodInfo::with_features(Arc::new(pod), self.features())
     }
 
     /// The resolved scheduler configuration.

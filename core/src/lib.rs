@@ -20,6 +20,7 @@ pub mod action;
 pub mod api_error;
 pub mod clock;
 pub mod duration;
+pub mod features;
 pub mod labels;
 pub mod resource;
 

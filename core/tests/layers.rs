@@ -35,7 +35,15 @@ const LAYERS: Layers = &[
     // Values with no scheduling meaning of their own.
     (
         "foundations",
-        &["duration", "labels", "resource", "action", "api_error", "clock"],
+        &[
+            "duration",
+            "labels",
+            "resource",
+            "action",
+            "api_error",
+            "clock",
+            "features",
+        ],
     ),
     // What the API server does to a pod before the scheduler sees it (defaulting, Priority admission,
     // the default scheduler name).

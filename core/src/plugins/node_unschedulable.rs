@@ -28,9 +28,13 @@ pub const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
 /// Declared upstream for nodes with unknown conditions; no v1.37 code path returns it.
 pub const ERR_REASON_UNKNOWN_CONDITION: &str = "node(s) had unknown conditions";
 
-/// The NodeUnschedulable plugin.
+/// The NodeUnschedulable plugin. `Default` is v1.37.1's (comparison operators off).
 #[derive(Debug, Default)]
-pub struct NodeUnschedulable;
+pub struct NodeUnschedulable {
+    /// `TaintTolerationComparisonOperators`, passed to the toleration check as upstream does. The
+    /// cordon taint has no value, so an `Lt`/`Gt` toleration of it never matches either way.
+    enable_taint_toleration_comparison_operators: bool,
+}
 
 impl Plugin for NodeUnschedulable {
     fn name(&self) -> &'static str {
@@ -72,7 +76,11 @@ impl FilterPlugin for NodeUnschedulable {
             value: None,
             time_added: None,
         };
-        if tolerations_tolerate_taint(pod_tolerations(&pod.pod), &cordon) {
+        if tolerations_tolerate_taint(
+            pod_tolerations(&pod.pod),
+            &cordon,
+            self.enable_taint_toleration_comparison_operators,
+        ) {
             Status::success()
         } else {
             Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
@@ -84,9 +92,11 @@ impl FilterPlugin for NodeUnschedulable {
 pub fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
-    Ok(Arc::new(NodeUnschedulable))
+    Ok(Arc::new(NodeUnschedulable {
+        enable_taint_toleration_comparison_operators: features.taint_toleration_comparison_operators,
+    }))
 }
 
 #[cfg(test)]
@@ -127,9 +137,9 @@ mod tests {
         for (name, p, n, want) in cases {
             let p = p.info();
             let mut state = CycleState::new();
-            let (result, s) = NodeUnschedulable.pre_filter(&mut state, &p, &[]);
+            let (result, s) = NodeUnschedulable::default().pre_filter(&mut state, &p, &[]);
             assert!(result.is_none() && s.is_success(), "{name}: prefilter");
-            let s = NodeUnschedulable.filter(&state, &p, &n.info_with(vec![]));
+            let s = NodeUnschedulable::default().filter(&state, &p, &n.info_with(vec![]));
             match want {
                 None => assert!(s.is_success(), "{name}: {s:?}"),
                 Some(reason) => {

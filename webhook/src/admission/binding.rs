@@ -16,6 +16,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 
 use sched_core::action::{Action, ObjectRef};
+use sched_core::framework::FrameworkHandle;
 use sched_core::framework::cycle_state::CycleState;
 use sched_core::plugins::volume_binding::find_pod_volumes;
 use sched_core::{Code, PodInfo};
