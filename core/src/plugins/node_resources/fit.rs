@@ -775,6 +775,39 @@ mod tests {
         score
     }
 
+    /// `PodLevelResources` decides whether PreFilter counts the pod-level cpu (3) or the container
+    /// sum (1) against a node with 2 cpu free, as upstream's `computePodResourceRequest` does.
+    #[test]
+    fn pod_level_requests_follow_the_gate() {
+        let p = pod("p")
+            .cpu("1")
+            .with(|p| {
+                p.spec.as_mut().unwrap().resources = Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                    requests: Some(
+                        [(
+                            "cpu".to_string(),
+                            k8s_openapi::apimachinery::pkg::api::resource::Quantity("3".into()),
+                        )]
+                        .into(),
+                    ),
+                    ..Default::default()
+                });
+            })
+            .info();
+        let n = node("n").cpu("2").memory("4Gi").info_with(vec![]);
+        for (name, enabled, want) in [
+            ("v1.37.1", true, Code::Unschedulable),
+            ("gate off", false, Code::Success),
+        ] {
+            let features = crate::framework::FeatureGates {
+                pod_level_resources: enabled,
+                ..crate::framework::FeatureGates::v1_37()
+            };
+            let fit = new(None, &handle(), &features).expect("plugin");
+            assert_eq!(run_filter(fit.as_ref(), &p, &n).code(), want, "{name}");
+        }
+    }
+
     #[test]
     fn filter_reasons_and_codes() {
         let used = pod("used")
