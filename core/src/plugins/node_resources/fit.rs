@@ -796,8 +796,13 @@ mod tests {
             .info();
         let n = node("n").cpu("2").memory("4Gi").info_with(vec![]);
         for (name, enabled, want) in [
-            ("v1.37.1", true, Code::Unschedulable),
-            ("gate off", false, Code::Success),
+            // More than the node's allocatable: unresolvable, as upstream.
+            (
+                "v1.37.1: 3 cpu on a 2-cpu node",
+                true,
+                Code::UnschedulableAndUnresolvable,
+            ),
+            ("gate off: the container's 1 cpu fits", false, Code::Success),
         ] {
             let features = crate::framework::FeatureGates {
                 pod_level_resources: enabled,
