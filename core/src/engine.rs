@@ -12,9 +12,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use crate::features::FeatureGates;
 use crate::framework::profile::DEFAULT_SCHEDULER_NAME;
 use crate::framework::runtime::FrameworkError;
-use crate::snapshot::Snapshot;
+use crate::snapshot::{ClusterObjects, PodInfo, Snapshot};
 
 // The engine API: what a caller needs beside the `Engine` itself, re-exported so that the binaries name
 // one module rather than the framework's, the cycle's and the preemption evaluator's files.
@@ -25,7 +26,7 @@ pub use crate::framework::runtime::{Registry, ResolvedProfile};
 pub use crate::plugins::in_tree_registry;
 // A profile's framework over a snapshot, its cycle state and the per-node verdicts it records.
 pub use crate::framework::cycle_state::CycleState;
-pub use crate::framework::interface::NodeToStatus;
+pub use crate::framework::interface::{FrameworkHandle, NodeToStatus};
 pub use crate::framework::runtime::{FilterVerdict, Framework};
 // One scheduling cycle (`schedule_one.go`).
 pub use crate::schedule::{ScheduleOptions, reason_histogram, schedule, schedule_cycle};
@@ -115,6 +116,22 @@ impl Engine {
     /// The plugin registry.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The feature gates its plugins are built with (the registry's).
+    pub fn features(&self) -> &FeatureGates {
+        self.registry.features()
+    }
+
+    /// A snapshot of `objects` whose requests are summed with this engine's gates: what its
+    /// frameworks decide on (upstream's cache and plugins read the same gates).
+    pub fn snapshot(&self, objects: ClusterObjects) -> Snapshot {
+        Snapshot::with_features(objects, *self.features())
+    }
+
+    /// `pod` precomputed with this engine's gates (its requests summed as its frameworks sum them).
+    pub fn pod_info(&self, pod: Pod) -> PodInfo {
+        PodInfo::with_features(Arc::new(pod), self.features())
     }
 
     /// The resolved scheduler configuration.

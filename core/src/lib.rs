@@ -21,6 +21,7 @@ pub mod action;
 pub mod api_error;
 pub mod clock;
 pub mod duration;
+pub mod features;
 pub use sched_apimachinery::{labels, resource};
 
 // What the API server does to a pod before the scheduler sees it.

@@ -39,7 +39,10 @@ type Layers = &'static [(&'static str, &'static [&'static str])];
 /// re-exports leads out of this crate and is no import here).
 const LAYERS: Layers = &[
     // Values with no scheduling meaning of their own (quantities and selectors: sched-apimachinery).
-    ("foundations", &["duration", "action", "api_error", "clock"]),
+    (
+        "foundations",
+        &["duration", "action", "api_error", "clock", "features"],
+    ),
     // What the API server does to a pod before the scheduler sees it (defaulting, Priority admission,
     // the default scheduler name).
     ("admission", &["admission"]),

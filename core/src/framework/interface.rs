@@ -20,10 +20,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::action::Action;
+use crate::features::FeatureGates;
 use crate::framework::cycle_state::CycleState;
-use crate::framework::runtime::Framework;
 use crate::framework::status::Status;
-use crate::snapshot::{NodeInfo, PodInfo};
+use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
 /// The lowest score a Score plugin may return after normalization.
 pub const MIN_NODE_SCORE: i64 = 0;
@@ -208,12 +208,48 @@ pub struct PostFilterResult {
     pub mode: NominatingMode,
 }
 
+/// What a PostFilter plugin, and the preemption evaluator it calls, may ask of the framework running
+/// it: the part of upstream's `framework.Handle` they use (its snapshot lister, its gates,
+/// `RunFilterPluginsWithNominatedPods` and the PreFilter extensions for dry runs). The runtime's
+/// `Framework` implements it; declaring it here, with the extension points, keeps the contracts below
+/// the runtime, as upstream declares `Handle` in `interface.go`.
+pub trait FrameworkHandle: Send + Sync {
+    /// The snapshot the framework decides on.
+    fn snapshot(&self) -> &Arc<Snapshot>;
+    /// The feature gates its plugins were built with.
+    fn features(&self) -> &FeatureGates;
+    /// RunPreFilterExtensionAddPod: every PreFilter plugin's AddPod for `to_add` on `node`.
+    fn run_pre_filter_extension_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_add: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+    /// RunPreFilterExtensionRemovePod: every PreFilter plugin's RemovePod for `to_remove` on `node`.
+    fn run_pre_filter_extension_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_remove: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+    /// RunFilterPluginsWithNominatedPods: the filters with and without the nominated pods of at least
+    /// the pod's priority; both must pass.
+    fn run_filter_plugins_with_nominated_pods(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status;
+}
+
 /// PostFilter: runs after the pod was found unschedulable (preemption lives here).
 pub trait PostFilterPlugin: Send + Sync {
-    /// `statuses` are the filter results of every node.
+    /// `statuses` are the filter results of every node; `fwk` is the framework running the plugin.
     fn post_filter(
         &self,
-        fwk: &Framework,
+        fwk: &dyn FrameworkHandle,
         state: &CycleState,
         pod: &PodInfo,
         statuses: &NodeToStatus,

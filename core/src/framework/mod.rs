@@ -2,7 +2,6 @@
 //! pod through the points, and profiles (KubeSchedulerConfiguration).
 
 pub mod cycle_state;
-pub mod feature_gates;
 pub mod fit_error;
 pub mod interface;
 pub mod profile;
@@ -11,6 +10,8 @@ pub mod runtime;
 pub mod status;
 
 pub use cycle_state::{CycleState, StateKey};
-pub use feature_gates::FeatureGates;
+// The gates live with the foundations (upstream's `pkg/features`, below everything) so the snapshot
+// can read them too; plugins keep their path `crate::framework::FeatureGates`.
+pub use crate::features::FeatureGates;
 pub use interface::*;
 pub use status::{Code, Status};

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use crate::framework::feature_gates::FeatureGates;
+use crate::features::FeatureGates;
 use crate::framework::interface::Plugin;
 use crate::framework::profile::PluginRef;
 use crate::framework::runtime::{Handle, PluginError};

@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 
+use crate::features::FeatureGates;
 use crate::framework::cycle_state::{CycleState, PluginSet};
 use crate::framework::interface::*;
 use crate::framework::status::{Code, Status};
@@ -170,6 +171,8 @@ pub struct Framework {
     pub handle: Handle,
     /// The profile this framework was built from.
     pub profile: ResolvedProfile,
+    /// The feature gates its plugins were built with (the registry's).
+    features: FeatureGates,
     pre_enqueue: Vec<Arc<dyn Plugin>>,
     queue_sort: Vec<Arc<dyn Plugin>>,
     pre_filter: Vec<Arc<dyn Plugin>>,
@@ -262,6 +265,7 @@ impl Framework {
             profile_name: profile.scheduler_name.clone(),
             handle,
             profile: profile.clone(),
+            features: *registry.features(),
             pre_enqueue,
             queue_sort,
             pre_filter,
@@ -280,6 +284,11 @@ impl Framework {
     /// The snapshot this framework decides on.
     pub fn snapshot(&self) -> &Arc<Snapshot> {
         &self.handle.snapshot
+    }
+
+    /// The feature gates its plugins were built with.
+    pub fn features(&self) -> &FeatureGates {
+        &self.features
     }
 
     /// True when the profile has Filter plugins.
@@ -423,28 +432,6 @@ impl Framework {
             }
         }
         Status::success()
-    }
-
-    /// RunPreFilterExtensionAddPod.
-    pub fn run_pre_filter_extension_add_pod(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        to_add: &PodInfo,
-        node: &NodeInfo,
-    ) -> Status {
-        self.run_pre_filter_extension(state, pod, to_add, node, true)
-    }
-
-    /// RunPreFilterExtensionRemovePod.
-    pub fn run_pre_filter_extension_remove_pod(
-        &self,
-        state: &mut CycleState,
-        pod: &PodInfo,
-        to_remove: &PodInfo,
-        node: &NodeInfo,
-    ) -> Status {
-        self.run_pre_filter_extension(state, pod, to_remove, node, false)
     }
 
     /// RunFilterPlugins: stops at the first non-success; non-rejection codes become Errors.
@@ -826,4 +813,45 @@ impl Framework {
 /// taken for one another just because both UIDs are empty.
 fn is_same_pod(a: &PodInfo, b: &PodInfo) -> bool {
     (!a.uid().is_empty() && a.uid() == b.uid()) || (a.namespace() == b.namespace() && a.name() == b.name())
+}
+
+/// The handle PostFilter plugins and preemption get: the PreFilter extensions live only here (every
+/// caller runs them through the handle); the other methods are the inherent ones.
+impl FrameworkHandle for Framework {
+    fn snapshot(&self) -> &Arc<Snapshot> {
+        Framework::snapshot(self)
+    }
+
+    fn features(&self) -> &FeatureGates {
+        Framework::features(self)
+    }
+
+    fn run_pre_filter_extension_add_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_add: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        self.run_pre_filter_extension(state, pod, to_add, node, true)
+    }
+
+    fn run_pre_filter_extension_remove_pod(
+        &self,
+        state: &mut CycleState,
+        pod: &PodInfo,
+        to_remove: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        self.run_pre_filter_extension(state, pod, to_remove, node, false)
+    }
+
+    fn run_filter_plugins_with_nominated_pods(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        node: &NodeInfo,
+    ) -> Status {
+        Framework::run_filter_plugins_with_nominated_pods(self, state, pod, node, None)
+    }
 }

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use crate::framework::FeatureGates;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{
-    NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin,
+    FrameworkHandle, NodeToStatus, Plugin, PostFilterPlugin, PostFilterResult, PreEnqueuePlugin,
 };
-use crate::framework::runtime::{Framework, Handle, PluginError, decode_args};
+use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::framework::status::Status;
 use crate::plugins::names;
 use crate::preemption::evaluator;
@@ -52,7 +52,7 @@ impl PreEnqueuePlugin for DefaultPreemption {
 impl PostFilterPlugin for DefaultPreemption {
     fn post_filter(
         &self,
-        fwk: &Framework,
+        fwk: &dyn FrameworkHandle,
         state: &CycleState,
         pod: &PodInfo,
         statuses: &NodeToStatus,

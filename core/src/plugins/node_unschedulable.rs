@@ -26,9 +26,13 @@ pub(crate) const NAME: &str = names::NODE_UNSCHEDULABLE;
 /// Filter reason for a cordoned node the pod does not tolerate.
 pub(crate) const ERR_REASON_UNSCHEDULABLE: &str = "node(s) were unschedulable";
 
-/// The NodeUnschedulable plugin.
+/// The NodeUnschedulable plugin. `Default` is v1.37.1's (comparison operators off).
 #[derive(Debug, Default)]
-pub(crate) struct NodeUnschedulable;
+pub(crate) struct NodeUnschedulable {
+    /// `TaintTolerationComparisonOperators`, passed to the toleration check as upstream does. The
+    /// cordon taint has no value, so an `Lt`/`Gt` toleration of it never matches either way.
+    enable_taint_toleration_comparison_operators: bool,
+}
 
 impl Plugin for NodeUnschedulable {
     fn name(&self) -> &'static str {
@@ -70,7 +74,11 @@ impl FilterPlugin for NodeUnschedulable {
             value: None,
             time_added: None,
         };
-        if tolerations_tolerate_taint(pod_tolerations(&pod.pod), &cordon) {
+        if tolerations_tolerate_taint(
+            pod_tolerations(&pod.pod),
+            &cordon,
+            self.enable_taint_toleration_comparison_operators,
+        ) {
             Status::success()
         } else {
             Status::unresolvable(ERR_REASON_UNSCHEDULABLE)
@@ -82,9 +90,11 @@ impl FilterPlugin for NodeUnschedulable {
 pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
-    Ok(Arc::new(NodeUnschedulable))
+    Ok(Arc::new(NodeUnschedulable {
+        enable_taint_toleration_comparison_operators: features.taint_toleration_comparison_operators,
+    }))
 }
 
 #[cfg(test)]
@@ -125,9 +135,9 @@ mod tests {
         for (name, p, n, want) in cases {
             let p = p.info();
             let mut state = CycleState::new();
-            let (result, s) = NodeUnschedulable.pre_filter(&mut state, &p, &[]);
+            let (result, s) = NodeUnschedulable::default().pre_filter(&mut state, &p, &[]);
             assert!(result.is_none() && s.is_success(), "{name}: prefilter");
-            let s = NodeUnschedulable.filter(&state, &p, &n.info_with(vec![]));
+            let s = NodeUnschedulable::default().filter(&state, &p, &n.info_with(vec![]));
             match want {
                 None => assert!(s.is_success(), "{name}: {s:?}"),
                 Some(reason) => {

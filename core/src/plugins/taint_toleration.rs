@@ -2,8 +2,8 @@
 //! and prefers nodes with fewer untolerated PreferNoSchedule taints.
 //!
 //! In v1.37.1 the Filter reason is the literal `node(s) had untolerated taint(s)` (it no longer names
-//! the taint). The `Lt`/`Gt` toleration operators (`TaintTolerationComparisonOperators`) are alpha and
-//! off, see `helper::taints`. PreFilter only Skips under the alpha
+//! the taint). The `Lt`/`Gt` toleration operators follow `TaintTolerationComparisonOperators` (alpha,
+//! off in v1.37.1) from the gates the factory receives, see `helper::taints`. PreFilter only Skips under the alpha
 //! `InPlacePodVerticalScalingSchedulerPreemption` gate, so here it always succeeds.
 
 use std::sync::Arc;
@@ -42,9 +42,12 @@ pub(crate) struct PreScoreState {
 /// Where PreScore leaves its state.
 pub(crate) const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreTaintToleration");
 
-/// The TaintToleration plugin.
+/// The TaintToleration plugin. `Default` is v1.37.1's (comparison operators off).
 #[derive(Debug, Default)]
-pub(crate) struct TaintToleration;
+pub(crate) struct TaintToleration {
+    /// `TaintTolerationComparisonOperators`: `Lt`/`Gt` tolerations compare numeric taint values.
+    enable_taint_toleration_comparison_operators: bool,
+}
 
 fn prefer_no_schedule_tolerations(pod: &PodInfo) -> Vec<Toleration> {
     pod_tolerations(&pod.pod)
@@ -59,11 +62,15 @@ fn prefer_no_schedule_tolerations(pod: &PodInfo) -> Vec<Toleration> {
         .collect()
 }
 
-fn count_intolerable_prefer_no_schedule(node: &NodeInfo, tolerations: &[Toleration]) -> i64 {
+fn count_intolerable_prefer_no_schedule(
+    node: &NodeInfo,
+    tolerations: &[Toleration],
+    enable_comparison_operators: bool,
+) -> i64 {
     node_taints(&node.node)
         .iter()
         .filter(|t| t.effect == EFFECT_PREFER_NO_SCHEDULE)
-        .filter(|t| !tolerations_tolerate_taint(tolerations, t))
+        .filter(|t| !tolerations_tolerate_taint(tolerations, t, enable_comparison_operators))
         .count() as i64
 }
 
@@ -102,6 +109,7 @@ impl FilterPlugin for TaintToleration {
             node_taints(&node.node),
             pod_tolerations(&pod.pod),
             do_not_schedule_taints_filter,
+            self.enable_taint_toleration_comparison_operators,
         );
         match untolerated {
             None => Status::success(),
@@ -134,7 +142,11 @@ impl ScorePlugin for TaintToleration {
             );
         };
         (
-            count_intolerable_prefer_no_schedule(node, &s.tolerations_prefer_no_schedule),
+            count_intolerable_prefer_no_schedule(
+                node,
+                &s.tolerations_prefer_no_schedule,
+                self.enable_taint_toleration_comparison_operators,
+            ),
             Status::success(),
         )
     }
@@ -154,9 +166,11 @@ impl ScorePlugin for TaintToleration {
 pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
-    Ok(Arc::new(TaintToleration))
+    Ok(Arc::new(TaintToleration {
+        enable_taint_toleration_comparison_operators: features.taint_toleration_comparison_operators,
+    }))
 }
 
 #[cfg(test)]
@@ -219,7 +233,7 @@ mod tests {
             ),
         ];
         for (name, p, n, fits) in cases {
-            let s = TaintToleration.filter(&CycleState::new(), &p.info(), &n.info_with(vec![]));
+            let s = TaintToleration::default().filter(&CycleState::new(), &p.info(), &n.info_with(vec![]));
             if fits {
                 assert!(s.is_success(), "{name}: {s:?}");
             } else {
@@ -231,7 +245,7 @@ mod tests {
 
     #[test]
     fn prefilter_succeeds_without_narrowing() {
-        let (r, s) = TaintToleration.pre_filter(&mut CycleState::new(), &pod("p").info(), &[]);
+        let (r, s) = TaintToleration::default().pre_filter(&mut CycleState::new(), &pod("p").info(), &[]);
         assert!(r.is_none() && s.is_success());
     }
 
@@ -239,11 +253,15 @@ mod tests {
         let p = p.info();
         let infos: Vec<Arc<NodeInfo>> = nodes.into_iter().map(|n| Arc::new(n.info_with(vec![]))).collect();
         let mut state = CycleState::new();
-        assert!(TaintToleration.pre_score(&mut state, &p, &infos).is_success());
+        assert!(
+            TaintToleration::default()
+                .pre_score(&mut state, &p, &infos)
+                .is_success()
+        );
         let mut list: Vec<NodeScore> = infos
             .iter()
             .map(|n| {
-                let (score, s) = TaintToleration.score(&state, &p, n);
+                let (score, s) = TaintToleration::default().score(&state, &p, n);
                 assert!(s.is_success());
                 NodeScore {
                     name: n.name().to_string(),
@@ -253,7 +271,7 @@ mod tests {
             .collect();
         let raw = list.iter().map(|s| s.score).collect();
         assert!(
-            TaintToleration
+            TaintToleration::default()
                 .normalize_score(&state, &p, &mut list)
                 .is_success()
         );
@@ -303,11 +321,54 @@ mod tests {
 
     #[test]
     fn score_without_prescore_state_is_an_error() {
-        let (_, s) = TaintToleration.score(
+        let (_, s) = TaintToleration::default().score(
             &CycleState::new(),
             &pod("p").info(),
             &node("n1").info_with(vec![]),
         );
         assert_eq!(s.code(), Code::Error);
+    }
+
+    /// `TaintTolerationComparisonOperators` decides whether a `Gt` toleration tolerates a larger
+    /// numeric taint value, in Filter and in Score, as upstream's plugin built with the gate on/off.
+    #[test]
+    fn comparison_operators_follow_the_gate() {
+        let handle = Handle {
+            snapshot: Arc::new(crate::testing::snapshot(vec![], vec![])),
+        };
+        let p = pod("p")
+            .toleration(toleration("level", "Gt", "3", "NoSchedule"))
+            .toleration(toleration("soft", "Gt", "3", "PreferNoSchedule"))
+            .info();
+        let n = node("n1")
+            .taint("level", "5", "NoSchedule")
+            .taint("soft", "5", "PreferNoSchedule")
+            .info_with(vec![]);
+        for (name, enabled, fits, untolerated_soft) in [
+            ("gate off (v1.37.1)", false, false, 1),
+            ("gate on", true, true, 0),
+        ] {
+            let features = FeatureGates {
+                taint_toleration_comparison_operators: enabled,
+                ..FeatureGates::v1_37()
+            };
+            let plugin = new(None, &handle, &features).expect("plugin");
+            let s = plugin
+                .as_filter()
+                .expect("filter")
+                .filter(&CycleState::new(), &p, &n);
+            assert_eq!(s.is_success(), fits, "{name}: {s:?}");
+            let mut state = CycleState::new();
+            let nodes = vec![Arc::new(n.clone())];
+            assert!(
+                plugin
+                    .as_pre_score()
+                    .expect("pre_score")
+                    .pre_score(&mut state, &p, &nodes)
+                    .is_success()
+            );
+            let (score, _) = plugin.as_score().expect("score").score(&state, &p, &n);
+            assert_eq!(score, untolerated_soft, "{name}");
+        }
     }
 }

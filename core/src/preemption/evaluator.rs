@@ -12,8 +12,8 @@ use rayon::prelude::*;
 
 use crate::framework::cycle_state::CycleState;
 use crate::framework::fit_error::fit_error_message;
+use crate::framework::interface::FrameworkHandle;
 use crate::framework::interface::{NodeToStatus, NominatingMode, PostFilterResult};
-use crate::framework::runtime::Framework;
 use crate::framework::status::{Code, Status};
 use crate::preemption::args::DefaultPreemptionArgs;
 use crate::preemption::candidate::{Candidate, Victim, importance_order, pick_one_node_for_preemption, rank};
@@ -100,7 +100,7 @@ pub fn pod_eligible_to_preempt_others(
 }
 
 fn remove_victim(
-    fwk: &Framework,
+    fwk: &dyn FrameworkHandle,
     state: &mut CycleState,
     preemptor: &PodInfo,
     node: &mut NodeInfo,
@@ -116,7 +116,7 @@ fn remove_victim(
 }
 
 fn add_victim(
-    fwk: &Framework,
+    fwk: &dyn FrameworkHandle,
     state: &mut CycleState,
     preemptor: &PodInfo,
     node: &mut NodeInfo,
@@ -139,7 +139,7 @@ fn add_victim(
 /// Equally important pods keep their order on the node; kube-scheduler's order among them is arbitrary
 /// ([`crate::preemption::ties`] tries the others).
 pub fn select_victims_on_node(
-    fwk: &Framework,
+    fwk: &dyn FrameworkHandle,
     state: &mut CycleState,
     preemptor: &PodInfo,
     node: &mut NodeInfo,
@@ -154,7 +154,7 @@ pub fn select_victims_on_node(
 /// `node` (and `state`) and checks the preemptor then fits. Returns the removed pods most important
 /// first (a stable sort: equally important pods keep their order on the node).
 pub fn remove_potential_victims(
-    fwk: &Framework,
+    fwk: &dyn FrameworkHandle,
     state: &mut CycleState,
     preemptor: &PodInfo,
     node: &mut NodeInfo,
@@ -174,7 +174,7 @@ pub fn remove_potential_victims(
     }
     // Not fitting even with every lower-priority pod gone ends it here (affinity to a victim is not
     // considered, as upstream).
-    let s = fwk.run_filter_plugins_with_nominated_pods(state, preemptor, node, None);
+    let s = fwk.run_filter_plugins_with_nominated_pods(state, preemptor, node);
     if !s.is_success() {
         return Err(s);
     }
@@ -186,7 +186,7 @@ pub fn remove_potential_victims(
 /// charges the budgets and tries to add pods back in the order given (PDB-violating ones first), keeping
 /// those that leave the preemptor fitting. Returns the victims and how many violate a PDB.
 pub fn reprieve_in_order(
-    fwk: &Framework,
+    fwk: &dyn FrameworkHandle,
     state: &mut CycleState,
     preemptor: &PodInfo,
     node: &mut NodeInfo,
@@ -200,7 +200,7 @@ pub fn reprieve_in_order(
     let reprieve = |v: &Victim, state: &mut CycleState, node: &mut NodeInfo| -> Result<bool, Status> {
         add_victim(fwk, state, preemptor, node, v)?;
         let fits = fwk
-            .run_filter_plugins_with_nominated_pods(state, preemptor, node, None)
+            .run_filter_plugins_with_nominated_pods(state, preemptor, node)
             .is_success();
         if !fits {
             remove_victim(fwk, state, preemptor, node, v)?;
@@ -270,7 +270,7 @@ fn aggregate(errors: &[String]) -> String {
 
 /// Evaluates preemption for `pod` given the filter results of its scheduling cycle.
 pub fn evaluate(
-    fwk: &Framework,
+    fwk: &dyn FrameworkHandle,
     state: &CycleState,
     pod: &PodInfo,
     statuses: &NodeToStatus,

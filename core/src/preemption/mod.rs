@@ -351,7 +351,10 @@ pub fn dry_run(
             &fwk.profile_name,
             &c.node,
             &c.victims,
-            options.mode,
+            plan::Execution {
+                removal: options.mode,
+                async_preemption: fwk.features().scheduler_async_preemption,
+            },
             &failed_scheduling_message,
         ),
         _ => Vec::new(),

@@ -1,7 +1,8 @@
 //! The chosen candidate's side effects as [`Action`]s: what kube-scheduler's preemption executor and
 //! failure handler write to the API.
 //!
-//! Order of the plan (v1.37 runs preemption asynchronously, SchedulerAsyncPreemption being on by default):
+//! Order of the plan, as the executor (`framework/preemption/executor.go`) runs it. With
+//! `SchedulerAsyncPreemption` (beta, on in v1.37.1) preemption runs asynchronously:
 //! 1. clear `status.nominatedNodeName` of lower-priority pods nominated to the node (the async goroutine
 //!    does this first);
 //! 2. per victim, most important first, skipping victims that are already terminating: the
@@ -11,6 +12,9 @@
 //!    last one);
 //! 3. the preemptor, as the failure handler writes it: the `FailedScheduling` warning event, then its
 //!    `status.nominatedNodeName` and `PodScheduled=False` condition (one status patch upstream).
+//!
+//! With the gate off (`prepareCandidate`, synchronous) the victims go first and the lower-priority
+//! nominations are cleared after them, before the failure handler writes the preemptor.
 //!
 //! Upstream the preemptor's status patch races with the victims' deletions; putting it last means a
 //! plan interrupted half-way leaves the preemptor un-nominated, so running the drill again re-evaluates
@@ -93,6 +97,16 @@ pub fn lower_priority_nominated_pods<'a>(
         .filter(move |p| p.priority < preemptor.priority && p.key() != preemptor.key())
 }
 
+/// How the plan carries the preemption out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Execution {
+    /// How victims are removed.
+    pub removal: VictimRemoval,
+    /// `SchedulerAsyncPreemption` (upstream's executor reads `feature.Features.EnableAsyncPreemption`):
+    /// the order of the nomination clearing, see the module documentation.
+    pub async_preemption: bool,
+}
+
 /// The actions that carry out preemption of `victims` on `node` for `preemptor`, in the order described
 /// in the module documentation. `failed_scheduling_message` is the preemptor's FailedScheduling text;
 /// `profile` the scheduler name of the profile that schedules it (its `spec.schedulerName`), which
@@ -103,20 +117,25 @@ pub fn prepare_candidate(
     profile: &str,
     node: &str,
     victims: &[Victim],
-    removal: VictimRemoval,
+    execution: Execution,
     failed_scheduling_message: &str,
 ) -> Vec<Action> {
     let preemptor_ref = pod_ref(preemptor);
     let mut actions = Vec::new();
-    for p in lower_priority_nominated_pods(snapshot, preemptor, node) {
-        actions.push(Action::SetNominatedNodeName {
-            pod: pod_ref(p),
-            node: String::new(),
-        });
+    let clear_lower_nominations = |actions: &mut Vec<Action>| {
+        for p in lower_priority_nominated_pods(snapshot, preemptor, node) {
+            actions.push(Action::SetNominatedNodeName {
+                pod: pod_ref(p),
+                node: String::new(),
+            });
+        }
+    };
+    if execution.async_preemption {
+        clear_lower_nominations(&mut actions);
     }
     for v in victims.iter().filter(|v| !v.pod.is_terminating()) {
         let victim = pod_ref(&v.pod);
-        match removal {
+        match execution.removal {
             VictimRemoval::Delete => {
                 actions.push(Action::SetPodCondition {
                     pod: victim.clone(),
@@ -140,6 +159,9 @@ pub fn prepare_candidate(
             note: preempted_note(preemptor.uid(), node),
             reporting_controller: Some(profile.to_string()),
         }));
+    }
+    if !execution.async_preemption {
+        clear_lower_nominations(&mut actions);
     }
     actions.push(Action::Event(EventSpec {
         regarding: preemptor_ref.clone(),
@@ -171,7 +193,14 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::features::FeatureGates;
     use crate::testing::{node, pod, snapshot};
+
+    /// v1.37.1's execution: DELETE, asynchronous preemption.
+    const ASYNC_DELETE: Execution = Execution {
+        removal: VictimRemoval::Delete,
+        async_preemption: FeatureGates::v1_37().scheduler_async_preemption,
+    };
 
     #[test]
     fn plan_contents_and_order() {
@@ -206,7 +235,7 @@ mod tests {
             "my-scheduler",
             "n1",
             &victims,
-            VictimRemoval::Delete,
+            ASYNC_DELETE,
             msg,
         );
         let described: Vec<String> = actions.iter().map(Action::describe).collect();
@@ -255,6 +284,61 @@ mod tests {
         assert_eq!(condition.message, msg);
     }
 
+    /// `SchedulerAsyncPreemption` off: the synchronous executor removes the victims first and
+    /// clears the lower-priority nominations after them; on, the nominations are cleared first.
+    #[test]
+    fn nominations_are_cleared_where_the_gate_says() {
+        let snap = snapshot(
+            vec![node("n1").obj()],
+            vec![pod("low").priority(1).nominated("n1").obj()],
+        );
+        let preemptor = pod("p").priority(100).info();
+        let victims = vec![Victim::new(Arc::new(pod("v").priority(5).node("n1").info()), 0)];
+        for (name, async_preemption, want_first) in [
+            (
+                "async (v1.37.1)",
+                true,
+                "clear nominatedNodeName of pod default/low",
+            ),
+            (
+                "sync",
+                false,
+                "set condition DisruptionTarget=True (PreemptionByScheduler) on pod default/v",
+            ),
+        ] {
+            let execution = Execution {
+                async_preemption,
+                ..ASYNC_DELETE
+            };
+            let actions = prepare_candidate(
+                &snap,
+                &preemptor,
+                "default-scheduler",
+                "n1",
+                &victims,
+                execution,
+                "m",
+            );
+            let described: Vec<String> = actions.iter().map(Action::describe).collect();
+            assert_eq!(described[0], want_first, "{name}");
+            let clear = described
+                .iter()
+                .position(|d| d == "clear nominatedNodeName of pod default/low")
+                .expect("cleared");
+            let deleted = described
+                .iter()
+                .position(|d| d == "delete pod default/v")
+                .expect("deleted");
+            assert_eq!(clear < deleted, async_preemption, "{name}: {described:?}");
+            // The preemptor is written last either way.
+            assert_eq!(
+                described.last().map(String::as_str),
+                Some("set condition PodScheduled=False (Unschedulable) on pod default/p"),
+                "{name}"
+            );
+        }
+    }
+
     #[test]
     fn evict_mode_uses_the_eviction_api() {
         let snap = snapshot(vec![node("n1").obj()], vec![]);
@@ -266,7 +350,10 @@ mod tests {
             "default-scheduler",
             "n1",
             &victims,
-            VictimRemoval::Evict,
+            Execution {
+                removal: VictimRemoval::Evict,
+                ..ASYNC_DELETE
+            },
             "m",
         );
         assert!(actions.contains(&Action::EvictPod {

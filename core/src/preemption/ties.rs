@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::framework::cycle_state::CycleState;
-use crate::framework::runtime::Framework;
+use crate::framework::interface::FrameworkHandle;
 use crate::framework::status::Status;
 use crate::preemption::candidate::{Candidate, Victim, importance_order};
 use crate::preemption::evaluator::{
@@ -184,7 +184,7 @@ fn potential_tie_groups(node: &NodeInfo, preemptor: &PodInfo, now_nanos: i128) -
 /// The victim sets `planned`'s node may have with other orders of its equally important pods. `None`
 /// when it has no such pods, or when no order tried gives another set.
 pub fn alternatives_on_node(
-    fwk: &Framework,
+    fwk: &dyn FrameworkHandle,
     state: &CycleState,
     preemptor: &PodInfo,
     node: &NodeInfo,
@@ -240,7 +240,7 @@ pub fn alternatives_on_node(
 /// Finds, for every candidate of `eval`, the victim sets other orders give, then the nodes and messages
 /// kube-scheduler may end up with.
 pub fn explore(
-    fwk: &Framework,
+    fwk: &dyn FrameworkHandle,
     state: &CycleState,
     preemptor: &PodInfo,
     eval: &Evaluation,

@@ -648,6 +648,7 @@ fn hint_inputs(fwk: &Framework, pod: &PodInfo, plugins: &BTreeSet<&'static str>)
         pod_topology_spread::hard_constraints_for_hints(
             fwk.profile.plugin_args.get(names::POD_TOPOLOGY_SPREAD),
             &fwk.handle,
+            fwk.features(),
             &pod.pod,
         )
     });

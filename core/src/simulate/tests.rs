@@ -733,6 +733,7 @@ fn queueing_hints_answer_as_upstream_plugins_do() {
             spread_constraints: Some(pod_topology_spread::hard_constraints_for_hints(
                 None,
                 &handle,
+                &crate::framework::FeatureGates::v1_37(),
                 &target.pod,
             )),
         };

@@ -31,6 +31,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use serde_json::Value;
 
 use crate::admission;
+use crate::features::FeatureGates;
 use crate::labels::{NodeSelectorMatcher, Selector};
 use crate::plugins::helper::taints::{
     EFFECT_NO_EXECUTE, EFFECT_NO_SCHEDULE, do_not_schedule_taints_filter, find_matching_untolerated_taint,
@@ -269,6 +270,9 @@ pub struct ExpandContext<'a> {
     pub replicas: Option<i32>,
     /// The creationTimestamp of every pod made.
     pub creation_timestamp: Time,
+    /// The cluster's feature gates: the DaemonSet controller's taint check reads
+    /// `TaintTolerationComparisonOperators`, as the scheduler's plugins do.
+    pub features: FeatureGates,
 }
 
 /// The pods (and new PVCs) one workload object expands into.
@@ -340,7 +344,7 @@ pub fn expanded_pod_count(object: &WorkloadObject, ctx: &ExpandContext<'_>) -> R
             ctx.nodes
                 .iter()
                 .filter(|n| n.metadata.name.as_deref().is_some_and(|n| !n.is_empty()))
-                .filter(|n| daemon_should_run(&template, &tolerations, n))
+                .filter(|n| daemon_should_run(&template, &tolerations, n, &ctx.features))
                 .count()
         }
     })
@@ -892,7 +896,12 @@ pub fn add_daemon_pod_tolerations(spec: &mut PodSpec) {
 /// `NodeShouldRunDaemonPod`'s "should run": the template's nodeName (if any) is this node, the
 /// nodeSelector and required node affinity match it, and every NoSchedule/NoExecute taint is
 /// tolerated by `tolerations` (the template's plus the daemon tolerations).
-pub fn daemon_should_run(template: &PodSpec, tolerations: &[Toleration], node: &Node) -> bool {
+pub fn daemon_should_run(
+    template: &PodSpec,
+    tolerations: &[Toleration],
+    node: &Node,
+    features: &FeatureGates,
+) -> bool {
     let node_name = node.metadata.name.as_deref().unwrap_or("");
     if let Some(pinned) = template.node_name.as_deref().filter(|n| !n.is_empty())
         && pinned != node_name
@@ -915,7 +924,13 @@ pub fn daemon_should_run(template: &PodSpec, tolerations: &[Toleration], node: &
     {
         return false;
     }
-    find_matching_untolerated_taint(node_taints(node), tolerations, do_not_schedule_taints_filter).is_none()
+    find_matching_untolerated_taint(
+        node_taints(node),
+        tolerations,
+        do_not_schedule_taints_filter,
+        features.taint_toleration_comparison_operators,
+    )
+    .is_none()
 }
 
 /// `ReplaceDaemonSetPodNodeNameNodeAffinity`: the required node affinity becomes the single term
@@ -980,7 +995,7 @@ fn expand_daemon_set(
         let Some(node_name) = node.metadata.name.as_deref().filter(|n| !n.is_empty()) else {
             continue;
         };
-        if !daemon_should_run(pod_spec, &tolerations, node) {
+        if !daemon_should_run(pod_spec, &tolerations, node, &ctx.features) {
             continue;
         }
         let name = format!("{}-sim-{}", owner.workload.name, pods.len());
@@ -1100,6 +1115,7 @@ mod tests {
                 default_namespace: "default",
                 replicas,
                 creation_timestamp: time(),
+                features: FeatureGates::v1_37(),
             }
         }
     }

@@ -40,6 +40,7 @@ pub use load::{
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
 pub use pod_info::{AffinityTerm, PodInfo, WeightedAffinityTerm};
 
+use crate::features::FeatureGates;
 use crate::labels::Labels;
 
 /// The raw objects a snapshot is built from (what `kubectl sched snapshot` dumps): one field per row of
@@ -266,6 +267,8 @@ pub struct Snapshot {
     /// and their consumed capacity, as kube-scheduler's DRA manager tracks them; the allocator's
     /// input.
     pub allocated: AllocatedState,
+    /// The feature gates its pods' requests were summed with ([`Snapshot::with_features`]).
+    features: FeatureGates,
 }
 
 fn by_name<
@@ -316,7 +319,7 @@ const POD_INFO_CHUNK: usize = 16_384;
 /// ([`PodInfo::placed`]). The input is consumed from its end a chunk at a time and shrunk as it goes:
 /// a `Pod` is 2.4 KB inline, so holding the whole input until every PodInfo exists would add
 /// hundreds of megabytes to the peak at 150,000 pods.
-fn build_pod_infos(mut pods: Vec<Pod>) -> Vec<Arc<PodInfo>> {
+fn build_pod_infos(mut pods: Vec<Pod>, features: &FeatureGates) -> Vec<Arc<PodInfo>> {
     use rayon::prelude::*;
     let mut chunks: Vec<Vec<Arc<PodInfo>>> = Vec::new();
     while !pods.is_empty() {
@@ -333,9 +336,9 @@ fn build_pod_infos(mut pods: Vec<Pod>) -> Vec<Arc<PodInfo>> {
                         .and_then(|s| s.node_name.as_deref())
                         .is_some_and(|n| !n.is_empty());
                     Arc::new(if placed {
-                        PodInfo::placed(p)
+                        PodInfo::placed_with_features(p, features)
                     } else {
-                        PodInfo::new(p)
+                        PodInfo::with_features(Arc::new(p), features)
                     })
                 })
                 .collect(),
@@ -345,9 +348,18 @@ fn build_pod_infos(mut pods: Vec<Pod>) -> Vec<Arc<PodInfo>> {
 }
 
 impl Snapshot {
-    /// Builds a snapshot. Terminal pods are dropped; pods bound to nodes that do not exist are kept only
-    /// in `pods_by_key` (kube-scheduler's cache keeps them too, outside any listed node).
+    /// Builds a snapshot with v1.37.1's default gates ([`Snapshot::with_features`]).
     pub fn new(objects: ClusterObjects) -> Self {
+        Self::with_features(objects, FeatureGates::v1_37())
+    }
+
+    /// Builds a snapshot whose pods' requests are summed as `features` say: the gates of the engine
+    /// that will decide on it (upstream's cache and plugins read the same process-wide gates; here
+    /// the snapshot carries its own, below the framework, and [`Snapshot::features`] reports them).
+    /// Terminal pods are dropped; pods bound to nodes that do not exist are kept only in
+    /// `pods_by_key` (kube-scheduler's cache keeps them too, outside any listed node). Pods given
+    /// already built (`placed_pods`) keep the requests they were built with.
+    pub fn with_features(objects: ClusterObjects, features: FeatureGates) -> Self {
         let ClusterObjects {
             nodes,
             pods,
@@ -386,7 +398,7 @@ impl Snapshot {
         let mut nominated_pods: NameMap<Vec<Arc<PodInfo>>> = NameMap::default();
         // Parsing requests and affinity terms is the expensive part of building a snapshot: do it in
         // parallel, then place the pods serially.
-        let pod_infos = build_pod_infos(pods);
+        let pod_infos = build_pod_infos(pods, &features);
         for info in placed_pods.into_iter().chain(pod_infos) {
             pods_by_key.insert(info.key(), info.clone());
             let node_name = info.node_name();
@@ -500,7 +512,13 @@ impl Snapshot {
                 &device_taint_rules,
             )),
             resource_claim_templates: by_namespaced_name(resource_claim_templates),
+            features,
         }
+    }
+
+    /// The feature gates its pods' requests were summed with.
+    pub fn features(&self) -> &FeatureGates {
+        &self.features
     }
 
     /// The position of node `name` in [`Snapshot::nodes`].
@@ -616,7 +634,7 @@ mod tests {
             .iter()
             .map(|p| p.metadata.name.clone().unwrap_or_default())
             .collect();
-        let infos = build_pod_infos(pods);
+        let infos = build_pod_infos(pods, &FeatureGates::v1_37());
         let built: Vec<String> = infos.iter().map(|p| p.name().to_string()).collect();
         assert_eq!(built, names);
     }

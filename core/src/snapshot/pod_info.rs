@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 
+use crate::features::FeatureGates;
 use crate::labels::{Labels, Selector, SelectorError};
 use crate::snapshot::requests::{PodResource, calculate_resource};
 
@@ -147,13 +148,19 @@ fn parse_weighted(
 }
 
 impl PodInfo {
-    /// Precomputes everything for `pod`.
+    /// Precomputes everything for `pod`, with v1.37.1's default gates (see [`PodInfo::with_features`]).
     pub fn new(pod: Pod) -> Self {
-        Self::from_arc(Arc::new(pod))
+        Self::with_features(Arc::new(pod), &FeatureGates::v1_37())
     }
 
-    /// Precomputes everything for a shared pod.
+    /// Precomputes everything for a shared pod, with v1.37.1's default gates.
     pub fn from_arc(pod: Arc<Pod>) -> Self {
+        Self::with_features(pod, &FeatureGates::v1_37())
+    }
+
+    /// Precomputes everything for a shared pod; its requests are summed as `features` say (upstream's
+    /// `CalculateResource` reads the scheduler's gates), so a snapshot builds its pods with its own.
+    pub fn with_features(pod: Arc<Pod>, features: &FeatureGates) -> Self {
         let mut err = None;
         let affinity = pod.spec.as_ref().and_then(|s| s.affinity.as_ref());
         let pa = affinity.and_then(|a| a.pod_affinity.as_ref());
@@ -179,7 +186,7 @@ impl PodInfo {
             &mut err,
         );
         PodInfo {
-            resource: calculate_resource(&pod),
+            resource: calculate_resource(&pod, features),
             host_ports: host_ports(&pod),
             priority: pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0),
             required_affinity_terms,
@@ -195,9 +202,14 @@ impl PodInfo {
     /// statuses: once requests and host ports are taken, nothing reads the containers of a pod that is
     /// not being scheduled, and a k8s-openapi `Container` is over 2 KB inline, so at 150,000 pods they
     /// are more than half of a snapshot's memory. The pod being scheduled must keep its containers:
-    /// build it with [`PodInfo::new`].
+    /// build it with [`PodInfo::new`]. v1.37.1's default gates; see [`PodInfo::placed_with_features`].
     pub fn placed(pod: Pod) -> Self {
-        let mut info = PodInfo::new(pod);
+        Self::placed_with_features(pod, &FeatureGates::v1_37())
+    }
+
+    /// [`PodInfo::placed`] with the requests summed as `features` say.
+    pub fn placed_with_features(pod: Pod, features: &FeatureGates) -> Self {
+        let mut info = PodInfo::with_features(Arc::new(pod), features);
         if let Some(pod) = Arc::get_mut(&mut info.pod) {
             if let Some(spec) = pod.spec.as_mut() {
                 spec.containers = Vec::new();

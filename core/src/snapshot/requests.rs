@@ -1,16 +1,19 @@
-//! A pod's resource requests as kube-scheduler computes them (component-helpers `PodRequests`, with the
-//! defaults of the pinned release's feature gates): regular containers plus restartable (sidecar) init
-//! containers, the init-phase peak, in-place-resize status, pod-level requests where set, plus overhead.
+//! A pod's resource requests as kube-scheduler computes them (component-helpers `PodRequests`):
+//! regular containers plus restartable (sidecar) init containers, the init-phase peak, in-place-resize
+//! status, pod-level requests where set, plus overhead.
 //!
-//! Feature gates as of v1.37.1: InPlacePodVerticalScaling is GA (status resources are always used),
-//! PodLevelResources and InPlacePodLevelResourcesVerticalScaling are beta and on, and
-//! DRANodeAllocatableResources is alpha and off (DRA claim statuses are ignored).
+//! Which of these count is decided by [`RequestOptions`] (upstream's `PodResourcesOptions`), which
+//! [`RequestOptions::from_features`] fills from the gates as `PodInfo.CalculateResource` does:
+//! InPlacePodVerticalScaling (status resources), PodLevelResources and
+//! InPlacePodLevelResourcesVerticalScaling. DRANodeAllocatableResources (alpha, off in v1.37.1) is not
+//! modelled: DRA claim statuses are ignored.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Container, ContainerStatus, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
+use crate::features::FeatureGates;
 use crate::resource::{CPU, MEMORY, Resource, amount_of};
 
 /// Resource name → amount (milli-units for cpu, units otherwise).
@@ -151,9 +154,36 @@ fn is_supported_pod_level_resource(name: &str) -> bool {
     name == CPU || name == MEMORY || name.starts_with("hugepages-")
 }
 
+/// Go's `PodResourcesOptions`: the switches of a request computation. `Default` is upstream's zero
+/// value (spec only, pod-level requests included).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestOptions {
+    /// `UseStatusResources` (InPlacePodVerticalScaling): the max of spec, allocated and actuated
+    /// requests, rather than spec only.
+    pub use_status_resources: bool,
+    /// `InPlacePodLevelResourcesVerticalScalingEnabled`: the pod-level status lists (and, with
+    /// `use_status_resources`, the pod-level resize status) are read.
+    pub in_place_pod_level_resources_vertical_scaling: bool,
+    /// `SkipPodLevelResources` (PodLevelResources off): pod-level requests are ignored.
+    pub skip_pod_level_resources: bool,
+}
+
+impl RequestOptions {
+    /// The options `PodInfo.CalculateResource` sets from the gates (and BalancedAllocation's scorer
+    /// from its own copy of them).
+    pub fn from_features(features: &FeatureGates) -> Self {
+        RequestOptions {
+            use_status_resources: features.in_place_pod_vertical_scaling,
+            in_place_pod_level_resources_vertical_scaling: features
+                .in_place_pod_level_resources_vertical_scaling,
+            skip_pod_level_resources: !features.pod_level_resources,
+        }
+    }
+}
+
 /// `PodRequests(pod, opts)`: `non_missing` fills requests a container does not set (used for the
 /// non-zero requests scoring relies on).
-pub fn pod_requests(pod: &Pod, non_missing: &Amounts) -> Amounts {
+pub fn pod_requests(pod: &Pod, non_missing: &Amounts, opts: RequestOptions) -> Amounts {
     let infeasible = pod_resize_infeasible(pod);
     let status = pod.status.as_ref();
     let spec_reqs = aggregate(pod, Source::Spec, infeasible, non_missing);
@@ -162,27 +192,36 @@ pub fn pod_requests(pod: &Pod, non_missing: &Amounts) -> Amounts {
     let pod_actuated = status
         .and_then(|s| s.resources.as_ref())
         .and_then(|r| r.requests.as_ref());
-    let (allocated, actuated) = match (pod_allocated, pod_actuated) {
-        (Some(allocated), Some(actuated)) => (amounts(Some(allocated)), amounts(Some(actuated))),
-        _ => (
-            aggregate(pod, Source::Allocated, infeasible, non_missing),
-            aggregate(pod, Source::Actuated, infeasible, non_missing),
-        ),
-    };
-    let mut reqs = if infeasible {
-        max_of(&[&actuated, &allocated])
+    let mut reqs = if !opts.use_status_resources {
+        spec_reqs
     } else {
-        max_of(&[&spec_reqs, &actuated, &allocated])
+        let (allocated, actuated) = match (pod_allocated, pod_actuated) {
+            (Some(allocated), Some(actuated)) if opts.in_place_pod_level_resources_vertical_scaling => {
+                (amounts(Some(allocated)), amounts(Some(actuated)))
+            }
+            _ => (
+                aggregate(pod, Source::Allocated, infeasible, non_missing),
+                aggregate(pod, Source::Actuated, infeasible, non_missing),
+            ),
+        };
+        if infeasible {
+            max_of(&[&actuated, &allocated])
+        } else {
+            max_of(&[&spec_reqs, &actuated, &allocated])
+        }
     };
 
     // Pod-level resources: cpu, memory and hugepages-* replace the container aggregate.
-    if pod_level_requests_set(pod) {
+    if !opts.skip_pod_level_resources && pod_level_requests_set(pod) {
         let spec_level = pod
             .spec
             .as_ref()
             .and_then(|s| s.resources.as_ref())
             .and_then(|r| r.requests.as_ref());
-        let effective = match status.and_then(|s| s.resources.as_ref()) {
+        let status_resources = status
+            .and_then(|s| s.resources.as_ref())
+            .filter(|_| opts.in_place_pod_level_resources_vertical_scaling && opts.use_status_resources);
+        let effective = match status_resources {
             Some(status_resources) => {
                 let spec_part = if infeasible {
                     Amounts::new()
@@ -229,14 +268,15 @@ pub struct PodResource {
     pub non_zero_mem: i64,
 }
 
-/// Go's `PodInfo.CalculateResource`.
-pub fn calculate_resource(pod: &Pod) -> PodResource {
-    let requests = pod_requests(pod, &Amounts::new());
+/// Go's `PodInfo.CalculateResource`, with the gates the snapshot was built with.
+pub fn calculate_resource(pod: &Pod, features: &FeatureGates) -> PodResource {
+    let opts = RequestOptions::from_features(features);
+    let requests = pod_requests(pod, &Amounts::new(), opts);
     let mut resource = Resource::default();
     for (k, v) in &requests {
         resource.add_amount(k, *v);
     }
-    let pod_level = pod_level_requests_set(pod);
+    let pod_level = features.pod_level_resources && pod_level_requests_set(pod);
     // With pod-level requests the defaults only fill what neither level sets.
     let mut non_missing = Amounts::new();
     if !(pod_level && requests.contains_key(CPU)) {
@@ -248,7 +288,7 @@ pub fn calculate_resource(pod: &Pod) -> PodResource {
     let non_zero = if non_missing.is_empty() {
         requests
     } else {
-        pod_requests(pod, &non_missing)
+        pod_requests(pod, &non_missing, opts)
     };
     PodResource {
         resource,
@@ -311,6 +351,22 @@ mod tests {
     fn pod_level(mut p: Pod, requests: &[(&str, &str)]) -> Pod {
         p.spec.get_or_insert_with(Default::default).resources = Some(ResourceRequirements {
             requests: Some(list(requests)),
+            ..Default::default()
+        });
+        p
+    }
+
+    /// A container allocated 5 cpu, while the pod-level status lists (which the kubelet fills with
+    /// the aggregate) say 1500m allocated, 1200m actuated.
+    fn pod_level_status_lists() -> Pod {
+        let mut p = with_statuses(
+            pod("p").cpu("1").obj(),
+            vec![status_of("c0", Some(&[("cpu", "5")]), None)],
+        );
+        let st = p.status.as_mut().unwrap();
+        st.allocated_resources = Some(list(&[("cpu", "1500m")]));
+        st.resources = Some(ResourceRequirements {
+            requests: Some(list(&[("cpu", "1200m")])),
             ..Default::default()
         });
         p
@@ -440,19 +496,7 @@ mod tests {
             ),
             (
                 "pod-level status lists replace the container status aggregate",
-                {
-                    let mut p = with_statuses(
-                        pod("p").cpu("1").obj(),
-                        vec![status_of("c0", Some(&[("cpu", "5")]), None)],
-                    );
-                    let st = p.status.as_mut().unwrap();
-                    st.allocated_resources = Some(list(&[("cpu", "1500m")]));
-                    st.resources = Some(ResourceRequirements {
-                        requests: Some(list(&[("cpu", "1200m")])),
-                        ..Default::default()
-                    });
-                    p
-                },
+                pod_level_status_lists(),
                 amounts_of(&[("cpu", 1500)]),
             ),
             (
@@ -481,8 +525,112 @@ mod tests {
                 amounts_of(&[("cpu", 300)]),
             ),
         ];
+        let v1_37 = RequestOptions::from_features(&FeatureGates::v1_37());
         for (name, p, want) in cases {
-            assert_eq!(pod_requests(&p, &Amounts::new()), want, "{name}");
+            assert_eq!(pod_requests(&p, &Amounts::new(), v1_37), want, "{name}");
+        }
+    }
+
+    /// Each gate `PodInfo.CalculateResource` reads, flipped from its v1.37.1 default, changes the
+    /// requests as upstream's `PodResourcesOptions` do.
+    #[test]
+    fn request_gates_change_the_sum() {
+        let resized_up = with_statuses(
+            pod("p").cpu("1").container("c1", &[("cpu", "1")]).obj(),
+            vec![
+                status_of("c0", Some(&[("cpu", "2")]), None),
+                status_of("c1", Some(&[("cpu", "500m")]), None),
+            ],
+        );
+        let pod_level_set = pod_level(pod("p").cpu("1").obj(), &[("cpu", "2")]);
+        let pod_level_status = pod_level_status_lists();
+        let pod_level_resized = {
+            let mut p = pod_level(pod("p").obj(), &[("cpu", "1")]);
+            p.status.get_or_insert_with(Default::default).resources = Some(ResourceRequirements {
+                requests: Some(list(&[("cpu", "3")])),
+                ..Default::default()
+            });
+            p
+        };
+        let v1_37 = FeatureGates::v1_37();
+        let no_status = FeatureGates {
+            in_place_pod_vertical_scaling: false,
+            ..v1_37
+        };
+        let no_pod_level = FeatureGates {
+            pod_level_resources: false,
+            ..v1_37
+        };
+        let no_pod_level_resize = FeatureGates {
+            in_place_pod_level_resources_vertical_scaling: false,
+            ..v1_37
+        };
+        let cases: Vec<(&str, &Pod, FeatureGates, i64)> = vec![
+            ("resized up, status read (v1.37.1)", &resized_up, v1_37, 2500),
+            (
+                "resized up, InPlacePodVerticalScaling off: spec only",
+                &resized_up,
+                no_status,
+                2000,
+            ),
+            ("pod-level requests (v1.37.1)", &pod_level_set, v1_37, 2000),
+            (
+                "PodLevelResources off: the container aggregate",
+                &pod_level_set,
+                no_pod_level,
+                1000,
+            ),
+            ("pod-level status lists (v1.37.1)", &pod_level_status, v1_37, 1500),
+            (
+                "InPlacePodLevelResourcesVerticalScaling off: container statuses",
+                &pod_level_status,
+                no_pod_level_resize,
+                5000,
+            ),
+            (
+                "pod-level resize status (v1.37.1)",
+                &pod_level_resized,
+                v1_37,
+                3000,
+            ),
+            (
+                "InPlacePodLevelResourcesVerticalScaling off: pod-level spec",
+                &pod_level_resized,
+                no_pod_level_resize,
+                1000,
+            ),
+        ];
+        for (name, p, features, want_cpu) in cases {
+            let got = calculate_resource(p, &features);
+            assert_eq!(got.resource.milli_cpu, want_cpu, "{name}");
+        }
+        // PodLevelResources off: the non-zero default (100m) fills each of the two containers
+        // without a cpu request, although the pod level sets one.
+        let p = pod_level(pod("p").container("c", &[]).obj(), &[("cpu", "2")]);
+        assert_eq!(calculate_resource(&p, &v1_37).non_zero_cpu, 2000);
+        assert_eq!(calculate_resource(&p, &no_pod_level).non_zero_cpu, 200);
+    }
+
+    /// The snapshot sums its pods' requests with the gates it is built with: NodeInfo's requested
+    /// cpu follows PodLevelResources.
+    #[test]
+    fn snapshot_aggregates_with_its_gates() {
+        let objects = || crate::snapshot::ClusterObjects {
+            nodes: vec![crate::testing::node("n1").cpu("8").obj()],
+            pods: vec![pod_level(pod("p").cpu("1").node("n1").obj(), &[("cpu", "3")])],
+            ..Default::default()
+        };
+        let no_pod_level = FeatureGates {
+            pod_level_resources: false,
+            ..FeatureGates::v1_37()
+        };
+        for (name, features, want) in [
+            ("v1.37.1", FeatureGates::v1_37(), 3000),
+            ("PodLevelResources off", no_pod_level, 1000),
+        ] {
+            let snap = crate::snapshot::Snapshot::with_features(objects(), features);
+            assert_eq!(snap.features(), &features, "{name}");
+            assert_eq!(snap.nodes()[0].requested.milli_cpu, want, "{name}");
         }
     }
 
@@ -568,7 +716,7 @@ mod tests {
             ),
         ];
         for (name, p, cpu, mem, nz_cpu, nz_mem) in cases {
-            let r = calculate_resource(&p);
+            let r = calculate_resource(&p, &FeatureGates::v1_37());
             assert_eq!(
                 (
                     r.resource.milli_cpu,
@@ -605,6 +753,11 @@ mod tests {
         let p = pod("p")
             .with(|p| p.spec.as_mut().unwrap().containers = vec![c])
             .obj();
-        assert_eq!(calculate_resource(&p).resource.get("example.com/foo"), 3);
+        assert_eq!(
+            calculate_resource(&p, &FeatureGates::v1_37())
+                .resource
+                .get("example.com/foo"),
+            3
+        );
     }
 }

@@ -364,7 +364,7 @@ fn explain_one(
             }
             _ => (fwk, snapshot, ungated),
         };
-        let ungated = PodInfo::new(ungated);
+        let ungated = engine.pod_info(ungated);
         let c = schedule_cycle(&fwk, &ungated, engine.schedule_options(true));
         let mut e = c.explanation;
         e.preemption = preemption_preview(&fwk, &ungated, &e, &c.node_statuses, &c.state);
@@ -521,7 +521,7 @@ fn node_detail(
 ) -> Option<NodeDetail> {
     let entry = e.nodes.iter().find(|n| n.name == name)?.clone();
     let node = snapshot.node(name)?;
-    let resources = breakdown(pod, node, &fwk.nominated_pods_for(pod, name));
+    let resources = breakdown(pod, node, &fwk.nominated_pods_for(pod, name), fwk.features());
     let rows = if e.pre_filter_message.is_some() {
         Vec::new()
     } else {
@@ -573,7 +573,7 @@ fn all_pending(
     namespace: Option<&str>,
     what_if: Vec<Applied>,
 ) -> Result<ExplainResult, ExplainError> {
-    let snapshot = Arc::new(Snapshot::new(objects));
+    let snapshot = Arc::new(engine.snapshot(objects));
     keep_until_exit(&snapshot);
     let mut pending: Vec<Arc<PodInfo>> = snapshot
         .pending_pods

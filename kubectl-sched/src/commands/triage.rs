@@ -257,7 +257,7 @@ pub fn run(global: &GlobalArgs, args: &TriageArgs) -> Result<TriageOutput, Triag
     }
 
     let started = Instant::now();
-    let snapshot = Arc::new(Snapshot::new(objects));
+    let snapshot = Arc::new(engine.snapshot(objects));
     keep_until_exit(&snapshot);
     notes.push(format!(
         "built the snapshot in {:.0} ms",

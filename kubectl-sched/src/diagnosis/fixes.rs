@@ -185,7 +185,7 @@ fn cordon_is_the_only_blocker(
         return false;
     }
     snapshot.node(name).is_some_and(|node| {
-        untolerated_taints(node, tolerations)
+        untolerated_taints(node, tolerations, snapshot.features())
             .iter()
             .all(|t| t.key == UNSCHEDULABLE_TAINT)
     })
@@ -200,7 +200,13 @@ fn lower_request(pod: &PodInfo, snapshot: &Snapshot, nodes: &[&str]) -> Option<F
     let dra = DeviceClassResolver::for_snapshot(snapshot);
     let shortfalls: Vec<(&str, Vec<Shortfall>)> = nodes
         .iter()
-        .filter_map(|name| Some((*name, shortfall_with_dra(snapshot.node(name)?, pod, Some(&dra)))))
+        .filter_map(|name| {
+            let node = snapshot.node(name)?;
+            Some((
+                *name,
+                shortfall_with_dra(node, pod, Some(&dra), snapshot.features()),
+            ))
+        })
         // The pod count cannot be lowered; nothing free means there is nothing to fit into.
         .filter(|(_, s)| !s.is_empty() && s.iter().all(|s| s.resource != PODS && s.free > 0))
         .collect();
@@ -260,7 +266,7 @@ fn add_toleration(pod: &PodInfo, snapshot: &Snapshot, nodes: &[&str]) -> Vec<Fix
         let Some(node) = snapshot.node(name) else {
             continue;
         };
-        let untolerated = untolerated_taints(node, tolerations);
+        let untolerated = untolerated_taints(node, tolerations, snapshot.features());
         // Tolerating a control-plane or node-condition taint is not a fix anyone should make.
         if untolerated.is_empty() || untolerated.iter().any(|t| is_system_taint(&t.key)) {
             continue;

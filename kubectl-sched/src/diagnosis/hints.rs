@@ -11,6 +11,7 @@ use sched_core::diagnosis::{
 };
 use sched_core::engine::{CycleState, FilterVerdict, Framework};
 use sched_core::explain::{Explanation, Outcome};
+use sched_core::features::FeatureGates;
 use sched_core::plugins::names;
 use sched_core::resource::{PODS, format_amount};
 use sched_core::{NodeInfo, PodInfo, Snapshot, Status};
@@ -245,7 +246,7 @@ fn resource_hints(input: &HintInput<'_>) -> Vec<Hint> {
         if !other_rejections(input, node, names::NODE_RESOURCES_FIT).is_empty() {
             continue;
         }
-        let short = shortfall_with_dra(node, input.pod, Some(&dra));
+        let short = shortfall_with_dra(node, input.pod, Some(&dra), input.framework.features());
         if short.is_empty() {
             // Rejected only because of pods nominated to the node: nothing to add up.
             continue;
@@ -333,14 +334,18 @@ fn too_small_everywhere(short_nodes: &[(f64, &str, Vec<Shortfall>)]) -> Option<H
 }
 
 /// The node's NoSchedule/NoExecute taints that `tolerations` do not tolerate (TaintToleration's
-/// rejection reasons).
+/// rejection reasons), with the `Lt`/`Gt` operators as `features` say.
 pub fn untolerated_taints(
     node: &sched_core::NodeInfo,
     tolerations: &[k8s_openapi::api::core::v1::Toleration],
+    features: &FeatureGates,
 ) -> Vec<Taint> {
     node_taints(&node.node)
         .iter()
-        .filter(|t| do_not_schedule_taints_filter(t) && !tolerations_tolerate_taint(tolerations, t))
+        .filter(|t| {
+            do_not_schedule_taints_filter(t)
+                && !tolerations_tolerate_taint(tolerations, t, features.taint_toleration_comparison_operators)
+        })
         .cloned()
         .collect()
 }
@@ -391,7 +396,7 @@ fn toleration_hints(input: &HintInput<'_>) -> Vec<Hint> {
         let Some(node) = input.snapshot.node(name) else {
             continue;
         };
-        let untolerated = untolerated_taints(node, tolerations);
+        let untolerated = untolerated_taints(node, tolerations, input.framework.features());
         if untolerated.is_empty() {
             continue;
         }
@@ -555,7 +560,7 @@ mod tests {
         let doc: Doc = yaml_serde::from_str(&snippet).unwrap();
         for t in &taints {
             assert!(
-                tolerations_tolerate_taint(&doc.tolerations, t),
+                tolerations_tolerate_taint(&doc.tolerations, t, false),
                 "{}",
                 taint_text(t)
             );

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use sched_core::diagnosis::compute_pod_resource_request;
+use sched_core::features::FeatureGates;
 use sched_core::resource::{CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource};
 use sched_core::{NodeInfo, PodInfo};
 use serde::Serialize;
@@ -63,9 +64,15 @@ fn resources_shown(ask: &Resource) -> Vec<String> {
 }
 
 /// The breakdown of `node` for `pod`; `nominated` are the pods nominated to the node that the filter
-/// counts for this pod (`Framework::nominated_pods_for`).
-pub fn breakdown(pod: &PodInfo, node: &NodeInfo, nominated: &[Arc<PodInfo>]) -> Vec<ResourceUse> {
-    let ask = compute_pod_resource_request(&pod.pod);
+/// counts for this pod (`Framework::nominated_pods_for`); `features` are the gates NodeResourcesFit
+/// was built with (PodLevelResources decides the pod's ask).
+pub fn breakdown(
+    pod: &PodInfo,
+    node: &NodeInfo,
+    nominated: &[Arc<PodInfo>],
+    features: &FeatureGates,
+) -> Vec<ResourceUse> {
+    let ask = compute_pod_resource_request(&pod.pod, features.pod_level_resources);
     let counted: Vec<(&PodInfo, bool)> = node
         .pods
         .iter()
@@ -193,7 +200,7 @@ mod tests {
                 vec!["cpu", "memory", "pods", "ephemeral-storage", "nvidia.com/gpu"],
             ),
         ] {
-            let rows = breakdown(&pod("me", &requests), &n, &[]);
+            let rows = breakdown(&pod("me", &requests), &n, &[], &FeatureGates::v1_37());
             let names: Vec<&str> = rows.iter().map(|r| r.resource.as_str()).collect();
             assert_eq!(names, want);
         }
@@ -215,7 +222,7 @@ mod tests {
         );
         let nominated = vec![Arc::new(pod("n", &[("memory", "2Gi")]))];
         let me = pod("me", &[("cpu", "1"), ("memory", "1Gi"), ("example.com/x", "1")]);
-        let rows = breakdown(&me, &n, &nominated);
+        let rows = breakdown(&me, &n, &nominated, &FeatureGates::v1_37());
         let cpu = &rows[0];
         assert_eq!(
             (cpu.allocatable, cpu.requested, cpu.free, cpu.pod_request),
@@ -247,7 +254,7 @@ mod tests {
             .map(|i| pod(&format!("p{i:02}"), &[("cpu", &format!("{}m", 100 + i))]))
             .collect();
         let n = node(&[("cpu", "64"), ("memory", "8Gi"), ("pods", "110")], pods);
-        let rows = breakdown(&pod("me", &[("cpu", "1")]), &n, &[]);
+        let rows = breakdown(&pod("me", &[("cpu", "1")]), &n, &[], &FeatureGates::v1_37());
         assert_eq!(rows[0].pods.len(), MAX_PODS);
         assert_eq!(rows[0].more_pods, 3);
         assert_eq!(rows[0].pods[0].pod, "ns/p12");

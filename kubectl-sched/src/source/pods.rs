@@ -220,8 +220,8 @@ pub(crate) fn subject_with<'e, E: From<ResolveError>>(
     let mut pod = resolve_pod(&mut objects, filename, pod, namespace, origin)?;
     let bound_node = unbind(&mut pod);
     edit(&mut pod, &mut objects)?;
-    let snapshot = Arc::new(Snapshot::new(objects));
-    let pod = PodInfo::new(pod);
+    let snapshot = Arc::new(engine.snapshot(objects));
+    let pod = engine.pod_info(pod);
     let profile = profile_for(engine, &pod, profile)?;
     Ok(Subject {
         pod,

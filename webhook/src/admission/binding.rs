@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Pod;
 
 use sched_core::action::{Action, ObjectRef};
 use sched_core::engine::CycleState;
+use sched_core::engine::FrameworkHandle;
 use sched_core::volumes::find_pod_volumes;
 use sched_core::{Code, PodInfo};
 

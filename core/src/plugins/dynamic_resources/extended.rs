@@ -31,6 +31,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 
 use crate::framework::status::Status;
 use crate::plugins::node_resources::fit::compute_pod_resource_request;
+
+/// Upstream reads the extended requests with `PodResourcesOptions{}`, whose zero value counts
+/// pod-level requests whatever PodLevelResources says (they replace only cpu, memory and hugepages,
+/// never an extended resource, so the answer is the same either way).
+const UPSTREAM_ZERO_OPTIONS_POD_LEVEL: bool = true;
 use crate::resource::{parse_milli_value, parse_value};
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
@@ -84,7 +89,7 @@ pub(crate) fn uses_dra_extended_resources(
 ) -> bool {
     !resolver.is_empty()
         && has_device_class_mapped_extended_resource(
-            &compute_pod_resource_request(pod).scalar_resources,
+            &compute_pod_resource_request(pod, UPSTREAM_ZERO_OPTIONS_POD_LEVEL).scalar_resources,
             resolver,
         )
 }
@@ -98,7 +103,7 @@ pub(crate) fn pre_filter_extended_resources(
     if resolver.is_empty() {
         return None;
     }
-    let scalar = compute_pod_resource_request(&pod.pod).scalar_resources;
+    let scalar = compute_pod_resource_request(&pod.pod, UPSTREAM_ZERO_OPTIONS_POD_LEVEL).scalar_resources;
     if !has_device_class_mapped_extended_resource(&scalar, resolver) {
         return None;
     }

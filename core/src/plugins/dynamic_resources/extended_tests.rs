@@ -1213,7 +1213,7 @@ fn shortfall_leaves_dra_backed_resources_out() {
     let resolver = DeviceClassResolver::for_snapshot(&cluster(vec![]));
     let p = pod("p").cpu("2").req(GPU, "2").info();
     let short = |n: &NodeInfo, dra: Option<&DeviceClassResolver>| -> Vec<String> {
-        fit::shortfall_with_dra(n, &p, dra)
+        fit::shortfall_with_dra(n, &p, dra, &crate::framework::FeatureGates::v1_37())
             .into_iter()
             .map(|s| s.resource)
             .collect()

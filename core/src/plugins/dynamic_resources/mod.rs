@@ -42,7 +42,7 @@ use crate::explain::{AllocatedDevice, ClaimAllocation};
 use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::*;
-use crate::framework::runtime::{Framework, Handle, PluginError};
+use crate::framework::runtime::{Handle, PluginError};
 use crate::framework::status::{Code, Status};
 use crate::labels::NodeSelectorMatcher;
 use crate::plugins::helper::normalize_score::default_normalize_score;
@@ -515,7 +515,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl PostFilterPlugin for DynamicResources {
     fn post_filter(
         &self,
-        _: &Framework,
+        _: &dyn FrameworkHandle,
         state: &CycleState,
         pod: &PodInfo,
         _: &NodeToStatus,

@@ -1,6 +1,10 @@
 //! Taint/toleration matching, as `k8s.io/api/core/v1` (`Toleration.ToleratesTaint`) and
 //! component-helpers `scheduling/corev1` (`TolerationsTolerateTaint`, `FindMatchingUntoleratedTaint`)
 //! define it. TaintToleration, NodeUnschedulable and preemption all decide with these.
+//!
+//! Whether `Lt`/`Gt` tolerations compare numbers is the `TaintTolerationComparisonOperators` gate
+//! (alpha, off in v1.37.1): upstream's helpers take it as their last argument, and so do these; each
+//! caller passes `FeatureGates::taint_toleration_comparison_operators` of the gates it was given.
 
 use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 
@@ -12,10 +16,6 @@ pub(crate) const EFFECT_NO_SCHEDULE: &str = "NoSchedule";
 pub(crate) const EFFECT_PREFER_NO_SCHEDULE: &str = "PreferNoSchedule";
 /// Effect: pods that do not tolerate the taint are evicted, and never scheduled.
 pub(crate) const EFFECT_NO_EXECUTE: &str = "NoExecute";
-
-/// `TaintTolerationComparisonOperators` (the `Lt`/`Gt` toleration operators) is alpha and off by
-/// default in v1.37, so tolerations using them tolerate nothing, exactly as in a default cluster.
-pub(crate) const ENABLE_TAINT_TOLERATION_COMPARISON_OPERATORS: bool = false;
 
 /// The taints of a node (empty when unset).
 pub fn node_taints(node: &Node) -> &[Taint] {
@@ -33,18 +33,10 @@ pub fn pod_tolerations(pod: &Pod) -> &[Toleration] {
         .unwrap_or_default()
 }
 
-/// Whether `toleration` tolerates `taint`, with the feature gates of a default v1.37 cluster.
-pub(crate) fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    tolerates_with(toleration, taint, ENABLE_TAINT_TOLERATION_COMPARISON_OPERATORS)
-}
-
 /// `Toleration.ToleratesTaint`: an empty effect or key is a wildcard (an empty key is only valid with
-/// `Exists`, which the API server enforces); the operator defaults to `Equal`.
-pub(crate) fn tolerates_with(
-    toleration: &Toleration,
-    taint: &Taint,
-    enable_comparison_operators: bool,
-) -> bool {
+/// `Exists`, which the API server enforces); the operator defaults to `Equal`. `Lt`/`Gt` tolerate
+/// nothing unless `enable_comparison_operators` (the `TaintTolerationComparisonOperators` gate).
+pub(crate) fn tolerates(toleration: &Toleration, taint: &Taint, enable_comparison_operators: bool) -> bool {
     let effect = toleration.effect.as_deref().unwrap_or("");
     if !effect.is_empty() && effect != taint.effect {
         return false;
@@ -88,8 +80,14 @@ fn parse_decimal(s: &str) -> Option<i64> {
 }
 
 /// `TolerationsTolerateTaint`: some toleration tolerates the taint.
-pub fn tolerations_tolerate_taint(tolerations: &[Toleration], taint: &Taint) -> bool {
-    tolerations.iter().any(|t| tolerates(t, taint))
+pub fn tolerations_tolerate_taint(
+    tolerations: &[Toleration],
+    taint: &Taint,
+    enable_comparison_operators: bool,
+) -> bool {
+    tolerations
+        .iter()
+        .any(|t| tolerates(t, taint, enable_comparison_operators))
 }
 
 /// `FindMatchingUntoleratedTaint`: the first taint accepted by `filter` that no toleration tolerates.
@@ -97,11 +95,12 @@ pub(crate) fn find_matching_untolerated_taint<'a>(
     taints: &'a [Taint],
     tolerations: &[Toleration],
     filter: impl Fn(&Taint) -> bool,
+    enable_comparison_operators: bool,
 ) -> Option<&'a Taint> {
     taints
         .iter()
         .filter(|t| filter(t))
-        .find(|t| !tolerations_tolerate_taint(tolerations, t))
+        .find(|t| !tolerations_tolerate_taint(tolerations, t, enable_comparison_operators))
 }
 
 /// `DoNotScheduleTaintsFilterFunc`: only NoSchedule and NoExecute taints keep pods off a node.
@@ -112,6 +111,7 @@ pub fn do_not_schedule_taints_filter(taint: &Taint) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::features::FeatureGates;
     use crate::testing::{taint, toleration};
 
     #[test]
@@ -184,8 +184,9 @@ mod tests {
                 false,
             ),
         ];
+        let gate = FeatureGates::v1_37().taint_toleration_comparison_operators;
         for (name, tol, t, want) in cases {
-            assert_eq!(tolerates(&tol, &t), want, "{name}");
+            assert_eq!(tolerates(&tol, &t, gate), want, "{name}");
         }
     }
 
@@ -205,7 +206,9 @@ mod tests {
         for (name, op, tol_value, taint_value, want) in cases {
             let tol = toleration("k", op, tol_value, "NoSchedule");
             let t = taint("k", taint_value, "NoSchedule");
-            assert_eq!(tolerates_with(&tol, &t, true), want, "{name}");
+            assert_eq!(tolerates(&tol, &t, true), want, "{name}");
+            // With the gate off (v1.37.1's default) the same toleration tolerates nothing.
+            assert!(!tolerates(&tol, &t, false), "{name}: gate off");
         }
     }
 
@@ -217,14 +220,16 @@ mod tests {
             taint("b", "2", "NoExecute"),
         ];
         let none: Vec<Toleration> = vec![];
-        let found = find_matching_untolerated_taint(&taints, &none, do_not_schedule_taints_filter);
+        let found = find_matching_untolerated_taint(&taints, &none, do_not_schedule_taints_filter, false);
         assert_eq!(found.map(|t| t.key.as_str()), Some("a"));
 
         let tol_a = vec![toleration("a", "Exists", "", "")];
-        let found = find_matching_untolerated_taint(&taints, &tol_a, do_not_schedule_taints_filter);
+        let found = find_matching_untolerated_taint(&taints, &tol_a, do_not_schedule_taints_filter, false);
         assert_eq!(found.map(|t| t.key.as_str()), Some("b"));
 
         let all = vec![toleration("", "Exists", "", "")];
-        assert!(find_matching_untolerated_taint(&taints, &all, do_not_schedule_taints_filter).is_none());
+        assert!(
+            find_matching_untolerated_taint(&taints, &all, do_not_schedule_taints_filter, false).is_none()
+        );
     }
 }

@@ -18,6 +18,7 @@ use crate::plugins::node_resources::resource_allocation::{
     DraExtendedResources, RequestMode, ResourceAllocationScorer, ResourceSpec, ScoringFunction, aggregate,
     default_resources, field_error, is_best_effort,
 };
+use crate::snapshot::requests::RequestOptions;
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's name.
@@ -99,7 +100,7 @@ pub(crate) struct BalancedAllocation {
 pub(crate) fn new(
     args: Option<&serde_json::Value>,
     handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
     let args = decode_args::<NodeResourcesBalancedAllocationArgs>(NAME, args)?.defaulted();
     args.validate().map_err(|message| PluginError::InvalidArgs {
@@ -112,7 +113,7 @@ pub(crate) fn new(
         scorer: ResourceAllocationScorer {
             resources: args.resources,
             function: ScoringFunction::Balanced,
-            mode: RequestMode::Requested,
+            mode: RequestMode::Requested(RequestOptions::from_features(features)),
         },
     }))
 }

@@ -28,13 +28,13 @@ use crate::plugins::helper::shape_score::ShapePoint;
 use crate::plugins::names;
 use crate::plugins::node_resources::resource_allocation::{
     DraExtendedResources, MAX_CUSTOM_PRIORITY_SCORE, RequestMode, ResourceAllocationScorer, ResourceSpec,
-    ScoringFunction, aggregate, default_resources, field_error, spec_requests,
+    ScoringFunction, aggregate, default_resources, field_error,
 };
 use crate::resource::{
     CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource, format_amount, is_extended_resource_name,
     is_scalar_resource_name,
 };
-use crate::snapshot::requests::Amounts;
+use crate::snapshot::requests::{Amounts, RequestOptions, pod_requests};
 use crate::snapshot::{NodeInfo, PodInfo};
 
 /// The plugin's name.
@@ -383,10 +383,15 @@ impl std::fmt::Display for Shortfall {
 }
 
 /// The pod's requests as Filter compares them (Go's `computePodResourceRequest`): pod-level requests
-/// apply, container statuses do not (the pod is not running yet), overhead is added.
-pub fn compute_pod_resource_request(pod: &Pod) -> Resource {
+/// apply when `enable_pod_level_resources` (the PodLevelResources gate), container statuses do not
+/// (the pod is not running yet), overhead is added.
+pub fn compute_pod_resource_request(pod: &Pod, enable_pod_level_resources: bool) -> Resource {
+    let opts = RequestOptions {
+        skip_pod_level_resources: !enable_pod_level_resources,
+        ..RequestOptions::default()
+    };
     let mut r = Resource::default();
-    for (name, &amount) in &spec_requests(pod, true, &Amounts::new()) {
+    for (name, &amount) in &pod_requests(pod, &Amounts::new(), opts) {
         // Negative amounts cannot pass API validation; like Go's SetMaxResource they count as 0.
         let amount = amount.max(0);
         match name.as_str() {
@@ -506,14 +511,16 @@ pub(crate) fn fits_request_with_dra(
 }
 
 /// Go's `Fits`: what the node is short of for this pod, leaving the extended resources `dra` says a
-/// DeviceClass backs (and the node does not advertise) to DynamicResources.
+/// DeviceClass backs (and the node does not advertise) to DynamicResources; `features` give its
+/// `ResourceRequestsOptions` (PodLevelResources).
 pub(crate) fn fits_with_dra(
     pod: &PodInfo,
     node: &NodeInfo,
     dra: Option<&DeviceClassResolver>,
+    features: &FeatureGates,
 ) -> Vec<InsufficientResource> {
     fits_request_with_dra(
-        &compute_pod_resource_request(&pod.pod),
+        &compute_pod_resource_request(&pod.pod, features.pod_level_resources),
         node,
         &BTreeSet::new(),
         &BTreeSet::new(),
@@ -523,8 +530,8 @@ pub(crate) fn fits_with_dra(
 
 /// Per resource the node is short of: the pod's request and what the node has free.
 #[cfg(test)]
-pub(crate) fn shortfall(node: &NodeInfo, pod: &PodInfo) -> Vec<Shortfall> {
-    shortfall_with_dra(node, pod, None)
+pub(crate) fn shortfall(node: &NodeInfo, pod: &PodInfo, features: &FeatureGates) -> Vec<Shortfall> {
+    shortfall_with_dra(node, pod, None, features)
 }
 
 /// [`shortfall`] without the extended resources backed by DRA on this node (see [`fits_with_dra`]).
@@ -532,8 +539,9 @@ pub fn shortfall_with_dra(
     node: &NodeInfo,
     pod: &PodInfo,
     dra: Option<&DeviceClassResolver>,
+    features: &FeatureGates,
 ) -> Vec<Shortfall> {
-    fits_with_dra(pod, node, dra)
+    fits_with_dra(pod, node, dra, features)
         .into_iter()
         .map(|r| Shortfall {
             free: r.capacity.saturating_sub(r.used),
@@ -568,6 +576,8 @@ pub(crate) struct Fit {
     resolver: Arc<DeviceClassResolver>,
     /// Set when a scored resource is backed by DRA (upstream's `draPreScoreState`).
     dra_score: Option<Arc<DraExtendedResources>>,
+    /// `PodLevelResources`: PreFilter counts pod-level requests.
+    enable_pod_level_resources: bool,
 }
 
 /// Builds the plugin from its `NodeResourcesFitArgs`.
@@ -614,6 +624,7 @@ pub(crate) fn new(
         ignored_resource_groups: args.ignored_resource_groups.into_iter().collect(),
         resolver,
         dra_score,
+        enable_pod_level_resources: features.pod_level_resources,
         scorer: ResourceAllocationScorer {
             resources: strategy.resources,
             function,
@@ -650,7 +661,7 @@ impl PreFilterPlugin for Fit {
         state.write(
             &PRE_FILTER_STATE_KEY,
             PreFilterState {
-                request: compute_pod_resource_request(&pod.pod),
+                request: compute_pod_resource_request(&pod.pod, self.enable_pod_level_resources),
             },
         );
         (None, Status::success())
@@ -738,6 +749,44 @@ mod tests {
         let (score, s) = p.as_score().unwrap().score(&state, pod, node);
         assert!(s.is_success(), "{s:?}");
         score
+    }
+
+    /// `PodLevelResources` decides whether PreFilter counts the pod-level cpu (3) or the container
+    /// sum (1) against a node with 2 cpu free, as upstream's `computePodResourceRequest` does.
+    #[test]
+    fn pod_level_requests_follow_the_gate() {
+        let p = pod("p")
+            .cpu("1")
+            .with(|p| {
+                p.spec.as_mut().unwrap().resources = Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                    requests: Some(
+                        [(
+                            "cpu".to_string(),
+                            k8s_openapi::apimachinery::pkg::api::resource::Quantity("3".into()),
+                        )]
+                        .into(),
+                    ),
+                    ..Default::default()
+                });
+            })
+            .info();
+        let n = node("n").cpu("2").memory("4Gi").info_with(vec![]);
+        for (name, enabled, want) in [
+            // More than the node's allocatable: unresolvable, as upstream.
+            (
+                "v1.37.1: 3 cpu on a 2-cpu node",
+                true,
+                Code::UnschedulableAndUnresolvable,
+            ),
+            ("gate off: the container's 1 cpu fits", false, Code::Success),
+        ] {
+            let features = crate::framework::FeatureGates {
+                pod_level_resources: enabled,
+                ..crate::framework::FeatureGates::v1_37()
+            };
+            let fit = new(None, &handle(), &features).expect("plugin");
+            assert_eq!(run_filter(fit.as_ref(), &p, &n).code(), want, "{name}");
+        }
     }
 
     #[test]
@@ -935,7 +984,7 @@ mod tests {
                 );
             })
             .obj();
-        assert_eq!(compute_pod_resource_request(&p).milli_cpu, 1250);
+        assert_eq!(compute_pod_resource_request(&p, true).milli_cpu, 1250);
     }
 
     #[test]
@@ -944,7 +993,11 @@ mod tests {
             .cpu("1")
             .memory("1Gi")
             .info_with(vec![pod("a").cpu("700m").memory("512Mi").node("n").obj()]);
-        let got = shortfall(&n, &pod("p").cpu("600m").memory("1Gi").info());
+        let got = shortfall(
+            &n,
+            &pod("p").cpu("600m").memory("1Gi").info(),
+            &FeatureGates::v1_37(),
+        );
         assert_eq!(
             got,
             vec![
@@ -964,7 +1017,7 @@ mod tests {
         );
         assert_eq!(got[0].to_string(), "needs 300m more cpu");
         assert_eq!(got[1].to_string(), "needs 512Mi more memory");
-        assert!(shortfall(&n, &pod("q").cpu("300m").info()).is_empty());
+        assert!(shortfall(&n, &pod("q").cpu("300m").info(), &FeatureGates::v1_37()).is_empty());
     }
 
     #[test]

@@ -24,7 +24,9 @@ use crate::plugins::helper::device_classes::DeviceClassResolver;
 use crate::plugins::helper::device_classes::is_dra_extended_resource_name;
 use crate::plugins::helper::shape_score::{ShapePoint, utilization_score};
 use crate::resource::{CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name};
-use crate::snapshot::requests::{Amounts, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, pod_requests};
+use crate::snapshot::requests::{
+    Amounts, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST, RequestOptions, pod_requests,
+};
 use crate::snapshot::{DeviceId, NodeInfo, Snapshot};
 
 /// The highest score a utilization shape point may give (`MaxCustomPriorityScore`); shape scores are
@@ -78,9 +80,10 @@ pub(crate) enum RequestMode {
     /// InPlacePodVerticalScaling switches (its own fields shadow the scorer's), so pod-level requests
     /// and container statuses are ignored here too.
     NonZero,
-    /// Actual requests, with pod-level requests and in-place-resize status; node usage is the actual
-    /// requested sum (BalancedAllocation).
-    Requested,
+    /// Actual requests, computed with the options the plugin's gates give
+    /// ([`RequestOptions::from_features`]: pod-level requests and in-place-resize status in v1.37.1);
+    /// node usage is the actual requested sum (BalancedAllocation).
+    Requested(RequestOptions),
 }
 
 /// Scores nodes by how the pod's requests would use their allocatable resources.
@@ -94,29 +97,6 @@ pub(crate) struct ResourceAllocationScorer {
     pub mode: RequestMode,
 }
 
-/// Go's `PodRequests` with `UseStatusResources` off; `pod_level` false also skips pod-level requests.
-/// Clones the pod only when it carries something those switches would ignore.
-pub(crate) fn spec_requests(pod: &Pod, pod_level: bool, non_missing: &Amounts) -> Amounts {
-    let has_statuses = pod.status.as_ref().is_some_and(|s| {
-        s.container_statuses.as_ref().is_some_and(|v| !v.is_empty())
-            || s.init_container_statuses.as_ref().is_some_and(|v| !v.is_empty())
-            || s.allocated_resources.is_some()
-            || s.resources.is_some()
-    });
-    let strip_pod_level = !pod_level && pod.spec.as_ref().is_some_and(|s| s.resources.is_some());
-    if !has_statuses && !strip_pod_level {
-        return pod_requests(pod, non_missing);
-    }
-    let mut stripped = pod.clone();
-    if has_statuses {
-        stripped.status = None;
-    }
-    if strip_pod_level && let Some(spec) = stripped.spec.as_mut() {
-        spec.resources = None;
-    }
-    pod_requests(&stripped, non_missing)
-}
-
 impl ResourceAllocationScorer {
     /// The pod's request for each configured resource, in the order of `resources`
     /// (`calculatePodResourceRequestList`).
@@ -128,9 +108,14 @@ impl ResourceAllocationScorer {
                     (MEMORY.to_string(), DEFAULT_MEMORY_REQUEST),
                 ]
                 .into();
-                spec_requests(pod, false, &non_missing)
+                // Upstream's Fit scorer has its gate fields unset: spec only, pod level skipped.
+                let opts = RequestOptions {
+                    skip_pod_level_resources: true,
+                    ..RequestOptions::default()
+                };
+                pod_requests(pod, &non_missing, opts)
             }
-            RequestMode::Requested => pod_requests(pod, &Amounts::new()),
+            RequestMode::Requested(opts) => pod_requests(pod, &Amounts::new(), opts),
         };
         self.resources
             .iter()
@@ -217,7 +202,7 @@ impl ResourceAllocationScorer {
     ) -> (i64, i64) {
         let usage = match self.mode {
             RequestMode::NonZero => &node.non_zero_requested,
-            RequestMode::Requested => &node.requested,
+            RequestMode::Requested(_) => &node.requested,
         };
         match name {
             CPU => (node.allocatable.milli_cpu, usage.milli_cpu),
@@ -641,7 +626,9 @@ mod tests {
         assert_eq!(s.pod_request_list(&with_pod_level)[0], 200);
         let r = scorer(
             ScoringFunction::Balanced,
-            RequestMode::Requested,
+            RequestMode::Requested(RequestOptions::from_features(
+                &crate::framework::FeatureGates::v1_37(),
+            )),
             &[(CPU, 1), (MEMORY, 1)],
         );
         assert_eq!(r.pod_request_list(&with_pod_level)[0], 2000);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod, TopologySpreadConstraint};
 
+use crate::framework::FeatureGates;
 use crate::labels::{Labels, Requirement, Selector, SelectorError};
 use crate::plugins::helper::spreading::default_selector;
 use crate::plugins::helper::taints::{
@@ -43,13 +44,40 @@ pub struct SpreadConstraint {
     pub honor_node_taints: bool,
 }
 
+/// The feature gates PodTopologySpread reads (upstream's plugin keeps the same three fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpreadGates {
+    /// `MatchLabelKeysInPodTopologySpread`: `matchLabelKeys` values of the pod are merged into the
+    /// selector; off, they are ignored.
+    pub match_label_keys: bool,
+    /// `NodeInclusionPolicyInPodTopologySpread`: the constraint's `nodeAffinityPolicy` and
+    /// `nodeTaintsPolicy` apply; off, they are ignored and every counted node must match the pod's
+    /// required node affinity (the defaults, Honor and Ignore, decide exactly that).
+    pub node_inclusion_policy: bool,
+    /// `TaintTolerationComparisonOperators`, for `nodeTaintsPolicy: Honor`.
+    pub taint_comparison_operators: bool,
+}
+
+impl SpreadGates {
+    /// The fields of `features` the plugin reads.
+    pub fn from_features(features: &FeatureGates) -> Self {
+        SpreadGates {
+            match_label_keys: features.match_label_keys_in_pod_topology_spread,
+            node_inclusion_policy: features.node_inclusion_policy_in_pod_topology_spread,
+            taint_comparison_operators: features.taint_toleration_comparison_operators,
+        }
+    }
+}
+
 impl SpreadConstraint {
-    /// Whether `node` counts as a domain member for this constraint under its node inclusion policies.
+    /// Whether `node` counts as a domain member for this constraint under its node inclusion policies
+    /// (`enable_comparison_operators`: `TaintTolerationComparisonOperators`, for the taints policy).
     pub(crate) fn match_node_inclusion_policies(
         &self,
         pod: &Pod,
         node: &Node,
         required: &RequiredNodeAffinity,
+        enable_comparison_operators: bool,
     ) -> bool {
         if self.honor_node_affinity && !required.matches(node) {
             return false;
@@ -59,6 +87,7 @@ impl SpreadConstraint {
                 node_taints(node),
                 pod_tolerations(pod),
                 do_not_schedule_taints_filter,
+                enable_comparison_operators,
             )
             .is_some()
         {
@@ -69,17 +98,23 @@ impl SpreadConstraint {
 }
 
 /// Go's `filterTopologySpreadConstraints`: the constraints with `whenUnsatisfiable == action`, parsed.
-/// `matchLabelKeys` values of the pod are ANDed into the selector (MatchLabelKeysInPodTopologySpread is
-/// on by default in 1.37); node inclusion policies default to affinity Honor, taints Ignore.
+/// `matchLabelKeys` values of the pod are ANDed into the selector when `gates.match_label_keys`; node
+/// inclusion policies default to affinity Honor, taints Ignore, and are read from the constraint only
+/// when `gates.node_inclusion_policy`.
 pub(crate) fn filter_constraints(
     constraints: &[TopologySpreadConstraint],
     pod_labels: Option<&Labels>,
     action: &str,
+    gates: SpreadGates,
 ) -> Result<Vec<SpreadConstraint>, SelectorError> {
     let mut out = Vec::new();
     for c in constraints.iter().filter(|c| c.when_unsatisfiable == action) {
         let mut selector = Selector::from_label_selector(c.label_selector.as_ref())?;
-        let keys = c.match_label_keys.as_deref().unwrap_or(&[]);
+        let keys = if gates.match_label_keys {
+            c.match_label_keys.as_deref().unwrap_or(&[])
+        } else {
+            &[]
+        };
         if !keys.is_empty() {
             let mut merged: Vec<Requirement> = Vec::new();
             if let Some(labels) = pod_labels {
@@ -106,11 +141,12 @@ pub(crate) fn filter_constraints(
             topology_key: c.topology_key.clone(),
             selector,
             min_domains: c.min_domains.unwrap_or(1),
-            honor_node_affinity: c
-                .node_affinity_policy
-                .as_deref()
-                .is_none_or(|p| p == NODE_INCLUSION_POLICY_HONOR),
-            honor_node_taints: c.node_taints_policy.as_deref() == Some(NODE_INCLUSION_POLICY_HONOR),
+            honor_node_affinity: !gates.node_inclusion_policy
+                || c.node_affinity_policy
+                    .as_deref()
+                    .is_none_or(|p| p == NODE_INCLUSION_POLICY_HONOR),
+            honor_node_taints: gates.node_inclusion_policy
+                && c.node_taints_policy.as_deref() == Some(NODE_INCLUSION_POLICY_HONOR),
         });
     }
     Ok(out)
@@ -144,8 +180,12 @@ impl PodTopologySpread {
         pod: &Pod,
         action: &str,
     ) -> Result<Vec<SpreadConstraint>, SelectorError> {
-        let mut constraints =
-            filter_constraints(&self.default_constraints, pod.metadata.labels.as_ref(), action)?;
+        let mut constraints = filter_constraints(
+            &self.default_constraints,
+            pod.metadata.labels.as_ref(),
+            action,
+            self.gates,
+        )?;
         if constraints.is_empty() {
             return Ok(constraints);
         }
@@ -169,7 +209,7 @@ impl PodTopologySpread {
             .unwrap_or(&[]);
         let kind = if action == DO_NOT_SCHEDULE { "hard" } else { "soft" };
         if !own.is_empty() {
-            filter_constraints(own, pod.metadata.labels.as_ref(), action)
+            filter_constraints(own, pod.metadata.labels.as_ref(), action, self.gates)
                 .map_err(|e| format!("obtaining pod's {kind} topology spread constraints: {e}"))
         } else {
             self.build_default_constraints(pod, action)
@@ -186,6 +226,12 @@ mod tests {
         Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Toleration,
     };
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+
+    const V1_37: SpreadGates = SpreadGates {
+        match_label_keys: true,
+        node_inclusion_policy: true,
+        taint_comparison_operators: false,
+    };
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
         pairs
@@ -213,7 +259,7 @@ mod tests {
             tsc("zone", DO_NOT_SCHEDULE, Some(&[("app", "a")])),
             tsc("host", SCHEDULE_ANYWAY, Some(&[("app", "a")])),
         ];
-        let got = filter_constraints(&cs, None, DO_NOT_SCHEDULE).unwrap();
+        let got = filter_constraints(&cs, None, DO_NOT_SCHEDULE, V1_37).unwrap();
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].topology_key, "zone");
         assert_eq!(got[0].min_domains, 1);
@@ -255,7 +301,7 @@ mod tests {
                 false,
             ),
         ] {
-            let got = filter_constraints(&[c], Some(&pod_labels), DO_NOT_SCHEDULE).unwrap();
+            let got = filter_constraints(&[c], Some(&pod_labels), DO_NOT_SCHEDULE, V1_37).unwrap();
             assert_eq!(got[0].selector.matches(&candidate), want, "{name}");
         }
     }
@@ -356,7 +402,7 @@ mod tests {
             ),
         ] {
             assert_eq!(
-                c.match_node_inclusion_policies(&affinity_pod, &n, &required),
+                c.match_node_inclusion_policies(&affinity_pod, &n, &required, false),
                 want,
                 "{name}"
             );
@@ -393,5 +439,97 @@ mod tests {
             0
         );
         assert_eq!(count_pods_match_selector(&pods, &Selector::Nothing, "default"), 0);
+    }
+
+    /// `MatchLabelKeysInPodTopologySpread` off: `matchLabelKeys` are ignored, so a pod with another
+    /// hash matches the selector too.
+    #[test]
+    fn match_label_keys_follow_the_gate() {
+        let mut c = tsc("zone", DO_NOT_SCHEDULE, Some(&[("app", "a")]));
+        c.match_label_keys = Some(vec!["hash".into()]);
+        let pod_labels = labels(&[("app", "a"), ("hash", "h1")]);
+        let other_hash = labels(&[("app", "a"), ("hash", "h2")]);
+        for (name, gates, want) in [
+            ("gate on (v1.37.1)", V1_37, false),
+            (
+                "gate off",
+                SpreadGates {
+                    match_label_keys: false,
+                    ..V1_37
+                },
+                true,
+            ),
+        ] {
+            let got = filter_constraints(
+                std::slice::from_ref(&c),
+                Some(&pod_labels),
+                DO_NOT_SCHEDULE,
+                gates,
+            )
+            .unwrap();
+            assert_eq!(got[0].selector.matches(&other_hash), want, "{name}");
+        }
+    }
+
+    /// `NodeInclusionPolicyInPodTopologySpread` off: the constraint's policies are ignored (affinity
+    /// Honor, taints Ignore), so a node outside the pod's required affinity no longer counts under
+    /// `nodeAffinityPolicy: Ignore`, and an untolerated taint no longer excludes under
+    /// `nodeTaintsPolicy: Honor`.
+    #[test]
+    fn node_inclusion_policies_follow_the_gate() {
+        let mut c = tsc("zone", DO_NOT_SCHEDULE, Some(&[("app", "a")]));
+        c.node_affinity_policy = Some("Ignore".into());
+        c.node_taints_policy = Some("Honor".into());
+        let selective = pod("p").node_selector("disk", "ssd").obj();
+        let required = RequiredNodeAffinity::from_pod(&selective);
+        let off = SpreadGates {
+            node_inclusion_policy: false,
+            ..V1_37
+        };
+        let hdd = node("a").label("disk", "hdd").obj();
+        let tainted = node("b")
+            .label("disk", "ssd")
+            .taint("bad", "x", "NoSchedule")
+            .obj();
+        for (name, gates, n, want) in [
+            ("on: affinity ignored", V1_37, &hdd, true),
+            ("off: affinity honored", off, &hdd, false),
+            ("on: taint honored", V1_37, &tainted, false),
+            ("off: taint ignored", off, &tainted, true),
+        ] {
+            let got = filter_constraints(std::slice::from_ref(&c), None, DO_NOT_SCHEDULE, gates).unwrap();
+            assert_eq!(
+                got[0].match_node_inclusion_policies(
+                    &selective,
+                    n,
+                    &required,
+                    gates.taint_comparison_operators
+                ),
+                want,
+                "{name}"
+            );
+        }
+    }
+
+    /// `TaintTolerationComparisonOperators` decides whether a `Gt` toleration keeps a node with a
+    /// larger numeric taint value in the count under `nodeTaintsPolicy: Honor`.
+    #[test]
+    fn taint_policy_comparison_operators_follow_the_gate() {
+        let mut c = tsc("zone", DO_NOT_SCHEDULE, Some(&[("app", "a")]));
+        c.node_taints_policy = Some("Honor".into());
+        let tolerating = pod("p")
+            .toleration(crate::testing::toleration("level", "Gt", "3", "NoSchedule"))
+            .obj();
+        let required = RequiredNodeAffinity::from_pod(&tolerating);
+        let n = node("a").taint("level", "5", "NoSchedule").obj();
+        let got = filter_constraints(std::slice::from_ref(&c), None, DO_NOT_SCHEDULE, V1_37).unwrap();
+        assert!(
+            !got[0].match_node_inclusion_policies(&tolerating, &n, &required, false),
+            "gate off"
+        );
+        assert!(
+            got[0].match_node_inclusion_policies(&tolerating, &n, &required, true),
+            "gate on"
+        );
     }
 }

@@ -162,7 +162,7 @@ impl PodTopologySpread {
                 constraints
                     .iter()
                     .enumerate()
-                    .filter(|(_, c)| c.match_node_inclusion_policies(&pod.pod, &node_info.node, required))
+                    .filter(|(_, c)| self.counts_node(c, &pod.pod, &node_info.node, required))
                     .map(|(i, c)| {
                         let value = labels.get(&c.topology_key).map_or("", String::as_str);
                         let count = count_pods_match_selector(&node_info.pods, &c.selector, namespace);
@@ -194,7 +194,7 @@ impl PodTopologySpread {
                 constraints
                     .iter()
                     .enumerate()
-                    .filter(|(_, c)| c.match_node_inclusion_policies(&pod.pod, &node_info.node, required))
+                    .filter(|(_, c)| self.counts_node(c, &pod.pod, &node_info.node, required))
                     .fold(0u64, |bits, (i, _)| bits | (1 << i))
             })
             .collect();
@@ -240,7 +240,7 @@ impl PodTopologySpread {
             if !c.selector.matches_opt(other.labels()) {
                 continue;
             }
-            if !c.match_node_inclusion_policies(&preemptor.pod, &node.node, &state.required_node_affinity) {
+            if !self.counts_node(c, &preemptor.pod, &node.node, &state.required_node_affinity) {
                 continue;
             }
             let value = labels.get(&c.topology_key).map_or("", String::as_str);

@@ -11,7 +11,7 @@ mod scoring;
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, TopologySpreadConstraint};
+use k8s_openapi::api::core::v1::{Node, Pod, TopologySpreadConstraint};
 use serde::Deserialize;
 
 use crate::framework::FeatureGates;
@@ -20,7 +20,8 @@ use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::plugins::names;
 use crate::snapshot::{PodInfo, Snapshot};
 
-pub(crate) use common::{LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, SpreadConstraint};
+use common::RequiredNodeAffinity;
+pub(crate) use common::{LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, SpreadConstraint, SpreadGates};
 
 /// The plugin's registry name.
 pub(crate) const NAME: &str = names::POD_TOPOLOGY_SPREAD;
@@ -129,18 +130,37 @@ pub(crate) struct PodTopologySpread {
     default_constraints: Vec<TopologySpreadConstraint>,
     /// True with System defaulting: nodes without the zone label still take part in hostname spreading.
     system_defaulted: bool,
+    /// The gates it was built with.
+    gates: SpreadGates,
+}
+
+impl PodTopologySpread {
+    /// Go's `matchNodeInclusionPolicies` with the plugin's comparison-operators gate.
+    fn counts_node(
+        &self,
+        c: &SpreadConstraint,
+        pod: &Pod,
+        node: &Node,
+        required: &RequiredNodeAffinity,
+    ) -> bool {
+        c.match_node_inclusion_policies(pod, node, required, self.gates.taint_comparison_operators)
+    }
 }
 
 /// Builds the plugin from `PodTopologySpreadArgs`.
 pub(crate) fn new(
     args: Option<&serde_json::Value>,
     handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
-    Ok(Arc::new(build(args, handle)?))
+    Ok(Arc::new(build(args, handle, features)?))
 }
 
-fn build(args: Option<&serde_json::Value>, handle: &Handle) -> Result<PodTopologySpread, PluginError> {
+fn build(
+    args: Option<&serde_json::Value>,
+    handle: &Handle,
+    features: &FeatureGates,
+) -> Result<PodTopologySpread, PluginError> {
     let mut args: PodTopologySpreadArgs = decode_args(NAME, args)?;
     if args.defaulting_type.is_empty() {
         args.defaulting_type = SYSTEM_DEFAULTING.to_string();
@@ -159,17 +179,20 @@ fn build(args: Option<&serde_json::Value>, handle: &Handle) -> Result<PodTopolog
         snapshot: handle.snapshot.clone(),
         default_constraints,
         system_defaulted,
+        gates: SpreadGates::from_features(features),
     })
 }
 
 /// Go's `getConstraints` as the queueing hints call it: the pod's `DoNotSchedule` constraints, or the
-/// profile's hard default constraints (`args` are its PodTopologySpreadArgs) for a pod without any.
+/// profile's hard default constraints (`args` are its PodTopologySpreadArgs) for a pod without any,
+/// read as the plugin built with `features` reads them.
 pub(crate) fn hard_constraints_for_hints(
     args: Option<&serde_json::Value>,
     handle: &Handle,
+    features: &FeatureGates,
     pod: &Pod,
 ) -> Result<Vec<SpreadConstraint>, String> {
-    build(args, handle)
+    build(args, handle, features)
         .map_err(|e| e.to_string())?
         .constraints_for(pod, common::DO_NOT_SCHEDULE)
 }

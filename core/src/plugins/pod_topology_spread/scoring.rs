@@ -162,9 +162,7 @@ impl PreScorePlugin for PodTopologySpread {
                 }
                 let mut out = Vec::new();
                 for (i, c) in constraints.iter().enumerate() {
-                    if !with_domains[i]
-                        || !c.match_node_inclusion_policies(&pod.pod, &node_info.node, &required)
-                    {
+                    if !with_domains[i] || !self.counts_node(c, &pod.pod, &node_info.node, &required) {
                         continue;
                     }
                     let value = labels.get(&c.topology_key).map_or("", String::as_str);

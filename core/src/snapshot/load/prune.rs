@@ -355,7 +355,8 @@ mod tests {
 
         // Requests (and so every resource plugin) are unchanged by pruning, pod by pod.
         for (a, b) in raw.pods.iter().zip(&pruned.pods) {
-            assert_eq!(calculate_resource(a), calculate_resource(b));
+            let v1_37 = crate::features::FeatureGates::v1_37();
+            assert_eq!(calculate_resource(a, &v1_37), calculate_resource(b, &v1_37));
         }
         // The snapshot's accounting and parsed terms are unchanged.
         let before = Snapshot::new(raw.clone());
@@ -582,7 +583,7 @@ mod tests {
                     }
                 })
                 .obj();
-            let before = calculate_resource(&pod);
+            let before = calculate_resource(&pod, &crate::features::FeatureGates::v1_37());
             prune_pod(&mut pod);
             let statuses = pod.status.as_ref().unwrap().container_statuses.as_ref();
             assert_eq!(statuses.is_some(), kept, "{name}");
@@ -590,7 +591,11 @@ mod tests {
                 assert_eq!(s[0].image, "", "{name}: only resource fields stay");
                 assert_eq!(s[0].allocated_resources, cs.allocated_resources, "{name}");
             }
-            assert_eq!(calculate_resource(&pod), before, "{name}: requests unchanged");
+            assert_eq!(
+                calculate_resource(&pod, &crate::features::FeatureGates::v1_37()),
+                before,
+                "{name}: requests unchanged"
+            );
         }
     }
 }

@@ -225,7 +225,12 @@ fn loaded_objects_keep_their_fields_and_order() {
     let pod = &o.pods[0];
     let spec = pod.spec.as_ref().unwrap();
     assert_eq!(spec.node_name.as_deref(), Some("n1"));
-    assert_eq!(calculate_resource(pod).resource.milli_cpu, 500);
+    assert_eq!(
+        calculate_resource(pod, &crate::features::FeatureGates::v1_37())
+            .resource
+            .milli_cpu,
+        500
+    );
 
     let (o, _) = load(JSON_LIST).unwrap();
     assert_eq!(names(&o.nodes), ["n1", "n2"]);

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use sched_core::framework::FeatureGates;
 use sched_core::simulate::drain::{DisruptionBudgets, DrainOptions, plan_drain};
 use sched_core::simulate::workloads::{
     ExpandContext, POD_TEMPLATE_HASH_LABEL, WorkloadObject, WorkloadsError, check_expansion_total, expand,
@@ -189,6 +190,7 @@ fn expand_context<'o>(
     namespace: &'o str,
     replicas: Option<i32>,
     now: &Time,
+    features: &FeatureGates,
 ) -> ExpandContext<'o> {
     ExpandContext {
         nodes: &objects.nodes,
@@ -197,6 +199,7 @@ fn expand_context<'o>(
         default_namespace: namespace,
         replicas,
         creation_timestamp: now.clone(),
+        features: *features,
     }
 }
 
@@ -208,9 +211,10 @@ pub(super) fn count_pods(
     namespace: &str,
     replicas: Option<i32>,
     limit: usize,
+    features: &FeatureGates,
 ) -> Result<usize, SimulateError> {
     let now = Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH);
-    let context = expand_context(objects, namespace, replicas, &now);
+    let context = expand_context(objects, namespace, replicas, &now, features);
     check_expansion_total(inputs.iter().map(|i| &i.object), &context, limit).map_err(|source| match source {
         WorkloadsError::TooManyPods { .. } => SimulateError::TooManyPods { source },
         // An object that cannot be expanded: named with its file, as the expansion would.
@@ -233,13 +237,14 @@ pub(super) fn add_inputs(
     namespace: &str,
     replicas: Option<i32>,
     now: &Time,
+    features: &FeatureGates,
     (progress, total): (&Progress, usize),
 ) -> Result<Vec<String>, SimulateError> {
     // Once, not per pod: a million pods checked against each other one by one would take hours.
     let mut existing: HashSet<String> = objects.pods.iter().map(key_of).collect();
     let mut keys = Vec::new();
     for Input { path, object } in inputs {
-        let context = expand_context(objects, namespace, replicas, now);
+        let context = expand_context(objects, namespace, replicas, now, features);
         let expansion = expand(&object, &context).map_err(|source| SimulateError::Workload {
             path: path.clone(),
             source,

@@ -12,12 +12,12 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use sched_core::Engine;
 use sched_core::simulate::drain::{DisruptionBudgets, DrainError, DrainOptions};
 use sched_core::simulate::workloads::WorkloadsError;
 use sched_core::simulate::{Simulation, SimulationError, SimulationOptions};
 use sched_core::snapshot::PodDetail;
 use sched_core::triage::WorkloadIndex;
-use sched_core::{Engine, Snapshot};
 
 use crate::cli::{GlobalArgs, SimulateArgs};
 use crate::source::load::{LoadError, Loaded, load_keeping_cluster};
@@ -126,7 +126,8 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
 
     let what_if = WhatIf::from_args(&args.what_if, &namespace)?;
     // The load before any change, for the before → after columns.
-    let before = usage_of_objects(&objects);
+    let features = *engine.features();
+    let before = usage_of_objects(&objects, &features);
     let mut applied = what_if.apply_to_cluster(&mut objects)?;
     if let Some(path) = &args.add_nodes {
         applied.push(add_nodes(&mut objects, path)?);
@@ -166,6 +167,7 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
         &namespace,
         args.replicas,
         args.max_simulated_pods,
+        &features,
     )?;
     let progress = Progress::start(global.verbosity);
     let input_keys = add_inputs(
@@ -174,6 +176,7 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
         &namespace,
         args.replicas,
         &now,
+        &features,
         (&progress, total),
     )?;
     for key in &input_keys {
@@ -185,7 +188,7 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
 
     let started = Instant::now();
     progress.building(objects.pods.len());
-    let snapshot = Snapshot::new(objects);
+    let snapshot = engine.snapshot(objects);
     notes.push(format!(
         "built the snapshot in {:.0} ms",
         started.elapsed().as_secs_f64() * 1000.0

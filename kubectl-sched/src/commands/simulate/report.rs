@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use std::sync::Arc;
 
+use sched_core::framework::FeatureGates;
 use sched_core::resource::Resource;
 use sched_core::simulate::{PodOutcome, PodResult, Victim};
 use sched_core::snapshot::requests::calculate_resource;
@@ -288,7 +289,10 @@ pub(super) fn usage_of(snapshot: &Snapshot) -> BTreeMap<String, NodeLoad> {
 }
 
 /// [`usage_of`] for the objects before any change, without building a snapshot of them.
-pub(super) fn usage_of_objects(objects: &ClusterObjects) -> BTreeMap<String, NodeLoad> {
+pub(super) fn usage_of_objects(
+    objects: &ClusterObjects,
+    features: &FeatureGates,
+) -> BTreeMap<String, NodeLoad> {
     let mut loads: BTreeMap<String, NodeLoad> = objects
         .nodes
         .iter()
@@ -326,7 +330,7 @@ pub(super) fn usage_of_objects(objects: &ClusterObjects) -> BTreeMap<String, Nod
     }
     for p in objects.pods.iter().filter(|p| !is_terminal(p)) {
         if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) {
-            add(node, &calculate_resource(p).resource);
+            add(node, &calculate_resource(p, features).resource);
         }
     }
     loads

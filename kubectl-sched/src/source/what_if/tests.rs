@@ -290,7 +290,8 @@ fn set_requests_drops_the_changed_containers_resize_reports() {
     let statuses = p.status.as_ref().unwrap().container_statuses.as_ref().unwrap();
     assert_eq!(statuses[0].allocated_resources, None);
     assert!(statuses[1].allocated_resources.is_some());
-    let requested = sched_core::snapshot::requests::calculate_resource(&p);
+    let requested =
+        sched_core::snapshot::requests::calculate_resource(&p, &sched_core::framework::FeatureGates::v1_37());
     assert_eq!(requested.resource.milli_cpu, 5000);
 }
 

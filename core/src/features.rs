@@ -1,6 +1,9 @@
-//! The feature gates the scheduler's plugins read (Go's `framework/plugins/feature.Features`): one
-//! value per engine, handed to every plugin factory by the registry and read by `default_multi_point`
-//! to build the default plugin list, so no plugin decides a gate on its own.
+//! The feature gates the engine decides with (upstream's `pkg/features`, read by the plugins through
+//! `framework/plugins/feature.Features`): one value per engine, handed to every plugin factory by the
+//! registry, read by `default_multi_point` to build the default plugin list, and given to the
+//! snapshot, whose request sums depend on gates too (upstream's `PodInfo.CalculateResource` reads the
+//! process-wide gates). It sits with the foundations, below the snapshot and the framework, as
+//! `pkg/features` sits below everything upstream; `framework::FeatureGates` re-exports it.
 //!
 //! Today the only content is v1.37.1's defaults (`pkg/features/kube_features.go`); there is no
 //! `--feature-gates` flag yet. The release-versions work fills in the other releases' defaults and
@@ -58,16 +61,21 @@ pub struct FeatureGates {
     /// `VolumeLimitScaling` (beta, on): NodeVolumeLimits checks that a CSI driver is installed on
     /// the node before counting its limit.
     pub volume_limit_scaling: bool,
-    /// `NodeInclusionPolicyInPodTopologySpread` (GA, locked on; not modelled beyond its default).
+    /// `NodeInclusionPolicyInPodTopologySpread` (GA, locked on): PodTopologySpread honours a
+    /// constraint's `nodeAffinityPolicy`/`nodeTaintsPolicy`; off, counted nodes must match the pod's
+    /// required node affinity.
     pub node_inclusion_policy_in_pod_topology_spread: bool,
-    /// `MatchLabelKeysInPodTopologySpread` (beta, on; not modelled beyond its default).
+    /// `MatchLabelKeysInPodTopologySpread` (beta, on): PodTopologySpread merges `matchLabelKeys`
+    /// into the selector; off, they are ignored.
     pub match_label_keys_in_pod_topology_spread: bool,
-    /// `InPlacePodVerticalScaling` (GA, locked on; not modelled beyond its default).
+    /// `InPlacePodVerticalScaling` (GA, locked on): a pod's requests are the max of spec, allocated
+    /// and actuated (`RequestOptions::use_status_resources`); off, spec only.
     pub in_place_pod_vertical_scaling: bool,
-    /// `SchedulerAsyncPreemption` (beta, on; not modelled beyond its default: preemption plans are
-    /// ordered as the asynchronous preemption runs them).
+    /// `SchedulerAsyncPreemption` (beta, on): preemption plans are ordered as the asynchronous
+    /// executor runs them (nominations cleared first); off, as the synchronous one (victims first).
     pub scheduler_async_preemption: bool,
-    /// `PodLevelResources` (beta, on; not modelled beyond its default).
+    /// `PodLevelResources` (beta, on): pod-level cpu/memory/hugepages requests replace the container
+    /// sum (in the snapshot's request sums, NodeResourcesFit and BalancedAllocation); off, ignored.
     pub pod_level_resources: bool,
     /// `StorageCapacityScoring` (beta, on): VolumeBinding scores nodes by storage capacity.
     pub storage_capacity_scoring: bool,
@@ -78,7 +86,8 @@ pub struct FeatureGates {
     /// `TaintTolerationComparisonOperators` (alpha, off): when on, `Lt`/`Gt` tolerations compare
     /// numeric taint values; when off they tolerate nothing.
     pub taint_toleration_comparison_operators: bool,
-    /// `InPlacePodLevelResourcesVerticalScaling` (beta, on; not modelled beyond its default).
+    /// `InPlacePodLevelResourcesVerticalScaling` (beta, on): the pod-level status lists and the
+    /// pod-level resize status are read in request sums; off, the container statuses are.
     pub in_place_pod_level_resources_vertical_scaling: bool,
     /// `InPlacePodVerticalScalingSchedulerPreemption` (alpha, off; not modelled:
     /// DeferredPodScheduling is not implemented).
