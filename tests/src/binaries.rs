@@ -41,6 +41,11 @@ pub fn pinned_version() -> Result<&'static str, Error> {
     pinned_version_in(GO_MOD).ok_or(Error::NoPinnedVersion)
 }
 
+/// The pinned release's minor, e.g. `v1.37` for `v1.37.1`.
+fn pinned_minor() -> Result<Option<&'static str>, Error> {
+    Ok(pinned_version()?.rsplit_once('.').map(|(minor, _)| minor))
+}
+
 /// The release `tests/controlplane/releases/<minor>/go.mod` pins, e.g. `v1.35.4` for `v1.35`.
 pub fn release_version(minor: &str) -> Result<String, Error> {
     let go_mod = releases_dir().join(minor).join("go.mod");
@@ -123,10 +128,11 @@ impl Binaries {
     /// These binaries with the kube-apiserver and kube-scheduler of `tests/controlplane/releases/<minor>`
     /// (built by `tests/controlplane/build.sh <minor>`), unless `minor` is the pinned release's.
     pub fn with_release(self, minor: &str) -> Result<Self, Error> {
-        let version = release_version(minor)?;
-        if Some(minor) == pinned_version()?.rsplit_once('.').map(|(m, _)| m) {
+        // The pinned minor has no directory under releases/: its binaries are these.
+        if Some(minor) == pinned_minor()? {
             return Ok(self);
         }
+        let version = release_version(minor)?;
         let dir = cache_dir(&version)?;
         self.with_release_in(minor, version, dir)
     }
@@ -283,6 +289,15 @@ mod tests {
             let version = release_version(minor).expect(minor);
             assert!(version.starts_with(&format!("{minor}.")), "{minor}: {version}");
         }
+        let pinned = Binaries {
+            dir: PathBuf::from("/pinned"),
+            release: None,
+        };
+        let minor = pinned_minor().expect("go.mod").expect("a minor");
+        let same = pinned
+            .with_release(minor)
+            .expect("the pinned minor is the pinned binaries");
+        assert_eq!(same.release_version(), None);
         let err = release_version("v1.20").expect_err("no such release directory");
         assert!(err.to_string().contains("v1.33"), "{err}");
     }
