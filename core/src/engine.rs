@@ -103,10 +103,20 @@ impl Engine {
     /// The in-tree plugins with the KubeSchedulerConfiguration at `path`, or the default configuration
     /// when `None`.
     pub fn from_file(path: Option<&Path>) -> Result<Self, ProfileError> {
+        Engine::for_features(path, FeatureGates::v1_37())
+    }
+
+    /// The in-tree plugins built with `features` (a release's gates, see
+    /// [`FeatureGates::for_version`]) and the configuration at `path`, or that release's default
+    /// configuration when `None`.
+    pub fn for_features(path: Option<&Path>, features: FeatureGates) -> Result<Self, ProfileError> {
+        let registry = crate::plugins::in_tree_registry_with(features);
         match path {
-            None => Ok(Engine::default()),
+            None => {
+                let config = SchedulerConfig::default_config(&registry);
+                Ok(Engine::new(registry, config, DEFAULT_CONFIG_ORIGIN))
+            }
             Some(path) => {
-                let registry = in_tree_registry();
                 let config = SchedulerConfig::from_file(path, &registry)?;
                 Ok(Engine::new(registry, config, path.display().to_string()))
             }

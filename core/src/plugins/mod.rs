@@ -87,8 +87,8 @@ pub fn default_multi_point(features: &FeatureGates) -> Vec<PluginRef> {
     let mut plugins = vec![
         p(names::SCHEDULING_GATES),
         p(names::PRIORITY_SORT),
-        p(names::NODE_NAME),
         p(names::NODE_UNSCHEDULABLE),
+        p(names::NODE_NAME),
         w(names::TAINT_TOLERATION, 3),
         w(names::NODE_AFFINITY, 2),
         p(names::NODE_PORTS),
@@ -104,6 +104,10 @@ pub fn default_multi_point(features: &FeatureGates) -> Vec<PluginRef> {
         w(names::IMAGE_LOCALITY, 1),
         p(names::DEFAULT_BINDER),
     ];
+    if features.changes.node_name_pre_filter {
+        // v1.37 lists NodeName first: its PreFilter narrows the cycle before anything else runs.
+        plugins.swap(2, 3);
+    }
     // Same order as Go's applyFeatureGates: NodeDeclaredFeatures is appended before DRA's insert.
     if features.node_declared_features {
         plugins.push(p(names::NODE_DECLARED_FEATURES));
@@ -111,7 +115,12 @@ pub fn default_multi_point(features: &FeatureGates) -> Vec<PluginRef> {
     if features.dynamic_resource_allocation
         && let Some(at) = plugins.iter().position(|r| r.name == names::DEFAULT_PREEMPTION)
     {
-        plugins.insert(at, w(names::DYNAMIC_RESOURCES, 2));
+        let dynamic_resources = if features.changes.dynamic_resources_scores {
+            w(names::DYNAMIC_RESOURCES, 2)
+        } else {
+            p(names::DYNAMIC_RESOURCES)
+        };
+        plugins.insert(at, dynamic_resources);
     }
     plugins
 }
@@ -172,6 +181,62 @@ mod tests {
             let registry = in_tree_registry_with(features);
             assert_eq!(registry.features(), &features, "{gate} off");
             assert_eq!(names_of(registry.default_multi_point()), want, "{gate} off");
+        }
+    }
+
+    /// Each release's `getDefaultPlugins` with its default gates (`apis/config/v1/default_plugins.go`).
+    #[test]
+    fn each_release_has_its_own_default_plugins() {
+        use crate::features::KubeVersion;
+        let base = [
+            "SchedulingGates:",
+            "PrioritySort:",
+            "NodeUnschedulable:",
+            "NodeName:",
+            "TaintToleration:3",
+            "NodeAffinity:2",
+            "NodePorts:",
+            "NodeResourcesFit:1",
+            "VolumeRestrictions:",
+            "NodeVolumeLimits:",
+            "VolumeBinding:",
+            "VolumeZone:",
+            "PodTopologySpread:2",
+            "InterPodAffinity:2",
+            "DefaultPreemption:",
+            "NodeResourcesBalancedAllocation:1",
+            "ImageLocality:1",
+            "DefaultBinder:",
+        ]
+        .join(" ");
+        let with_dra = |dra: &str| base.replace("DefaultPreemption:", &format!("{dra} DefaultPreemption:"));
+        let cases = [
+            (KubeVersion::new(33, 13), base.clone()),
+            (KubeVersion::new(34, 4), with_dra("DynamicResources:")),
+            (KubeVersion::new(35, 4), with_dra("DynamicResources:2")),
+            (
+                KubeVersion::new(36, 3),
+                with_dra("DynamicResources:2") + " NodeDeclaredFeatures:",
+            ),
+            (
+                KubeVersion::new(37, 1),
+                with_dra("DynamicResources:2")
+                    .replace("NodeUnschedulable: NodeName:", "NodeName: NodeUnschedulable:")
+                    + " NodeDeclaredFeatures:",
+            ),
+        ];
+        for (version, want) in cases {
+            let got: Vec<String> = default_multi_point(&FeatureGates::for_version(version))
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}:{}",
+                        p.name,
+                        p.weight.map(|w| w.to_string()).unwrap_or_default()
+                    )
+                })
+                .collect();
+            assert_eq!(got.join(" "), want, "{version}");
         }
     }
 

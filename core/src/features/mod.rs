@@ -1,0 +1,396 @@
+//! The feature gates the engine decides with (upstream's `pkg/features`, read by the plugins through
+//! `framework/plugins/feature.Features`) and the release they belong to: one value per engine, handed
+//! to every plugin factory by the registry, read by `default_multi_point` to build the default
+//! plugin list, and given to the snapshot, whose request sums depend on gates too (upstream's
+//! `PodInfo.CalculateResource` reads the process-wide gates). It sits with the foundations, below
+//! the snapshot and the framework, as `pkg/features` sits below everything upstream;
+//! `framework::FeatureGates` re-exports it.
+//!
+//! A release decides the gates' defaults ([`FeatureGates::for_version`]) and the code changes no
+//! gate decides ([`release::ReleaseChanges`]); [`version::KubeVersion`] names a release.
+
+pub mod release;
+pub mod version;
+
+pub use release::ReleaseChanges;
+pub use version::{KubeVersion, VersionError};
+
+/// The feature gates of kube-scheduler's plugins, one field per gate of upstream's
+/// `feature.Features` (the struct each plugin factory receives). Each field is named after its
+/// upstream gate; its doc says the gate's v1.37.1 stage and what the engine does with it.
+///
+/// Fields marked "not modelled" are carried so that the set matches upstream's; the engine behaves
+/// as with the v1.37.1 default whatever their value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FeatureGates {
+    /// `DRAExtendedResource` (GA, locked on): extended resources backed by DeviceClasses, served by
+    /// DynamicResources and skipped by NodeResourcesFit on nodes that do not advertise them.
+    pub dra_extended_resource: bool,
+    /// `DRAPrioritizedList` (GA, locked on): `firstAvailable` subrequests.
+    pub dra_prioritized_list: bool,
+    /// `DRAAdminAccess` (GA, locked on): admin-access requests.
+    pub dra_admin_access: bool,
+    /// `DRAConsumableCapacity` (beta, on): devices shared by several claims, each consuming capacity.
+    pub dra_consumable_capacity: bool,
+    /// `DRADeviceCompatibilityGroups` (alpha, off; not modelled).
+    pub dra_device_compatibility_groups: bool,
+    /// `DRAFractionalCapacityRange` (beta; its on-by-default spec needs compatibility version 1.37
+    /// while a v1.37 binary emulates 1.36 by default, so kube-scheduler reports it off).
+    pub dra_fractional_capacity_range: bool,
+    /// `DRADerivedAttributes` (alpha, off; not modelled).
+    pub dra_derived_attributes: bool,
+    /// `DRADeviceTaints` (GA, on): device taints and DeviceTaintRules.
+    pub dra_device_taints: bool,
+    /// `DRADeviceBindingConditions` (beta, on): binding conditions the binder waits for. The
+    /// allocator honours it together with `dra_resource_claim_device_status`.
+    pub dra_device_binding_conditions: bool,
+    /// `DRAListTypeAttributes` (alpha, off; not modelled).
+    pub dra_list_type_attributes: bool,
+    /// `DRANodeAllocatableResources` (alpha, off; not modelled: DRA claim statuses are ignored when
+    /// summing a node's requests).
+    pub dra_node_allocatable_resources: bool,
+    /// `DRAOptionalNodeOperations` (alpha, off; not modelled).
+    pub dra_optional_node_operations: bool,
+    /// `DRAPartitionableDevices` (beta, on): shared counters of partitionable devices.
+    pub dra_partitionable_devices: bool,
+    /// `DRAResourceClaimDeviceStatus` (GA, locked on): device status in claims.
+    pub dra_resource_claim_device_status: bool,
+    /// `DRASchedulerFilterTimeout` (beta, on; the timeout itself is the plugin's `filterTimeout` arg).
+    pub dra_scheduler_filter_timeout: bool,
+    /// `DRAWorkloadResourceClaims` (beta, off; not modelled).
+    pub dra_workload_resource_claims: bool,
+    /// `DynamicResourceAllocation` (GA, locked on): DynamicResources is in the default plugins,
+    /// before DefaultPreemption.
+    pub dynamic_resource_allocation: bool,
+    /// `VolumeAttributesClass` (GA, locked on; not modelled beyond its default).
+    pub volume_attributes_class: bool,
+    /// `VolumeLimitScaling` (beta, on): NodeVolumeLimits checks that a CSI driver is installed on
+    /// the node before counting its limit.
+    pub volume_limit_scaling: bool,
+    /// `NodeInclusionPolicyInPodTopologySpread` (GA, locked on): PodTopologySpread honours a
+    /// constraint's `nodeAffinityPolicy`/`nodeTaintsPolicy`; off, counted nodes must match the pod's
+    /// required node affinity.
+    pub node_inclusion_policy_in_pod_topology_spread: bool,
+    /// `MatchLabelKeysInPodTopologySpread` (beta, on): PodTopologySpread merges `matchLabelKeys`
+    /// into the selector; off, they are ignored.
+    pub match_label_keys_in_pod_topology_spread: bool,
+    /// `InPlacePodVerticalScaling` (GA, locked on): a pod's requests are the max of spec, allocated
+    /// and actuated (`RequestOptions::use_status_resources`); off, spec only.
+    pub in_place_pod_vertical_scaling: bool,
+    /// `SchedulerAsyncPreemption` (beta, on): preemption plans are ordered as the asynchronous
+    /// executor runs them (nominations cleared first); off, as the synchronous one (victims first).
+    pub scheduler_async_preemption: bool,
+    /// `PodLevelResources` (beta, on): pod-level cpu/memory/hugepages requests replace the container
+    /// sum (in the snapshot's request sums, NodeResourcesFit and BalancedAllocation); off, ignored.
+    pub pod_level_resources: bool,
+    /// `StorageCapacityScoring` (beta, on): VolumeBinding scores nodes by storage capacity.
+    pub storage_capacity_scoring: bool,
+    /// `NodeDeclaredFeatures` (GA, locked on): NodeDeclaredFeatures is in the default plugins.
+    pub node_declared_features: bool,
+    /// `GenericWorkload` (beta, off; not modelled: GangScheduling is not implemented).
+    pub generic_workload: bool,
+    /// `TaintTolerationComparisonOperators` (alpha, off): when on, `Lt`/`Gt` tolerations compare
+    /// numeric taint values; when off they tolerate nothing.
+    pub taint_toleration_comparison_operators: bool,
+    /// `InPlacePodLevelResourcesVerticalScaling` (beta, on): the pod-level status lists and the
+    /// pod-level resize status are read in request sums; off, the container statuses are.
+    pub in_place_pod_level_resources_vertical_scaling: bool,
+    /// `InPlacePodVerticalScalingSchedulerPreemption` (alpha, off; not modelled:
+    /// DeferredPodScheduling is not implemented).
+    pub in_place_pod_vertical_scaling_scheduler_preemption: bool,
+    /// `TopologyAwareWorkloadScheduling` (alpha, off; not modelled).
+    pub topology_aware_workload_scheduling: bool,
+    /// `InterPodAffinityHostnameFastPath` (alpha, off; not modelled).
+    pub inter_pod_affinity_hostname_fast_path: bool,
+    /// `PodGroupPreemptionPolicy` (alpha, off; not modelled).
+    pub pod_group_preemption_policy: bool,
+    /// `CompositePodGroup` (alpha, off; not modelled).
+    pub composite_pod_group: bool,
+    /// `ClearingNominatedNodeNameAfterBinding` (beta, on): the API server clears
+    /// `status.nominatedNodeName` when a pod is bound; off, the scheduler (or the webhook) must.
+    pub clearing_nominated_node_name_after_binding: bool,
+    /// Not a gate: the release whose code the engine follows.
+    pub version: KubeVersion,
+    /// Not a gate: that release's code changes, `ReleaseChanges::of(version)`.
+    pub changes: ReleaseChanges,
+}
+
+impl FeatureGates {
+    /// The gates of a v1.37.1 kube-scheduler started without `--feature-gates`.
+    pub const fn v1_37() -> Self {
+        FeatureGates {
+            dra_extended_resource: true,
+            dra_prioritized_list: true,
+            dra_admin_access: true,
+            dra_consumable_capacity: true,
+            dra_device_compatibility_groups: false,
+            dra_fractional_capacity_range: false,
+            dra_derived_attributes: false,
+            dra_device_taints: true,
+            dra_device_binding_conditions: true,
+            dra_list_type_attributes: false,
+            dra_node_allocatable_resources: false,
+            dra_optional_node_operations: false,
+            dra_partitionable_devices: true,
+            dra_resource_claim_device_status: true,
+            dra_scheduler_filter_timeout: true,
+            dra_workload_resource_claims: false,
+            dynamic_resource_allocation: true,
+            volume_attributes_class: true,
+            volume_limit_scaling: true,
+            node_inclusion_policy_in_pod_topology_spread: true,
+            match_label_keys_in_pod_topology_spread: true,
+            in_place_pod_vertical_scaling: true,
+            scheduler_async_preemption: true,
+            pod_level_resources: true,
+            storage_capacity_scoring: true,
+            node_declared_features: true,
+            generic_workload: false,
+            taint_toleration_comparison_operators: false,
+            in_place_pod_level_resources_vertical_scaling: true,
+            in_place_pod_vertical_scaling_scheduler_preemption: false,
+            topology_aware_workload_scheduling: false,
+            inter_pod_affinity_hostname_fast_path: false,
+            pod_group_preemption_policy: false,
+            composite_pod_group: false,
+            clearing_nominated_node_name_after_binding: true,
+            version: KubeVersion::PINNED,
+            changes: ReleaseChanges::of(KubeVersion::PINNED),
+        }
+    }
+}
+
+impl Default for FeatureGates {
+    /// v1.37.1's defaults, the release this engine is exact for.
+    fn default() -> Self {
+        FeatureGates::v1_37()
+    }
+}
+
+impl FeatureGates {
+    /// The gate of this name (upstream's spelling), if the engine reads it.
+    pub fn gate_mut(&mut self, name: &str) -> Option<&mut bool> {
+        Some(match name {
+            "DRAExtendedResource" => &mut self.dra_extended_resource,
+            "DRAPrioritizedList" => &mut self.dra_prioritized_list,
+            "DRAAdminAccess" => &mut self.dra_admin_access,
+            "DRAConsumableCapacity" => &mut self.dra_consumable_capacity,
+            "DRADeviceCompatibilityGroups" => &mut self.dra_device_compatibility_groups,
+            "DRAFractionalCapacityRange" => &mut self.dra_fractional_capacity_range,
+            "DRADerivedAttributes" => &mut self.dra_derived_attributes,
+            "DRADeviceTaints" => &mut self.dra_device_taints,
+            "DRADeviceBindingConditions" => &mut self.dra_device_binding_conditions,
+            "DRAListTypeAttributes" => &mut self.dra_list_type_attributes,
+            "DRANodeAllocatableResources" => &mut self.dra_node_allocatable_resources,
+            "DRAOptionalNodeOperations" => &mut self.dra_optional_node_operations,
+            "DRAPartitionableDevices" => &mut self.dra_partitionable_devices,
+            "DRAResourceClaimDeviceStatus" => &mut self.dra_resource_claim_device_status,
+            "DRASchedulerFilterTimeout" => &mut self.dra_scheduler_filter_timeout,
+            "DRAWorkloadResourceClaims" => &mut self.dra_workload_resource_claims,
+            "DynamicResourceAllocation" => &mut self.dynamic_resource_allocation,
+            "VolumeAttributesClass" => &mut self.volume_attributes_class,
+            "VolumeLimitScaling" => &mut self.volume_limit_scaling,
+            "NodeInclusionPolicyInPodTopologySpread" => {
+                &mut self.node_inclusion_policy_in_pod_topology_spread
+            }
+            "MatchLabelKeysInPodTopologySpread" => &mut self.match_label_keys_in_pod_topology_spread,
+            "InPlacePodVerticalScaling" => &mut self.in_place_pod_vertical_scaling,
+            "SchedulerAsyncPreemption" => &mut self.scheduler_async_preemption,
+            "PodLevelResources" => &mut self.pod_level_resources,
+            "StorageCapacityScoring" => &mut self.storage_capacity_scoring,
+            "NodeDeclaredFeatures" => &mut self.node_declared_features,
+            "GenericWorkload" => &mut self.generic_workload,
+            "TaintTolerationComparisonOperators" => &mut self.taint_toleration_comparison_operators,
+            "InPlacePodLevelResourcesVerticalScaling" => {
+                &mut self.in_place_pod_level_resources_vertical_scaling
+            }
+            "InPlacePodVerticalScalingSchedulerPreemption" => {
+                &mut self.in_place_pod_vertical_scaling_scheduler_preemption
+            }
+            "TopologyAwareWorkloadScheduling" => &mut self.topology_aware_workload_scheduling,
+            "InterPodAffinityHostnameFastPath" => &mut self.inter_pod_affinity_hostname_fast_path,
+            "PodGroupPreemptionPolicy" => &mut self.pod_group_preemption_policy,
+            "CompositePodGroup" => &mut self.composite_pod_group,
+            "ClearingNominatedNodeNameAfterBinding" => &mut self.clearing_nominated_node_name_after_binding,
+            _ => return None,
+        })
+    }
+
+    /// The gates of `version`'s kube-scheduler started without `--feature-gates`, with that
+    /// release's code changes. A gate the release does not have is off.
+    pub fn for_version(version: KubeVersion) -> Self {
+        let column = KubeVersion::SUPPORTED
+            .iter()
+            .rposition(|v| v.minor <= version.minor)
+            .unwrap_or(0);
+        let mut gates = FeatureGates::v1_37();
+        for (name, defaults) in DEFAULTS_BY_RELEASE {
+            if let Some(gate) = gates.gate_mut(name) {
+                *gate = defaults[column].unwrap_or(false);
+            }
+        }
+        gates.version = version;
+        gates.changes = ReleaseChanges::of(version);
+        gates
+    }
+}
+
+/// The default of each gate the engine reads, per supported minor (`KubeVersion::SUPPORTED`
+/// order; `None`: the release has no such gate), at the binary's default compatibility version.
+const DEFAULTS_BY_RELEASE: &[(&str, [Option<bool>; 5])] = &[
+    (
+        "DRAExtendedResource",
+        [None, Some(false), Some(false), Some(true), Some(true)],
+    ),
+    (
+        "DRAPrioritizedList",
+        [Some(false), Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "DRAAdminAccess",
+        [Some(false), Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "DRAConsumableCapacity",
+        [None, Some(false), Some(false), Some(true), Some(true)],
+    ),
+    (
+        "DRADeviceCompatibilityGroups",
+        [None, None, None, None, Some(false)],
+    ),
+    (
+        "DRAFractionalCapacityRange",
+        [None, None, None, None, Some(false)],
+    ),
+    ("DRADerivedAttributes", [None, None, None, None, Some(false)]),
+    (
+        "DRADeviceTaints",
+        [Some(false), Some(false), Some(false), Some(true), Some(true)],
+    ),
+    (
+        "DRADeviceBindingConditions",
+        [None, Some(false), Some(false), Some(true), Some(true)],
+    ),
+    (
+        "DRAListTypeAttributes",
+        [None, None, None, Some(false), Some(false)],
+    ),
+    (
+        "DRANodeAllocatableResources",
+        [None, None, None, Some(false), Some(false)],
+    ),
+    ("DRAOptionalNodeOperations", [None, None, None, None, Some(false)]),
+    (
+        "DRAPartitionableDevices",
+        [Some(false), Some(false), Some(false), Some(true), Some(true)],
+    ),
+    (
+        "DRAResourceClaimDeviceStatus",
+        [Some(true), Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "DRASchedulerFilterTimeout",
+        [None, Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "DRAWorkloadResourceClaims",
+        [None, None, None, Some(false), Some(false)],
+    ),
+    (
+        "DynamicResourceAllocation",
+        [Some(false), Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "VolumeAttributesClass",
+        [Some(false), Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "VolumeLimitScaling",
+        [None, None, Some(false), Some(false), Some(true)],
+    ),
+    (
+        "NodeInclusionPolicyInPodTopologySpread",
+        [Some(true), Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "MatchLabelKeysInPodTopologySpread",
+        [Some(true), Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "InPlacePodVerticalScaling",
+        [Some(true), Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "SchedulerAsyncPreemption",
+        [Some(true), Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "PodLevelResources",
+        [Some(false), Some(true), Some(true), Some(true), Some(true)],
+    ),
+    (
+        "StorageCapacityScoring",
+        [Some(false), Some(false), Some(false), Some(false), Some(true)],
+    ),
+    (
+        "NodeDeclaredFeatures",
+        [None, None, Some(false), Some(true), Some(true)],
+    ),
+    (
+        "GenericWorkload",
+        [None, None, Some(false), Some(false), Some(false)],
+    ),
+    (
+        "TaintTolerationComparisonOperators",
+        [None, None, Some(false), Some(false), Some(false)],
+    ),
+    (
+        "InPlacePodLevelResourcesVerticalScaling",
+        [None, None, Some(false), Some(true), Some(true)],
+    ),
+    (
+        "InPlacePodVerticalScalingSchedulerPreemption",
+        [None, None, None, None, Some(false)],
+    ),
+    (
+        "TopologyAwareWorkloadScheduling",
+        [None, None, None, Some(false), Some(false)],
+    ),
+    (
+        "InterPodAffinityHostnameFastPath",
+        [None, None, None, None, Some(false)],
+    ),
+    ("PodGroupPreemptionPolicy", [None, None, None, None, Some(false)]),
+    ("CompositePodGroup", [None, None, None, None, Some(false)]),
+    (
+        "ClearingNominatedNodeNameAfterBinding",
+        [None, Some(false), Some(true), Some(true), Some(true)],
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pinned_release_has_the_pinned_defaults() {
+        assert_eq!(
+            FeatureGates::for_version(KubeVersion::PINNED),
+            FeatureGates::v1_37()
+        );
+    }
+
+    #[test]
+    fn older_releases_have_their_own_defaults_and_changes() {
+        let v1_33 = FeatureGates::for_version(KubeVersion::new(33, 13));
+        assert!(!v1_33.dynamic_resource_allocation);
+        assert!(!v1_33.pod_level_resources);
+        assert!(!v1_33.node_declared_features);
+        assert!(v1_33.changes.untolerated_taint_reason_names_taint);
+        let v1_36 = FeatureGates::for_version(KubeVersion::new(36, 3));
+        assert!(v1_36.node_declared_features);
+        assert!(!v1_36.storage_capacity_scoring);
+        assert!(!v1_36.changes.preemption_reports_placement);
+        assert_eq!(v1_36.version, KubeVersion::new(36, 3));
+    }
+}
