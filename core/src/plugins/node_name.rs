@@ -1,5 +1,8 @@
-//! NodeName: a pod with `spec.nodeName` fits only that node. PreFilter narrows the node set to it,
-//! so the other nodes are never filtered.
+//! NodeName: a pod with `spec.nodeName` fits only that node. From v1.37 PreFilter narrows the node
+//! set to it, so the other nodes are never filtered (the FitError counts them as `node(s) didn't
+//! satisfy plugin(s) [NodeName]`); up to v1.36 the plugin has no PreFilter and Filter rejects each
+//! other node with `node(s) didn't match the requested node name`
+//! (`ReleaseChanges::node_name_pre_filter`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -20,7 +23,10 @@ pub(crate) const ERR_REASON: &str = "node(s) didn't match the requested node nam
 
 /// The NodeName plugin.
 #[derive(Debug, Default)]
-pub(crate) struct NodeName;
+pub(crate) struct NodeName {
+    /// The release's plugin has a PreFilter (v1.37 and later).
+    has_pre_filter: bool,
+}
 
 /// Go's `nodename.Fits`: no node name requested, or this is the node.
 pub(crate) fn fits(pod: &PodInfo, node: &NodeInfo) -> bool {
@@ -33,7 +39,7 @@ impl Plugin for NodeName {
         NAME
     }
     fn as_pre_filter(&self) -> Option<&dyn PreFilterPlugin> {
-        Some(self)
+        if self.has_pre_filter { Some(self) } else { None }
     }
     fn as_filter(&self) -> Option<&dyn FilterPlugin> {
         Some(self)
@@ -72,9 +78,11 @@ impl FilterPlugin for NodeName {
 pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
-    Ok(Arc::new(NodeName))
+    Ok(Arc::new(NodeName {
+        has_pre_filter: features.changes.node_name_pre_filter,
+    }))
 }
 
 #[cfg(test)]
@@ -98,12 +106,13 @@ mod tests {
         ] {
             let p = p.info();
             let mut state = CycleState::new();
-            let (result, s) = NodeName.pre_filter(&mut state, &p, &[]);
+            let plugin = NodeName { has_pre_filter: true };
+            let (result, s) = plugin.pre_filter(&mut state, &p, &[]);
             assert!(s.is_success(), "{name}");
             let want_nodes = want_prefilter.map(|n: &str| BTreeSet::from([n.to_string()]));
             assert_eq!(result.and_then(|r| r.node_names), want_nodes, "{name}: prefilter");
 
-            let s = NodeName.filter(&state, &p, &node(node_name).info_with(vec![]));
+            let s = plugin.filter(&state, &p, &node(node_name).info_with(vec![]));
             match want_reason {
                 None => assert!(s.is_success(), "{name}: {s:?}"),
                 Some(reason) => {
@@ -111,6 +120,31 @@ mod tests {
                     assert_eq!(s.reasons(), [reason.to_string()], "{name}");
                 }
             }
+        }
+    }
+
+    /// v1.37 has the PreFilter, v1.36 and earlier do not (Filter alone rejects the other nodes).
+    #[test]
+    fn pre_filter_follows_the_release() {
+        use crate::features::KubeVersion;
+        let handle = Handle {
+            snapshot: Arc::new(crate::testing::snapshot(vec![], vec![])),
+        };
+        let p = pod("p").node("n2").info();
+        for (version, has_pre_filter) in [
+            (KubeVersion::new(33, 13), false),
+            (KubeVersion::new(36, 3), false),
+            (KubeVersion::new(37, 1), true),
+        ] {
+            let plugin = new(None, &handle, &FeatureGates::for_version(version)).expect("plugin");
+            assert_eq!(plugin.as_pre_filter().is_some(), has_pre_filter, "{version}");
+            let s = plugin.as_filter().expect("filter").filter(
+                &CycleState::new(),
+                &p,
+                &node("n1").info_with(vec![]),
+            );
+            assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{version}");
+            assert_eq!(s.reasons(), [ERR_REASON.to_string()], "{version}");
         }
     }
 }

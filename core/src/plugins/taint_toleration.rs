@@ -1,14 +1,16 @@
 //! TaintToleration: a pod may only land on nodes whose NoSchedule/NoExecute taints it tolerates,
 //! and prefers nodes with fewer untolerated PreferNoSchedule taints.
 //!
-//! In v1.37.1 the Filter reason is the literal `node(s) had untolerated taint(s)` (it no longer names
-//! the taint). The `Lt`/`Gt` toleration operators follow `TaintTolerationComparisonOperators` (alpha,
+//! The Filter reason depends on the release: up to v1.34.1 it names the first untolerated taint,
+//! `node(s) had untolerated taint {key: value}` (so the FitError counts nodes per taint); from
+//! v1.34.2 it is the literal `node(s) had untolerated taint(s)`
+//! (`ReleaseChanges::untolerated_taint_reason_names_taint`). The `Lt`/`Gt` toleration operators follow `TaintTolerationComparisonOperators` (alpha,
 //! off in v1.37.1) from the gates the factory receives, see `helper::taints`. PreFilter only Skips under the alpha
 //! `InPlacePodVerticalScalingSchedulerPreemption` gate, so here it always succeeds.
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Toleration;
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 
 use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
@@ -29,8 +31,19 @@ use crate::snapshot::{NodeInfo, PodInfo};
 /// The plugin's registry name.
 pub(crate) const NAME: &str = names::TAINT_TOLERATION;
 
-/// Filter reason when the node has a NoSchedule/NoExecute taint the pod does not tolerate.
+/// Filter reason when the node has a NoSchedule/NoExecute taint the pod does not tolerate
+/// (v1.34.2 and later).
 pub(crate) const ERR_REASON_UNTOLERATED: &str = "node(s) had untolerated taint(s)";
+
+/// Filter reason up to v1.34.1: Go's `fmt.Sprintf("node(s) had untolerated taint {%s: %s}",
+/// taint.Key, taint.Value)` for the first untolerated taint (an absent value prints as empty).
+pub(crate) fn err_reason_untolerated_taint_v1_33(taint: &Taint) -> String {
+    format!(
+        "node(s) had untolerated taint {{{}: {}}}",
+        taint.key,
+        taint.value.as_deref().unwrap_or_default()
+    )
+}
 
 /// The pod's tolerations that can tolerate PreferNoSchedule taints (empty effect or PreferNoSchedule).
 #[derive(Debug, Clone, PartialEq)]
@@ -42,11 +55,14 @@ pub(crate) struct PreScoreState {
 /// Where PreScore leaves its state.
 pub(crate) const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreTaintToleration");
 
-/// The TaintToleration plugin. `Default` is v1.37.1's (comparison operators off).
+/// The TaintToleration plugin. `Default` is v1.37.1's (comparison operators off, the reason
+/// without the taint).
 #[derive(Debug, Default)]
 pub(crate) struct TaintToleration {
     /// `TaintTolerationComparisonOperators`: `Lt`/`Gt` tolerations compare numeric taint values.
     enable_taint_toleration_comparison_operators: bool,
+    /// The release's Filter reason names the taint (up to v1.34.1).
+    reason_names_taint: bool,
 }
 
 fn prefer_no_schedule_tolerations(pod: &PodInfo) -> Vec<Toleration> {
@@ -113,6 +129,9 @@ impl FilterPlugin for TaintToleration {
         );
         match untolerated {
             None => Status::success(),
+            Some(taint) if self.reason_names_taint => {
+                Status::unresolvable(err_reason_untolerated_taint_v1_33(taint))
+            }
             Some(_) => Status::unresolvable(ERR_REASON_UNTOLERATED),
         }
     }
@@ -170,6 +189,7 @@ pub(crate) fn new(
 ) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(TaintToleration {
         enable_taint_toleration_comparison_operators: features.taint_toleration_comparison_operators,
+        reason_names_taint: features.changes.untolerated_taint_reason_names_taint,
     }))
 }
 
@@ -369,6 +389,59 @@ mod tests {
             );
             let (score, _) = plugin.as_score().expect("score").score(&state, &p, &n);
             assert_eq!(score, untolerated_soft, "{name}");
+        }
+    }
+
+    /// The Filter reason per release: v1.33.13 and v1.34.1 name the first untolerated
+    /// NoSchedule/NoExecute taint in Go's `{%s: %s}` form (an absent value prints empty, a
+    /// tolerated or PreferNoSchedule taint before it is passed over); v1.34.2 and later write one
+    /// literal for every taint.
+    #[test]
+    fn filter_reason_follows_the_release() {
+        use crate::features::KubeVersion;
+        let handle = Handle {
+            snapshot: Arc::new(crate::testing::snapshot(vec![], vec![])),
+        };
+        let p = pod("p")
+            .toleration(toleration("tolerated", "Exists", "", ""))
+            .info();
+        let nodes = [
+            (
+                "first untolerated after a tolerated and a soft taint",
+                node("n1")
+                    .taint("tolerated", "x", "NoSchedule")
+                    .taint("soft", "y", "PreferNoSchedule")
+                    .taint("gpu", "present", "NoExecute")
+                    .taint("zone", "a", "NoSchedule"),
+                "node(s) had untolerated taint {gpu: present}",
+            ),
+            (
+                "absent value",
+                node("n2").taint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),
+                "node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }",
+            ),
+        ];
+        for (version, names_taint) in [
+            (KubeVersion::new(33, 13), true),
+            (KubeVersion::new(34, 1), true),
+            (KubeVersion::new(34, 2), false),
+            (KubeVersion::new(37, 1), false),
+        ] {
+            let plugin = new(None, &handle, &FeatureGates::for_version(version)).expect("plugin");
+            for (name, n, named_reason) in &nodes {
+                let s = plugin.as_filter().expect("filter").filter(
+                    &CycleState::new(),
+                    &p,
+                    &n.clone().info_with(vec![]),
+                );
+                let want = if names_taint {
+                    named_reason
+                } else {
+                    ERR_REASON_UNTOLERATED
+                };
+                assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{version} {name}");
+                assert_eq!(s.reasons(), [want.to_string()], "{version} {name}");
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! VolumeRestrictions: rejects nodes where the pod's in-tree disks (GCE PD, AWS EBS, RBD, iSCSI) are
 //! already mounted in a conflicting way by another pod, and rejects every node while a
-//! ReadWriteOncePod claim of the pod is in use by a scheduled pod.
+//! ReadWriteOncePod claim of the pod is in use by a scheduled pod. v1.33 words that rejection
+//! differently (`ReleaseChanges::read_write_once_pod_reason_before_v1_34`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -22,8 +23,11 @@ pub(crate) const NAME: &str = names::VOLUME_RESTRICTIONS;
 
 /// An in-tree disk of the pod is mounted by another pod on the node in a conflicting way.
 pub(crate) const ERR_REASON_DISK_CONFLICT: &str = "node(s) had no available disk";
-/// A ReadWriteOncePod claim of the pod is already used by another pod.
+/// A ReadWriteOncePod claim of the pod is already used by another pod (v1.34 and later).
 pub(crate) const ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT: &str = "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod";
+/// The same rejection in v1.33's words.
+pub(crate) const ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT_V1_33: &str =
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode";
 
 /// The access mode that allows a single pod.
 const READ_WRITE_ONCE_POD: &str = "ReadWriteOncePod";
@@ -58,16 +62,24 @@ pub(crate) const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> =
 #[derive(Debug)]
 pub(crate) struct VolumeRestrictions {
     snapshot: Arc<Snapshot>,
+    /// The release's ReadWriteOncePod reason: v1.33's or the later one.
+    read_write_once_pod_conflict_reason: &'static str,
 }
 
 /// Builds the plugin (it takes no args).
 pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
+    let read_write_once_pod_conflict_reason = if features.changes.read_write_once_pod_reason_before_v1_34 {
+        ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT_V1_33
+    } else {
+        ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT
+    };
     Ok(Arc::new(VolumeRestrictions {
         snapshot: handle.snapshot.clone(),
+        read_write_once_pod_conflict_reason,
     }))
 }
 
@@ -291,7 +303,7 @@ impl FilterPlugin for VolumeRestrictions {
             return missing_state();
         };
         if s.conflicting_pvc_ref_count > 0 {
-            return Status::unschedulable(ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT);
+            return Status::unschedulable(self.read_write_once_pod_conflict_reason);
         }
         Status::success()
     }
@@ -359,13 +371,17 @@ mod tests {
     }
 
     fn env(objects: ClusterObjects) -> Env {
+        env_for(objects, &crate::framework::FeatureGates::default())
+    }
+
+    fn env_for(objects: ClusterObjects, features: &crate::framework::FeatureGates) -> Env {
         let snapshot = Arc::new(snapshot_of(objects));
         let plugin = new(
             None,
             &Handle {
                 snapshot: snapshot.clone(),
             },
-            &crate::framework::FeatureGates::default(),
+            features,
         )
         .unwrap();
         Env { plugin, snapshot }
@@ -566,5 +582,35 @@ mod tests {
             s.message(),
             "cannot read \"PreFilterVolumeRestrictions\" from cycleState"
         );
+    }
+
+    /// The ReadWriteOncePod reason per release: v1.33.13 writes its own words, v1.34.0 and later
+    /// the `node(s) unavailable …` ones; the verdict (Unschedulable on every node) is the same.
+    #[test]
+    fn read_write_once_pod_reason_follows_the_release() {
+        use crate::features::{FeatureGates, KubeVersion};
+        for (version, reason) in [
+            (
+                KubeVersion::new(33, 13),
+                ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT_V1_33,
+            ),
+            (KubeVersion::new(34, 0), ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT),
+            (KubeVersion::new(37, 1), ERR_REASON_READ_WRITE_ONCE_POD_CONFLICT),
+        ] {
+            let e = env_for(
+                ClusterObjects {
+                    nodes: vec![node("n1").obj(), node("n2").obj()],
+                    pods: vec![pod("holder").node("n1").pvc("claim").obj()],
+                    persistent_volume_claims: vec![pvc("claim").access_modes(&["ReadWriteOncePod"]).obj()],
+                    ..Default::default()
+                },
+                &FeatureGates::for_version(version),
+            );
+            for n in ["n1", "n2"] {
+                let s = e.run(&pod("p").pvc("claim").info(), n);
+                assert_eq!(s.code(), Code::Unschedulable, "{version} {n}");
+                assert_eq!(s.reasons(), [reason], "{version} {n}");
+            }
+        }
     }
 }

@@ -9,6 +9,10 @@
 //! node does not advertise (allocatable absent or 0) but a DeviceClass maps is left to
 //! DynamicResources, which allocates devices for it; scoring counts such a resource in devices of
 //! the class (see `resource_allocation`).
+//!
+//! Since v1.34 a request above the node's allocatable is UnschedulableAndUnresolvable (no
+//! preemption on that node can help, so it is no preemption candidate); v1.33 rejects every
+//! shortfall as Unschedulable (`ReleaseChanges::fit_unresolvable_above_allocatable`).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -553,12 +557,16 @@ pub fn shortfall_with_dra(
 }
 
 /// The Filter status for a list of shortfalls: Unschedulable, or UnschedulableAndUnresolvable when the
-/// pod requests more of some resource than the node has at all.
-pub(crate) fn status_for(insufficient: &[InsufficientResource]) -> Status {
+/// pod requests more of some resource than the node has at all and the release says so
+/// (`unresolvable_above_allocatable`, v1.34 and later).
+pub(crate) fn status_for(
+    insufficient: &[InsufficientResource],
+    unresolvable_above_allocatable: bool,
+) -> Status {
     if insufficient.is_empty() {
         return Status::success();
     }
-    let code = if insufficient.iter().any(|r| r.unresolvable) {
+    let code = if unresolvable_above_allocatable && insufficient.iter().any(|r| r.unresolvable) {
         Code::UnschedulableAndUnresolvable
     } else {
         Code::Unschedulable
@@ -578,6 +586,8 @@ pub(crate) struct Fit {
     dra_score: Option<Arc<DraExtendedResources>>,
     /// `PodLevelResources`: PreFilter counts pod-level requests.
     enable_pod_level_resources: bool,
+    /// The release rejects a request above allocatable as UnschedulableAndUnresolvable (v1.34+).
+    unresolvable_above_allocatable: bool,
 }
 
 /// Builds the plugin from its `NodeResourcesFitArgs`.
@@ -625,6 +635,7 @@ pub(crate) fn new(
         resolver,
         dra_score,
         enable_pod_level_resources: features.pod_level_resources,
+        unresolvable_above_allocatable: features.changes.fit_unresolvable_above_allocatable,
         scorer: ResourceAllocationScorer {
             resources: strategy.resources,
             function,
@@ -676,13 +687,16 @@ impl FilterPlugin for Fit {
                 PRE_FILTER_STATE_KEY.name()
             ));
         };
-        status_for(&fits_request_with_dra(
-            &s.request,
-            node,
-            &self.ignored_resources,
-            &self.ignored_resource_groups,
-            Some(&self.resolver),
-        ))
+        status_for(
+            &fits_request_with_dra(
+                &s.request,
+                node,
+                &self.ignored_resources,
+                &self.ignored_resource_groups,
+                Some(&self.resolver),
+            ),
+            self.unresolvable_above_allocatable,
+        )
     }
 }
 
@@ -901,6 +915,51 @@ mod tests {
                 reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
                 "{name}"
             );
+        }
+    }
+
+    /// A request above the node's allocatable is UnschedulableAndUnresolvable from v1.34 on and
+    /// Unschedulable in v1.33, with the same reasons; a shortfall of free room is Unschedulable in
+    /// every release.
+    #[test]
+    fn unresolvable_above_allocatable_follows_the_release() {
+        use crate::features::{FeatureGates, KubeVersion};
+        let used = pod("used").cpu("3").node("n").obj();
+        let cases: Vec<(&str, PodInfo, NodeInfo, Code, Code)> = vec![
+            (
+                "cpu above allocatable",
+                pod("p").cpu("5").info(),
+                node("n").cpu("4").info_with(vec![used.clone()]),
+                Code::Unschedulable,
+                Code::UnschedulableAndUnresolvable,
+            ),
+            (
+                "extended resource the node lacks",
+                pod("p").req("example.com/fpga", "1").info(),
+                node("n").info_with(vec![]),
+                Code::Unschedulable,
+                Code::UnschedulableAndUnresolvable,
+            ),
+            (
+                "free cpu used up",
+                pod("p").cpu("2").info(),
+                node("n").cpu("4").info_with(vec![used]),
+                Code::Unschedulable,
+                Code::Unschedulable,
+            ),
+        ];
+        for (version, is_v1_33) in [
+            (KubeVersion::new(33, 13), true),
+            (KubeVersion::new(34, 4), false),
+            (KubeVersion::new(37, 1), false),
+        ] {
+            let fit = new(None, &handle(), &FeatureGates::for_version(version)).expect("plugin");
+            for (name, p, n, v1_33_code, later_code) in &cases {
+                let s = run_filter(fit.as_ref(), p, n);
+                let want = if is_v1_33 { *v1_33_code } else { *later_code };
+                assert_eq!(s.code(), want, "{version} {name}");
+                assert_eq!(s.reasons().len(), 1, "{version} {name}");
+            }
         }
     }
 
