@@ -1,5 +1,9 @@
 //! ImageLocality: favours nodes that already have the pod's container images, weighted by image size
 //! and by how widely the image is spread (an image on every node gives no node an edge).
+//!
+//! Image volumes (`volumes[].image.reference`) depend on the release: ignored up to v1.35, added to
+//! the sum from v1.36 (`ReleaseChanges::image_locality_sums_image_volumes`) and also counted in the
+//! threshold from v1.37 (`image_locality_counts_image_volumes`).
 
 use std::sync::Arc;
 
@@ -24,6 +28,17 @@ pub(crate) const MAX_CONTAINER_THRESHOLD: i64 = 1000 * MB;
 #[derive(Debug)]
 pub(crate) struct ImageLocality {
     handle: Handle,
+    /// How the release treats image volumes.
+    image_volumes: ImageVolumes,
+}
+
+/// What the release does with the pod's image volumes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ImageVolumes {
+    /// Their images present on the node add to the sum (v1.36+).
+    summed: bool,
+    /// Each one raises the threshold like a container (v1.37+).
+    counted: bool,
 }
 
 /// Go's `normalizedImageName`: an image without a tag (no `:` after the last `/`) means `:latest`,
@@ -49,25 +64,37 @@ fn scaled_image_score(state: &ImageStateSummary, total_nodes: usize) -> i64 {
     (state.size as f64 * spread) as i64
 }
 
-/// The scaled sizes of the pod's images present on the node, and how many images the pod has.
-fn sum_image_scores(pod: &PodInfo, node: &NodeInfo, total_nodes: usize) -> (i64, i64) {
+/// The scaled sizes of the pod's images present on the node, and how many images the threshold
+/// counts, with image volumes as the release treats them.
+fn sum_image_scores(
+    pod: &PodInfo,
+    node: &NodeInfo,
+    total_nodes: usize,
+    image_volumes: ImageVolumes,
+) -> (i64, i64) {
     let Some(spec) = pod.pod.spec.as_ref() else {
         return (0, 0);
     };
     let mut sum = 0i64;
     let mut count = 0i64;
-    let mut add = |image: &str| {
-        if let Some(state) = node.image_states.get(normalized_image_name(image).as_ref()) {
+    let mut add = |image: &str, summed: bool, counted: bool| {
+        if summed && let Some(state) = node.image_states.get(normalized_image_name(image).as_ref()) {
             sum = sum.saturating_add(scaled_image_score(state, total_nodes));
         }
-        count += 1;
+        if counted {
+            count += 1;
+        }
     };
     for c in spec.init_containers.iter().flatten().chain(&spec.containers) {
-        add(c.image.as_deref().unwrap_or(""));
+        add(c.image.as_deref().unwrap_or(""), true, true);
     }
     for v in spec.volumes.iter().flatten() {
         if let Some(image) = &v.image {
-            add(image.reference.as_deref().unwrap_or(""));
+            add(
+                image.reference.as_deref().unwrap_or(""),
+                image_volumes.summed,
+                image_volumes.counted,
+            );
         }
     }
     (sum, count)
@@ -103,7 +130,7 @@ impl ScorePlugin for ImageLocality {
     fn score(&self, _state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> (i64, Status) {
         // A node being scored is in the snapshot, so the count is at least 1 in practice.
         let total = self.handle.snapshot.nodes().len().max(1);
-        let (sum, count) = sum_image_scores(pod, node, total);
+        let (sum, count) = sum_image_scores(pod, node, total, self.image_volumes);
         (calculate_priority(sum, count), Status::success())
     }
 }
@@ -112,10 +139,14 @@ impl ScorePlugin for ImageLocality {
 pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(ImageLocality {
         handle: handle.clone(),
+        image_volumes: ImageVolumes {
+            summed: features.changes.image_locality_sums_image_volumes,
+            counted: features.changes.image_locality_counts_image_volumes,
+        },
     }))
 }
 
@@ -154,13 +185,21 @@ mod tests {
     }
 
     fn scores(p: PodBuilder, nodes: Vec<crate::testing::NodeBuilder>) -> Vec<i64> {
+        scores_for(p, nodes, &crate::framework::FeatureGates::default())
+    }
+
+    fn scores_for(
+        p: PodBuilder,
+        nodes: Vec<crate::testing::NodeBuilder>,
+        features: &crate::framework::FeatureGates,
+    ) -> Vec<i64> {
         let snap = Arc::new(snapshot(nodes.into_iter().map(|n| n.obj()).collect(), vec![]));
         let pl = new(
             None,
             &Handle {
                 snapshot: snap.clone(),
             },
-            &crate::framework::FeatureGates::default(),
+            features,
         )
         .expect("no args");
         let scorer = pl.as_score().expect("score plugin");
@@ -244,6 +283,17 @@ mod tests {
         assert_eq!(scores(with_images(&["huge"]), nodes), vec![100]);
     }
 
+    fn with_image_volume(p: PodBuilder, reference: &str) -> PodBuilder {
+        p.volume(Volume {
+            name: "data".into(),
+            image: Some(ImageVolumeSource {
+                reference: Some(reference.into()),
+                pull_policy: None,
+            }),
+            ..Default::default()
+        })
+    }
+
     #[test]
     fn init_containers_and_image_volumes_count() {
         let nodes = vec![
@@ -251,15 +301,7 @@ mod tests {
                 .image(&["data:v1"], 300 * MB)
                 .image(&["init:latest"], 500 * MB),
         ];
-        let p = pod("p")
-            .volume(Volume {
-                name: "data".into(),
-                image: Some(ImageVolumeSource {
-                    reference: Some("data:v1".into()),
-                    pull_policy: None,
-                }),
-                ..Default::default()
-            })
+        let p = with_image_volume(pod("p"), "data:v1")
             .init_container("init", &[], false)
             .with(|p| {
                 if let Some(c) = p
@@ -275,5 +317,36 @@ mod tests {
         let want = 100 * (800 * MB - MIN_THRESHOLD) / (3000 * MB - MIN_THRESHOLD);
         assert_eq!(want, 26);
         assert_eq!(scores(p, nodes), vec![want]);
+    }
+
+    /// An image volume per release: ignored up to v1.35; its image summed but the threshold that
+    /// of the containers alone in v1.36; summed and counted from v1.37.
+    #[test]
+    fn image_volumes_follow_the_release() {
+        use crate::features::{FeatureGates, KubeVersion};
+        let nodes = || {
+            vec![
+                node("n1")
+                    .image(&["data:v1"], 600 * MB)
+                    .image(&["app:latest"], 300 * MB),
+            ]
+        };
+        let p = || with_image_volume(pod("p").image("app"), "data:v1");
+        let ignored = 100 * (300 * MB - MIN_THRESHOLD) / (1000 * MB - MIN_THRESHOLD);
+        let summed = 100 * (900 * MB - MIN_THRESHOLD) / (1000 * MB - MIN_THRESHOLD);
+        let counted = 100 * (900 * MB - MIN_THRESHOLD) / (2000 * MB - MIN_THRESHOLD);
+        assert_eq!((ignored, summed, counted), (28, 89, 44));
+        for (version, want) in [
+            (KubeVersion::new(33, 13), ignored),
+            (KubeVersion::new(35, 4), ignored),
+            (KubeVersion::new(36, 3), summed),
+            (KubeVersion::new(37, 1), counted),
+        ] {
+            assert_eq!(
+                scores_for(p(), nodes(), &FeatureGates::for_version(version)),
+                vec![want],
+                "{version}"
+            );
+        }
     }
 }

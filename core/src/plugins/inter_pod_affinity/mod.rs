@@ -3,6 +3,12 @@
 //! Filter enforces the incoming pod's required pod affinity and anti-affinity and the required
 //! anti-affinity of pods already running; Score prefers domains by the preferred terms of both sides
 //! (and by existing pods' required affinity, weighted by `hardPodAffinityWeight`).
+//!
+//! v1.34 to v1.36 keep the namespaceSelector of the incoming pod's terms after unrolling it
+//! (`ReleaseChanges::inter_pod_affinity_namespace_selector_kept`): their
+//! `mergeAffinityTermNamespacesIfNotEmpty` takes the term by value, so the reset is lost, and the
+//! kept selector is then matched against no labels — one that matches an empty label set (only
+//! `NotIn`/`DoesNotExist`) selects the pods of every namespace, in Filter and in Score.
 
 mod filtering;
 mod scoring;
@@ -46,13 +52,15 @@ pub(crate) struct InterPodAffinity {
     snapshot: Arc<Snapshot>,
     hard_pod_affinity_weight: i32,
     ignore_preferred_terms_of_existing_pods: bool,
+    /// The release keeps the incoming terms' namespaceSelector after unrolling it (v1.34–v1.36).
+    namespace_selector_kept: bool,
 }
 
 /// Builds the plugin from `InterPodAffinityArgs`.
 pub(crate) fn new(
     args: Option<&serde_json::Value>,
     handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
     let args: InterPodAffinityArgs = decode_args(NAME, args)?;
     let weight = args.hard_pod_affinity_weight.unwrap_or(1);
@@ -66,13 +74,15 @@ pub(crate) fn new(
         snapshot: handle.snapshot.clone(),
         hard_pod_affinity_weight: weight,
         ignore_preferred_terms_of_existing_pods: args.ignore_preferred_terms_of_existing_pods,
+        namespace_selector_kept: features.changes.inter_pod_affinity_namespace_selector_kept,
     }))
 }
 
 impl InterPodAffinity {
     /// Go's `mergeAffinityTermNamespacesIfNotEmpty`: an incoming pod's namespaceSelector is unrolled
     /// into the namespaces it selects now, so matching never needs the other pod's namespace labels.
-    /// An empty selector (all namespaces) is kept as it is.
+    /// An empty selector (all namespaces) is kept as it is; v1.34–v1.36 keep every selector (their
+    /// Go code resets a copy of the term), see the module doc.
     fn merge_term_namespaces(&self, term: &mut AffinityTerm) {
         if term.namespace_selector.is_everything() {
             return;
@@ -82,7 +92,9 @@ impl InterPodAffinity {
                 term.namespaces.insert(name.clone());
             }
         }
-        term.namespace_selector = Selector::Nothing;
+        if !self.namespace_selector_kept {
+            term.namespace_selector = Selector::Nothing;
+        }
     }
 
     /// The incoming pod's namespace labels (None for an unknown namespace, treated as no labels).
@@ -256,5 +268,148 @@ mod tests {
             ),
             Err(PluginError::InvalidArgs { .. })
         ));
+    }
+
+    /// The incoming pod's namespaceSelector `team NotIn [a]` per release: v1.33 and v1.37 unroll it
+    /// to the namespace `other`, so the `app: db` pod in `default` neither repels (Filter) nor
+    /// attracts (Score); v1.34–v1.36 keep the selector, which matches no labels, so that pod counts
+    /// in both. A `matchLabels` selector and an existing pod's own selector behave alike in all.
+    #[test]
+    fn namespace_selector_reset_follows_the_release() {
+        use super::test_util::{affinity, term, weighted};
+        use crate::features::KubeVersion;
+        use crate::framework::cycle_state::CycleState;
+        use crate::framework::interface::NodeScore;
+        use crate::framework::status::Code;
+        use crate::snapshot::ClusterObjects;
+        use crate::testing::{node, pod};
+        use k8s_openapi::api::core::v1::Namespace;
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+            LabelSelector, LabelSelectorRequirement, ObjectMeta,
+        };
+
+        let namespace = |name: &str, team: &str| Namespace {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                labels: Some([("team".to_string(), team.to_string())].into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+
+        let not_in_team_a = LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "team".into(),
+                operator: "NotIn".into(),
+                values: Some(vec!["a".into()]),
+            }]),
+            ..Default::default()
+        };
+        let team_b = LabelSelector {
+            match_labels: Some([("team".to_string(), "b".to_string())].into()),
+            ..Default::default()
+        };
+        let with_selector = |sel: &LabelSelector| {
+            let mut t = term("app", "db", "zone");
+            t.namespace_selector = Some(sel.clone());
+            t
+        };
+        let snap = Arc::new(Snapshot::new(ClusterObjects {
+            nodes: vec![
+                node("a").label("zone", "z1").obj(),
+                node("c").label("zone", "z2").obj(),
+            ],
+            pods: vec![pod("d").label("app", "db").node("a").obj()],
+            namespaces: vec![namespace("default", "a"), namespace("other", "b")],
+            ..Default::default()
+        }));
+        let handle = Handle {
+            snapshot: snap.clone(),
+        };
+        // (name, incoming pod, leaks: Filter codes / Score raw on nodes a, c; unrolled: the same)
+        type Case = (&'static str, crate::testing::PodBuilder, [i64; 2], [i64; 2]);
+        let cases: Vec<Case> = vec![
+            (
+                "required anti-affinity, NotIn selector (Filter: 1 = rejected)",
+                pod("p").affinity(affinity(
+                    vec![],
+                    vec![],
+                    vec![with_selector(&not_in_team_a)],
+                    vec![],
+                )),
+                [1, 0],
+                [0, 0],
+            ),
+            (
+                "required anti-affinity, matchLabels selector",
+                pod("p").affinity(affinity(vec![], vec![], vec![with_selector(&team_b)], vec![])),
+                [0, 0],
+                [0, 0],
+            ),
+            (
+                "preferred affinity, NotIn selector (Score raw)",
+                pod("p").affinity(affinity(
+                    vec![],
+                    vec![weighted(5, with_selector(&not_in_team_a))],
+                    vec![],
+                    vec![],
+                )),
+                [5, 0],
+                [0, 0],
+            ),
+        ];
+        for (version, kept) in [
+            (KubeVersion::new(33, 13), false),
+            (KubeVersion::new(34, 4), true),
+            (KubeVersion::new(36, 3), true),
+            (KubeVersion::new(37, 1), false),
+        ] {
+            let pl = new(None, &handle, &FeatureGates::for_version(version)).expect("plugin");
+            for (name, incoming, leaks, unrolled) in &cases {
+                let p = incoming.clone().info();
+                let want = if kept { leaks } else { unrolled };
+                let got: Vec<i64> = if name.contains("Score") {
+                    let mut state = CycleState::new();
+                    let s = pl.as_pre_score().unwrap().pre_score(&mut state, &p, snap.nodes());
+                    if s.code() == Code::Skip {
+                        // No pod matched any term: upstream skips Score, every node gets 0.
+                        assert_eq!(want, unrolled, "{version} {name}: {s:?}");
+                        continue;
+                    }
+                    assert!(s.is_success(), "{version} {name}: {s:?}");
+                    let mut scores: Vec<NodeScore> = snap
+                        .nodes()
+                        .iter()
+                        .map(|n| NodeScore {
+                            name: n.name().to_string(),
+                            score: pl.as_score().unwrap().score(&state, &p, n).0,
+                        })
+                        .collect();
+                    let raw = scores.iter().map(|s| s.score).collect();
+                    assert!(
+                        pl.as_score()
+                            .unwrap()
+                            .normalize_score(&state, &p, &mut scores)
+                            .is_success()
+                    );
+                    raw
+                } else {
+                    let mut state = CycleState::new();
+                    let (_, s) = pl
+                        .as_pre_filter()
+                        .unwrap()
+                        .pre_filter(&mut state, &p, snap.nodes());
+                    assert!(s.is_success(), "{version} {name}: {s:?}");
+                    snap.nodes()
+                        .iter()
+                        .map(|n| {
+                            let s = pl.as_filter().unwrap().filter(&state, &p, n);
+                            i64::from(s.code() == Code::Unschedulable)
+                        })
+                        .collect()
+                };
+                assert_eq!(got, want.to_vec(), "{version} {name}");
+            }
+        }
     }
 }

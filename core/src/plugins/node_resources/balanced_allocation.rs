@@ -1,6 +1,8 @@
 //! NodeResourcesBalancedAllocation: favors nodes whose resource fractions (requested / allocatable of
-//! cpu, memory, ...) end up close to each other, scored by how much placing the pod improves that
-//! balance. Best-effort pods are skipped, so they are not all piled onto one node.
+//! cpu, memory, ...) end up close to each other. From v1.36 a node is scored by how much placing the
+//! pod improves that balance; up to v1.35 by the balance with the pod alone
+//! (`ReleaseChanges::balanced_allocation_scores_the_change`). Best-effort pods are skipped, so they
+//! are not all piled onto one node.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -108,11 +110,16 @@ pub(crate) fn new(
         message,
     })?;
     let resolver = Arc::new(DeviceClassResolver::for_snapshot(&handle.snapshot));
+    let function = if features.changes.balanced_allocation_scores_the_change {
+        ScoringFunction::Balanced
+    } else {
+        ScoringFunction::BalancedWithPod
+    };
     Ok(Arc::new(BalancedAllocation {
         dra_score: DraExtendedResources::for_scoring(&handle.snapshot, &resolver, &args.resources),
         scorer: ResourceAllocationScorer {
             resources: args.resources,
-            function: ScoringFunction::Balanced,
+            function,
             mode: RequestMode::Requested(RequestOptions::from_features(features)),
         },
     }))
@@ -244,6 +251,76 @@ mod tests {
             let (score, s) = p.as_score().unwrap().score(&state, &pi, &n);
             assert!(s.is_success());
             assert_eq!(score, want, "{name}");
+        }
+    }
+
+    /// The score per release: up to v1.35 `(1 - std) * 100` of the fractions with the pod
+    /// (|f1 - f2| / 2 for cpu and memory), from v1.36 the change the pod makes to that balance.
+    #[test]
+    fn score_follows_the_release() {
+        use crate::features::{FeatureGates, KubeVersion};
+        let cases = [
+            // With the pod 50% cpu, 25% memory: std .125 → 87; without 100 → 50 + (50 - 13) / 2 = 68.
+            (
+                "unbalancing",
+                node("n").cpu("4").memory("8Gi").info_with(vec![]),
+                pod("p").cpu("2").memory("2Gi"),
+                87,
+                68,
+            ),
+            // With the pod 50% / 50% → 100; without 50% / 0% → 75: 50 + (50 + 25) / 2 = 87.
+            (
+                "balancing",
+                node("n")
+                    .cpu("4")
+                    .memory("8Gi")
+                    .info_with(vec![pod("a").cpu("2").node("n").obj()]),
+                pod("p").memory("4Gi"),
+                100,
+                87,
+            ),
+            // 25% / 25% with the pod, 0 / 0 without: 100 vs 50 + 50 / 2 = 75.
+            (
+                "neutral",
+                node("n").cpu("4").memory("8Gi").info_with(vec![]),
+                pod("p").cpu("1").memory("2Gi"),
+                100,
+                75,
+            ),
+            // Fractions capped at 1: cpu 6/4 → 1, memory 25% → std .375 → 62; without 100 →
+            // 50 + (50 + 62 - 100) / 2 = 56.
+            (
+                "over allocatable",
+                node("n").cpu("4").memory("8Gi").info_with(vec![]),
+                pod("p").cpu("6").memory("2Gi"),
+                62,
+                56,
+            ),
+        ];
+        let handle = Handle {
+            snapshot: Arc::new(snapshot(vec![], vec![])),
+        };
+        for (version, scores_the_change) in [
+            (KubeVersion::new(33, 13), false),
+            (KubeVersion::new(35, 4), false),
+            (KubeVersion::new(36, 3), true),
+            (KubeVersion::new(37, 1), true),
+        ] {
+            let p = new(None, &handle, &FeatureGates::for_version(version)).expect("plugin");
+            for (name, n, pb, with_pod, change) in &cases {
+                let pi = pb.clone().info();
+                let mut state = CycleState::new();
+                assert!(
+                    p.as_pre_score()
+                        .unwrap()
+                        .pre_score(&mut state, &pi, &[])
+                        .is_success()
+                );
+                let (score, s) = p.as_score().unwrap().score(&state, &pi, n);
+                assert!(s.is_success(), "{version} {name}");
+                let want = if scores_the_change { *change } else { *with_pod };
+                assert_eq!(score, want, "{version} {name}");
+            }
         }
     }
 

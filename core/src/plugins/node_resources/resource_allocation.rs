@@ -68,8 +68,12 @@ pub(crate) enum ScoringFunction {
     MostAllocated,
     /// A broken-linear function of the utilization.
     RequestedToCapacityRatio(Vec<ShapePoint>),
-    /// Favors placements that even out the resource fractions (BalancedAllocation).
+    /// Favors placements that even out the resource fractions (BalancedAllocation from v1.36):
+    /// scores the change the pod makes to the node's balance.
     Balanced,
+    /// BalancedAllocation up to v1.35: scores the balance of the fractions with the pod,
+    /// `(1 - std) * MaxNodeScore`, whatever the balance was before.
+    BalancedWithPod,
 }
 
 /// How the incoming pod's requests are computed for scoring.
@@ -153,6 +157,7 @@ impl ResourceAllocationScorer {
                 requested_to_capacity_ratio_score(&self.resources, shape, &requested, &allocatable)
             }
             ScoringFunction::Balanced => balanced_resource_scorer(&requested, &allocated, &allocatable),
+            ScoringFunction::BalancedWithPod => balanced_resource_score(&requested, &allocatable),
         };
         (score, Status::success())
     }
