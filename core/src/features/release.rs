@@ -103,6 +103,13 @@ release_changes! {
     /// check failed - unsatisfied requirements: …`) instead of `node(s) didn't match Pod's required
     /// features`.
     node_declared_features_reason_lists_requirements: ANY => v(36, 0);
+    /// NodeDeclaredFeatures infers `UserNamespacesHostNetworkSupport` for a pod with
+    /// `hostNetwork: true` and `hostUsers: false` (component-helpers `nodedeclaredfeatures`
+    /// registry; v1.35's infers only `RestartAllContainersOnContainerExits`).
+    node_declared_features_infers_user_namespaces_host_network: v(36, 0) => NEVER;
+    /// NodeDeclaredFeatures infers `VolumeBindMountOptions` for a volume mount with
+    /// `bindMountOptions` (component-helpers `nodedeclaredfeatures` registry).
+    node_declared_features_infers_volume_bind_mount_options: v(37, 0) => NEVER;
     /// The Preempted event and DisruptionTarget condition name the preemptor's type
     /// (`Preempted by pod ns/name on node n`; `preemption/executor.go`).
     preempted_event_names_preemptor_type: v(36, 0) => NEVER;

@@ -8,6 +8,12 @@
 //! `bindMountOptions`). The others only matter for in-place updates, which the scheduler does not
 //! decide. None has a maximum version, so the scheduler's own version never drops one. A pod that
 //! requires no feature makes PreFilter Skip the plugin.
+//!
+//! Per release: v1.35's registry infers only `RestartAllContainersOnContainerExits`, v1.36's also
+//! `UserNamespacesHostNetworkSupport`, v1.37's also `VolumeBindMountOptions`; v1.35's reason lists
+//! the unsatisfied requirements (`ReleaseChanges::node_declared_features_*`). With the
+//! `NodeDeclaredFeatures` gate off (v1.35's default) the plugin is not in the default profile, and
+//! if a profile names it PreFilter Skips, as upstream's `enabled` field does.
 
 use std::sync::Arc;
 
@@ -24,8 +30,21 @@ use crate::snapshot::{NodeInfo, PodInfo};
 /// The plugin's registry name.
 pub(crate) const NAME: &str = names::NODE_DECLARED_FEATURES;
 
-/// Filter reason when the node lacks a feature the pod requires.
+/// Filter reason when the node lacks a feature the pod requires (v1.36 and later).
 pub(crate) const ERR_REASON_UNSATISFIED_REQUIREMENTS: &str = "node(s) didn't match Pod's required features";
+
+/// Prefix of v1.35's Filter reason, followed by the unsatisfied requirements joined by `, `.
+pub(crate) const ERR_REASON_UNSATISFIED_REQUIREMENTS_V1_35_PREFIX: &str =
+    "node declared features check failed - unsatisfied requirements: ";
+
+/// v1.35's Filter reason. Upstream walks a Go map, so with several missing features its order
+/// is random; v1.35's registry can require only one feature of a pod, so there is one name.
+pub(crate) fn err_reason_unsatisfied_requirements_v1_35(missing: FeatureSet) -> String {
+    format!(
+        "{ERR_REASON_UNSATISFIED_REQUIREMENTS_V1_35_PREFIX}{}",
+        missing.names().join(", ")
+    )
+}
 
 /// Feature names of the v1.37 registry, sorted bytewise as the Go feature mapper sorts them; a
 /// feature's index is its bit in a [`FeatureSet`].
@@ -82,8 +101,12 @@ impl FeatureSet {
         self.0 & !other.0 == 0
     }
 
+    /// The features of `self` not in `other`.
+    pub(crate) fn without(self, other: FeatureSet) -> FeatureSet {
+        FeatureSet(self.0 & !other.0)
+    }
+
     /// The feature names, in registry order.
-    #[cfg(test)]
     pub(crate) fn names(self) -> Vec<&'static str> {
         KNOWN_FEATURES
             .iter()
@@ -120,8 +143,43 @@ pub(crate) fn node_declared_features(node: &Node) -> FeatureSet {
     set
 }
 
+/// Which features the release's registry can infer for scheduling (v1.37's has all three).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InferredFeatures {
+    /// `UserNamespacesHostNetworkSupport` (v1.36+).
+    pub user_namespaces_host_network: bool,
+    /// `VolumeBindMountOptions` (v1.37+).
+    pub volume_bind_mount_options: bool,
+}
+
+impl InferredFeatures {
+    /// v1.37's registry.
+    pub(crate) const ALL: InferredFeatures = InferredFeatures {
+        user_namespaces_host_network: true,
+        volume_bind_mount_options: true,
+    };
+
+    /// The registry of the release `features` belong to.
+    pub(crate) fn of(features: &FeatureGates) -> Self {
+        InferredFeatures {
+            user_namespaces_host_network: features
+                .changes
+                .node_declared_features_infers_user_namespaces_host_network,
+            volume_bind_mount_options: features
+                .changes
+                .node_declared_features_infers_volume_bind_mount_options,
+        }
+    }
+}
+
 /// Go's `InferForPodScheduling` over the v1.37 registry: the features the pod needs from its node.
+#[cfg(test)]
 pub(crate) fn pod_required_features(spec: &PodSpec) -> FeatureSet {
+    pod_required_features_of(spec, InferredFeatures::ALL)
+}
+
+/// Go's `InferForPodScheduling` over the registry `inferred` describes.
+pub(crate) fn pod_required_features_of(spec: &PodSpec, inferred: InferredFeatures) -> FeatureSet {
     let mut set = FeatureSet::default();
 
     let restart_all = spec
@@ -134,7 +192,10 @@ pub(crate) fn pod_required_features(spec: &PodSpec) -> FeatureSet {
         set = set.with(FEATURE_RESTART_ALL_CONTAINERS);
     }
 
-    if spec.host_network == Some(true) && spec.host_users == Some(false) {
+    if inferred.user_namespaces_host_network
+        && spec.host_network == Some(true)
+        && spec.host_users == Some(false)
+    {
         set = set.with(FEATURE_USER_NAMESPACES_HOST_NETWORK);
     }
 
@@ -154,7 +215,7 @@ pub(crate) fn pod_required_features(spec: &PodSpec) -> FeatureSet {
             .iter()
             .flatten()
             .any(|c| has_bind_options(c.volume_mounts.as_ref()));
-    if bind_mount_options {
+    if inferred.volume_bind_mount_options && bind_mount_options {
         set = set.with(FEATURE_VOLUME_BIND_MOUNT_OPTIONS);
     }
     set
@@ -172,8 +233,26 @@ pub(crate) const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> =
     StateKey::new("PreFilterNodeDeclaredFeatures");
 
 /// The NodeDeclaredFeatures plugin.
-#[derive(Debug, Default)]
-pub(crate) struct NodeDeclaredFeatures;
+#[derive(Debug)]
+pub(crate) struct NodeDeclaredFeatures {
+    /// The `NodeDeclaredFeatures` gate: off, PreFilter Skips.
+    enabled: bool,
+    /// The features the release's registry infers.
+    inferred: InferredFeatures,
+    /// The release's reason lists the unsatisfied requirements (v1.35).
+    reason_lists_requirements: bool,
+}
+
+impl Default for NodeDeclaredFeatures {
+    /// v1.37.1's plugin.
+    fn default() -> Self {
+        NodeDeclaredFeatures {
+            enabled: true,
+            inferred: InferredFeatures::ALL,
+            reason_lists_requirements: false,
+        }
+    }
+}
 
 impl Plugin for NodeDeclaredFeatures {
     fn name(&self) -> &'static str {
@@ -194,11 +273,14 @@ impl PreFilterPlugin for NodeDeclaredFeatures {
         pod: &PodInfo,
         _nodes: &[Arc<NodeInfo>],
     ) -> (Option<PreFilterResult>, Status) {
+        if !self.enabled {
+            return (None, Status::skip());
+        }
         let required = pod
             .pod
             .spec
             .as_ref()
-            .map(pod_required_features)
+            .map(|spec| pod_required_features_of(spec, self.inferred))
             .unwrap_or_default();
         if required.is_empty() {
             return (None, Status::skip());
@@ -216,8 +298,13 @@ impl FilterPlugin for NodeDeclaredFeatures {
                 PRE_FILTER_STATE_KEY.name()
             ));
         };
-        if s.required.is_subset(node_declared_features(&node.node)) {
+        let declared = node_declared_features(&node.node);
+        if s.required.is_subset(declared) {
             Status::success()
+        } else if self.reason_lists_requirements {
+            Status::unresolvable(err_reason_unsatisfied_requirements_v1_35(
+                s.required.without(declared),
+            ))
         } else {
             Status::unresolvable(ERR_REASON_UNSATISFIED_REQUIREMENTS)
         }
@@ -228,9 +315,13 @@ impl FilterPlugin for NodeDeclaredFeatures {
 pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     _handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
-    Ok(Arc::new(NodeDeclaredFeatures))
+    Ok(Arc::new(NodeDeclaredFeatures {
+        enabled: features.node_declared_features,
+        inferred: InferredFeatures::of(features),
+        reason_lists_requirements: features.changes.node_declared_features_reason_lists_requirements,
+    }))
 }
 
 #[cfg(test)]
@@ -364,7 +455,7 @@ mod tests {
     #[test]
     fn prefilter_skips_pods_that_require_nothing() {
         let mut state = CycleState::new();
-        let (result, s) = NodeDeclaredFeatures.pre_filter(&mut state, &pod("p").info(), &[]);
+        let (result, s) = NodeDeclaredFeatures::default().pre_filter(&mut state, &pod("p").info(), &[]);
         assert!(result.is_none());
         assert!(s.is_skip());
         assert!(state.read(&PRE_FILTER_STATE_KEY).is_none());
@@ -426,9 +517,9 @@ mod tests {
         for (name, p, n, fits) in cases {
             let p = p.info();
             let mut state = CycleState::new();
-            let (_, pre) = NodeDeclaredFeatures.pre_filter(&mut state, &p, &[]);
+            let (_, pre) = NodeDeclaredFeatures::default().pre_filter(&mut state, &p, &[]);
             assert!(pre.is_success(), "{name}: {pre:?}");
-            let s = NodeDeclaredFeatures.filter(&state, &p, &n.info_with(vec![]));
+            let s = NodeDeclaredFeatures::default().filter(&state, &p, &n.info_with(vec![]));
             if fits {
                 assert!(s.is_success(), "{name}: {s:?}");
             } else {
@@ -439,6 +530,91 @@ mod tests {
                     "{name}"
                 );
             }
+        }
+    }
+
+    /// Per release: what a pod requires (v1.35 infers only the restart rule, v1.36 adds host
+    /// network in a user namespace, v1.37 bind mount options), v1.35's reason naming the missing
+    /// feature, and v1.35's gate (off by default) making PreFilter Skip.
+    #[test]
+    fn inference_and_reason_follow_the_release() {
+        use crate::features::KubeVersion;
+        let handle = Handle {
+            snapshot: Arc::new(crate::testing::snapshot(vec![], vec![])),
+        };
+        let restart =
+            || edit(|s| s.containers[0].restart_policy_rules = Some(restart_rule("RestartAllContainers")));
+        let host_network = || {
+            edit(|s| {
+                s.host_network = Some(true);
+                s.host_users = Some(false);
+            })
+        };
+        let bind = || edit(|s| s.containers[0].volume_mounts = Some(bind_mount(vec!["rro"])));
+        let v1_35 = || FeatureGates {
+            node_declared_features: true,
+            ..FeatureGates::for_version(KubeVersion::new(35, 4))
+        };
+        let later = ERR_REASON_UNSATISFIED_REQUIREMENTS.to_string();
+        // (release, pod, Filter reason on a node declaring nothing; None: PreFilter Skips)
+        let cases: Vec<(&str, FeatureGates, PodBuilder, Option<String>)> = vec![
+            (
+                "v1.35 restart rule",
+                v1_35(),
+                restart(),
+                Some(format!(
+                    "node declared features check failed - unsatisfied requirements: {FEATURE_RESTART_ALL_CONTAINERS}"
+                )),
+            ),
+            ("v1.35 host network", v1_35(), host_network(), None),
+            ("v1.35 bind mount options", v1_35(), bind(), None),
+            (
+                "v1.35 gate off (default)",
+                FeatureGates::for_version(KubeVersion::new(35, 4)),
+                restart(),
+                None,
+            ),
+            (
+                "v1.36 restart rule",
+                FeatureGates::for_version(KubeVersion::new(36, 3)),
+                restart(),
+                Some(later.clone()),
+            ),
+            (
+                "v1.36 host network",
+                FeatureGates::for_version(KubeVersion::new(36, 3)),
+                host_network(),
+                Some(later.clone()),
+            ),
+            (
+                "v1.36 bind mount options",
+                FeatureGates::for_version(KubeVersion::new(36, 3)),
+                bind(),
+                None,
+            ),
+            (
+                "v1.37 bind mount options",
+                FeatureGates::for_version(KubeVersion::new(37, 1)),
+                bind(),
+                Some(later.clone()),
+            ),
+        ];
+        for (name, features, p, want) in cases {
+            let plugin = new(None, &handle, &features).expect("plugin");
+            let p = p.info();
+            let mut state = CycleState::new();
+            let (_, pre) = plugin.as_pre_filter().unwrap().pre_filter(&mut state, &p, &[]);
+            let Some(reason) = want else {
+                assert!(pre.is_skip(), "{name}: {pre:?}");
+                continue;
+            };
+            assert!(pre.is_success(), "{name}: {pre:?}");
+            let s = plugin
+                .as_filter()
+                .unwrap()
+                .filter(&state, &p, &node("n1").info_with(vec![]));
+            assert_eq!(s.code(), Code::UnschedulableAndUnresolvable, "{name}");
+            assert_eq!(s.reasons(), [reason], "{name}");
         }
     }
 }
