@@ -99,6 +99,14 @@ release_changes! {
     /// DynamicResources implements Score (weight 2 in the default plugins) for `firstAvailable`
     /// subrequests.
     dynamic_resources_scores: v(35, 0) => NEVER;
+    /// DynamicResources' Score returns 0 unless `DRAPrioritizedList` is on (v1.36.2 and later;
+    /// v1.35.4 and v1.36.1 score whatever the gate says).
+    dynamic_resources_score_needs_prioritized_list: v(36, 2) => NEVER;
+    /// DynamicResources' `computeScore` reads an already allocated claim's allocation from its
+    /// status and indexes the node's allocation results among the claims that needed one (v1.36.2
+    /// and later); before, result `i` belongs to claim `i`, and a pod with more claims than results
+    /// gets the error `number of allocations N is smaller than number of claims`.
+    dynamic_resources_score_indexes_unallocated_claims: v(36, 2) => NEVER;
     /// NodeDeclaredFeatures' reason lists the unsatisfied requirements (`node declared features
     /// check failed - unsatisfied requirements: …`) instead of `node(s) didn't match Pod's required
     /// features`.

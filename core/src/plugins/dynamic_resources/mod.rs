@@ -125,6 +125,42 @@ pub(crate) struct DynamicResources {
     binding_timeout: Duration,
     /// Classes by extended resource name, built once for the snapshot.
     resolver: DeviceClassResolver,
+    /// How the release scores (see `score`).
+    scoring: Scoring,
+}
+
+/// What the release's Score does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Scoring {
+    /// The plugin implements Score (v1.35+); before, it offers no Score, so a weight is moot.
+    enabled: bool,
+    /// Score returns 0 with `DRAPrioritizedList` off (v1.36.2+).
+    needs_prioritized_list: bool,
+    /// How allocation results pair with claims.
+    indexing: score::ClaimIndexing,
+}
+
+impl Scoring {
+    /// v1.37.1's Score.
+    const V1_37: Scoring = Scoring {
+        enabled: true,
+        needs_prioritized_list: true,
+        indexing: score::ClaimIndexing::UnallocatedClaims,
+    };
+
+    /// The Score of the release `features` belong to.
+    fn of(features: &FeatureGates) -> Self {
+        let changes = &features.changes;
+        Scoring {
+            enabled: changes.dynamic_resources_scores,
+            needs_prioritized_list: changes.dynamic_resources_score_needs_prioritized_list,
+            indexing: if changes.dynamic_resources_score_indexes_unallocated_claims {
+                score::ClaimIndexing::UnallocatedClaims
+            } else {
+                score::ClaimIndexing::EveryClaim
+            },
+        }
+    }
 }
 
 impl Default for DynamicResources {
@@ -200,6 +236,7 @@ impl DynamicResources {
     /// `extendedResourceCache` is only built with the gate).
     fn with_features(mut self, features: &FeatureGates) -> Self {
         self.features = allocator_features(features);
+        self.scoring = Scoring::of(features);
         if !features.dra_extended_resource {
             self.resolver = DeviceClassResolver::default();
         }
@@ -215,6 +252,7 @@ impl DynamicResources {
             features: Features::V1_37_DEFAULTS,
             filter_timeout: DEFAULT_FILTER_TIMEOUT,
             binding_timeout: DEFAULT_BINDING_TIMEOUT,
+            scoring: Scoring::V1_37,
         }
     }
 
@@ -309,7 +347,7 @@ impl Plugin for DynamicResources {
         Some(self)
     }
     fn as_score(&self) -> Option<&dyn ScorePlugin> {
-        Some(self)
+        if self.scoring.enabled { Some(self) } else { None }
     }
     fn as_reserve(&self) -> Option<&dyn ReservePlugin> {
         Some(self)
@@ -568,14 +606,15 @@ impl ScorePlugin for DynamicResources {
         let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
             return (0, Status::error(ERR_NOT_FOUND));
         };
-        if cycle.claims.is_empty() || !self.features.prioritized_list {
+        if cycle.claims.is_empty() || (self.scoring.needs_prioritized_list && !self.features.prioritized_list)
+        {
             return (0, Status::success());
         }
         let allocations = lock(&cycle.node_allocations);
         let Some(results) = allocations.get(node.name()) else {
             return (0, Status::success());
         };
-        match score::compute_score(&cycle.claims, results) {
+        match score::compute_score(&cycle.claims, results, self.scoring.indexing) {
             Ok(score) => (score, Status::success()),
             Err(message) => (0, Status::error(message)),
         }

@@ -212,9 +212,104 @@ fn score_prefers_earlier_subrequests() {
         .unwrap()
     };
     let claims = vec![Arc::new(c)];
-    assert_eq!(score::compute_score(&claims, &[result("r/big")]), Ok(8));
-    assert_eq!(score::compute_score(&claims, &[result("r/small")]), Ok(7));
-    assert!(score::compute_score(&claims, &[]).is_err());
+    let latest = score::ClaimIndexing::UnallocatedClaims;
+    assert_eq!(score::compute_score(&claims, &[result("r/big")], latest), Ok(8));
+    assert_eq!(score::compute_score(&claims, &[result("r/small")], latest), Ok(7));
+    assert!(score::compute_score(&claims, &[], latest).is_err());
+}
+
+/// Score per release: none before v1.35 (the plugin offers no Score, whatever its weight);
+/// v1.35.4 and v1.36.1 pair result `i` with claim `i` (a pod with an allocated claim before the
+/// one allocated now gets an error) and score with `DRAPrioritizedList` off; v1.36.2+ read the
+/// allocated claim's status and give 0 with the gate off.
+#[test]
+fn score_follows_the_release() {
+    use crate::features::KubeVersion;
+    let first_available = json!({"devices": {"requests": [{"name": "r", "firstAvailable": [
+        {"name": "big", "deviceClassName": "gpu"}, {"name": "small", "deviceClassName": "gpu"}]}]}});
+    let allocated = claim(
+        "done",
+        first_available.clone(),
+        json!({"allocation": {"devices": {"results": [
+            {"request": "r/small", "driver": "d", "pool": "n1", "device": "dev-1"}]}}}),
+    );
+    let pending = claim("new", first_available, json!({}));
+    let result: AllocationResult = serde_json::from_value(json!({"devices": {"results": [
+        {"request": "r/big", "driver": "d", "pool": "n1", "device": "dev-0"}]}}))
+    .unwrap();
+    let cycle = |claims: Vec<ResourceClaim>| {
+        let mut state = CycleState::new();
+        let data = CycleClaims {
+            claims: claims.into_iter().map(Arc::new).collect(),
+            ..Default::default()
+        };
+        lock(&data.node_allocations).insert("n1".into(), vec![result.clone()]);
+        state.write(&STATE_KEY, StateData(Arc::new(data)));
+        state
+    };
+    let n1 = node("n1").info_with(vec![]);
+    let p = pod_with_claims(&["done", "new"]);
+    let gates = |minor, patch, prioritized_list| FeatureGates {
+        dra_prioritized_list: prioritized_list,
+        ..FeatureGates::for_version(KubeVersion::new(minor, patch))
+    };
+    // (release, gates, only the pending claim, the allocated one first); None: no Score.
+    type Want = Option<(Result<i64, &'static str>, Result<i64, &'static str>)>;
+    let cases: Vec<(&str, FeatureGates, Want)> = vec![
+        ("v1.34.4", gates(34, 4, true), None),
+        (
+            "v1.35.4",
+            gates(35, 4, true),
+            Some((
+                Ok(8),
+                Err("number of allocations 1 is smaller than number of claims"),
+            )),
+        ),
+        (
+            "v1.35.4, DRAPrioritizedList off",
+            gates(35, 4, false),
+            Some((
+                Ok(8),
+                Err("number of allocations 1 is smaller than number of claims"),
+            )),
+        ),
+        (
+            "v1.36.1",
+            gates(36, 1, true),
+            Some((
+                Ok(8),
+                Err("number of allocations 1 is smaller than number of claims"),
+            )),
+        ),
+        ("v1.36.3", gates(36, 3, true), Some((Ok(8), Ok(7 + 8)))),
+        (
+            "v1.36.3, DRAPrioritizedList off",
+            gates(36, 3, false),
+            Some((Ok(0), Ok(0))),
+        ),
+        ("v1.37.1", gates(37, 1, true), Some((Ok(8), Ok(7 + 8)))),
+    ];
+    for (name, features, want) in cases {
+        let pl = plugin(vec![], vec![class("gpu")]).with_features(&features);
+        let Some((pending_only, allocated_first)) = want else {
+            assert!(pl.as_score().is_none(), "{name}");
+            continue;
+        };
+        let scorer = pl.as_score().expect("score");
+        for (claims, want) in [
+            (vec![pending.clone()], pending_only),
+            (vec![allocated.clone(), pending.clone()], allocated_first),
+        ] {
+            let (score, s) = scorer.score(&cycle(claims), &p, &n1);
+            match want {
+                Ok(want) => assert_eq!((score, s.code()), (want, Code::Success), "{name}: {s:?}"),
+                Err(message) => {
+                    assert_eq!(s.code(), Code::Error, "{name}");
+                    assert_eq!(s.message(), message, "{name}");
+                }
+            }
+        }
+    }
 }
 
 #[test]
