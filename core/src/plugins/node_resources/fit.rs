@@ -803,6 +803,37 @@ mod tests {
         }
     }
 
+    /// `PodLevelResources` by release default: off in v1.33 (the containers' 1 cpu fits a 2-cpu
+    /// node), on from v1.34 (the pod-level 3 cpu does not).
+    #[test]
+    fn pod_level_resources_follow_the_release_default() {
+        use crate::features::{FeatureGates, KubeVersion};
+        let p = pod("p")
+            .cpu("1")
+            .with(|p| {
+                p.spec.as_mut().unwrap().resources = Some(k8s_openapi::api::core::v1::ResourceRequirements {
+                    requests: Some(
+                        [(
+                            "cpu".to_string(),
+                            k8s_openapi::apimachinery::pkg::api::resource::Quantity("3".into()),
+                        )]
+                        .into(),
+                    ),
+                    ..Default::default()
+                });
+            })
+            .info();
+        let n = node("n").cpu("2").memory("4Gi").info_with(vec![]);
+        for (version, want) in [
+            (KubeVersion::new(33, 13), Code::Success),
+            (KubeVersion::new(34, 4), Code::UnschedulableAndUnresolvable),
+            (KubeVersion::new(37, 1), Code::UnschedulableAndUnresolvable),
+        ] {
+            let fit = new(None, &handle(), &FeatureGates::for_version(version)).expect("plugin");
+            assert_eq!(run_filter(fit.as_ref(), &p, &n).code(), want, "{version}");
+        }
+    }
+
     #[test]
     fn filter_reasons_and_codes() {
         let used = pod("used")

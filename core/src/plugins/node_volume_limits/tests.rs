@@ -323,6 +323,34 @@ fn driver_must_be_installed_when_required() {
     );
 }
 
+/// `VolumeLimitScaling` by release default: v1.35 and v1.36 (alpha, off) do not check that the
+/// driver is installed; v1.37 (beta, on) rejects a node without it.
+#[test]
+fn driver_check_follows_the_release_default() {
+    use crate::features::KubeVersion;
+    for (version, want) in [
+        (KubeVersion::new(35, 4), None),
+        (KubeVersion::new(36, 3), None),
+        (KubeVersion::new(37, 1), Some(driver_not_installed_reason(DRIVER))),
+    ] {
+        let mut objects = base_objects();
+        objects.csi_drivers = vec![csi_driver(DRIVER, Some(true))];
+        let s = run_with(
+            objects,
+            &pod("p").pvc("c1").info(),
+            "no-csinode",
+            &FeatureGates::for_version(version),
+        );
+        match want {
+            Some(reason) => {
+                assert_eq!(s.code(), Code::Unschedulable, "{version}");
+                assert_eq!(s.reasons(), [reason], "{version}");
+            }
+            None => assert!(s.is_success(), "{version}: {s:?}"),
+        }
+    }
+}
+
 /// `DRIVER` allows 2 volumes on "limited". Each case adds VolumeAttachments to `base_objects`, puts
 /// `pods` on the node and schedules `p`, built so that counting an attachment once more or once less
 /// than upstream changes the answer; `without` is the answer without the attachments.

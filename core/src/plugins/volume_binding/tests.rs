@@ -1104,6 +1104,52 @@ fn prescore_skips_without_storage_capacity_scoring() {
     assert_eq!((s.code(), s.message()), (Code::Error, "not found".to_string()));
 }
 
+/// `StorageCapacityScoring` by release default: off up to v1.36 (VolumeBinding scores nothing,
+/// PreScore Skips), on in v1.37 (local volumes with close capacity preferred).
+#[test]
+fn storage_capacity_scoring_follows_the_release_default() {
+    use crate::features::KubeVersion;
+    let snapshot = world()
+        .pvcs(vec![claim("pvc-a", "wait", "50Gi")])
+        .pvs(vec![
+            local_pv("pv-a-0", "200Gi", "node-a"),
+            local_pv("pv-b-0", "100Gi", "node-b"),
+        ])
+        .snapshot();
+    let handle = Handle {
+        snapshot: snapshot.clone(),
+    };
+    let p = PodInfo::new(pod_with(&["pvc-a"]));
+    for (version, want) in [
+        (KubeVersion::new(33, 13), None),
+        (KubeVersion::new(36, 3), None),
+        (KubeVersion::new(37, 1), Some(vec![75, 50, 0])),
+    ] {
+        let pl = new(None, &handle, &FeatureGates::for_version(version)).expect("plugin");
+        let mut state = CycleState::new();
+        let (_, s) = pl
+            .as_pre_filter()
+            .unwrap()
+            .pre_filter(&mut state, &p, snapshot.nodes());
+        assert!(s.is_success(), "{version}: {s:?}");
+        let s = pl
+            .as_pre_score()
+            .unwrap()
+            .pre_score(&mut state, &p, snapshot.nodes());
+        let Some(want) = want else {
+            assert!(s.is_skip(), "{version}: {s:?}");
+            continue;
+        };
+        assert!(s.is_success(), "{version}: {s:?}");
+        let got: Vec<i64> = snapshot
+            .nodes()
+            .iter()
+            .map(|n| pl.as_score().unwrap().score(&state, &p, n).0)
+            .collect();
+        assert_eq!(got, want, "{version}");
+    }
+}
+
 fn obj_ref(namespace: &str, name: &str, uid: &str) -> ObjectRef {
     ObjectRef::new(namespace, name).with_uid(uid)
 }
