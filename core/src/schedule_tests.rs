@@ -1,18 +1,29 @@
 //! Cross-plugin scenarios: the default profile of v1.37.1 on small in-memory clusters, checked against
-//! the FailedScheduling messages and choices kube-scheduler produces for the same state.
+//! the FailedScheduling messages and choices kube-scheduler produces for the same state; the
+//! `*_per_release` scenarios run the same cluster with each release's gates and code changes.
 
 use std::sync::Arc;
 
 use crate::explain::Outcome;
+use crate::features::{FeatureGates, KubeVersion};
 use crate::framework::profile::SchedulerConfig;
 use crate::framework::runtime::Framework;
-use crate::plugins::in_tree_registry;
+use crate::plugins::{in_tree_registry, in_tree_registry_with};
 use crate::schedule::{ScheduleOptions, schedule};
 use crate::snapshot::{ClusterObjects, PodInfo, Snapshot};
 use crate::testing::{node, pod};
 
 fn explain(objects: ClusterObjects, pending: k8s_openapi::api::core::v1::Pod) -> crate::explain::Explanation {
-    let registry = in_tree_registry();
+    explain_at(KubeVersion::PINNED, objects, pending)
+}
+
+/// [`explain`] with the default profile, gates and code of `version`.
+fn explain_at(
+    version: KubeVersion,
+    objects: ClusterObjects,
+    pending: k8s_openapi::api::core::v1::Pod,
+) -> crate::explain::Explanation {
+    let registry = in_tree_registry_with(FeatureGates::for_version(version));
     let config = SchedulerConfig::default_config(&registry);
     let profile = config.profile("default-scheduler").expect("default profile");
     let fwk = Framework::new(profile, &registry, Arc::new(Snapshot::new(objects))).expect("framework");
@@ -296,4 +307,160 @@ fn a_cycle_without_node_records_decides_as_one_with_them() {
         outcomes.contains("Scheduled") && outcomes.contains("Unschedulable"),
         "{outcomes:?}"
     );
+}
+
+/// The taint reason per release in a whole FitError: v1.33.13 names the taint (an absent value
+/// prints empty), v1.37.1 does not; the rest of the message is the same.
+#[test]
+fn taint_message_per_release() {
+    let objects = || {
+        cluster(
+            vec![
+                node("cp")
+                    .cpu("4")
+                    .memory("8Gi")
+                    .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
+                    .obj(),
+                node("cordoned").cpu("4").memory("8Gi").unschedulable().obj(),
+                node("small").cpu("2").memory("8Gi").obj(),
+            ],
+            vec![pod("running").cpu("1").node("small").obj()],
+        )
+    };
+    for (version, taint) in [
+        (
+            KubeVersion::new(33, 13),
+            "node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }",
+        ),
+        (KubeVersion::new(37, 1), "node(s) had untolerated taint(s)"),
+    ] {
+        let e = explain_at(version, objects(), pod("p").cpu("2").obj());
+        assert_eq!(
+            e.message,
+            format!(
+                "0/3 nodes are available: 1 Insufficient cpu, 1 {taint}, 1 node(s) were unschedulable. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
+            ),
+            "{version}"
+        );
+    }
+}
+
+/// A ReadWriteOncePod claim in use: every node rejects the pod with v1.33's or v1.37's words.
+#[test]
+fn read_write_once_pod_message_per_release() {
+    use crate::testing::{pv, pvc};
+    let objects = || ClusterObjects {
+        nodes: vec![node("n1").obj(), node("n2").obj()],
+        pods: vec![pod("owner").pvc("data").node("n1").obj()],
+        persistent_volumes: vec![
+            pv("pv-data")
+                .capacity("1Gi")
+                .access_modes(&["ReadWriteOncePod"])
+                .claim_ref("default", "data", "")
+                .phase("Bound")
+                .obj(),
+        ],
+        persistent_volume_claims: vec![
+            pvc("data")
+                .access_modes(&["ReadWriteOncePod"])
+                .request("1Gi")
+                .bound("pv-data")
+                .phase("Bound")
+                .obj(),
+        ],
+        ..Default::default()
+    };
+    for (version, reason) in [
+        (
+            KubeVersion::new(33, 13),
+            "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode",
+        ),
+        (
+            KubeVersion::new(37, 1),
+            "node(s) unavailable due to PersistentVolumeClaim with ReadWriteOncePod access mode already in-use by another pod",
+        ),
+    ] {
+        let e = explain_at(version, objects(), pod("p").pvc("data").obj());
+        assert_eq!(
+            e.message,
+            format!(
+                "0/2 nodes are available: 2 {reason}. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod."
+            ),
+            "{version}"
+        );
+    }
+}
+
+/// A request above a node's allocatable: v1.33 rejects it as Unschedulable, so preemption tries
+/// that node and finds the pod still does not fit after removing its victim (`Insufficient cpu`);
+/// from v1.34 it is UnschedulableAndUnresolvable and preemption skips the node.
+#[test]
+fn request_above_allocatable_preemption_per_release() {
+    let objects = || {
+        cluster(
+            vec![
+                node("small").cpu("1").memory("1Gi").obj(),
+                node("busy").cpu("2").memory("1Gi").obj(),
+            ],
+            vec![
+                pod("low").cpu("100m").priority(0).node("small").obj(),
+                pod("high").cpu("1500m").priority(1000).node("busy").obj(),
+            ],
+        )
+    };
+    for (version, preemption) in [
+        (
+            KubeVersion::new(33, 13),
+            "1 Insufficient cpu, 1 No preemption victims found for incoming pod",
+        ),
+        (
+            KubeVersion::new(37, 1),
+            "1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling",
+        ),
+    ] {
+        let e = explain_at(version, objects(), pod("p").cpu("1500m").priority(100).obj());
+        assert_eq!(e.outcome, Outcome::Unschedulable, "{version}");
+        assert_eq!(
+            e.message,
+            format!(
+                "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are available: {preemption}."
+            ),
+            "{version}"
+        );
+    }
+}
+
+/// A pod with `spec.nodeName` naming a node that does not fit: up to v1.36 Filter runs on every
+/// node (NodeUnschedulable before NodeName, so the cordoned node reports itself unschedulable);
+/// v1.37's NodeName PreFilter keeps the other nodes out of the cycle.
+#[test]
+fn node_name_message_per_release() {
+    let objects = || {
+        cluster(
+            vec![
+                node("target").cpu("1").memory("1Gi").obj(),
+                node("cordoned").cpu("4").memory("1Gi").unschedulable().obj(),
+                node("free").cpu("4").memory("1Gi").obj(),
+            ],
+            vec![],
+        )
+    };
+    for (version, filters) in [
+        (
+            KubeVersion::new(36, 3),
+            "1 Insufficient cpu, 1 node(s) didn't match the requested node name, 1 node(s) were unschedulable",
+        ),
+        (
+            KubeVersion::new(37, 1),
+            "1 Insufficient cpu, 2 node(s) didn't satisfy plugin(s) [NodeName]",
+        ),
+    ] {
+        let e = explain_at(version, objects(), pod("p").cpu("2").node("target").obj());
+        assert!(
+            e.message
+                .starts_with(&format!("0/3 nodes are available: {filters}.")),
+            "{version}: {}",
+            e.message
+        );
+    }
 }
