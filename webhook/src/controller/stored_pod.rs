@@ -139,7 +139,10 @@ pub fn nomination_work(pod: &Pod, view: &dyn ClusterView, scope: &Scope, now: Ti
         .as_ref()
         .and_then(|s| s.nominated_node_name.as_deref())
         .unwrap_or("");
-    let api_server_clears = view.engine().features().clearing_nominated_node_name_after_binding;
+    let api_server_clears = view
+        .engine()
+        .features()
+        .clearing_nominated_node_name_after_binding;
     if !own.is_empty() && !api_server_clears {
         clear.push(Action::SetNominatedNodeName {
             pod: pod_ref(pod),
@@ -164,8 +167,8 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use sched_core::features::{FeatureGates, KubeVersion};
     use sched_core::testing::{PodBuilder, node, pod, pv, pvc, storage_class};
-    use sched_core::{ClusterObjects, Engine};
     use sched_core::volumes::NOT_SUPPORTED_PROVISIONER;
+    use sched_core::{ClusterObjects, Engine};
 
     const HOST: &str = "kubernetes.io/hostname";
 
@@ -329,7 +332,10 @@ mod tests {
             assert!(node.is_empty(), "{name}");
             // A pod that is not bound keeps its nomination: it is the scheduler's.
             let pending = user_pod("p").nominated("n1").obj();
-            assert!(nomination_work(&pending, &v, &scope(), Timestamp::now()).is_empty(), "{name}");
+            assert!(
+                nomination_work(&pending, &v, &scope(), Timestamp::now()).is_empty(),
+                "{name}"
+            );
         }
     }
 

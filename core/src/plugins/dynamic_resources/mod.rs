@@ -123,12 +123,12 @@ pub(crate) struct DynamicResources {
     /// Built on the first pod that needs allocation (most frameworks never see one).
     allocator: std::sync::OnceLock<snapshot_allocator::SnapshotAllocator>,
     features: Features,
+    /// What PostFilter says when it deallocates nothing (the release's words).
+    post_filter_words: post_filter::PostFilterWords,
     filter_timeout: Duration,
     binding_timeout: Duration,
     /// Classes by extended resource name, built once for the snapshot.
     resolver: DeviceClassResolver,
-    /// What PostFilter says when it deallocates nothing (the release's words).
-    post_filter_words: post_filter::PostFilterWords,
 }
 
 impl Default for DynamicResources {
@@ -204,10 +204,10 @@ impl DynamicResources {
     /// `extendedResourceCache` is only built with the gate).
     fn with_features(mut self, features: &FeatureGates) -> Self {
         self.features = allocator_features(features);
-        self.post_filter_words = post_filter::PostFilterWords::of(features);
         if !features.dra_extended_resource {
             self.resolver = DeviceClassResolver::default();
         }
+        self.post_filter_words = post_filter::PostFilterWords::of(features);
         self
     }
 
@@ -218,9 +218,9 @@ impl DynamicResources {
             snapshot,
             allocator: std::sync::OnceLock::new(),
             features: Features::V1_37_DEFAULTS,
+            post_filter_words: post_filter::PostFilterWords::of(&FeatureGates::v1_37()),
             filter_timeout: DEFAULT_FILTER_TIMEOUT,
             binding_timeout: DEFAULT_BINDING_TIMEOUT,
-            post_filter_words: post_filter::PostFilterWords::of(&FeatureGates::v1_37()),
         }
     }
 
