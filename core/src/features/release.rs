@@ -92,10 +92,18 @@ release_changes! {
     /// A successful preemption reports `found a potential placement for pod on node N,
     /// preempting K victims` after `preemption: ` (`preemption/preemption.go`).
     preemption_reports_placement: v(37, 0) => NEVER;
-    /// DynamicResources' PostFilter says `no new claims to deallocate` for a pod without claims,
-    /// which kube-scheduler writes before the preemption part of every FitError
-    /// (`dynamicresources/dynamicresources.go`).
-    dynamic_resources_says_no_new_claims: v(34, 0) => v(37, 0);
+    /// DynamicResources' PostFilter says `no new claims to deallocate` when the cycle knows no claim
+    /// of the pod — on v1.34–v1.36 for every pod without claims, so kube-scheduler writes it before
+    /// the preemption part of every FitError (`dynamicresources/dynamicresources.go` PostFilter;
+    /// v1.37 logs it only).
+    dynamic_resources_says_no_new_claims: ANY => v(37, 0);
+    /// DynamicResources' PostFilter returns a message-less Unschedulable for a pod without
+    /// `spec.resourceClaims` before reading the cycle state (v1.33.13 dynamicresources.go:631), so
+    /// such a pod never gets `no new claims to deallocate` (nor `not found`).
+    dynamic_resources_post_filter_checks_pod_claims_first: ANY => v(34, 0);
+    /// DynamicResources' PostFilter says `still not schedulable` when no unavailable claim could be
+    /// deallocated (v1.37's `deallocateOrDeletePodClaims` returns a message-less status).
+    dynamic_resources_says_still_not_schedulable: ANY => v(37, 0);
     /// DynamicResources implements Score (weight 2 in the default plugins) for `firstAvailable`
     /// subrequests.
     dynamic_resources_scores: v(35, 0) => NEVER;
@@ -118,9 +126,6 @@ release_changes! {
     /// NodeDeclaredFeatures infers `VolumeBindMountOptions` for a volume mount with
     /// `bindMountOptions` (component-helpers `nodedeclaredfeatures` registry).
     node_declared_features_infers_volume_bind_mount_options: v(37, 0) => NEVER;
-    /// The Preempted event and DisruptionTarget condition name the preemptor's type
-    /// (`Preempted by pod ns/name on node n`; `preemption/executor.go`).
-    preempted_event_names_preemptor_type: v(36, 0) => NEVER;
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 pub mod cycle_state;
 pub mod fit_error;
 pub mod interface;
+pub mod post_filter;
 pub mod profile;
 pub mod registry;
 pub mod runtime;

@@ -11,6 +11,7 @@ use rayon::prelude::*;
 use crate::features::FeatureGates;
 use crate::framework::cycle_state::{CycleState, PluginSet};
 use crate::framework::interface::*;
+use crate::framework::post_filter::PostFilterFold;
 use crate::framework::status::{Code, Status};
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
@@ -553,30 +554,37 @@ impl Framework {
         pod: &PodInfo,
         statuses: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        let mut result = None;
-        let mut reasons = Vec::new();
-        let mut rejector = "";
+        self.run_post_filter_plugins_with(state, pod, statuses, None)
+    }
+
+    /// RunPostFilterPlugins with the outcome of the plugin `given` names taken as given rather than
+    /// run (a preemption dry run, perhaps on a node the user chose), or appended last when the
+    /// profile lacks that plugin: the PostFilter status kube-scheduler would end with, the words of
+    /// the plugins before it (DynamicResources' `no new claims to deallocate`) included.
+    pub fn run_post_filter_plugins_with(
+        &self,
+        state: &CycleState,
+        pod: &PodInfo,
+        statuses: &NodeToStatus,
+        mut given: Option<(&'static str, (Option<PostFilterResult>, Status))>,
+    ) -> (Option<PostFilterResult>, Status) {
+        let mut fold = PostFilterFold::default();
         for p in &self.post_filter {
             let Some(pl) = p.as_post_filter() else { continue };
-            let (r, s) = pl.post_filter(self, state, pod, statuses);
-            if s.is_success() {
-                return (r, s);
-            } else if s.code() == Code::UnschedulableAndUnresolvable {
-                return (r, s.with_plugin(p.name()));
-            } else if !s.is_rejected() {
-                return (None, Status::error(s.message()).with_plugin(p.name()));
-            } else if let Some(r) = r.filter(|r| r.mode != NominatingMode::Noop) {
-                result = Some(r);
-            }
-            reasons.extend(s.reasons().iter().cloned());
-            if rejector.is_empty() {
-                rejector = p.name();
+            let outcome = match given.take_if(|(name, _)| *name == p.name()) {
+                Some((_, outcome)) => outcome,
+                None => pl.post_filter(self, state, pod, statuses),
+            };
+            if let Some(done) = fold.add(p.name(), outcome) {
+                return done;
             }
         }
-        (
-            result,
-            Status::with_reasons(Code::Unschedulable, reasons).with_plugin(rejector),
-        )
+        if let Some((name, outcome)) = given
+            && let Some(done) = fold.add(name, outcome)
+        {
+            return done;
+        }
+        fold.finish()
     }
 
     /// RunPreScorePlugins: Skip marks the coupled Score plugin skipped; other non-success is an Error.

@@ -40,7 +40,8 @@ pub const REASON_PREEMPTION_BY_SCHEDULER: &str = "PreemptionByScheduler";
 // The clock is below every layer; kept reachable here for the evaluator's callers.
 pub use crate::clock::now_nanos;
 
-/// The Success message of a preemption that found a node.
+/// The Success message of a preemption that found a node (v1.37 on: `preemption_reports_placement`;
+/// earlier releases return a Success without words, so the FitError ends after the filter reasons).
 pub fn found_placement_message(node: &str, num_victims: usize) -> String {
     format!("found a potential placement for pod on node {node}, preempting {num_victims} victims")
 }
@@ -193,7 +194,8 @@ pub fn reprieve_in_order(
     ordered: Vec<Victim>,
     pdbs: &PdbIndex,
 ) -> Result<(Vec<Victim>, i64), Status> {
-    let (violating, non_violating) = pdb::split_by_violation(ordered, |v| &v.pod, pdbs);
+    let charging = pdb::BudgetCharging::of(fwk.features());
+    let (violating, non_violating) = pdb::split_by_violation(ordered, |v| &v.pod, pdbs, charging);
     let resort = !violating.is_empty() && !non_violating.is_empty();
     let mut victims = Vec::new();
     let mut num_violating = 0i64;
@@ -251,6 +253,9 @@ pub struct Evaluation {
     /// True when kube-scheduler could stop its dry run before seeing every candidate (it stops once it has
     /// `num_candidates` candidates, one of them PDB-clean), so its pick may be a worse candidate.
     pub answer_depends_on_sampling: bool,
+    /// The release's `preemption_reports_placement`: a successful preemption says where and how many
+    /// victims ([`found_placement_message`]); before v1.37 its Success has no message.
+    pub reports_placement: bool,
 }
 
 /// Go's `utilerrors.NewAggregate(errs).Error()`: one message as is, several deduplicated in brackets.
@@ -293,6 +298,7 @@ pub fn evaluate(
         },
         error: None,
         answer_depends_on_sampling: false,
+        reports_placement: fwk.features().changes.preemption_reports_placement,
     };
     let nominated_code = status_code(statuses, pod.nominated_node_name());
     if let Err(reason) = pod_eligible_to_preempt_others(snapshot, pod, nominated_code) {
@@ -406,12 +412,17 @@ impl Evaluation {
         let Some(c) = chosen else {
             return (None, Status::unschedulable(NO_CANDIDATE_NODE));
         };
+        let status = if self.reports_placement {
+            Status::new(Code::Success, found_placement_message(&c.node, c.victims.len()))
+        } else {
+            Status::success()
+        };
         (
             Some(PostFilterResult {
                 nominated_node_name: c.node.clone(),
                 mode: NominatingMode::Override,
             }),
-            Status::new(Code::Success, found_placement_message(&c.node, c.victims.len())),
+            status,
         )
     }
 }

@@ -18,6 +18,8 @@ pub mod evaluator;
 pub mod pdb;
 pub mod plan;
 #[cfg(test)]
+mod release_tests;
+#[cfg(test)]
 pub(crate) mod tests_support;
 pub mod ties;
 
@@ -241,7 +243,8 @@ pub struct PreemptionResult {
     /// DefaultPreemption's PostFilter message, as kube-scheduler words it (`preemption: ...`).
     pub message: String,
     /// The FailedScheduling message kube-scheduler would write for this cycle (filter histogram, then the
-    /// preemption message); also the preemptor's PodScheduled condition message.
+    /// PostFilter plugins' messages: the preemption message, after DynamicResources' words in
+    /// v1.34–v1.36); also the preemptor's PodScheduled condition message.
     pub failed_scheduling_message: String,
     /// The node preemption is planned on (null when none).
     pub node: Option<String>,
@@ -332,6 +335,14 @@ pub fn dry_run(
     let (result, status) = eval.post_filter(chosen);
     let status = with_prefix(status);
     let message = status.message();
+    // The other PostFilter plugins speak too: DynamicResources, before DefaultPreemption, adds its
+    // words to the message (v1.34–v1.36), and one that ends the run first leaves nothing to do.
+    let (_, post_filter) = fwk.run_post_filter_plugins_with(
+        state,
+        pod,
+        node_statuses,
+        Some((names::DEFAULT_PREEMPTION, (result.clone(), status.clone()))),
+    );
     let failed_scheduling_message = if snapshot.nodes().is_empty() {
         NO_NODES_AVAILABLE_MSG.to_string()
     } else {
@@ -339,13 +350,13 @@ pub fn dry_run(
             snapshot.nodes().len(),
             node_statuses,
             options.pre_filter_message.as_deref().unwrap_or(""),
-            &message,
+            &post_filter.message(),
         )
     };
     // A forced node that is no candidate leaves nothing to do, whatever kube-scheduler would pick.
     let chosen = if force_node_error.is_some() { None } else { chosen };
     let actions = match chosen {
-        Some(c) if status.is_success() => plan::prepare_candidate(
+        Some(c) if status.is_success() && post_filter.is_success() => plan::prepare_candidate(
             snapshot,
             pod,
             &fwk.profile_name,

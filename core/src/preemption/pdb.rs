@@ -8,6 +8,7 @@ use std::collections::{HashMap, HashSet};
 
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 
+use crate::features::FeatureGates;
 use crate::labels::Selector;
 use crate::snapshot::PodInfo;
 
@@ -126,15 +127,41 @@ pub fn eviction_ignores_pdbs(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
         )
 }
 
+/// How a victim charges the budgets that cover it: the one accounting difference between releases.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BudgetCharging {
+    /// Every matching budget is charged, even after one went below zero (v1.33–v1.36's
+    /// `filterPodsWithPDBViolation`).
+    EveryBudget,
+    /// Charging stops at the first budget the victim drives below zero (v1.37's
+    /// `FilterVictimsWithPDBViolation` returns there): later budgets keep their disruption for the
+    /// next victims.
+    UntilFirstViolation,
+}
+
+impl BudgetCharging {
+    /// The charging of the release whose code `features` describe.
+    pub fn of(features: &FeatureGates) -> Self {
+        if features.changes.pdb_violation_stops_at_first_budget {
+            BudgetCharging::UntilFirstViolation
+        } else {
+            BudgetCharging::EveryBudget
+        }
+    }
+}
+
 /// Splits victims (in the given order) into those whose preemption would violate a PDB and the others.
 ///
 /// Every victim charges the budgets it matches, in order, so the first victims of a budget are
-/// non-violating and later ones violating. A pod stops at the first budget it drives below zero
-/// (later budgets are not charged for it), as upstream does.
+/// non-violating and later ones violating. With [`BudgetCharging::UntilFirstViolation`] a pod stops
+/// at the first budget it drives below zero (later budgets are not charged for it); with
+/// [`BudgetCharging::EveryBudget`] it charges them all, so with a pod covered by two budgets the
+/// releases can classify the next victims differently.
 pub fn split_by_violation<T>(
     victims: Vec<T>,
     pod_of: impl Fn(&T) -> &PodInfo,
     pdbs: &PdbIndex,
+    charging: BudgetCharging,
 ) -> (Vec<T>, Vec<T>) {
     // Remaining budget of the PDBs charged so far (few per node, so a list beats a map).
     let mut charged: Vec<(usize, i64)> = Vec::new();
@@ -158,7 +185,9 @@ pub fn split_by_violation<T>(
                 *left -= 1;
                 if *left < 0 {
                     violates = true;
-                    break;
+                    if charging == BudgetCharging::UntilFirstViolation {
+                        break;
+                    }
                 }
             }
         }
@@ -176,6 +205,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::features::KubeVersion;
     use crate::testing::{pdb, pod};
 
     fn names(v: &[PodInfo]) -> Vec<&str> {
@@ -267,10 +297,13 @@ mod tests {
                 vec![],
             ),
         ];
-        for (name, pdbs, victims, want_violating, want_ok) in cases {
-            let (violating, ok) = split_by_violation(victims, |p| p, &PdbIndex::new(pdbs));
-            assert_eq!(names(&violating), want_violating, "{name}");
-            assert_eq!(names(&ok), want_ok, "{name}");
+        // One budget per pod: both releases' charging agree.
+        for charging in [BudgetCharging::EveryBudget, BudgetCharging::UntilFirstViolation] {
+            for (name, pdbs, victims, want_violating, want_ok) in cases.clone() {
+                let (violating, ok) = split_by_violation(victims, |p| p, &PdbIndex::new(pdbs), charging);
+                assert_eq!(names(&violating), want_violating, "{name} ({charging:?})");
+                assert_eq!(names(&ok), want_ok, "{name} ({charging:?})");
+            }
         }
     }
 
@@ -297,37 +330,56 @@ mod tests {
     }
 
     #[test]
-    fn a_violating_pod_is_not_charged_to_later_budgets() {
-        // Pod a exceeds p1 and stops there, so p2 keeps its one disruption for pod b.
-        let pdbs = PdbIndex::from_objects(&[
-            Arc::new(pdb("p1").selector("tier", "y").allowed(0).obj()),
-            Arc::new(pdb("p2").selector("app", "x").allowed(1).obj()),
-        ]);
-        let (violating, ok) = split_by_violation(
-            vec![
-                pod("a").label("app", "x").label("tier", "y").info(),
-                pod("b").label("app", "x").info(),
-            ],
-            |p| p,
-            &pdbs,
+    fn a_violating_pod_charges_later_budgets_only_before_v1_37() {
+        // Pod a is covered by p1 (no disruption left) and p2 (one left); pod b by p2 only. v1.37
+        // stops charging a at the first budget it exceeds, so in the order (p1, p2) p2 keeps its
+        // disruption for b; v1.33–v1.36 charge p2 for a too, and b then violates it. In the order
+        // (p2, p1) a uses up p2 before exceeding p1 in every release.
+        let v1_36 = BudgetCharging::of(&FeatureGates::for_version(KubeVersion::new(36, 3)));
+        let v1_37 = BudgetCharging::of(&FeatureGates::for_version(KubeVersion::new(37, 1)));
+        assert_eq!(
+            (v1_36, v1_37),
+            (BudgetCharging::EveryBudget, BudgetCharging::UntilFirstViolation)
         );
-        assert_eq!(names(&violating), vec!["a"]);
-        assert_eq!(names(&ok), vec!["b"]);
-
-        // With the budgets in the other order, a uses up p2 before exceeding p1, and b then violates p2.
-        let pdbs = PdbIndex::from_objects(&[
-            Arc::new(pdb("p2").selector("app", "x").allowed(1).obj()),
-            Arc::new(pdb("p1").selector("tier", "y").allowed(0).obj()),
-        ]);
-        let (violating, ok) = split_by_violation(
-            vec![
-                pod("a").label("app", "x").label("tier", "y").info(),
-                pod("b").label("app", "x").info(),
-            ],
-            |p| p,
-            &pdbs,
+        let p1 = || Arc::new(pdb("p1").selector("tier", "y").allowed(0).obj());
+        let p2 = || Arc::new(pdb("p2").selector("app", "x").allowed(1).obj());
+        type Case<'a> = (
+            &'a str,
+            Vec<Arc<PodDisruptionBudget>>,
+            BudgetCharging,
+            Vec<&'a str>,
+            Vec<&'a str>,
         );
-        assert_eq!(names(&violating), vec!["a", "b"]);
-        assert!(ok.is_empty());
+        let cases: Vec<Case<'_>> = vec![
+            (
+                "v1.37, p1 first: b keeps p2",
+                vec![p1(), p2()],
+                v1_37,
+                vec!["a"],
+                vec!["b"],
+            ),
+            (
+                "v1.36, p1 first: a charges p2 too",
+                vec![p1(), p2()],
+                v1_36,
+                vec!["a", "b"],
+                vec![],
+            ),
+            ("v1.37, p2 first", vec![p2(), p1()], v1_37, vec!["a", "b"], vec![]),
+            ("v1.36, p2 first", vec![p2(), p1()], v1_36, vec!["a", "b"], vec![]),
+        ];
+        for (name, pdbs, charging, want_violating, want_ok) in cases {
+            let (violating, ok) = split_by_violation(
+                vec![
+                    pod("a").label("app", "x").label("tier", "y").info(),
+                    pod("b").label("app", "x").info(),
+                ],
+                |p| p,
+                &PdbIndex::from_objects(&pdbs),
+                charging,
+            );
+            assert_eq!(names(&violating), want_violating, "{name}");
+            assert_eq!(names(&ok), want_ok, "{name}");
+        }
     }
 }

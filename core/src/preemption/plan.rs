@@ -55,12 +55,14 @@ pub enum VictimRemoval {
     Evict,
 }
 
-/// The DisruptionTarget condition's message.
+/// The DisruptionTarget condition's message. v1.36 words it `… a higher priority <type>` from the
+/// preemptor's type (`executor.go`), which for a pod is `pod`: the same words in every release.
 pub fn disruption_message(scheduler_name: &str) -> String {
     format!("{scheduler_name}: preempting to accommodate a higher priority pod")
 }
 
-/// The `Preempted` event's note.
+/// The `Preempted` event's note. v1.36 words it `Preempted by <type> <uid> …` (`executor.go`),
+/// which for a pod preemptor is the `Preempted by pod <uid> …` of earlier releases.
 pub fn preempted_note(preemptor_uid: &str, node: &str) -> String {
     format!("Preempted by pod {preemptor_uid} on node {node}")
 }

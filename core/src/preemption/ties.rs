@@ -61,13 +61,16 @@ pub struct OrderTies {
     /// another of their victim sets.
     pub possible_nodes: Vec<String>,
     /// The messages (without `preemption: `) kube-scheduler may write for those picks, at most
-    /// [`MAX_MESSAGES`] + 1, in the order of `possible_nodes`.
+    /// [`MAX_MESSAGES`] + 1, in the order of `possible_nodes` (none before v1.37, whose successful
+    /// preemption has no message).
     pub possible_messages: Vec<String>,
     /// True when `possible_messages` was cut at its cap.
     pub messages_capped: bool,
     /// Candidates with equally important victims beyond the first [`MAX_EXPLORED_CANDIDATES`], not
     /// searched: `possible_nodes` may miss some of them.
     pub unexplored: usize,
+    /// The release's preemption names the node it picks in its message (v1.37 on).
+    pub reports_placement: bool,
 }
 
 /// Runs of at least two equally important victims in `sorted` (most important first).
@@ -270,6 +273,7 @@ pub fn explore(
     let mut ties = OrderTies {
         by_node,
         unexplored,
+        reports_placement: eval.reports_placement,
         ..Default::default()
     };
     ties.possible(&eval.candidates);
@@ -285,7 +289,8 @@ impl OrderTies {
     /// Fills `possible_nodes` and `possible_messages`. Each node's victim set is chosen independently, and
     /// `pickOneNodeForPreemption`'s criteria in order amount to the lexicographic maximum of the score
     /// vectors: a node can be picked with one of its sets when that set scores at least as well as the
-    /// worst set of every other node.
+    /// worst set of every other node. A release whose preemption does not report the placement
+    /// (before v1.37) writes no message, whichever node it picks.
     fn possible(&mut self, candidates: &[Candidate]) {
         let worst: Vec<[i128; 5]> = candidates
             .iter()
@@ -306,6 +311,9 @@ impl OrderTies {
                     continue;
                 }
                 picked = true;
+                if !self.reports_placement {
+                    continue;
+                }
                 let message = found_placement_message(&c.node, set.victims.len());
                 if messages.contains(&message) {
                     continue;
@@ -363,9 +371,14 @@ impl OrderTies {
             } else {
                 "which victims it spares on some of them changes how they rank"
             };
+            // Before v1.37 the message does not name the node: only the nomination does.
+            let naming = if self.reports_placement {
+                "its message (\"on node X\") and the preemptor's nominatedNodeName name"
+            } else {
+                "the preemptor's nominatedNodeName names"
+            };
             parts.push(format!(
-                "{NODE_PART}: kube-scheduler picks any of {} ({cause}); its message (\"on node X\") and the \
-                 preemptor's nominatedNodeName name the node it picks",
+                "{NODE_PART}: kube-scheduler picks any of {} ({cause}); {naming} the node it picks",
                 self.possible_nodes.join(", ")
             ));
         }

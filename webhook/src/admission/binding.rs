@@ -4,7 +4,8 @@
 //!    scheduler without the VolumeBinding plugin skipped. A node that cannot serve the claims denies
 //!    the binding with the scheduler's reason; the scheduler retries, as after a failed PreBind.
 //! 2. Nominations, once the binding is stored (the controller, `crate::controller::stored_pod`): the
-//!    pod's own `nominatedNodeName` is cleared, and so is that of every lower-priority pod nominated to
+//!    pod's own `nominatedNodeName` is cleared where the API server keeps it (before
+//!    `ClearingNominatedNodeNameAfterBinding`, on from v1.35), and so is that of every lower-priority pod nominated to
 //!    the node that no longer fits there with this pod on it ([`stale_nominations`]: the engine's
 //!    PreFilter/Filter with the pod on the node).
 //!

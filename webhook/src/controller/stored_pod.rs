@@ -6,7 +6,7 @@
 //! |---|---|
 //! | bound to a node (created with `spec.nodeName`, or bound through pods/binding), claims not all bound | volume binding's PreBind for that node |
 //! | unbound, opted in (annotation or namespace label), claims not all bound | pre-binding to the static PVs of the best node (the stored affinity already names where they are) |
-//! | bound recently | its own `nominatedNodeName` and the stale lower-priority nominations to its node are cleared |
+//! | bound recently | its own `nominatedNodeName` (where the API server keeps it: before `ClearingNominatedNodeNameAfterBinding`) and the stale lower-priority nominations to its node are cleared |
 //!
 //! Pods in namespaces outside the controller's selector, terminating or terminal pods, pods with more
 //! claims than the cap, and unbound pods whose schedulerName names no profile of the scheduler
@@ -119,10 +119,15 @@ pub fn bound_at(pod: &Pod) -> Option<Timestamp> {
     scheduled.or_else(|| pod.metadata.creation_timestamp.as_ref().map(|t| t.0))
 }
 
-/// The nominations to clear because `pod` is bound: its own (API servers before 1.35 keep it), and
-/// those of lower-priority pods nominated to its node that no longer fit there. Stale nominations are
-/// only looked for while the binding is new (`now` within the scope's window): an old binding's node
-/// was settled when it happened, and a later nomination there was made knowing of it.
+/// The nominations to clear because `pod` is bound: its own, only where the API server keeps it
+/// (without `ClearingNominatedNodeNameAfterBinding`: off in v1.34, absent before; from v1.35 the API
+/// server clears it as it stores the binding, and a second writer would only race it), and those of
+/// lower-priority pods nominated to its node that no longer fit there. Stale nominations are only
+/// looked for while the binding is new (`now` within the scope's window): an old binding's node was
+/// settled when it happened, and a later nomination there was made knowing of it.
+///
+/// The gate is read from the view's engine, whose gates are those of the API server the webhook
+/// serves (its version and `--feature-gates`).
 pub fn nomination_work(pod: &Pod, view: &dyn ClusterView, scope: &Scope, now: Timestamp) -> Vec<Action> {
     let node = node_name(pod);
     if node.is_empty() || is_finished(pod) || !in_scope(pod, view, scope) {
@@ -134,7 +139,11 @@ pub fn nomination_work(pod: &Pod, view: &dyn ClusterView, scope: &Scope, now: Ti
         .as_ref()
         .and_then(|s| s.nominated_node_name.as_deref())
         .unwrap_or("");
-    if !own.is_empty() {
+    let api_server_clears = view
+        .engine()
+        .features()
+        .clearing_nominated_node_name_after_binding;
+    if !own.is_empty() && !api_server_clears {
         clear.push(Action::SetNominatedNodeName {
             pod: pod_ref(pod),
             node: String::new(),
@@ -156,9 +165,10 @@ mod tests {
     use super::*;
     use crate::admission::{OPT_IN_KEY, OPT_IN_VALUE, StaticView};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use sched_core::ClusterObjects;
+    use sched_core::features::{FeatureGates, KubeVersion};
     use sched_core::testing::{PodBuilder, node, pod, pv, pvc, storage_class};
     use sched_core::volumes::NOT_SUPPORTED_PROVISIONER;
+    use sched_core::{ClusterObjects, Engine};
 
     const HOST: &str = "kubernetes.io/hostname";
 
@@ -274,9 +284,18 @@ mod tests {
         );
     }
 
+    /// A view of `v`'s objects whose engine has the gates of `version`'s API server, with
+    /// ClearingNominatedNodeNameAfterBinding as `clearing` says when given.
+    fn on_release(v: StaticView, version: KubeVersion, clearing: Option<bool>) -> StaticView {
+        let mut features = FeatureGates::for_version(version);
+        if let Some(on) = clearing {
+            features.clearing_nominated_node_name_after_binding = on;
+        }
+        v.with_engine(Engine::for_features(None, features).expect("default profile"))
+    }
+
     #[test]
-    fn own_nomination_is_cleared_with_the_pods_uid_and_resource_version() {
-        let v = view(0);
+    fn own_nomination_is_cleared_only_where_the_api_server_keeps_it() {
         let p = user_pod("p")
             .node("n1")
             .nominated("n1")
@@ -285,18 +304,39 @@ mod tests {
                 p.metadata.creation_timestamp = Some(Time(Timestamp::now()));
             })
             .obj();
-        let work = nomination_work(&p, &v, &scope(), Timestamp::now());
-        let [Action::SetNominatedNodeName { pod, node }] = work.as_slice() else {
-            panic!("one clearing expected: {work:?}");
-        };
-        assert_eq!(
-            (pod.uid.as_deref(), pod.resource_version.as_deref()),
-            (Some("uid-p"), Some("42"))
-        );
-        assert!(node.is_empty());
-        // A pod that is not bound keeps its nomination: it is the scheduler's.
-        let pending = user_pod("p").nominated("n1").obj();
-        assert!(nomination_work(&pending, &v, &scope(), Timestamp::now()).is_empty());
+        // (API server, ClearingNominatedNodeNameAfterBinding overridden, cleared by the webhook)
+        let cases = [
+            (KubeVersion::new(33, 13), None, true),
+            (KubeVersion::new(34, 4), None, true),
+            (KubeVersion::new(35, 4), None, false),
+            (KubeVersion::new(37, 1), None, false),
+            (KubeVersion::new(37, 1), Some(false), true),
+            (KubeVersion::new(34, 4), Some(true), false),
+        ];
+        for (version, clearing, cleared) in cases {
+            let v = on_release(view(0), version, clearing);
+            let work = nomination_work(&p, &v, &scope(), Timestamp::now());
+            let name = format!("{version}, gate {clearing:?}");
+            if !cleared {
+                assert!(work.is_empty(), "{name}: the API server clears it: {work:?}");
+                continue;
+            }
+            let [Action::SetNominatedNodeName { pod, node }] = work.as_slice() else {
+                panic!("{name}: one clearing expected: {work:?}");
+            };
+            assert_eq!(
+                (pod.uid.as_deref(), pod.resource_version.as_deref()),
+                (Some("uid-p"), Some("42")),
+                "{name}"
+            );
+            assert!(node.is_empty(), "{name}");
+            // A pod that is not bound keeps its nomination: it is the scheduler's.
+            let pending = user_pod("p").nominated("n1").obj();
+            assert!(
+                nomination_work(&pending, &v, &scope(), Timestamp::now()).is_empty(),
+                "{name}"
+            );
+        }
     }
 
     #[test]

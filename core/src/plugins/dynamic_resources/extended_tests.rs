@@ -14,8 +14,9 @@ use crate::framework::cycle_state::CycleState;
 use crate::framework::interface::{FilterPlugin, Plugin, PreFilterPlugin, ReservePlugin};
 use crate::framework::runtime::Handle;
 use crate::framework::status::Code;
+use crate::plugins::dynamic_resources::post_filter::{PostFilterWords, post_filter_status};
 use crate::plugins::dynamic_resources::{
-    DynamicResources, ERR_CANNOT_ALLOCATE, STATE_KEY, StateData, claim_allocations, deallocate_status, lock,
+    DynamicResources, ERR_CANNOT_ALLOCATE, STATE_KEY, StateData, claim_allocations, lock,
 };
 use crate::plugins::node_resources::fit;
 use crate::snapshot::{ClusterObjects, Snapshot};
@@ -630,7 +631,7 @@ fn a_claim_left_over_from_an_earlier_cycle_is_deleted_in_post_filter() {
         assert_eq!(dra.code(), Code::UnschedulableAndUnresolvable, "{}", n.name());
         assert_eq!(dra.message(), ERR_CANNOT_SCHEDULE_EXTENDED_CLAIM);
     }
-    let post = deallocate_status(&r.state, &p);
+    let post = post_filter_status(PostFilterWords::of(&FeatureGates::v1_37()), &r.state, &p);
     assert_eq!(post.code(), Code::Unschedulable);
     assert_eq!(post.message(), MSG_EXTENDED_CLAIM_DELETED);
 
@@ -642,7 +643,7 @@ fn a_claim_left_over_from_an_earlier_cycle_is_deleted_in_post_filter() {
         claim_allocations(&r.state, "dra")[0].claim,
         "default/<extended-resources>"
     );
-    let post = deallocate_status(&r.state, &p);
+    let post = post_filter_status(PostFilterWords::of(&FeatureGates::v1_37()), &r.state, &p);
     assert_eq!(
         (post.code(), post.message()),
         (Code::Unschedulable, String::new())

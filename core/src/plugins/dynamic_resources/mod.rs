@@ -7,7 +7,8 @@
 //! - PreFilter resolves the claims, rejects a request whose device class does not exist, remembers where allocated claims are available, and prepares allocation for the rest.
 //! - Filter allocates the unallocated claims on each node (`cannot allocate all claims` when the
 //!   allocator finds no devices) and checks that allocated claims are available there.
-//! - PostFilter would deallocate one unavailable claim reserved for nobody else; Score prefers nodes
+//! - PostFilter would deallocate one unavailable claim reserved for nobody else, or says in the
+//!   release's words why it does nothing ([`post_filter`]); Score prefers nodes
 //!   where `firstAvailable` requests got earlier subrequests; Reserve records the chosen node's
 //!   allocation. PreBind writes nothing here: only kube-scheduler allocates devices (an outside
 //!   allocator would race its in-flight allocations).
@@ -28,6 +29,7 @@
 mod claims;
 pub(crate) mod diagnose;
 pub(crate) mod extended;
+mod post_filter;
 mod score;
 mod snapshot_allocator;
 
@@ -43,7 +45,7 @@ use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::*;
 use crate::framework::runtime::{Handle, PluginError};
-use crate::framework::status::{Code, Status};
+use crate::framework::status::Status;
 use crate::labels::NodeSelectorMatcher;
 use crate::plugins::helper::normalize_score::default_normalize_score;
 use crate::plugins::names;
@@ -121,6 +123,8 @@ pub(crate) struct DynamicResources {
     /// Built on the first pod that needs allocation (most frameworks never see one).
     allocator: std::sync::OnceLock<snapshot_allocator::SnapshotAllocator>,
     features: Features,
+    /// What PostFilter says when it deallocates nothing (the release's words).
+    post_filter_words: post_filter::PostFilterWords,
     filter_timeout: Duration,
     binding_timeout: Duration,
     /// Classes by extended resource name, built once for the snapshot.
@@ -240,6 +244,7 @@ impl DynamicResources {
         if !features.dra_extended_resource {
             self.resolver = DeviceClassResolver::default();
         }
+        self.post_filter_words = post_filter::PostFilterWords::of(features);
         self
     }
 
@@ -250,6 +255,7 @@ impl DynamicResources {
             snapshot,
             allocator: std::sync::OnceLock::new(),
             features: Features::V1_37_DEFAULTS,
+            post_filter_words: post_filter::PostFilterWords::of(&FeatureGates::v1_37()),
             filter_timeout: DEFAULT_FILTER_TIMEOUT,
             binding_timeout: DEFAULT_BINDING_TIMEOUT,
             scoring: Scoring::V1_37,
@@ -558,47 +564,11 @@ impl PostFilterPlugin for DynamicResources {
         pod: &PodInfo,
         _: &NodeToStatus,
     ) -> (Option<PostFilterResult>, Status) {
-        (None, deallocate_status(state, pod))
+        (
+            None,
+            post_filter::post_filter_status(self.post_filter_words, state, pod),
+        )
     }
-}
-
-/// `deallocateOrDeletePodClaims` as a dry run: the status PostFilter returns. kube-scheduler picks
-/// one unavailable claim at random (map order), deallocates it when nobody else has it reserved and
-/// says so; here the lowest index is picked. A pod's extended-resource claim left over from an
-/// earlier cycle is deleted instead (`deletion of ResourceClaim completed`) unless a user claim was
-/// deallocated first.
-fn deallocate_status(state: &CycleState, pod: &PodInfo) -> Status {
-    let Some(StateData(cycle)) = state.read(&STATE_KEY) else {
-        return Status::error(ERR_NOT_FOUND);
-    };
-    // An extended-resource claim with a real name is left over from an earlier cycle.
-    let stale_extended = cycle
-        .extended_index()
-        .and_then(|i| cycle.claims.get(i))
-        .filter(|c| !extended::is_special_claim_name(c));
-    for &index in lock(&cycle.unavailable_claims).iter() {
-        if Some(index) == cycle.extended_index() {
-            if stale_extended.is_some() {
-                break;
-            }
-            continue;
-        }
-        let Some(claim) = cycle.claims.get(index) else {
-            continue;
-        };
-        let reserved_for = claim
-            .status
-            .as_ref()
-            .and_then(|s| s.reserved_for.as_deref())
-            .unwrap_or_default();
-        if reserved_for.is_empty() || (reserved_for.len() == 1 && reserved_for[0].uid == pod.uid()) {
-            return Status::new(Code::Unschedulable, MSG_DEALLOCATED);
-        }
-    }
-    if stale_extended.is_some() {
-        return Status::new(Code::Unschedulable, MSG_EXTENDED_CLAIM_DELETED);
-    }
-    Status::with_reasons(Code::Unschedulable, Vec::new())
 }
 
 impl ScorePlugin for DynamicResources {

@@ -6,7 +6,9 @@ use k8s_openapi::api::core::v1::{PodResourceClaim, PodResourceClaimStatus};
 use k8s_openapi::api::resource::v1::{AllocationResult, DeviceClass, ResourceClaim};
 use serde_json::{Value, json};
 
+use super::post_filter::{PostFilterWords, post_filter_status};
 use super::*;
+use crate::framework::status::Code;
 use crate::snapshot::{ClusterObjects, Snapshot};
 use crate::testing::{node, pod};
 
@@ -141,7 +143,7 @@ fn allocated_claims_are_available_only_where_their_node_selector_matches() {
     assert_eq!(s.message(), ERR_CLAIM_NOT_AVAILABLE);
 
     // Nobody else holds the claim: PostFilter deallocates it so the next attempt can move it.
-    let post = deallocate_status(&state, &p);
+    let post = post_filter_status(PostFilterWords::of(&FeatureGates::v1_37()), &state, &p);
     assert_eq!(post.code(), Code::Unschedulable);
     assert_eq!(post.message(), MSG_DEALLOCATED);
 }
@@ -158,7 +160,7 @@ fn post_filter_leaves_claims_reserved_for_other_pods_alone() {
     let mut state = CycleState::new();
     assert!(pl.pre_filter(&mut state, &p, &[]).1.is_success());
     assert!(!pl.filter(&state, &p, &node("n2").info_with(vec![])).is_success());
-    let post = deallocate_status(&state, &p);
+    let post = post_filter_status(PostFilterWords::of(&FeatureGates::v1_37()), &state, &p);
     assert_eq!(post.code(), Code::Unschedulable);
     assert_eq!(post.message(), "");
 }
