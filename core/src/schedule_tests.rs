@@ -104,23 +104,25 @@ fn insufficient_cpu_everywhere_without_victims() {
     );
 }
 
+/// A control-plane node (tainted), a cordoned one and one short of cpu: three reasons.
+fn tainted_cordoned_and_small() -> ClusterObjects {
+    cluster(
+        vec![
+            node("cp")
+                .cpu("4")
+                .memory("8Gi")
+                .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
+                .obj(),
+            node("cordoned").cpu("4").memory("8Gi").unschedulable().obj(),
+            node("small").cpu("2").memory("8Gi").obj(),
+        ],
+        vec![pod("running").cpu("1").node("small").obj()],
+    )
+}
+
 #[test]
 fn mixed_reasons_are_counted_and_sorted() {
-    let e = explain(
-        cluster(
-            vec![
-                node("cp")
-                    .cpu("4")
-                    .memory("8Gi")
-                    .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
-                    .obj(),
-                node("cordoned").cpu("4").memory("8Gi").unschedulable().obj(),
-                node("small").cpu("2").memory("8Gi").obj(),
-            ],
-            vec![pod("running").cpu("1").node("small").obj()],
-        ),
-        pod("p").cpu("2").obj(),
-    );
+    let e = explain(tainted_cordoned_and_small(), pod("p").cpu("2").obj());
     assert_eq!(
         e.message,
         "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s), 1 node(s) were unschedulable. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling."
@@ -313,20 +315,6 @@ fn a_cycle_without_node_records_decides_as_one_with_them() {
 /// prints empty), v1.37.1 does not; the rest of the message is the same.
 #[test]
 fn taint_message_per_release() {
-    let objects = || {
-        cluster(
-            vec![
-                node("cp")
-                    .cpu("4")
-                    .memory("8Gi")
-                    .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
-                    .obj(),
-                node("cordoned").cpu("4").memory("8Gi").unschedulable().obj(),
-                node("small").cpu("2").memory("8Gi").obj(),
-            ],
-            vec![pod("running").cpu("1").node("small").obj()],
-        )
-    };
     for (version, taint) in [
         (
             KubeVersion::new(33, 13),
@@ -334,7 +322,7 @@ fn taint_message_per_release() {
         ),
         (KubeVersion::new(37, 1), "node(s) had untolerated taint(s)"),
     ] {
-        let e = explain_at(version, objects(), pod("p").cpu("2").obj());
+        let e = explain_at(version, tainted_cordoned_and_small(), pod("p").cpu("2").obj());
         assert_eq!(
             e.message,
             format!(

@@ -640,6 +640,7 @@ mod tests {
                 snapshot: handle.snapshot.clone(),
                 hard_pod_affinity_weight: 1,
                 ignore_preferred_terms_of_existing_pods: false,
+                namespace_selector_kept: false,
             };
             for pod in &snap.pending_pods {
                 let mut state = CycleState::new();

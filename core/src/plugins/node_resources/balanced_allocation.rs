@@ -198,60 +198,34 @@ mod tests {
         );
     }
 
+    /// PreScore then Score of `pb` on `n`.
+    fn score_of(p: &dyn Plugin, n: &NodeInfo, pb: crate::testing::PodBuilder) -> i64 {
+        let pi = pb.info();
+        let mut state = CycleState::new();
+        assert!(
+            p.as_pre_score()
+                .unwrap()
+                .pre_score(&mut state, &pi, &[])
+                .is_success()
+        );
+        let (score, s) = p.as_score().unwrap().score(&state, &pi, n);
+        assert!(s.is_success());
+        score
+    }
+
+    /// Actual requests, not the 100m / 200Mi defaults: memory without the pod is 0 (87), with it
+    /// 25% like cpu (100): 50 + 63 / 2 = 81. With the defaults it would be 80. (The formula's
+    /// cases are in `score_follows_the_release`.)
     #[test]
-    fn scores_balance_improvement() {
-        let p = plugin(None).unwrap();
-        let cases = [
-            // Empty node: without the pod perfectly balanced (100); with it 50% cpu, 25% memory → 87.
-            // 50 + (50 + 87 - 100) / 2 = 68.
-            (
-                "unbalancing",
-                node("n").cpu("4").memory("8Gi").info_with(vec![]),
-                pod("p").cpu("2").memory("2Gi"),
-                68,
-            ),
-            // Node at 50% cpu / 0% memory (75); the pod brings memory to 50% (100): 50 + 75 / 2 = 87.
-            (
-                "balancing",
-                node("n")
-                    .cpu("4")
-                    .memory("8Gi")
-                    .info_with(vec![pod("a").cpu("2").node("n").obj()]),
-                pod("p").memory("4Gi"),
-                87,
-            ),
-            // Proportional pod on an empty node keeps balance: 50 + 50 / 2 = 75.
-            (
-                "neutral",
-                node("n").cpu("4").memory("8Gi").info_with(vec![]),
-                pod("p").cpu("1").memory("2Gi"),
-                75,
-            ),
-            // Actual requests, not the 100m / 200Mi defaults: memory without the pod is 0 (87), with it
-            // 25% like cpu (100): 50 + 63 / 2 = 81. With the defaults it would be 80.
-            (
-                "uses actual requests",
-                node("n")
-                    .cpu("4")
-                    .memory("8Gi")
-                    .info_with(vec![pod("a").cpu("1").node("n").obj()]),
-                pod("p").memory("2Gi"),
-                81,
-            ),
-        ];
-        for (name, n, pb, want) in cases {
-            let pi = pb.info();
-            let mut state = CycleState::new();
-            assert!(
-                p.as_pre_score()
-                    .unwrap()
-                    .pre_score(&mut state, &pi, &[])
-                    .is_success()
-            );
-            let (score, s) = p.as_score().unwrap().score(&state, &pi, &n);
-            assert!(s.is_success());
-            assert_eq!(score, want, "{name}");
-        }
+    fn scores_use_actual_requests() {
+        let n = node("n")
+            .cpu("4")
+            .memory("8Gi")
+            .info_with(vec![pod("a").cpu("1").node("n").obj()]);
+        assert_eq!(
+            score_of(plugin(None).unwrap().as_ref(), &n, pod("p").memory("2Gi")),
+            81
+        );
     }
 
     /// The score per release: up to v1.35 `(1 - std) * 100` of the fractions with the pod
@@ -308,18 +282,8 @@ mod tests {
         ] {
             let p = new(None, &handle, &FeatureGates::for_version(version)).expect("plugin");
             for (name, n, pb, with_pod, change) in &cases {
-                let pi = pb.clone().info();
-                let mut state = CycleState::new();
-                assert!(
-                    p.as_pre_score()
-                        .unwrap()
-                        .pre_score(&mut state, &pi, &[])
-                        .is_success()
-                );
-                let (score, s) = p.as_score().unwrap().score(&state, &pi, n);
-                assert!(s.is_success(), "{version} {name}");
                 let want = if scores_the_change { *change } else { *with_pod };
-                assert_eq!(score, want, "{version} {name}");
+                assert_eq!(score_of(p.as_ref(), n, pb.clone()), want, "{version} {name}");
             }
         }
     }
@@ -334,15 +298,8 @@ mod tests {
             .allocatable("example.com/gpu", "4")
             .info_with(vec![]);
         // With the pod: .5, .5, 1 → std .2357 → 76; without: 0, 0, 0 → 100. 50 + (50 + 76 - 100) / 2 = 63.
-        let pi = pod("p").cpu("2").memory("2Gi").req("example.com/gpu", "4").info();
-        let mut state = CycleState::new();
-        assert!(
-            p.as_pre_score()
-                .unwrap()
-                .pre_score(&mut state, &pi, &[])
-                .is_success()
-        );
-        assert_eq!(p.as_score().unwrap().score(&state, &pi, &n).0, 63);
+        let pb = pod("p").cpu("2").memory("2Gi").req("example.com/gpu", "4");
+        assert_eq!(score_of(p.as_ref(), &n, pb), 63);
     }
 
     #[test]

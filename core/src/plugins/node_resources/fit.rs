@@ -766,47 +766,10 @@ mod tests {
     }
 
     /// `PodLevelResources` decides whether PreFilter counts the pod-level cpu (3) or the container
-    /// sum (1) against a node with 2 cpu free, as upstream's `computePodResourceRequest` does.
+    /// sum (1) against a node with 2 cpu free, as upstream's `computePodResourceRequest` does; its
+    /// default is off in v1.33 and on from v1.34.
     #[test]
     fn pod_level_requests_follow_the_gate() {
-        let p = pod("p")
-            .cpu("1")
-            .with(|p| {
-                p.spec.as_mut().unwrap().resources = Some(k8s_openapi::api::core::v1::ResourceRequirements {
-                    requests: Some(
-                        [(
-                            "cpu".to_string(),
-                            k8s_openapi::apimachinery::pkg::api::resource::Quantity("3".into()),
-                        )]
-                        .into(),
-                    ),
-                    ..Default::default()
-                });
-            })
-            .info();
-        let n = node("n").cpu("2").memory("4Gi").info_with(vec![]);
-        for (name, enabled, want) in [
-            // More than the node's allocatable: unresolvable, as upstream.
-            (
-                "v1.37.1: 3 cpu on a 2-cpu node",
-                true,
-                Code::UnschedulableAndUnresolvable,
-            ),
-            ("gate off: the container's 1 cpu fits", false, Code::Success),
-        ] {
-            let features = crate::framework::FeatureGates {
-                pod_level_resources: enabled,
-                ..crate::framework::FeatureGates::v1_37()
-            };
-            let fit = new(None, &handle(), &features).expect("plugin");
-            assert_eq!(run_filter(fit.as_ref(), &p, &n).code(), want, "{name}");
-        }
-    }
-
-    /// `PodLevelResources` by release default: off in v1.33 (the containers' 1 cpu fits a 2-cpu
-    /// node), on from v1.34 (the pod-level 3 cpu does not).
-    #[test]
-    fn pod_level_resources_follow_the_release_default() {
         use crate::features::{FeatureGates, KubeVersion};
         let p = pod("p")
             .cpu("1")
@@ -824,128 +787,35 @@ mod tests {
             })
             .info();
         let n = node("n").cpu("2").memory("4Gi").info_with(vec![]);
-        for (version, want) in [
-            (KubeVersion::new(33, 13), Code::Success),
-            (KubeVersion::new(34, 4), Code::UnschedulableAndUnresolvable),
-            (KubeVersion::new(37, 1), Code::UnschedulableAndUnresolvable),
+        let v1_37_gate_off = FeatureGates {
+            pod_level_resources: false,
+            ..FeatureGates::v1_37()
+        };
+        for (name, features, want) in [
+            // More than the node's allocatable: unresolvable, as upstream.
+            (
+                "v1.37.1: 3 cpu on a 2-cpu node",
+                FeatureGates::v1_37(),
+                Code::UnschedulableAndUnresolvable,
+            ),
+            (
+                "gate off: the container's 1 cpu fits",
+                v1_37_gate_off,
+                Code::Success,
+            ),
+            (
+                "v1.33.13 default (off)",
+                FeatureGates::for_version(KubeVersion::new(33, 13)),
+                Code::Success,
+            ),
+            (
+                "v1.34.4 default (on)",
+                FeatureGates::for_version(KubeVersion::new(34, 4)),
+                Code::UnschedulableAndUnresolvable,
+            ),
         ] {
-            let fit = new(None, &handle(), &FeatureGates::for_version(version)).expect("plugin");
-            assert_eq!(run_filter(fit.as_ref(), &p, &n).code(), want, "{version}");
-        }
-    }
-
-    #[test]
-    fn filter_reasons_and_codes() {
-        let used = pod("used")
-            .cpu("3")
-            .memory("3Gi")
-            .req("example.com/gpu", "1")
-            .node("n")
-            .obj();
-        let cases: Vec<(&str, PodInfo, NodeInfo, Code, Vec<&str>)> = vec![
-            (
-                "fits",
-                pod("p").cpu("1").memory("1Gi").info(),
-                node("n").cpu("4").memory("4Gi").info_with(vec![used.clone()]),
-                Code::Success,
-                vec![],
-            ),
-            (
-                "best-effort pod fits a full node",
-                pod("p").info(),
-                node("n").cpu("3").memory("3Gi").info_with(vec![used.clone()]),
-                Code::Success,
-                vec![],
-            ),
-            (
-                "too many pods is never unresolvable",
-                pod("p").info(),
-                node("n").pods("1").info_with(vec![used.clone()]),
-                Code::Unschedulable,
-                vec![ERR_REASON_TOO_MANY_PODS],
-            ),
-            (
-                "insufficient cpu and memory, resolvable",
-                pod("p").cpu("2").memory("2Gi").info(),
-                node("n").cpu("4").memory("4Gi").info_with(vec![used.clone()]),
-                Code::Unschedulable,
-                vec![ERR_REASON_INSUFFICIENT_CPU, ERR_REASON_INSUFFICIENT_MEMORY],
-            ),
-            (
-                "request above allocatable is unresolvable",
-                pod("p").cpu("5").memory("1Gi").info(),
-                node("n").cpu("4").memory("4Gi").info_with(vec![used.clone()]),
-                Code::UnschedulableAndUnresolvable,
-                vec![ERR_REASON_INSUFFICIENT_CPU],
-            ),
-            (
-                "ephemeral storage",
-                pod("p").req("ephemeral-storage", "10Gi").info(),
-                node("n")
-                    .allocatable("ephemeral-storage", "20Gi")
-                    .info_with(vec![pod("e").req("ephemeral-storage", "15Gi").node("n").obj()]),
-                Code::Unschedulable,
-                vec![ERR_REASON_INSUFFICIENT_EPHEMERAL_STORAGE],
-            ),
-            (
-                "extended resource used up",
-                pod("p").req("example.com/gpu", "1").info(),
-                node("n")
-                    .cpu("4")
-                    .allocatable("example.com/gpu", "1")
-                    .info_with(vec![used.clone()]),
-                Code::Unschedulable,
-                vec!["Insufficient example.com/gpu"],
-            ),
-            (
-                "extended resource the node lacks",
-                pod("p").req("example.com/fpga", "1").info(),
-                node("n").info_with(vec![]),
-                Code::UnschedulableAndUnresolvable,
-                vec!["Insufficient example.com/fpga"],
-            ),
-            (
-                "hugepages",
-                pod("p").req("hugepages-2Mi", "4Mi").info(),
-                node("n").allocatable("hugepages-2Mi", "2Mi").info_with(vec![]),
-                Code::UnschedulableAndUnresolvable,
-                vec!["Insufficient hugepages-2Mi"],
-            ),
-            (
-                "init container peak counts",
-                pod("p")
-                    .cpu("1")
-                    .init_container("init", &[("cpu", "3")], false)
-                    .info(),
-                node("n").cpu("2").info_with(vec![]),
-                Code::UnschedulableAndUnresolvable,
-                vec![ERR_REASON_INSUFFICIENT_CPU],
-            ),
-            (
-                "all reasons together, pods first",
-                pod("p").cpu("2").memory("2Gi").info(),
-                node("n")
-                    .pods("1")
-                    .cpu("4")
-                    .memory("4Gi")
-                    .info_with(vec![used.clone()]),
-                Code::Unschedulable,
-                vec![
-                    ERR_REASON_TOO_MANY_PODS,
-                    ERR_REASON_INSUFFICIENT_CPU,
-                    ERR_REASON_INSUFFICIENT_MEMORY,
-                ],
-            ),
-        ];
-        let p = plugin(None);
-        for (name, pod, node, code, reasons) in cases {
-            let s = run_filter(p.as_ref(), &pod, &node);
-            assert_eq!(s.code(), code, "{name}");
-            assert_eq!(
-                s.reasons(),
-                reasons.iter().map(|r| r.to_string()).collect::<Vec<_>>(),
-                "{name}"
-            );
+            let fit = new(None, &handle(), &features).expect("plugin");
+            assert_eq!(run_filter(fit.as_ref(), &p, &n).code(), want, "{name}");
         }
     }
 

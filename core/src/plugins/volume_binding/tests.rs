@@ -954,14 +954,28 @@ fn filter_reports_reasons_as_unschedulable_and_unresolvable() {
 }
 
 fn scores(world: World, p: Pod, args: Option<serde_json::Value>) -> Vec<i64> {
+    scores_with(world, p, args, true).expect("PreScore succeeds with StorageCapacityScoring")
+}
+
+/// The scores with StorageCapacityScoring on or off; None when PreScore Skips.
+fn scores_with(
+    world: World,
+    p: Pod,
+    args: Option<serde_json::Value>,
+    storage_capacity_scoring: bool,
+) -> Option<Vec<i64>> {
     let snapshot = world.snapshot();
-    let pl = VolumeBinding::from_args(args.as_ref(), snapshot.clone(), true).unwrap();
+    let pl = VolumeBinding::from_args(args.as_ref(), snapshot.clone(), storage_capacity_scoring).unwrap();
     let p = PodInfo::new(p);
     let mut state = CycleState::new();
     let s = pl.pre_filter(&mut state, &p, snapshot.nodes()).1;
     assert!(s.is_success() || s.is_skip(), "{s:?}");
-    assert!(pl.pre_score(&mut state, &p, snapshot.nodes()).is_success());
-    snapshot
+    let s = pl.pre_score(&mut state, &p, snapshot.nodes());
+    if s.is_skip() {
+        return None;
+    }
+    assert!(s.is_success(), "{s:?}");
+    let scores = snapshot
         .nodes()
         .iter()
         .map(|n| {
@@ -969,7 +983,8 @@ fn scores(world: World, p: Pod, args: Option<serde_json::Value>) -> Vec<i64> {
             assert!(s.is_success());
             score
         })
-        .collect()
+        .collect();
+    Some(scores)
 }
 
 #[test]
@@ -1109,44 +1124,23 @@ fn prescore_skips_without_storage_capacity_scoring() {
 #[test]
 fn storage_capacity_scoring_follows_the_release_default() {
     use crate::features::KubeVersion;
-    let snapshot = world()
-        .pvcs(vec![claim("pvc-a", "wait", "50Gi")])
-        .pvs(vec![
+    let world = || {
+        world().pvcs(vec![claim("pvc-a", "wait", "50Gi")]).pvs(vec![
             local_pv("pv-a-0", "200Gi", "node-a"),
             local_pv("pv-b-0", "100Gi", "node-b"),
         ])
-        .snapshot();
-    let handle = Handle {
-        snapshot: snapshot.clone(),
     };
-    let p = PodInfo::new(pod_with(&["pvc-a"]));
     for (version, want) in [
         (KubeVersion::new(33, 13), None),
         (KubeVersion::new(36, 3), None),
         (KubeVersion::new(37, 1), Some(vec![75, 50, 0])),
     ] {
-        let pl = new(None, &handle, &FeatureGates::for_version(version)).expect("plugin");
-        let mut state = CycleState::new();
-        let (_, s) = pl
-            .as_pre_filter()
-            .unwrap()
-            .pre_filter(&mut state, &p, snapshot.nodes());
-        assert!(s.is_success(), "{version}: {s:?}");
-        let s = pl
-            .as_pre_score()
-            .unwrap()
-            .pre_score(&mut state, &p, snapshot.nodes());
-        let Some(want) = want else {
-            assert!(s.is_skip(), "{version}: {s:?}");
-            continue;
-        };
-        assert!(s.is_success(), "{version}: {s:?}");
-        let got: Vec<i64> = snapshot
-            .nodes()
-            .iter()
-            .map(|n| pl.as_score().unwrap().score(&state, &p, n).0)
-            .collect();
-        assert_eq!(got, want, "{version}");
+        let on = FeatureGates::for_version(version).storage_capacity_scoring;
+        assert_eq!(
+            scores_with(world(), pod_with(&["pvc-a"]), None, on),
+            want,
+            "{version}"
+        );
     }
 }
 
