@@ -900,7 +900,12 @@ pub fn compare_allocations(
 /// until none is listed.
 pub async fn clean_dra(client: &Client) -> Result<()> {
     let claims: Api<DynamicObject> = Api::all_with(client.clone(), &resource_claims());
-    for claim in claims.list(&ListParams::default()).await?.items {
+    let listed = match claims.list(&ListParams::default()).await {
+        // resource.k8s.io/v1 is not served (v1.33): nothing of it to delete.
+        Err(e) if is_not_found(&e) => return Ok(()),
+        other => other?,
+    };
+    for claim in listed.items {
         let (Some(ns), Some(name)) = (claim.metadata.namespace.clone(), claim.metadata.name.clone()) else {
             continue;
         };
