@@ -938,6 +938,19 @@ async fn node_name_of_a_missing_node() -> Result<()> {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Differences between releases (common::scenarios, also run by versions.rs)
+
+#[tokio::test]
+async fn balanced_allocation_scores_the_change() -> Result<()> {
+    scenarios::run("balanced").await
+}
+
+#[tokio::test]
+async fn anti_affinity_namespace_selector_not_in() -> Result<()> {
+    scenarios::run("nssel").await
+}
+
+// ---------------------------------------------------------------------------------------------
 // kubectl plugin mechanism
 
 /// Runs `program` with this PATH and KUBECONFIG, bounded to 60 s.

@@ -44,6 +44,12 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
     ("preempt", |lab| Box::pin(preemption_succeeds(lab))),
     ("nothelp", |lab| Box::pin(preemption_not_helpful(lab))),
     ("ghost", |lab| Box::pin(node_name_of_a_missing_node(lab))),
+    ("balanced", |lab| {
+        Box::pin(balanced_allocation_scores_the_change(lab))
+    }),
+    ("nssel", |lab| {
+        Box::pin(anti_affinity_namespace_selector_not_in(lab))
+    }),
 ];
 
 /// Runs the scenario `id` on the shared control plane.
@@ -379,4 +385,65 @@ pub async fn node_name_of_a_missing_node(lab: Lab) -> Result<()> {
         trial.ours.message
     );
     Ok(())
+}
+
+/// NodeResourcesBalancedAllocation's formula changed in v1.36. Both nodes have 10 cpu and 10Gi and
+/// end with the same LeastAllocated score (35); the pod asks for 30% of the cpu and 10% of the
+/// memory. n1 is balanced (45%/45%) and the pod unbalances it (75%/55%); n2 is memory-heavy
+/// (5%/85%) and the pod improves it (35%/95%). Up to v1.35 the balance *with* the pod decides (n1
+/// 90, n2 70): n1. From v1.36 the change the pod makes does (n1 75 - 5 = 70, n2 75 + 5 = 80): n2.
+pub async fn balanced_allocation_scores_the_change(lab: Lab) -> Result<()> {
+    lab.create_nodes([lab.node("n1", "10", "10Gi"), lab.node("n2", "10", "10Gi")])
+        .await?;
+    lab.create_pods([
+        pod("even").cpu("4500m").memory("4608Mi").on(&lab.n("n1")),
+        pod("heavy").cpu("500m").memory("8704Mi").on(&lab.n("n2")),
+    ])
+    .await?;
+    let trial = lab.trial(pod("p").cpu("3").memory("1Gi")).await?;
+    let best = lab.n(if lab.changes().balanced_allocation_scores_the_change {
+        "n2"
+    } else {
+        "n1"
+    });
+    trial.expect_bound(Some(&best))?;
+    ensure!(
+        trial.ours.selected == [best.clone()],
+        "{}: sched-core should see {best} as the unique best node: {:?}",
+        lab.ns,
+        trial.ours.selected
+    );
+    Ok(())
+}
+
+/// A required anti-affinity term whose namespaceSelector matches an empty label set (`NotIn`).
+/// The only pod it could match runs in the namespace the selector leaves out, so n1 is free.
+/// v1.34 to v1.36 keep the selector after merging its namespaces into the term (the term is taken
+/// by value) and match it against no labels for existing pods: the pod counts, and n1 is refused
+/// (n2 is cordoned), while v1.33 and v1.37 bind the pod to n1.
+pub async fn anti_affinity_namespace_selector_not_in(lab: Lab) -> Result<()> {
+    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi").cordoned()])
+        .await?;
+    let data = lab.create_namespace("data", json!({"team": "data"})).await?;
+    lab.create_pods([pod("db").label("app", "db").namespace(&data).on(&lab.n("n1"))])
+        .await?;
+    let pending = pod("p").spec(
+        "affinity",
+        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {"app": "db"}},
+            "namespaceSelector": {"matchExpressions": [
+                {"key": "team", "operator": "NotIn", "values": ["data"]},
+            ]},
+            "topologyKey": HOSTNAME,
+        }]}}),
+    );
+    let trial = lab.trial(pending).await?;
+    if lab.changes().inter_pod_affinity_namespace_selector_kept {
+        trial.expect_failed(&[
+            "1 node(s) didn't match pod anti-affinity rules",
+            "1 node(s) were unschedulable",
+        ])
+    } else {
+        trial.expect_bound(Some(&lab.n("n1")))
+    }
 }
