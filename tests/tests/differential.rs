@@ -1,4 +1,5 @@
-//! Differential tests: the real kube-scheduler v1.37.1 is the oracle for sched-core.
+//! Differential tests: the real kube-scheduler (the pinned v1.37.1, or the release
+//! `KUBECTL_SCHED_K8S_RELEASE` names) is the oracle for sched-core.
 //!
 //! Every scenario builds a small cluster on the shared control plane (see `common`), lets
 //! kube-scheduler try the pending pod, and evaluates the same pod with sched-core on a snapshot
@@ -8,7 +9,9 @@
 //! about what the scenario claims to exercise.
 //!
 //! Scenarios run one at a time (they share every node and pod of the cluster); the last test
-//! drives the `kubectl-sched` binary through kubectl's plugin mechanism.
+//! drives the `kubectl-sched` binary through kubectl's plugin mechanism. The scenarios that show a
+//! difference between releases, and a sample of plain ones, live in `common::scenarios` (their
+//! docs are there), which `versions.rs` runs on every other release too.
 
 mod common;
 
@@ -91,7 +94,6 @@ async fn sidecar_and_init_container_requests() -> Result<()> {
     trial.expect_failed(&["2 Insufficient cpu"])
 }
 
-/// LeastAllocated (and BalancedAllocation) make the emptiest node the unique best.
 #[tokio::test]
 async fn least_allocated_picks_the_emptiest_node() -> Result<()> {
     scenarios::run("least").await
@@ -245,8 +247,6 @@ async fn required_node_affinity_fits_one_node() -> Result<()> {
     trial.expect_bound(Some(&lab.n("n3")))
 }
 
-/// `matchFields` on `metadata.name`: NodeAffinity's PreFilter narrows the nodes to n1, and the
-/// other nodes are reported with the "didn't satisfy plugin(s)" status.
 #[tokio::test]
 async fn node_affinity_match_fields_prefilter() -> Result<()> {
     scenarios::run("fields").await
@@ -432,7 +432,6 @@ async fn pod_affinity_matching_itself_fits() -> Result<()> {
     trial.expect_bound(None)
 }
 
-/// The affinity term looks in the namespaces its namespaceSelector picks by label.
 #[tokio::test]
 async fn pod_affinity_with_namespace_selector() -> Result<()> {
     scenarios::run("affns").await
@@ -501,10 +500,6 @@ async fn topology_spread_missing_label() -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Volumes
 
-/// PreFilter rejects (the claim does not exist): its message replaces the node histogram, and
-/// v1.37.1 appends " not found": DynamicResources' PostFilter runs without the PreFilter state it
-/// expects (PreFilter stopped before reaching it) and its error message becomes the PostFilter
-/// message.
 #[tokio::test]
 async fn missing_pvc() -> Result<()> {
     scenarios::run("nopvc").await
@@ -929,9 +924,6 @@ async fn scheduling_gates() -> Result<()> {
     Ok(())
 }
 
-/// `spec.nodeName` set to a node that does not exist: the pod is assigned, so kube-scheduler
-/// never looks at it (no event, nodeName untouched). sched-core, asked to evaluate it as if it
-/// were pending, finds no node: NodeName's PreFilter keeps only the named node, which is absent.
 #[tokio::test]
 async fn node_name_of_a_missing_node() -> Result<()> {
     scenarios::run("ghost").await
