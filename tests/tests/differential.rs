@@ -1,4 +1,5 @@
-//! Differential tests: the real kube-scheduler v1.37.1 is the oracle for sched-core.
+//! Differential tests: the real kube-scheduler (the pinned v1.37.1, or the release
+//! `KUBECTL_SCHED_K8S_RELEASE` names) is the oracle for sched-core.
 //!
 //! Every scenario builds a small cluster on the shared control plane (see `common`), lets
 //! kube-scheduler try the pending pod, and evaluates the same pod with sched-core on a snapshot
@@ -8,7 +9,9 @@
 //! about what the scenario claims to exercise.
 //!
 //! Scenarios run one at a time (they share every node and pod of the cluster); the last test
-//! drives the `kubectl-sched` binary through kubectl's plugin mechanism.
+//! drives the `kubectl-sched` binary through kubectl's plugin mechanism. The scenarios that show a
+//! difference between releases, and a sample of plain ones, live in `common::scenarios` (their
+//! docs are there), which `versions.rs` runs on every other release too.
 
 mod common;
 
@@ -16,14 +19,12 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
+use common::scenarios::{self, HOSTNAME, ZONE, bound_claim, bound_claim_with, zone_spread, zoned_nodes};
 use common::{HIGH, HIGH_NEVER, LOW, Lab, PAUSE_IMAGE, Verdict, kubectl_sched_binary, pod};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use sched_core::explain::Outcome;
 use serde_json::{Value, json};
-
-const HOSTNAME: &str = "kubernetes.io/hostname";
-const ZONE: &str = "topology.kubernetes.io/zone";
 
 fn required_anti_affinity(app: &str) -> Value {
     json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
@@ -39,15 +40,6 @@ fn required_affinity(app: &str) -> Value {
     }]}})
 }
 
-fn zone_spread(app: &str) -> Value {
-    json!([{
-        "maxSkew": 1,
-        "topologyKey": ZONE,
-        "whenUnsatisfiable": "DoNotSchedule",
-        "labelSelector": {"matchLabels": {"app": app}},
-    }])
-}
-
 fn required_node_affinity(expressions: Value) -> Value {
     json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": expressions}],
@@ -59,23 +51,12 @@ fn required_node_affinity(expressions: Value) -> Value {
 
 #[tokio::test]
 async fn insufficient_cpu() -> Result<()> {
-    let lab = Lab::begin("cpu").await?;
-    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
-    lab.create_pods([pod("busy").cpu("1500m").on(&lab.n("n1"))])
-        .await?;
-    let trial = lab.trial(pod("p").cpu("1")).await?;
-    trial.expect_failed(&["1 Insufficient cpu"])
+    scenarios::run("cpu").await
 }
 
 #[tokio::test]
 async fn insufficient_memory() -> Result<()> {
-    let lab = Lab::begin("mem").await?;
-    lab.create_nodes([lab.node("n1", "4", "1Gi"), lab.node("n2", "4", "2Gi")])
-        .await?;
-    lab.create_pods([pod("busy").memory("1536Mi").on(&lab.n("n2"))])
-        .await?;
-    let trial = lab.trial(pod("p").memory("1536Mi")).await?;
-    trial.expect_failed(&["2 Insufficient memory"])
+    scenarios::run("mem").await
 }
 
 #[tokio::test]
@@ -91,14 +72,7 @@ async fn too_many_pods() -> Result<()> {
 
 #[tokio::test]
 async fn extended_resource() -> Result<()> {
-    let lab = Lab::begin("gpu").await?;
-    lab.create_nodes([
-        lab.node("n1", "4", "4Gi").resource("example.com/gpu", "1"),
-        lab.node("n2", "4", "4Gi"),
-    ])
-    .await?;
-    let trial = lab.trial(pod("p").limit("example.com/gpu", "2")).await?;
-    trial.expect_failed(&["2 Insufficient example.com/gpu"])
+    scenarios::run("gpu").await
 }
 
 /// A restartable init container (sidecar) runs next to the later init containers and the app:
@@ -120,26 +94,9 @@ async fn sidecar_and_init_container_requests() -> Result<()> {
     trial.expect_failed(&["2 Insufficient cpu"])
 }
 
-/// LeastAllocated (and BalancedAllocation) make the emptiest node the unique best.
 #[tokio::test]
 async fn least_allocated_picks_the_emptiest_node() -> Result<()> {
-    let lab = Lab::begin("least").await?;
-    lab.create_nodes(["n1", "n2", "n3"].map(|n| lab.node(n, "4", "8Gi")))
-        .await?;
-    lab.create_pods([
-        pod("a").cpu("3").on(&lab.n("n1")),
-        pod("b").cpu("1").on(&lab.n("n2")),
-        pod("c").cpu("2").on(&lab.n("n3")),
-    ])
-    .await?;
-    let trial = lab.trial(pod("p").cpu("500m").memory("512Mi")).await?;
-    trial.expect_bound(Some(&lab.n("n2")))?;
-    ensure!(
-        trial.ours.selected == [lab.n("n2")],
-        "sched-core should see a unique best node: {:?}",
-        trial.ours.selected
-    );
-    Ok(())
+    scenarios::run("least").await
 }
 
 #[tokio::test]
@@ -214,16 +171,7 @@ async fn terminal_pods_free_their_resources() -> Result<()> {
 
 #[tokio::test]
 async fn untolerated_no_schedule_taints() -> Result<()> {
-    let lab = Lab::begin("taint").await?;
-    lab.create_nodes([
-        lab.node("n1", "4", "4Gi")
-            .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),
-        lab.node("n2", "4", "4Gi").taint("dedicated", "gpu", "NoSchedule"),
-    ])
-    .await?;
-    let trial = lab.trial(pod("p").cpu("100m")).await?;
-    // v1.37 no longer names the taint in the message.
-    trial.expect_failed(&["2 node(s) had untolerated taint(s)"])
+    scenarios::run("taint").await
 }
 
 #[tokio::test]
@@ -244,22 +192,7 @@ async fn tolerated_taint_fits() -> Result<()> {
 
 #[tokio::test]
 async fn no_execute_taint_and_cordoned_node() -> Result<()> {
-    let lab = Lab::begin("noexec").await?;
-    lab.create_nodes([
-        lab.node("n1", "4", "4Gi")
-            .taint("maintenance", "true", "NoExecute"),
-        lab.node("n2", "4", "4Gi").cordoned(),
-    ])
-    .await?;
-    // Tolerates the key for NoSchedule only: the NoExecute taint stays untolerated.
-    let pending = pod("p").cpu("100m").toleration(json!({
-        "key": "maintenance", "operator": "Exists", "effect": "NoSchedule",
-    }));
-    let trial = lab.trial(pending).await?;
-    trial.expect_failed(&[
-        "1 node(s) had untolerated taint(s)",
-        "1 node(s) were unschedulable",
-    ])
+    scenarios::run("noexec").await
 }
 
 #[tokio::test]
@@ -314,60 +247,19 @@ async fn required_node_affinity_fits_one_node() -> Result<()> {
     trial.expect_bound(Some(&lab.n("n3")))
 }
 
-/// `matchFields` on `metadata.name`: NodeAffinity's PreFilter narrows the nodes to n1, and the
-/// other nodes are reported with the "didn't satisfy plugin(s)" status.
 #[tokio::test]
 async fn node_affinity_match_fields_prefilter() -> Result<()> {
-    let lab = Lab::begin("fields").await?;
-    lab.create_nodes([
-        lab.node("n1", "4", "4Gi").cordoned(),
-        lab.node("n2", "4", "4Gi"),
-        lab.node("n3", "4", "4Gi"),
-    ])
-    .await?;
-    let affinity = json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchFields": [
-            {"key": "metadata.name", "operator": "In", "values": [lab.n("n1")]},
-        ]}],
-    }}});
-    let trial = lab.trial(pod("p").spec("affinity", affinity)).await?;
-    trial.expect_failed(&[
-        "1 node(s) were unschedulable",
-        "2 node(s) didn't satisfy plugin(s) [NodeAffinity]",
-    ])
+    scenarios::run("fields").await
 }
 
 #[tokio::test]
 async fn cordoned_nodes_and_insufficient_cpu() -> Result<()> {
-    let lab = Lab::begin("cordon").await?;
-    lab.create_nodes([
-        lab.node("n1", "4", "4Gi").cordoned(),
-        lab.node("n2", "4", "4Gi").cordoned(),
-        lab.node("n3", "1", "4Gi"),
-    ])
-    .await?;
-    let trial = lab.trial(pod("p").cpu("2")).await?;
-    trial.expect_failed(&["2 node(s) were unschedulable", "1 Insufficient cpu"])
+    scenarios::run("cordon").await
 }
 
 #[tokio::test]
 async fn host_port_conflict() -> Result<()> {
-    let lab = Lab::begin("port").await?;
-    lab.create_nodes([
-        lab.node("n1", "4", "4Gi"),
-        lab.node("n2", "4", "4Gi").resource("pods", "1"),
-    ])
-    .await?;
-    lab.create_pods([
-        pod("web").host_port(8080).on(&lab.n("n1")),
-        pod("other").on(&lab.n("n2")),
-    ])
-    .await?;
-    let trial = lab.trial(pod("p").host_port(8080)).await?;
-    trial.expect_failed(&[
-        "1 node(s) didn't have free ports for the requested pod ports",
-        "1 Too many pods",
-    ])
+    scenarios::run("port").await
 }
 
 /// Thirteen nodes: "10 Insufficient cpu" sorts before "2 node(s) were unschedulable", as strings.
@@ -540,29 +432,9 @@ async fn pod_affinity_matching_itself_fits() -> Result<()> {
     trial.expect_bound(None)
 }
 
-/// The affinity term looks in the namespaces its namespaceSelector picks by label.
 #[tokio::test]
 async fn pod_affinity_with_namespace_selector() -> Result<()> {
-    let lab = Lab::begin("affns").await?;
-    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
-        .await?;
-    let data = lab.create_namespace("data", json!({"team": "data"})).await?;
-    lab.create_pods([
-        pod("db").label("app", "db").namespace(&data).on(&lab.n("n2")),
-        // Same labels, but in a namespace the selector does not pick.
-        pod("decoy").label("app", "db").on(&lab.n("n1")),
-    ])
-    .await?;
-    let pending = pod("p").spec(
-        "affinity",
-        json!({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{
-            "labelSelector": {"matchLabels": {"app": "db"}},
-            "namespaceSelector": {"matchLabels": {"team": "data"}},
-            "topologyKey": HOSTNAME,
-        }]}}),
-    );
-    let trial = lab.trial(pending).await?;
-    trial.expect_bound(Some(&lab.n("n2")))
+    scenarios::run("affns").await
 }
 
 #[tokio::test]
@@ -587,29 +459,9 @@ async fn existing_pods_anti_affinity() -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Topology spread
 
-fn zoned_nodes(lab: &Lab, zone_b_cpu: &str) -> [common::NodeBuilder; 3] {
-    [
-        lab.node("n1", "4", "4Gi").label(ZONE, "a"),
-        lab.node("n2", zone_b_cpu, "4Gi").label(ZONE, "b"),
-        lab.node("n3", "4", "4Gi").label(ZONE, "a"),
-    ]
-}
-
 #[tokio::test]
 async fn topology_spread_do_not_schedule() -> Result<()> {
-    let lab = Lab::begin("spread").await?;
-    lab.create_nodes(zoned_nodes(&lab, "1")).await?;
-    lab.create_pods([pod("s1").label("app", "s").on(&lab.n("n1"))])
-        .await?;
-    let pending = pod("p")
-        .label("app", "s")
-        .cpu("2")
-        .spec("topologySpreadConstraints", zone_spread("s"));
-    let trial = lab.trial(pending).await?;
-    trial.expect_failed(&[
-        "2 node(s) didn't match pod topology spread constraints",
-        "1 Insufficient cpu",
-    ])
+    scenarios::run("spread").await
 }
 
 #[tokio::test]
@@ -648,17 +500,9 @@ async fn topology_spread_missing_label() -> Result<()> {
 // ---------------------------------------------------------------------------------------------
 // Volumes
 
-/// PreFilter rejects (the claim does not exist): its message replaces the node histogram, and
-/// v1.37.1 appends " not found": DynamicResources' PostFilter runs without the PreFilter state it
-/// expects (PreFilter stopped before reaching it) and its error message becomes the PostFilter
-/// message.
 #[tokio::test]
 async fn missing_pvc() -> Result<()> {
-    let lab = Lab::begin("nopvc").await?;
-    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
-        .await?;
-    let trial = lab.trial(pod("p").claim("nope")).await?;
-    trial.expect_failed(&["0/2 nodes are available: persistentvolumeclaim \"nope\" not found. not found"])
+    scenarios::run("nopvc").await
 }
 
 #[tokio::test]
@@ -684,62 +528,9 @@ async fn unbound_immediate_pvc() -> Result<()> {
     ])
 }
 
-/// A claim and a volume pre-bound to each other; the binder marks both Bound.
-async fn bound_claim(lab: &Lab, access_mode: &str, node_affinity: Option<Value>) -> Result<()> {
-    bound_claim_with(lab, access_mode, json!({}), node_affinity).await
-}
-
-/// As [`bound_claim`], with extra labels on the volume.
-async fn bound_claim_with(
-    lab: &Lab,
-    access_mode: &str,
-    mut pv_labels: Value,
-    node_affinity: Option<Value>,
-) -> Result<()> {
-    pv_labels[e2e::fixtures::TEST_LABEL] = json!(common::TEST_NAME);
-    let pv_name = format!("{}-pv", lab.ns);
-    let mut spec = json!({
-        "capacity": {"storage": "1Gi"},
-        "accessModes": [access_mode],
-        "storageClassName": "",
-        "persistentVolumeReclaimPolicy": "Retain",
-        "claimRef": {"namespace": lab.ns, "name": "data"},
-    });
-    match node_affinity {
-        Some(affinity) => {
-            spec["local"] = json!({"path": "/tmp/e2e-unused"});
-            spec["nodeAffinity"] = affinity;
-        }
-        None => spec["hostPath"] = json!({"path": "/tmp/e2e-unused"}),
-    }
-    lab.create_cluster::<PersistentVolume>(json!({
-        "metadata": {"name": pv_name, "labels": pv_labels},
-        "spec": spec,
-    }))
-    .await?;
-    lab.create_namespaced::<PersistentVolumeClaim>(json!({
-        "metadata": {"name": "data"},
-        "spec": {
-            "accessModes": [access_mode],
-            "storageClassName": "",
-            "volumeName": pv_name,
-            "resources": {"requests": {"storage": "1Gi"}},
-        },
-    }))
-    .await?;
-    lab.wait_claim_bound("data").await
-}
-
 #[tokio::test]
 async fn read_write_once_pod_conflict() -> Result<()> {
-    let lab = Lab::begin("rwop").await?;
-    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
-        .await?;
-    bound_claim(&lab, "ReadWriteOncePod", None).await?;
-    lab.create_pods([pod("owner").claim("data").on(&lab.n("n1"))])
-        .await?;
-    let trial = lab.trial(pod("p").claim("data")).await?;
-    trial.expect_failed(&["ReadWriteOncePod"])
+    scenarios::run("rwop").await
 }
 
 #[tokio::test]
@@ -906,7 +697,8 @@ async fn csi_volume_limit_counts_an_attached_pod_volume_once() -> Result<()> {
 /// A ResourceClaim that does not exist: DynamicResources' PreEnqueue keeps the pod out of the
 /// queue (like a scheduling gate), so kube-scheduler writes no event and sets no condition.
 /// sched-core should say Gated with that PreEnqueue message: the error of v1.37.1's assume cache
-/// for ResourceClaims (read from the Go source; kube-scheduler does not publish it).
+/// for ResourceClaims (read from the Go source; kube-scheduler does not publish it). Where
+/// DynamicResourceAllocation is off by default (v1.33) the claim is ignored and the pod binds.
 #[tokio::test]
 async fn missing_resource_claim() -> Result<()> {
     let lab = Lab::begin("draclaim").await?;
@@ -917,6 +709,11 @@ async fn missing_resource_claim() -> Result<()> {
             json!([{"name": "gpu", "resourceClaimName": "missing"}]),
         )
         .container_field("resources", json!({"claims": [{"name": "gpu"}]}));
+    if !lab.engine.features().dynamic_resource_allocation {
+        // v1.33: DynamicResources is not among the default plugins, so nothing reads the claim.
+        let trial = lab.trial(pending).await?;
+        return trial.expect_bound(Some(&lab.n("n1")));
+    }
     let trial = lab.trial_silent(pending).await?;
     trial.report();
     ensure!(
@@ -940,15 +737,7 @@ async fn missing_resource_claim() -> Result<()> {
 
 #[tokio::test]
 async fn preemption_succeeds() -> Result<()> {
-    let lab = Lab::begin("preempt").await?;
-    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
-    lab.create_pods([pod("victim").priority_class(LOW).cpu("1500m").on(&lab.n("n1"))])
-        .await?;
-    let trial = lab.trial(pod("p").priority_class(HIGH).cpu("1")).await?;
-    trial.expect_failed(&[&format!(
-        "preemption: found a potential placement for pod on node {}, preempting 1 victims",
-        lab.n("n1")
-    )])
+    scenarios::run("preempt").await
 }
 
 /// After a preemption the preemptor is nominated to the node while its victim terminates (no
@@ -972,9 +761,7 @@ async fn nominated_pod_reserves_room() -> Result<()> {
     ])
     .await?;
     let first = lab.trial(pod("a").priority_class(HIGH).cpu("1")).await?;
-    first.expect_failed(&[&format!(
-        "preemption: found a potential placement for pod on node {n1}, preempting 1 victims"
-    )])?;
+    lab.expect_preempted(&first, &n1, 1).await?;
 
     let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
     e2e::fixtures::wait_for(
@@ -1061,27 +848,12 @@ async fn preemption_avoids_pdb_violations() -> Result<()> {
     }))
     .await?;
     let trial = lab.trial(pod("p").priority_class(HIGH).cpu("1")).await?;
-    trial.expect_failed(&[&format!(
-        "preemption: found a potential placement for pod on node {}, preempting 1 victims",
-        lab.n("n2")
-    )])
+    lab.expect_preempted(&trial, &lab.n("n2"), 1).await
 }
 
 #[tokio::test]
 async fn preemption_not_helpful() -> Result<()> {
-    let lab = Lab::begin("nothelp").await?;
-    lab.create_nodes([lab.node("n1", "2", "4Gi"), lab.node("n2", "2", "4Gi")])
-        .await?;
-    lab.create_pods([
-        pod("low1").priority_class(LOW).cpu("1").on(&lab.n("n1")),
-        pod("low2").priority_class(LOW).cpu("1").on(&lab.n("n2")),
-    ])
-    .await?;
-    let pending = pod("p")
-        .priority_class(HIGH)
-        .spec("nodeSelector", json!({"disktype": "ssd"}));
-    let trial = lab.trial(pending).await?;
-    trial.expect_failed(&["2 Preemption is not helpful for scheduling"])
+    scenarios::run("nothelp").await
 }
 
 #[tokio::test]
@@ -1152,32 +924,22 @@ async fn scheduling_gates() -> Result<()> {
     Ok(())
 }
 
-/// `spec.nodeName` set to a node that does not exist: the pod is assigned, so kube-scheduler
-/// never looks at it (no event, nodeName untouched). sched-core, asked to evaluate it as if it
-/// were pending, finds no node: NodeName's PreFilter keeps only the named node, which is absent.
 #[tokio::test]
 async fn node_name_of_a_missing_node() -> Result<()> {
-    let lab = Lab::begin("ghost").await?;
-    lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi")])
-        .await?;
-    let trial = lab.trial_silent(pod("p").on(&lab.n("ghost"))).await?;
-    trial.report();
-    ensure!(
-        matches!(&trial.kube, Verdict::Silent { reason: None, .. }),
-        "kube-scheduler should ignore an assigned pod: {:?}",
-        trial.kube
-    );
-    ensure!(
-        trial.ours.outcome == Outcome::Unschedulable
-            && trial
-                .ours
-                .message
-                .starts_with("0/2 nodes are available: 2 node(s) didn't satisfy plugin(s) [NodeName]."),
-        "sched-core: {:?} {:?}",
-        trial.ours.outcome,
-        trial.ours.message
-    );
-    Ok(())
+    scenarios::run("ghost").await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Differences between releases (common::scenarios, also run by versions.rs)
+
+#[tokio::test]
+async fn balanced_allocation_scores_the_change() -> Result<()> {
+    scenarios::run("balanced").await
+}
+
+#[tokio::test]
+async fn anti_affinity_namespace_selector_not_in() -> Result<()> {
+    scenarios::run("nssel").await
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -42,7 +42,9 @@ async fn control_plane() -> Result<&'static ControlPlane, e2e::Error> {
 }
 
 async fn begin(id: &str) -> Result<Lab> {
-    Lab::begin_on(id, control_plane).await
+    let lab = Lab::begin_on(id, control_plane).await?;
+    common::dra::ensure_dra_served(&lab)?;
+    Ok(lab)
 }
 
 /// `request:pool/device` for a device of node `node`'s own pool (see `Lab::node_slice`).

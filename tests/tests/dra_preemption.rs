@@ -75,6 +75,7 @@ async fn begin(id: &str) -> Result<Lab> {
     // Built before taking the turn, so that no scenario holds the cluster meanwhile.
     binary().await?;
     let lab = Lab::begin_on(id, control_plane).await?;
+    common::dra::ensure_dra_served(&lab)?;
     match lab.cp.start_scheduler(None).await {
         Ok(()) | Err(e2e::Error::AlreadyRunning(_)) => {}
         Err(e) => return Err(e).context("starting kube-scheduler"),

@@ -65,7 +65,6 @@ use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::api::storage::v1::StorageClass;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
-use sched_core::Snapshot;
 use sched_core::snapshot::ClusterObjects;
 use sched_core::snapshot::kube::{ApiLoadOptions, load_from_api};
 use serde_json::{Value, json};
@@ -666,7 +665,7 @@ impl Scenario {
                     p.spec.get_or_insert_with(Default::default).node_name = Some(placed);
                 }
             }
-            let explanation = evaluate(Snapshot::new(state), pod)?;
+            let explanation = evaluate(self.lab.engine.snapshot(state), pod)?;
             ensure!(
                 explanation.selected.len() <= 1,
                 "{}: scenario flaw: {name} ties between {:?} (kube-scheduler picked {node} at random); \

@@ -7,8 +7,10 @@
 //! `framework::FeatureGates` re-exports it.
 //!
 //! A release decides the gates' defaults ([`FeatureGates::for_version`]) and the code changes no
-//! gate decides ([`release::ReleaseChanges`]); [`version::KubeVersion`] names a release.
+//! gate decides ([`release::ReleaseChanges`]) and the API versions its scheduler reads
+//! ([`api_versions`]); [`version::KubeVersion`] names a release.
 
+pub mod api_versions;
 pub mod release;
 pub mod version;
 

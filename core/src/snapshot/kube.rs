@@ -8,7 +8,9 @@
 //! Which kinds are listed, and which of them are required, is the object-kind table's
 //! ([`super::kinds`]). Nodes and pods are required. Every other kind only refines decisions (volume binding and limits, PDBs, spread
 //! defaults, namespace selectors), so a kind the user may not list (403) or the server does not serve
-//! (404) becomes a warning and an empty list instead of a failure.
+//! (404) becomes a warning and an empty list instead of a failure; no warning when the server's own
+//! kube-scheduler does not read the kind at that version either (resource.k8s.io/v1 on v1.33,
+//! `features::api_versions`).
 //!
 //! To save what was loaded, use [`write_list_yaml`] (what `kubectl sched snapshot` writes) or
 //! [`write_list_json`] (faster to load back for large clusters).
@@ -19,6 +21,8 @@ use ::kube::api::ListParams;
 use super::load::{ApiListMeta, ListPageMeta, ListSplitter, ObjectKind, PageError, decode_list_page};
 pub use super::load::{write_list_json, write_list_yaml};
 use super::{ClusterObjects, Listing, PodDetail};
+use crate::features::KubeVersion;
+use crate::features::api_versions::scheduler_reads_at;
 
 /// How to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -353,15 +357,27 @@ fn list_metadata(text: &str) -> ListPageMeta {
         .unwrap_or_default()
 }
 
-/// What `settle` does with a failed optional kind.
+/// Turns one kind's list into objects, a warning and an empty list (an optional kind the user may
+/// not list or the server does not serve), or the load's error. A kind the server does not serve
+/// (404) at the version the engine reads, and that `server`'s own kube-scheduler does not read at
+/// that version either, is an empty list without a warning: nothing the cluster's scheduler sees is
+/// missing (a v1.33 server and resource.k8s.io/v1, see `features::api_versions`).
 fn settle(
     kind: ObjectKind,
     required: bool,
     result: Result<(ClusterObjects, Option<String>), ListFailure>,
+    server: Option<KubeVersion>,
     warnings: &mut Vec<String>,
 ) -> Result<ClusterObjects, ApiLoadError> {
     match result {
         Ok((items, _)) => Ok(items),
+        Err(ListFailure::Api(e))
+            if !required
+                && is_missing(&e)
+                && server.is_some_and(|v| !scheduler_reads_at(v, kind.kind(), kind.api_version())) =>
+        {
+            Ok(ClusterObjects::default())
+        }
         Err(ListFailure::Api(e)) if !required && is_forbidden_or_missing(&e) => {
             warnings.push(format!(
                 "cannot list {} ({}): {}; continuing without them",
@@ -401,6 +417,16 @@ pub async fn load_from_api(
         list_kind(client, kind, scoped, options, fields)
     }))
     .await;
+    // The server's release decides whether an unserved kind is a loss (see `settle`); asked only
+    // when a kind is missing, so a server that serves everything costs no extra request.
+    let any_missing = listed
+        .iter()
+        .any(|r| matches!(r, Err(ListFailure::Api(e)) if is_missing(e)));
+    let server = if any_missing {
+        server_version(client).await
+    } else {
+        None
+    };
     let mut warnings = Vec::new();
     let mut objects = ClusterObjects::default();
     for (&kind, result) in ObjectKind::ALL.iter().zip(listed) {
@@ -408,10 +434,23 @@ pub async fn load_from_api(
             kind,
             kind.listing() == Listing::Required,
             result,
+            server,
             &mut warnings,
         )?);
     }
     Ok((objects, warnings))
+}
+
+/// The API server's release (`GET /version`), or `None` when it cannot be read (then every
+/// unserved optional kind is a warning, as when the release is unknown).
+async fn server_version(client: &Client) -> Option<KubeVersion> {
+    let info = client.apiserver_version().await.ok()?;
+    KubeVersion::parse(&info.git_version).ok()
+}
+
+/// 404: the server does not serve the kind (its group/version is not enabled).
+fn is_missing(err: &::kube::Error) -> bool {
+    matches!(err, ::kube::Error::Api(status) if status.code == 404)
 }
 
 #[cfg(test)]
@@ -440,6 +479,7 @@ mod tests {
                     code,
                     "csistoragecapacities is forbidden",
                 ))),
+                None,
                 &mut warnings,
             )
             .unwrap();
@@ -455,6 +495,63 @@ mod tests {
         }
     }
 
+    /// A kind the server does not serve is silent when the server's own scheduler does not read
+    /// it there either (DRA on v1.33, DeviceTaintRule before v1.37), a warning when it does, and a
+    /// 403 is always a warning.
+    #[test]
+    fn unserved_kinds_are_silent_where_the_servers_scheduler_does_not_read_them() {
+        let cases = [
+            (ObjectKind::ResourceClaim, 404, Some((33, 13)), false),
+            (ObjectKind::DeviceClass, 404, Some((33, 13)), false),
+            (ObjectKind::ResourceClaimTemplate, 404, Some((33, 13)), false),
+            (ObjectKind::DeviceTaintRule, 404, Some((34, 4)), false),
+            (ObjectKind::DeviceTaintRule, 404, Some((36, 3)), false),
+            (ObjectKind::DeviceTaintRule, 404, Some((37, 1)), true),
+            (ObjectKind::ResourceSlice, 404, Some((34, 4)), true),
+            (ObjectKind::ResourceClaim, 403, Some((33, 13)), true),
+            (ObjectKind::CSIStorageCapacity, 404, Some((33, 13)), true),
+            // The release unknown (GET /version failed): warned.
+            (ObjectKind::DeviceTaintRule, 404, None, true),
+        ];
+        for (kind, code, server, warned) in cases {
+            let mut warnings = Vec::new();
+            let server = server.map(|(minor, patch)| KubeVersion::new(minor, patch));
+            let got = settle(
+                kind,
+                false,
+                Err(ListFailure::Api(api_error(
+                    code,
+                    "the server could not find the requested resource",
+                ))),
+                server,
+                &mut warnings,
+            )
+            .unwrap();
+            assert!(got.is_empty());
+            assert_eq!(
+                warnings.len(),
+                usize::from(warned),
+                "{kind:?} {code} on {server:?}: {warnings:?}"
+            );
+        }
+    }
+
+    /// Every resource.k8s.io kind the engine lists has its row in the table of read versions, and
+    /// the pinned release reads it where the engine lists it.
+    #[test]
+    fn every_resource_kind_has_its_read_versions() {
+        use crate::features::api_versions::scheduler_read_version;
+        for &kind in ObjectKind::ALL {
+            if kind.api_version().starts_with("resource.k8s.io/") {
+                assert_eq!(
+                    scheduler_read_version(KubeVersion::PINNED, kind.kind()),
+                    Some(kind.api_version()),
+                    "{kind:?}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn required_kinds_and_other_errors_fail() {
         let mut warnings = Vec::new();
@@ -462,6 +559,7 @@ mod tests {
             ObjectKind::Pod,
             true,
             Err(ListFailure::Api(api_error(403, "pods is forbidden"))),
+            None,
             &mut warnings,
         )
         .unwrap_err();
@@ -473,6 +571,7 @@ mod tests {
             ObjectKind::PodDisruptionBudget,
             false,
             Err(ListFailure::Api(api_error(500, "etcd unavailable"))),
+            None,
             &mut warnings,
         )
         .unwrap_err();

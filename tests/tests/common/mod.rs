@@ -15,6 +15,7 @@
 #![allow(dead_code)] // Each test binary uses its own subset of the lab.
 
 pub mod dra;
+pub mod scenarios;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,10 +30,11 @@ use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client, Resource};
-use sched_core::engine::{Framework, ScheduleOptions, SchedulerConfig, in_tree_registry, schedule};
+use sched_core::Snapshot;
+use sched_core::engine::{Engine, ScheduleOptions, schedule};
 use sched_core::explain::{Explanation, Outcome};
+use sched_core::features::{FeatureGates, KubeVersion};
 use sched_core::snapshot::kube::{ApiLoadOptions, load_from_api};
-use sched_core::{PodInfo, Snapshot};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, MutexGuard};
 
@@ -363,6 +365,8 @@ impl Trial {
 pub struct Lab {
     pub cp: &'static ControlPlane,
     pub client: Client,
+    /// sched-core with the control plane's release: its default gates and code changes.
+    pub engine: Engine,
     /// The scenario's namespace (pending pods and, by default, bound pods go there).
     pub ns: String,
     id: String,
@@ -391,6 +395,7 @@ impl Lab {
         let started = Instant::now();
         let cp = control_plane().await?;
         let client = cp.client()?;
+        let engine = release_engine(cp)?;
         clean_slate(&client).await?;
         dra::clean_dra(&client).await?;
         ensure_priority_classes(&client).await?;
@@ -398,11 +403,53 @@ impl Lab {
         Ok(Lab {
             cp,
             client,
+            engine,
             ns,
             id: id.to_owned(),
             started,
             _turn: turn,
         })
+    }
+
+    /// The code changes of the control plane's release, for scenario checks whose words differ
+    /// by release (each names what it shows on both sides of the change).
+    pub fn changes(&self) -> sched_core::features::ReleaseChanges {
+        self.engine.features().changes
+    }
+
+    /// kube-scheduler preempted `victims` pods on `node` for the trial's pod, and sched-core agrees
+    /// on the message. v1.37 says so in the message (`preemption: found a potential placement for
+    /// pod on node N, preempting K victims`); earlier releases write no preemption part for a
+    /// successful preemption, so there the message must end at the filter reasons and the pod must
+    /// be nominated to `node`.
+    pub async fn expect_preempted(&self, trial: &Trial, node: &str, victims: usize) -> Result<()> {
+        if self.changes().preemption_reports_placement {
+            return trial.expect_failed(&[&format!(
+                "preemption: found a potential placement for pod on node {node}, preempting {victims} victims"
+            )]);
+        }
+        trial.expect_failed(&[])?;
+        let Verdict::Failed(message) = &trial.kube else {
+            unreachable!("expect_failed checked the verdict")
+        };
+        ensure!(
+            !message.contains("preemption: "),
+            "{}: a successful preemption writes no preemption part on this release: {message:?}",
+            self.id
+        );
+        let name = trial.pod.metadata.name.clone().unwrap_or_default();
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        wait_for(
+            &format!("{name} to be nominated to {node}"),
+            SETUP_TIMEOUT,
+            || async {
+                let live = pods.get(&name).await?;
+                let nominated = live.status.and_then(|s| s.nominated_node_name);
+                Ok((nominated.as_deref() == Some(node)).then_some(()))
+            },
+        )
+        .await?;
+        Ok(())
     }
 
     /// The full name of this scenario's node `short` (names are unique per scenario, so nothing
@@ -537,7 +584,7 @@ impl Lab {
     pub async fn snapshot(&self) -> Result<Snapshot> {
         let (objects, warnings) = load_from_api(&self.client, &ApiLoadOptions::default()).await?;
         ensure!(warnings.is_empty(), "load_from_api warned: {warnings:?}");
-        Ok(Snapshot::new(objects))
+        Ok(self.engine.snapshot(objects))
     }
 
     async fn verdict(&self, pod: &Pod, timeout: Duration) -> Result<Verdict> {
@@ -591,24 +638,21 @@ impl Lab {
     }
 }
 
-/// sched-core's answer for `pod` on `snapshot`, with the default profile of v1.37.1.
+/// sched-core with the defaults of the release `cp` runs (its kube-apiserver and kube-scheduler:
+/// the pinned one, or `KUBECTL_SCHED_K8S_RELEASE`'s): that release's gates, code changes and
+/// default profile.
+pub fn release_engine(cp: &ControlPlane) -> Result<Engine> {
+    let version = KubeVersion::parse(cp.release()?)?;
+    Ok(Engine::for_features(None, FeatureGates::for_version(version))?)
+}
+
+/// sched-core's answer for `pod` on `snapshot`, with the default profile of the release the
+/// snapshot was built for (its gates: [`Lab::snapshot`] builds it with the control plane's).
 pub fn evaluate(snapshot: Snapshot, pod: &Pod) -> Result<Explanation> {
-    let registry = in_tree_registry();
-    let config = SchedulerConfig::default_config(&registry);
-    let scheduler_name = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.scheduler_name.as_deref())
-        .unwrap_or("default-scheduler");
-    let profile = config
-        .profile(scheduler_name)
-        .with_context(|| format!("no profile {scheduler_name}"))?;
-    let fwk = Framework::new(profile, &registry, Arc::new(snapshot))?;
-    Ok(schedule(
-        &fwk,
-        &PodInfo::new(pod.clone()),
-        ScheduleOptions::default(),
-    ))
+    let engine = Engine::for_features(None, *snapshot.features())?;
+    let pod_info = engine.pod_info(pod.clone());
+    let fwk = engine.framework_for(pod, Arc::new(snapshot))?;
+    Ok(schedule(&fwk, &pod_info, ScheduleOptions::default()))
 }
 
 /// Deletes every pod (forcefully: no kubelet will ever confirm a graceful deletion) and every
