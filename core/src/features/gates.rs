@@ -626,9 +626,18 @@ mod tests {
             ),
             (
                 35,
-                "DynamicResourceAllocation=false,DRAAdminAccess=false",
+                "DynamicResourceAllocation=false,APIServerTracing=false",
                 "[cannot set feature gate DynamicResourceAllocation to false, feature is locked to true, \
-                 cannot set feature gate DRAAdminAccess to false, feature is locked to true]",
+                 cannot set feature gate APIServerTracing to false, feature is locked to true]",
+            ),
+            // v1.37.1 says the same three, in the random order of a Go map; we sort by gate.
+            (
+                37,
+                "PodLevelResources=false",
+                "[InPlacePodLevelResourcesVerticalScaling is enabled, but depends on features that are disabled: \
+                 [PodLevelResources], PodLevelResourcesFixDefaulting is enabled, but depends on features that \
+                 are disabled: [PodLevelResources], PodLevelResourcesFixKubeletQOSClass is enabled, but depends \
+                 on features that are disabled: [PodLevelResources]]",
             ),
             (
                 37,
@@ -648,24 +657,34 @@ mod tests {
     #[test]
     fn accepted_values_set_the_gates_the_engine_reads_and_keep_the_others() {
         let off = release(37)
-            .with_overrides(" kube:PodLevelResources = false ,kube:APIResponseCompression=F,,")
+            .with_overrides(" kube:StorageCapacityScoring = false ,kube:APIResponseCompression=F,,")
             .expect("valid");
-        assert!(!off.pod_level_resources);
+        assert!(!off.storage_capacity_scoring);
         assert_eq!(
             off.explicitly_set(),
-            vec![("APIResponseCompression", false), ("PodLevelResources", false)]
+            vec![
+                ("APIResponseCompression", false),
+                ("StorageCapacityScoring", false)
+            ]
         );
         // The last value of a gate wins; a second flag adds to the first.
         let on = off
-            .with_overrides("PodLevelResources=0,PodLevelResources=TRUE")
+            .with_overrides("StorageCapacityScoring=0,StorageCapacityScoring=TRUE")
             .expect("valid");
-        assert!(on.pod_level_resources);
+        assert!(on.storage_capacity_scoring);
         assert_eq!(on.explicitly_set().len(), 2);
         // Not locked on 1.34: DynamicResourceAllocation can be turned off there.
         let v1_34 = release(34)
             .with_overrides("DynamicResourceAllocation=false")
             .expect("valid");
         assert!(!v1_34.dynamic_resource_allocation);
+        // No dependencies on 1.35: PodLevelResources can be turned off alone.
+        assert!(
+            !release(35)
+                .with_overrides("PodLevelResources=false")
+                .expect("valid")
+                .pod_level_resources
+        );
         assert_eq!(release(34).with_overrides(""), Ok(release(34)));
     }
 
@@ -684,38 +703,25 @@ mod tests {
     }
 
     #[test]
-    fn an_enabled_gate_needs_its_dependencies_from_1_35() {
-        let release_37 = release(37);
-        let table = release_37.release_gates();
-        let (gate, deps) = table
-            .gates
-            .iter()
-            .find(|g| !g.dependencies.is_empty() && !g.default && !g.locked && g.stage != Stage::PreAlpha)
-            .map(|g| (g.name, g.dependencies.clone()))
-            .expect("a gate off by default with dependencies");
-        let disable: Vec<String> = deps.iter().map(|d| format!("{d}=false")).collect();
-        let text = format!("{gate}=true,{}", disable.join(","));
-        let refused = release_37.with_overrides(&text);
-        if deps
-            .iter()
-            .any(|d| table.get(d).is_some_and(|g| g.locked && g.default))
-        {
-            return;
-        }
+    fn dependencies_are_checked_from_1_35_only() {
+        // v1.37.1's words for this value.
         assert_eq!(
-            refused.map(|_| ()).map_err(|e| e.to_string()),
-            Err(format!(
-                "{gate} is enabled, but depends on features that are disabled: [{}]",
-                deps.join(" ")
-            ))
+            release(37)
+                .with_overrides("TopologyAwareWorkloadScheduling=true")
+                .map_err(|e| e.to_string()),
+            Err(
+                "TopologyAwareWorkloadScheduling is enabled, but depends on features that are disabled: \
+                 [GenericWorkload]"
+                    .to_string()
+            )
         );
-        let no_dependencies_before_1_35 = release(34).release_gates();
-        assert!(
-            no_dependencies_before_1_35
-                .gates
-                .iter()
-                .all(|g| g.dependencies.is_empty())
-        );
+        for minor in [33, 34] {
+            let table = release(minor).release_gates();
+            assert!(
+                table.gates.iter().all(|g| g.dependencies.is_empty()),
+                "v1.{minor}"
+            );
+        }
     }
 
     #[test]

@@ -404,9 +404,10 @@ pub fn resolve_with_defaults(
             )));
         }
         if let Some(refusal) = unknown_to_release(p, registry) {
-            // kube-scheduler's profile.go wraps the framework's error with the profile's name.
+            // kube-scheduler's profile.go wraps the framework's error with the profile's name, and
+            // scheduler.go's New with what it was doing.
             return Err(invalid(format!(
-                "creating profile for scheduler name {name}: {refusal}"
+                "initializing profiles: creating profile for scheduler name {name}: {refusal}"
             )));
         }
         profiles.push(

@@ -367,8 +367,9 @@ mod tests {
                 (Some(want), Err(e)) => {
                     let got = e.to_string();
                     assert!(
-                        got.starts_with("c.yaml: creating profile for scheduler name ")
-                            && got.ends_with(want),
+                        got.starts_with(
+                            "c.yaml: initializing profiles: creating profile for scheduler name "
+                        ) && got.ends_with(want),
                         "{version} {profile}: got {got:?}, want it to end with {want:?}"
                     );
                 }
