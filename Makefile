@@ -4,6 +4,7 @@
 #   make controlplane-releases  kube-apiserver + kube-scheduler of every other supported release (once)
 #   make test          controlplane(-releases) + lint + deny + every unit and e2e test
 #   make difftest-versions  every differential suite against every supported release (about 25 minutes)
+#   make feature-gates  regenerate the feature-gate tables from the releases (not in make test)
 #   make lint          fmt check + clippy + the pure engine built without its features + the layering test
 #   make unit / e2e    the Rust tests without / with only the real control plane
 #   make deny          cargo-deny: licenses, bans, sources and advisories (RustSec, from the network or a bundle)
@@ -24,7 +25,7 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases check-cargo deny dra-difftest difftest-versions bench-triage bench-simulate bench fuzz
+.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases feature-gates check-cargo deny dra-difftest difftest-versions bench-triage bench-simulate bench fuzz
 
 # controlplane-releases: tests/tests/versions.rs runs the version-sensitive scenarios against every
 # other supported release (cached after the first build: under a second).
@@ -93,6 +94,13 @@ controlplane:
 # minutes per release, once; part of make test.
 controlplane-releases:
 	tests/controlplane/build.sh --releases
+
+# Not part of `make test`: regenerates core/src/features/gates/v1.X.tsv (every feature gate each
+# release's kube-scheduler accepts, from a Go program built against that release's module; minutes
+# per release) and the gate table of docs/versions.md. Run it when a release is added or bumped.
+feature-gates: check-cargo
+	tests/controlplane/feature-gates.sh
+	KUBECTL_SCHED_WRITE_DOCS=1 $(CARGO) test -p sched-core --lib gate_table_in_docs_is_current
 
 # Not part of `make test`: sched-dra's structured allocator against upstream Go's on random cases (needs Go,
 # offline). DRA_DIFFTEST_ARGS="-n 2000 -s 7" passes options to run.sh (see its header).
