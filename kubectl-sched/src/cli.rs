@@ -187,6 +187,9 @@ pub struct ExplainArgs {
     /// With --watch: stop after this long, e.g. 30s, 10m (default: no limit).
     #[arg(long, value_name = "DURATION", requires = "watch", value_parser = parse_duration)]
     pub watch_timeout: Option<Duration>,
+    /// Which kube-scheduler release decides.
+    #[command(flatten)]
+    pub release: ReleaseArgs,
     /// Changes to the cluster and the pod, made in memory before the evaluation.
     #[command(flatten)]
     pub what_if: WhatIfArgs,
@@ -213,6 +216,21 @@ pub struct WhatIfArgs {
     /// Repeatable.
     #[arg(long = "add-node", value_name = "NAME=COUNT")]
     pub add_node: Vec<String>,
+}
+
+/// Which kube-scheduler release decides, shared by every command that evaluates: by default the
+/// API server's (`GET /version`) or the one a snapshot file records. Resolved by `source::release`.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Kubernetes version")]
+pub struct ReleaseArgs {
+    /// Evaluate with this release's kube-scheduler (v1.33 to v1.37; v1.34 means its newest patch
+    /// tested here, v1.34.4) instead of the API server's or the snapshot file's version.
+    #[arg(long, value_name = "vX.Y[.Z]")]
+    pub kube_version: Option<String>,
+    /// Feature gates as kube-scheduler's --feature-gates (A=true,B=false), over the release's
+    /// defaults: what a managed cloud turned on or off.
+    #[arg(long, value_name = "A=true,B=false")]
+    pub feature_gates: Option<String>,
 }
 
 /// `triage` output formats.
@@ -248,6 +266,9 @@ pub struct TriageArgs {
     /// A KubeSchedulerConfiguration (default: kube-scheduler's default profile).
     #[arg(long, value_name = "KSC.yaml")]
     pub config: Option<PathBuf>,
+    /// Which kube-scheduler release decides.
+    #[command(flatten)]
+    pub release: ReleaseArgs,
     /// What if the cluster (and, for --set, every pending pod in scope) were different.
     #[command(flatten)]
     pub what_if: WhatIfArgs,
@@ -320,6 +341,9 @@ pub struct SimulateArgs {
     /// (percentageOfNodesToScore from its rotating start index).
     #[arg(long)]
     pub all_nodes: bool,
+    /// Which kube-scheduler release decides.
+    #[command(flatten)]
+    pub release: ReleaseArgs,
     /// What-if changes to the cluster (and, with --set, to the pods of -f, else to every pending pod of
     /// the namespace).
     #[command(flatten)]
@@ -401,6 +425,9 @@ pub struct PreemptArgs {
     /// is executed at once, every write conditioned on the objects' UID and resourceVersion.
     #[arg(short = 'y', long)]
     pub yes: bool,
+    /// Which kube-scheduler release decides.
+    #[command(flatten)]
+    pub release: ReleaseArgs,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = PreemptFormat::Table)]
     pub output: PreemptFormat,

@@ -1,0 +1,296 @@
+//! Which kube-scheduler release a command evaluates with: the one `--kube-version` names, else the
+//! API server's (`GET /version`), else the one a snapshot file records, else the pinned release
+//! (with a warning saying so); then `--feature-gates` over that release's defaults. The engine is
+//! built from the result ([`Release::features`]), so that messages, plugins and gates are those of
+//! the kube-scheduler the user actually runs.
+
+use k8s_openapi::apimachinery::pkg::version::Info;
+use sched_core::features::{FeatureGates, KubeVersion, VersionError};
+
+use crate::cli::ReleaseArgs;
+
+/// Where the cluster's own version was to be read from, and what it said.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VersionSource {
+    /// The API server's `GET /version` answer (None: it could not be read).
+    Server(Option<Info>),
+    /// What the snapshot file (its path) records as `kubeVersion` (None: nothing).
+    File {
+        /// The file, for messages.
+        path: String,
+        /// The recorded version, as written.
+        recorded: Option<String>,
+    },
+}
+
+/// Why no release could be chosen: a usage error (exit code 2), on one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    /// `--kube-version` is malformed or outside the supported range.
+    #[error("--kube-version: {0}")]
+    Flag(#[source] VersionError),
+    /// The API server's or the file's version is outside the supported range, and `--kube-version`
+    /// does not pick one.
+    #[error("{0}")]
+    Cluster(#[source] VersionError),
+    /// The snapshot file records a version that is not one.
+    #[error("{path}: kubeVersion: {source}")]
+    Recorded {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: VersionError,
+    },
+    /// `--feature-gates` is malformed, or names a gate the release does not have or may not change.
+    #[error("--feature-gates: {0}")]
+    FeatureGates(String),
+}
+
+/// The release chosen, and what to tell the user about the choice.
+#[derive(Debug, Clone)]
+pub struct Release {
+    /// The gates (and the release, `features.version`) to build the engine with.
+    pub features: FeatureGates,
+    /// A warning to print: the pinned release used for want of a version, or `--kube-version` against
+    /// another version of the cluster.
+    pub warning: Option<String>,
+}
+
+/// The hint of the unsupported-version error when the cluster's version is the culprit.
+const PICK_ONE: &str = "pick a supported release with --kube-version";
+
+/// The release a `GET /version` answer names: its `gitVersion` (`v1.33.5-eks-3025e55`), else its
+/// `major`/`minor` fields (providers append `+`: `"33+"`; the patch is then the newest tested one).
+pub fn server_release(info: &Info) -> Option<KubeVersion> {
+    if let Ok(version) = KubeVersion::parse(&info.git_version) {
+        return Some(version);
+    }
+    let digits = |s: &str| -> Option<u32> {
+        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        s[..end].parse().ok()
+    };
+    match (digits(&info.major), digits(&info.minor)) {
+        (Some(1), Some(minor)) => Some(KubeVersion::newest_patch_of(minor)),
+        _ => None,
+    }
+}
+
+/// How the server names itself in messages: its `gitVersion`, else `v<major>.<minor>`.
+fn server_name(info: &Info) -> String {
+    if info.git_version.is_empty() {
+        format!("v{}.{}", info.major, info.minor)
+    } else {
+        info.git_version.clone()
+    }
+}
+
+impl Release {
+    /// Chooses the release for `args` and what the cluster (or file) says of itself.
+    pub fn choose(args: &ReleaseArgs, source: &VersionSource) -> Result<Release, ReleaseError> {
+        let flag = args
+            .kube_version
+            .as_deref()
+            .map(|text| KubeVersion::parse(text).and_then(|v| v.supported("")))
+            .transpose()
+            .map_err(ReleaseError::Flag)?;
+        // The cluster's own version, and how to name it ("the API server is v1.33.5-eks-1").
+        let (own, named): (Option<KubeVersion>, String) = match source {
+            VersionSource::Server(Some(info)) => (server_release(info), format!("the API server is {}", server_name(info))),
+            VersionSource::Server(None) => (None, "the API server's version could not be read".into()),
+            VersionSource::File { path, recorded: Some(text) } => {
+                let version = KubeVersion::parse(text).map_err(|source| ReleaseError::Recorded {
+                    path: path.clone(),
+                    source,
+                })?;
+                (Some(version), format!("{path} was taken from Kubernetes {text}"))
+            }
+            VersionSource::File { path, recorded: None } => (
+                None,
+                format!("{path} records no Kubernetes version (a file from kubectl, or an older kubectl-sched)"),
+            ),
+        };
+        let (version, warning) = match (flag, own) {
+            (Some(flag), Some(own)) if flag != own => (
+                flag,
+                Some(format!(
+                    "{named}; evaluating with kube-scheduler {flag}'s semantics, as --kube-version says"
+                )),
+            ),
+            (Some(flag), _) => (flag, None),
+            (None, Some(own)) => {
+                let hint = format!("{named}; {PICK_ONE}");
+                (own.supported(&hint).map_err(ReleaseError::Cluster)?, None)
+            }
+            (None, None) => {
+                let unreadable = match source {
+                    VersionSource::Server(Some(info)) => {
+                        format!("the API server's version {:?} names no Kubernetes release", server_name(info))
+                    }
+                    _ => named,
+                };
+                (
+                    KubeVersion::PINNED,
+                    Some(format!(
+                        "{unreadable}; evaluating with kube-scheduler {}'s semantics (use --kube-version to \
+                         pick another release)",
+                        KubeVersion::PINNED
+                    )),
+                )
+            }
+        };
+        let mut features = FeatureGates::for_version(version);
+        if let Some(text) = &args.feature_gates {
+            features = with_feature_gates(features, text)?;
+        }
+        Ok(Release { features, warning })
+    }
+
+    /// The release chosen.
+    pub fn version(&self) -> KubeVersion {
+        self.features.version
+    }
+}
+
+/// `--feature-gates` over the release's defaults, in kube-scheduler's syntax (`A=true,B=false`; the
+/// values Go's `strconv.ParseBool` reads).
+fn with_feature_gates(mut features: FeatureGates, text: &str) -> Result<FeatureGates, ReleaseError> {
+    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = |why: String| ReleaseError::FeatureGates(why);
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| bad(format!("missing bool value for {pair}")))?;
+        let value = match value.trim() {
+            "1" | "t" | "T" | "true" | "TRUE" | "True" => true,
+            "0" | "f" | "F" | "false" | "FALSE" | "False" => false,
+            other => return Err(bad(format!("invalid value of {}={other}", name.trim()))),
+        };
+        let gate = features
+            .gate_mut(name.trim())
+            .ok_or_else(|| bad(format!("unrecognized feature gate: {}", name.trim())))?;
+        *gate = value;
+    }
+    Ok(features)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(major: &str, minor: &str, git_version: &str) -> Info {
+        Info {
+            major: major.into(),
+            minor: minor.into(),
+            git_version: git_version.into(),
+            ..Info::default()
+        }
+    }
+
+    fn args(kube_version: Option<&str>) -> ReleaseArgs {
+        ReleaseArgs {
+            kube_version: kube_version.map(str::to_string),
+            feature_gates: None,
+        }
+    }
+
+    fn file(recorded: Option<&str>) -> VersionSource {
+        VersionSource::File {
+            path: "snap.yaml".into(),
+            recorded: recorded.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn the_server_names_its_release_in_git_version_or_its_fields() {
+        let cases = [
+            (info("1", "34", "v1.34.4"), Some(KubeVersion::new(34, 4))),
+            (info("1", "33+", "v1.33.5-eks-3025e55"), Some(KubeVersion::new(33, 5))),
+            (info("1", "35+", "v1.35.1-gke.1234000"), Some(KubeVersion::new(35, 1))),
+            // An unreadable gitVersion: the fields, with the newest patch tested of that minor.
+            (info("1", "33+", "unknown"), Some(KubeVersion::new(33, 13))),
+            (info("1", "36", ""), Some(KubeVersion::new(36, 3))),
+            (info("1", "31", ""), Some(KubeVersion::new(31, 0))),
+            (info("", "", "v0.0.0-master+$Format:%H$"), None),
+            (Info::default(), None),
+        ];
+        for (info, want) in cases {
+            assert_eq!(server_release(&info), want, "{info:?}");
+        }
+    }
+
+    #[test]
+    fn the_release_is_the_flag_else_the_clusters_else_the_pinned_one() {
+        let server = |v: &str| VersionSource::Server(Some(info("1", "", v)));
+        let pinned = KubeVersion::PINNED;
+        // (case, flag, source, chosen, warning contains)
+        let cases: [(&str, Option<&str>, VersionSource, KubeVersion, Option<&str>); 10] = [
+            ("server", None, server("v1.34.4"), KubeVersion::new(34, 4), None),
+            ("server patch decides", None, server("v1.34.2"), KubeVersion::new(34, 2), None),
+            ("managed cloud", None, server("v1.33.5-eks-1"), KubeVersion::new(33, 5), None),
+            ("flag over server", Some("v1.37.1"), server("v1.33.13"),
+                KubeVersion::new(37, 1),
+                Some("the API server is v1.33.13; evaluating with kube-scheduler v1.37.1's semantics, as --kube-version says")),
+            ("flag equal to server", Some("v1.35"), server("v1.35.4"), KubeVersion::new(35, 4), None),
+            ("flag picks an out-of-range server", Some("v1.37"), server("v1.32.1"), pinned,
+                Some("the API server is v1.32.1; evaluating with kube-scheduler v1.37.1's")),
+            ("no /version", None, VersionSource::Server(None), pinned,
+                Some("the API server's version could not be read; evaluating with kube-scheduler v1.37.1's")),
+            ("file", None, file(Some("v1.35.4")), KubeVersion::new(35, 4), None),
+            ("file without a version", None, file(None), pinned,
+                Some("snap.yaml records no Kubernetes version")),
+            ("flag over file", Some("v1.34"), file(Some("v1.36.3")), KubeVersion::new(34, 4),
+                Some("snap.yaml was taken from Kubernetes v1.36.3; evaluating with kube-scheduler v1.34.4's")),
+        ];
+        for (name, flag, source, want, warning) in cases {
+            let release = Release::choose(&args(flag), &source).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(release.version(), want, "{name}");
+            assert_eq!(release.features, FeatureGates::for_version(want), "{name}");
+            match (warning, &release.warning) {
+                (None, None) => {}
+                (Some(w), Some(got)) => assert!(got.starts_with(w), "{name}: {got}"),
+                (w, got) => panic!("{name}: warning {got:?}, want {w:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn versions_outside_the_range_are_one_line_errors() {
+        let cases = [
+            (
+                Some("v1.32"),
+                VersionSource::Server(Some(info("1", "34", "v1.34.4"))),
+                "--kube-version: Kubernetes v1.32.0 is not supported: kubectl-sched models kube-scheduler \
+                 v1.33 to v1.37",
+            ),
+            (
+                Some("1.x"),
+                VersionSource::Server(None),
+                "--kube-version: \"1.x\" is not a Kubernetes version (expected v1.MINOR or v1.MINOR.PATCH, \
+                 e.g. v1.34.4)",
+            ),
+            (
+                None,
+                VersionSource::Server(Some(info("1", "32+", "v1.32.9-eks-1"))),
+                "Kubernetes v1.32.9 is not supported: kubectl-sched models kube-scheduler v1.33 to v1.37; the \
+                 API server is v1.32.9-eks-1; pick a supported release with --kube-version",
+            ),
+            (
+                None,
+                file(Some("v1.38.0")),
+                "Kubernetes v1.38.0 is not supported: kubectl-sched models kube-scheduler v1.33 to v1.37; \
+                 snap.yaml was taken from Kubernetes v1.38.0; pick a supported release with --kube-version",
+            ),
+            (
+                None,
+                file(Some("latest")),
+                "snap.yaml: kubeVersion: \"latest\" is not a Kubernetes version (expected v1.MINOR or \
+                 v1.MINOR.PATCH, e.g. v1.34.4)",
+            ),
+        ];
+        for (flag, source, want) in cases {
+            let err = Release::choose(&args(flag), &source).unwrap_err().to_string();
+            assert_eq!(err, want);
+            assert!(!err.contains('\n'));
+        }
+    }
+}
