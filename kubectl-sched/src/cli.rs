@@ -225,7 +225,7 @@ pub struct WhatIfArgs {
 pub struct ReleaseArgs {
     /// Evaluate with this release's kube-scheduler (v1.33 to v1.37; v1.34 means its newest patch
     /// tested here, v1.34.4) instead of the API server's or the snapshot file's version.
-    #[arg(long, value_name = "vX.Y[.Z]")]
+    #[arg(long, value_name = "vX.Y[.Z]", value_parser = KubeVersionText)]
     pub kube_version: Option<String>,
     /// Feature gates as kube-scheduler's --feature-gates (A=true,B=false), over the release's
     /// defaults: what a managed cloud turned on or off.
@@ -441,6 +441,40 @@ pub struct SnapshotArgs {
     pub output: Option<PathBuf>,
 }
 
+/// `--kube-version`'s value as typed: read and checked by `source::release`, where a wrong one is a
+/// one-line error; the parser only names the supported releases, for `--help` and completion.
+#[derive(Debug, Clone, Copy)]
+pub struct KubeVersionText;
+
+/// The supported releases' names, made once (clap's possible values borrow `'static` names).
+static SUPPORTED_NAMES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+    sched_core::features::KubeVersion::SUPPORTED
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+});
+
+impl clap::builder::TypedValueParser for KubeVersionText {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Ok(value.to_string_lossy().into_owned())
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            SUPPORTED_NAMES
+                .iter()
+                .map(|name| clap::builder::PossibleValue::new(name.as_str())),
+        ))
+    }
+}
+
 /// Parses kubectl's `--request-timeout`: a bare number of seconds, or Go durations like `1m30s`,
 /// `500ms`, `2h`.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
@@ -460,6 +494,29 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_release_flags_are_taken_as_typed_by_every_evaluating_command() {
+        for command in ["explain p", "preempt p", "triage", "simulate"] {
+            let mut argv = vec!["kubectl-sched"];
+            argv.extend(command.split(' '));
+            // Out of range or malformed: still parsed, so that source::release says why in one line.
+            for version in ["v1.34", "v1.32", "1.x"] {
+                let mut argv = argv.clone();
+                argv.extend(["--kube-version", version, "--feature-gates", "A=true,B=false"]);
+                let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+                let release = match cli.command {
+                    Command::Explain(a) => a.release,
+                    Command::Preempt(a) => a.release,
+                    Command::Triage(a) => a.release,
+                    Command::Simulate(a) => a.release,
+                    _ => unreachable!(),
+                };
+                assert_eq!(release.kube_version.as_deref(), Some(version));
+                assert_eq!(release.feature_gates.as_deref(), Some("A=true,B=false"));
+            }
+        }
     }
 
     #[test]

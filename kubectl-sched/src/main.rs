@@ -56,7 +56,10 @@ fn main() -> ExitCode {
 /// The exit code of a failed run: 2 for usage errors (no release to evaluate with, a refused
 /// preemption), else 1 (or preempt's own codes).
 fn exit_code(err: &anyhow::Error) -> u8 {
-    if err.chain().any(|cause| cause.is::<source::release::ReleaseError>()) {
+    if err
+        .chain()
+        .any(|cause| cause.is::<source::release::ReleaseError>())
+    {
         return 2;
     }
     err.downcast_ref::<PreemptError>()

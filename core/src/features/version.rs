@@ -223,7 +223,11 @@ mod tests {
             (("", "", ""), None),
         ];
         for ((git, major, minor), want) in cases {
-            assert_eq!(KubeVersion::from_server(git, major, minor), want, "{git} {major}.{minor}");
+            assert_eq!(
+                KubeVersion::from_server(git, major, minor),
+                want,
+                "{git} {major}.{minor}"
+            );
         }
     }
 

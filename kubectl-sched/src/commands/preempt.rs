@@ -320,8 +320,7 @@ pub fn plan(
     }
     let target = args.filename.is_none().then_some(args.pod.as_deref()).flatten();
     let detail = evaluation_detail(global, target);
-    let (loaded, cluster) =
-        load_keeping_cluster(global, args.from.as_deref(), None, &detail, &args.release)?;
+    let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail, &args.release)?;
     let Loaded {
         objects,
         origin,

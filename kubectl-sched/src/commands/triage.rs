@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use sched_core::engine::{Framework, ScheduleOptions, reason_histogram, schedule_cycle};
 use sched_core::explain::{Explanation, Outcome};
+use sched_core::features::KubeVersion;
 use sched_core::labels::{Selector, SelectorSyntaxError};
 use sched_core::snapshot::PodDetail;
 use sched_core::triage::{Workload, WorkloadError, WorkloadIndex, group_by_shape, parse_workload};
-use sched_core::features::KubeVersion;
 use sched_core::{Engine, PodInfo, Snapshot};
 use serde::Serialize;
 

@@ -196,9 +196,9 @@ impl Cluster {
             None => Some(self.runtime.block_on(self.client.apiserver_version()).ok()),
             Some(_) => None,
         };
-        let page_size = self
-            .chunk_size
-            .unwrap_or_else(|| super::skew::default_chunk_size(version_first.as_ref().and_then(Option::as_ref)));
+        let page_size = self.chunk_size.unwrap_or_else(|| {
+            super::skew::default_chunk_size(version_first.as_ref().and_then(Option::as_ref))
+        });
         self.page_size_used.set(page_size);
         let options = ApiLoadOptions {
             namespace: namespace.map(str::to_string),

@@ -85,9 +85,15 @@ impl Release {
             .map_err(ReleaseError::Flag)?;
         // The cluster's own version, and how to name it ("the API server is v1.33.5-eks-1").
         let (own, named): (Option<KubeVersion>, String) = match source {
-            VersionSource::Server(Some(info)) => (server_release(info), format!("the API server is {}", server_name(info))),
+            VersionSource::Server(Some(info)) => (
+                server_release(info),
+                format!("the API server is {}", server_name(info)),
+            ),
             VersionSource::Server(None) => (None, "the API server's version could not be read".into()),
-            VersionSource::File { path, recorded: Some(text) } => {
+            VersionSource::File {
+                path,
+                recorded: Some(text),
+            } => {
                 let version = KubeVersion::parse(text).map_err(|source| ReleaseError::Recorded {
                     path: path.clone(),
                     source,
@@ -96,7 +102,9 @@ impl Release {
             }
             VersionSource::File { path, recorded: None } => (
                 None,
-                format!("{path} records no Kubernetes version (a file from kubectl, or an older kubectl-sched)"),
+                format!(
+                    "{path} records no Kubernetes version (a file from kubectl, or an older kubectl-sched)"
+                ),
             ),
         };
         let (version, warning) = match (flag, own) {
@@ -114,7 +122,10 @@ impl Release {
             (None, None) => {
                 let unreadable = match source {
                     VersionSource::Server(Some(info)) => {
-                        format!("the API server's version {:?} names no Kubernetes release", server_name(info))
+                        format!(
+                            "the API server's version {:?} names no Kubernetes release",
+                            server_name(info)
+                        )
                     }
                     _ => named,
                 };
@@ -191,21 +202,65 @@ mod tests {
         // (case, flag, source, chosen, warning contains)
         let cases: [(&str, Option<&str>, VersionSource, KubeVersion, Option<&str>); 10] = [
             ("server", None, server("v1.34.4"), KubeVersion::new(34, 4), None),
-            ("server patch decides", None, server("v1.34.2"), KubeVersion::new(34, 2), None),
-            ("managed cloud", None, server("v1.33.5-eks-1"), KubeVersion::new(33, 5), None),
-            ("flag over server", Some("v1.37.1"), server("v1.33.13"),
+            (
+                "server patch decides",
+                None,
+                server("v1.34.2"),
+                KubeVersion::new(34, 2),
+                None,
+            ),
+            (
+                "managed cloud",
+                None,
+                server("v1.33.5-eks-1"),
+                KubeVersion::new(33, 5),
+                None,
+            ),
+            (
+                "flag over server",
+                Some("v1.37.1"),
+                server("v1.33.13"),
                 KubeVersion::new(37, 1),
-                Some("the API server is v1.33.13; evaluating with kube-scheduler v1.37.1's semantics, as --kube-version says")),
-            ("flag equal to server", Some("v1.35"), server("v1.35.4"), KubeVersion::new(35, 4), None),
-            ("flag picks an out-of-range server", Some("v1.37"), server("v1.32.1"), pinned,
-                Some("the API server is v1.32.1; evaluating with kube-scheduler v1.37.1's")),
-            ("no /version", None, VersionSource::Server(None), pinned,
-                Some("the API server's version could not be read; evaluating with kube-scheduler v1.37.1's")),
+                Some(
+                    "the API server is v1.33.13; evaluating with kube-scheduler v1.37.1's semantics, as --kube-version says",
+                ),
+            ),
+            (
+                "flag equal to server",
+                Some("v1.35"),
+                server("v1.35.4"),
+                KubeVersion::new(35, 4),
+                None,
+            ),
+            (
+                "flag picks an out-of-range server",
+                Some("v1.37"),
+                server("v1.32.1"),
+                pinned,
+                Some("the API server is v1.32.1; evaluating with kube-scheduler v1.37.1's"),
+            ),
+            (
+                "no /version",
+                None,
+                VersionSource::Server(None),
+                pinned,
+                Some("the API server's version could not be read; evaluating with kube-scheduler v1.37.1's"),
+            ),
             ("file", None, file(Some("v1.35.4")), KubeVersion::new(35, 4), None),
-            ("file without a version", None, file(None), pinned,
-                Some("snap.yaml records no Kubernetes version")),
-            ("flag over file", Some("v1.34"), file(Some("v1.36.3")), KubeVersion::new(34, 4),
-                Some("snap.yaml was taken from Kubernetes v1.36.3; evaluating with kube-scheduler v1.34.4's")),
+            (
+                "file without a version",
+                None,
+                file(None),
+                pinned,
+                Some("snap.yaml records no Kubernetes version"),
+            ),
+            (
+                "flag over file",
+                Some("v1.34"),
+                file(Some("v1.36.3")),
+                KubeVersion::new(34, 4),
+                Some("snap.yaml was taken from Kubernetes v1.36.3; evaluating with kube-scheduler v1.34.4's"),
+            ),
         ];
         for (name, flag, source, want, warning) in cases {
             let release = Release::choose(&args(flag), &source).unwrap_or_else(|e| panic!("{name}: {e}"));
