@@ -2,6 +2,7 @@
 #
 #   make controlplane  build the real etcd/kube-* binaries the e2e tests run (needs Go, once)
 #   make controlplane-releases  kube-apiserver + kube-scheduler of every other supported release (once)
+#   make feature-gates  regenerate the feature-gate tables from the releases (not in make test)
 #   make test          controlplane + lint + deny + every unit and e2e test
 #   make lint          fmt check + clippy + the pure engine built without its features + the layering test
 #   make unit / e2e    the Rust tests without / with only the real control plane
@@ -23,7 +24,7 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases check-cargo deny dra-difftest bench-triage bench-simulate bench fuzz
+.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases feature-gates check-cargo deny dra-difftest bench-triage bench-simulate bench fuzz
 
 test: controlplane check-cargo lint deny
 	$(CARGO) test --workspace
@@ -71,6 +72,13 @@ controlplane:
 # (KUBECTL_SCHED_K8S_RELEASE=v1.35, or Options::with_release). About 10 minutes per release, once.
 controlplane-releases:
 	tests/controlplane/build.sh --releases
+
+# Not part of `make test`: regenerates core/src/features/gates/v1.X.tsv (every feature gate each
+# release's kube-scheduler accepts, from a Go program built against that release's module; minutes
+# per release) and the gate table of docs/versions.md. Run it when a release is added or bumped.
+feature-gates: check-cargo
+	tests/controlplane/feature-gates.sh
+	KUBECTL_SCHED_WRITE_DOCS=1 $(CARGO) test -p sched-core --lib gate_table_in_docs_is_current
 
 # Not part of `make test`: sched-dra's structured allocator against upstream Go's on random cases (needs Go,
 # offline). DRA_DIFFTEST_ARGS="-n 2000 -s 7" passes options to run.sh (see its header).

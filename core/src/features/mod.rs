@@ -6,12 +6,15 @@
 //! the snapshot and the framework, as `pkg/features` sits below everything upstream;
 //! `framework::FeatureGates` re-exports it.
 //!
-//! A release decides the gates' defaults ([`FeatureGates::for_version`]) and the code changes no
-//! gate decides ([`release::ReleaseChanges`]); [`version::KubeVersion`] names a release.
+//! A release decides the gates' defaults ([`FeatureGates::for_version`], from the generated table
+//! of [`gates`]) and the code changes no gate decides ([`release::ReleaseChanges`]);
+//! [`version::KubeVersion`] names a release. `--feature-gates` is [`FeatureGates::with_overrides`].
 
+pub mod gates;
 pub mod release;
 pub mod version;
 
+pub use gates::{FeatureGateError, GateOverrides, ReleaseGates};
 pub use release::ReleaseChanges;
 pub use version::{KubeVersion, VersionError};
 
@@ -113,6 +116,10 @@ pub struct FeatureGates {
     pub version: KubeVersion,
     /// Not a gate: that release's code changes, `ReleaseChanges::of(version)`.
     pub changes: ReleaseChanges,
+    /// Not a gate: the gates `--feature-gates` set ([`FeatureGates::with_overrides`]), by row of
+    /// the release's table (so they are applied after the release is chosen; `for_version`
+    /// clears them).
+    pub overrides: GateOverrides,
 }
 
 impl FeatureGates {
@@ -156,6 +163,7 @@ impl FeatureGates {
             clearing_nominated_node_name_after_binding: true,
             version: KubeVersion::PINNED,
             changes: ReleaseChanges::of(KubeVersion::PINNED),
+            overrides: GateOverrides::NONE,
         }
     }
 }
@@ -217,155 +225,89 @@ impl FeatureGates {
     }
 
     /// The gates of `version`'s kube-scheduler started without `--feature-gates`, with that
-    /// release's code changes. A gate the release does not have is off.
+    /// release's code changes: each gate the engine reads takes its default from the release's
+    /// generated table ([`gates::ReleaseGates`]); a gate the release does not have is off.
     pub fn for_version(version: KubeVersion) -> Self {
-        let column = KubeVersion::SUPPORTED
-            .iter()
-            .rposition(|v| v.minor <= version.minor)
-            .unwrap_or(0);
-        let mut gates = FeatureGates::v1_37();
-        for (name, defaults) in DEFAULTS_BY_RELEASE {
-            if let Some(gate) = gates.gate_mut(name) {
-                *gate = defaults[column].unwrap_or(false);
+        let mut features = FeatureGates::v1_37();
+        features.version = version;
+        features.changes = ReleaseChanges::of(version);
+        features.overrides = GateOverrides::NONE;
+        features.refresh_gates();
+        features
+    }
+
+    /// These gates with a `--feature-gates` value applied, in kube-scheduler's syntax
+    /// (`A=true,B=false`, or `kube:A=true,…`), checked as this release's kube-scheduler checks it:
+    /// an error is that binary's words. Gates the release has but the engine does not read are
+    /// accepted and kept ([`FeatureGates::explicitly_set`]); applying a second value adds to the
+    /// first, as repeating the flag does.
+    pub fn with_overrides(mut self, text: &str) -> Result<FeatureGates, FeatureGateError> {
+        self.overrides = gates::apply(self.release_gates(), self.overrides, text)?;
+        self.refresh_gates();
+        Ok(self)
+    }
+
+    /// The gate table of this release.
+    pub fn release_gates(&self) -> &'static ReleaseGates {
+        ReleaseGates::of(self.version)
+    }
+
+    /// The gates `--feature-gates` set, with their values, by name (including those the engine
+    /// does not read).
+    pub fn explicitly_set(&self) -> Vec<(&'static str, bool)> {
+        self.overrides.listed(self.release_gates())
+    }
+
+    /// Sets every gate the engine reads from the release's table and the explicit settings.
+    fn refresh_gates(&mut self) {
+        let release = self.release_gates();
+        let overrides = self.overrides;
+        for name in ENGINE_GATES {
+            let value = gates::effective(release, &overrides, name).unwrap_or(false);
+            if let Some(gate) = self.gate_mut(name) {
+                *gate = value;
             }
         }
-        gates.version = version;
-        gates.changes = ReleaseChanges::of(version);
-        gates
     }
 }
 
-/// The default of each gate the engine reads, per supported minor (`KubeVersion::SUPPORTED`
-/// order; `None`: the release has no such gate), at the binary's default compatibility version.
-const DEFAULTS_BY_RELEASE: &[(&str, [Option<bool>; 5])] = &[
-    (
-        "DRAExtendedResource",
-        [None, Some(false), Some(false), Some(true), Some(true)],
-    ),
-    (
-        "DRAPrioritizedList",
-        [Some(false), Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "DRAAdminAccess",
-        [Some(false), Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "DRAConsumableCapacity",
-        [None, Some(false), Some(false), Some(true), Some(true)],
-    ),
-    (
-        "DRADeviceCompatibilityGroups",
-        [None, None, None, None, Some(false)],
-    ),
-    (
-        "DRAFractionalCapacityRange",
-        [None, None, None, None, Some(false)],
-    ),
-    ("DRADerivedAttributes", [None, None, None, None, Some(false)]),
-    (
-        "DRADeviceTaints",
-        [Some(false), Some(false), Some(false), Some(true), Some(true)],
-    ),
-    (
-        "DRADeviceBindingConditions",
-        [None, Some(false), Some(false), Some(true), Some(true)],
-    ),
-    (
-        "DRAListTypeAttributes",
-        [None, None, None, Some(false), Some(false)],
-    ),
-    (
-        "DRANodeAllocatableResources",
-        [None, None, None, Some(false), Some(false)],
-    ),
-    ("DRAOptionalNodeOperations", [None, None, None, None, Some(false)]),
-    (
-        "DRAPartitionableDevices",
-        [Some(false), Some(false), Some(false), Some(true), Some(true)],
-    ),
-    (
-        "DRAResourceClaimDeviceStatus",
-        [Some(true), Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "DRASchedulerFilterTimeout",
-        [None, Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "DRAWorkloadResourceClaims",
-        [None, None, None, Some(false), Some(false)],
-    ),
-    (
-        "DynamicResourceAllocation",
-        [Some(false), Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "VolumeAttributesClass",
-        [Some(false), Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "VolumeLimitScaling",
-        [None, None, Some(false), Some(false), Some(true)],
-    ),
-    (
-        "NodeInclusionPolicyInPodTopologySpread",
-        [Some(true), Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "MatchLabelKeysInPodTopologySpread",
-        [Some(true), Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "InPlacePodVerticalScaling",
-        [Some(true), Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "SchedulerAsyncPreemption",
-        [Some(true), Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "PodLevelResources",
-        [Some(false), Some(true), Some(true), Some(true), Some(true)],
-    ),
-    (
-        "StorageCapacityScoring",
-        [Some(false), Some(false), Some(false), Some(false), Some(true)],
-    ),
-    (
-        "NodeDeclaredFeatures",
-        [None, None, Some(false), Some(true), Some(true)],
-    ),
-    (
-        "GenericWorkload",
-        [None, None, Some(false), Some(false), Some(false)],
-    ),
-    (
-        "TaintTolerationComparisonOperators",
-        [None, None, Some(false), Some(false), Some(false)],
-    ),
-    (
-        "InPlacePodLevelResourcesVerticalScaling",
-        [None, None, Some(false), Some(true), Some(true)],
-    ),
-    (
-        "InPlacePodVerticalScalingSchedulerPreemption",
-        [None, None, None, None, Some(false)],
-    ),
-    (
-        "TopologyAwareWorkloadScheduling",
-        [None, None, None, Some(false), Some(false)],
-    ),
-    (
-        "InterPodAffinityHostnameFastPath",
-        [None, None, None, None, Some(false)],
-    ),
-    ("PodGroupPreemptionPolicy", [None, None, None, None, Some(false)]),
-    ("CompositePodGroup", [None, None, None, None, Some(false)]),
-    (
-        "ClearingNominatedNodeNameAfterBinding",
-        [None, Some(false), Some(true), Some(true), Some(true)],
-    ),
+/// The gates the engine reads: the names `gate_mut` knows.
+pub const ENGINE_GATES: &[&str] = &[
+    "DRAExtendedResource",
+    "DRAPrioritizedList",
+    "DRAAdminAccess",
+    "DRAConsumableCapacity",
+    "DRADeviceCompatibilityGroups",
+    "DRAFractionalCapacityRange",
+    "DRADerivedAttributes",
+    "DRADeviceTaints",
+    "DRADeviceBindingConditions",
+    "DRAListTypeAttributes",
+    "DRANodeAllocatableResources",
+    "DRAOptionalNodeOperations",
+    "DRAPartitionableDevices",
+    "DRAResourceClaimDeviceStatus",
+    "DRASchedulerFilterTimeout",
+    "DRAWorkloadResourceClaims",
+    "DynamicResourceAllocation",
+    "VolumeAttributesClass",
+    "VolumeLimitScaling",
+    "NodeInclusionPolicyInPodTopologySpread",
+    "MatchLabelKeysInPodTopologySpread",
+    "InPlacePodVerticalScaling",
+    "SchedulerAsyncPreemption",
+    "PodLevelResources",
+    "StorageCapacityScoring",
+    "NodeDeclaredFeatures",
+    "GenericWorkload",
+    "TaintTolerationComparisonOperators",
+    "InPlacePodLevelResourcesVerticalScaling",
+    "InPlacePodVerticalScalingSchedulerPreemption",
+    "TopologyAwareWorkloadScheduling",
+    "InterPodAffinityHostnameFastPath",
+    "PodGroupPreemptionPolicy",
+    "CompositePodGroup",
+    "ClearingNominatedNodeNameAfterBinding",
 ];
 
 #[cfg(test)]
@@ -392,5 +334,40 @@ mod tests {
         assert!(!v1_36.storage_capacity_scoring);
         assert!(!v1_36.changes.preemption_reports_placement);
         assert_eq!(v1_36.version, KubeVersion::new(36, 3));
+    }
+
+    #[test]
+    fn every_gate_the_engine_reads_has_a_field_and_a_release() {
+        let mut gates = FeatureGates::v1_37();
+        for name in ENGINE_GATES {
+            assert!(gates.gate_mut(name).is_some(), "{name} has no field");
+            assert!(
+                KubeVersion::SUPPORTED
+                    .iter()
+                    .any(|v| ReleaseGates::of(*v).get(name).is_some()),
+                "{name} is in no release's table"
+            );
+        }
+    }
+
+    /// docs/versions.md "Feature gates" is rendered from the tables; `make feature-gates`
+    /// rewrites it (KUBECTL_SCHED_WRITE_DOCS=1).
+    #[test]
+    fn gate_table_in_docs_is_current() {
+        const BEGIN: &str = "<!-- gate table: generated by `make feature-gates` -->\n";
+        const END: &str = "<!-- end of gate table -->";
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/versions.md");
+        let docs = std::fs::read_to_string(path).expect("docs/versions.md");
+        let (head, rest) = docs.split_once(BEGIN).expect("the gate table's begin marker");
+        let (current, tail) = rest.split_once(END).expect("the gate table's end marker");
+        let table = gates::markdown_table(ENGINE_GATES);
+        if current == table {
+            return;
+        }
+        if std::env::var_os("KUBECTL_SCHED_WRITE_DOCS").is_some() {
+            std::fs::write(path, format!("{head}{BEGIN}{table}{END}{tail}")).expect("write docs");
+            return;
+        }
+        panic!("docs/versions.md's gate table is stale: run `make feature-gates`");
     }
 }

@@ -289,6 +289,23 @@ impl Point {
         Point::PostBind,
     ];
 
+    /// The order kube-scheduler's `getExtensionPoints` lists them (the order its framework
+    /// checks a profile's lists in).
+    const UPSTREAM_ORDER: [Point; 12] = [
+        Point::PreFilter,
+        Point::Filter,
+        Point::PostFilter,
+        Point::Reserve,
+        Point::PreScore,
+        Point::Score,
+        Point::PreBind,
+        Point::Bind,
+        Point::PostBind,
+        Point::Permit,
+        Point::PreEnqueue,
+        Point::QueueSort,
+    ];
+
     fn type_name(self) -> &'static str {
         match self {
             Point::PreEnqueue => "PreEnqueuePlugin",
@@ -386,6 +403,12 @@ pub fn resolve_with_defaults(
                 "profiles[{i}].schedulerName: Duplicate value: {name:?}"
             )));
         }
+        if let Some(refusal) = unknown_to_release(p, registry) {
+            // kube-scheduler's profile.go wraps the framework's error with the profile's name.
+            return Err(invalid(format!(
+                "creating profile for scheduler name {name}: {refusal}"
+            )));
+        }
         profiles.push(
             resolve_profile(p, &name, registry, default_plugins)
                 .map_err(|m| invalid(format!("profiles[{i}] ({name}): {m}")))?,
@@ -395,6 +418,30 @@ pub fn resolve_with_defaults(
         profiles,
         percentage_of_nodes_to_score: global,
     })
+}
+
+/// The first plugin the profile enables that the release's kube-scheduler does not register, in
+/// its framework's words: `NewFramework` checks the explicit extension points first, in
+/// `getExtensionPoints` order, then the MultiPoint list (whose first expansion is PreFilter).
+/// Defaults are the release's own plugins, so only the profile's own lists are looked at.
+fn unknown_to_release(profile: &KubeSchedulerProfile, registry: &Registry) -> Option<String> {
+    let plugins = profile.plugins.as_ref()?;
+    let explicit = Point::UPSTREAM_ORDER.iter().flat_map(|point| {
+        point
+            .set(plugins)
+            .enabled
+            .iter()
+            .map(move |p| (point.type_name(), &p.name))
+    });
+    let multi_point = plugins
+        .multi_point
+        .enabled
+        .iter()
+        .map(|p| (Point::PreFilter.type_name(), &p.name));
+    explicit
+        .chain(multi_point)
+        .find(|(_, name)| !registry.known_to_release(name))
+        .map(|(point, name)| format!("{point} {name:?} does not exist"))
 }
 
 fn resolve_profile(

@@ -27,6 +27,9 @@ pub struct Registry {
     factories: BTreeMap<&'static str, PluginFactory>,
     features: FeatureGates,
     default_multi_point: Vec<PluginRef>,
+    /// The plugin names the release's kube-scheduler registers (and the engine's extensions);
+    /// `None`: no release table, every name is checked against the factories only.
+    known_to_release: Option<Vec<&'static str>>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -35,6 +38,7 @@ impl std::fmt::Debug for Registry {
             .field("plugins", &self.factories.keys().collect::<Vec<_>>())
             .field("features", &self.features)
             .field("default_multi_point", &self.default_multi_point)
+            .field("known_to_release", &self.known_to_release)
             .finish()
     }
 }
@@ -47,7 +51,22 @@ impl Registry {
             factories: BTreeMap::new(),
             features,
             default_multi_point,
+            known_to_release: None,
         }
+    }
+
+    /// Sets the plugin names the release's kube-scheduler registers: a profile naming any other
+    /// is refused as that release refuses it (`PreFilterPlugin "X" does not exist`).
+    pub fn set_known_to_release(&mut self, names: Vec<&'static str>) {
+        self.known_to_release = Some(names);
+    }
+
+    /// Whether the release's kube-scheduler registers a plugin of this name (true without a
+    /// release table).
+    pub fn known_to_release(&self, name: &str) -> bool {
+        self.known_to_release
+            .as_ref()
+            .is_none_or(|names| names.contains(&name))
     }
 
     /// The feature gates every factory of this registry receives.

@@ -41,6 +41,7 @@ pub fn in_tree_registry() -> Registry {
 /// `features`, and the default plugins those gates select.
 pub fn in_tree_registry_with(features: FeatureGates) -> Registry {
     let mut registry = Registry::new(features, default_multi_point(&features));
+    registry.set_known_to_release(names::known_to_release(features.version));
     registry.insert(names::DYNAMIC_RESOURCES, dynamic_resources::new);
     registry.insert(names::POD_TOPOLOGY_SPREAD, pod_topology_spread::new);
     registry.insert(names::NODE_RESOURCES_FIT, node_resources::fit::new);
@@ -301,5 +302,94 @@ mod tests {
                 factory(None, &handle, &FeatureGates::v1_37()).unwrap_or_else(|e| panic!("{name}: {e}"));
             assert_eq!(plugin.name(), name);
         }
+    }
+
+    #[test]
+    fn a_profile_naming_a_plugin_its_release_lacks_is_refused_in_its_words() {
+        use crate::features::KubeVersion;
+        use crate::framework::profile::SchedulerConfig;
+        let header = "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n";
+        // (release, profile, the refusal, or None when the release has the plugin)
+        let cases: &[(KubeVersion, &str, Option<&str>)] = &[
+            (
+                KubeVersion::new(33, 13),
+                "profiles: [{plugins: {multiPoint: {enabled: [{name: NodeDeclaredFeatures}]}}}]",
+                Some("PreFilterPlugin \"NodeDeclaredFeatures\" does not exist"),
+            ),
+            (
+                KubeVersion::new(34, 4),
+                "profiles: [{plugins: {filter: {enabled: [{name: NodeDeclaredFeatures}]}}}]",
+                Some("FilterPlugin \"NodeDeclaredFeatures\" does not exist"),
+            ),
+            (
+                KubeVersion::new(35, 4),
+                "profiles: [{plugins: {filter: {enabled: [{name: NodeDeclaredFeatures}]}}}]",
+                None,
+            ),
+            (
+                KubeVersion::new(34, 4),
+                "profiles: [{schedulerName: gang, plugins: {multiPoint: {enabled: [{name: GangScheduling}]}}}]",
+                Some(
+                    "creating profile for scheduler name gang: PreFilterPlugin \"GangScheduling\" does not exist",
+                ),
+            ),
+            (
+                KubeVersion::new(35, 4),
+                "profiles: [{plugins: {score: {enabled: [{name: PodGroupPodsCount}]}}}]",
+                Some("ScorePlugin \"PodGroupPodsCount\" does not exist"),
+            ),
+            (
+                KubeVersion::new(36, 3),
+                "profiles: [{plugins: {multiPoint: {enabled: [{name: DeferredPodScheduling}]}, \
+                 queueSort: {enabled: [{name: TopologyPlacementGenerator}]}}}]",
+                Some("PreFilterPlugin \"DeferredPodScheduling\" does not exist"),
+            ),
+            (
+                KubeVersion::new(37, 1),
+                "profiles: [{plugins: {multiPoint: {enabled: [{name: Nope}]}}}]",
+                Some(
+                    "creating profile for scheduler name default-scheduler: PreFilterPlugin \"Nope\" does not exist",
+                ),
+            ),
+            (
+                KubeVersion::new(33, 13),
+                "profiles: [{plugins: {score: {enabled: [{name: SelectorSpread, weight: 1}]}}}]",
+                None,
+            ),
+        ];
+        for (version, profile, refusal) in cases {
+            let registry = in_tree_registry_with(FeatureGates::for_version(*version));
+            let loaded = SchedulerConfig::from_str(&format!("{header}{profile}"), "c.yaml", &registry);
+            match (refusal, loaded) {
+                (None, Ok(_)) => {}
+                (None, Err(e)) => panic!("{version} {profile}: refused: {e}"),
+                (Some(want), Ok(_)) => panic!("{version} {profile}: accepted, want {want:?}"),
+                (Some(want), Err(e)) => {
+                    let got = e.to_string();
+                    assert!(
+                        got.starts_with("c.yaml: creating profile for scheduler name ")
+                            && got.ends_with(want),
+                        "{version} {profile}: got {got:?}, want it to end with {want:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn upstream_plugins_the_engine_lacks_keep_their_error_where_the_release_has_them() {
+        use crate::features::KubeVersion;
+        use crate::framework::profile::SchedulerConfig;
+        let registry = in_tree_registry_with(FeatureGates::for_version(KubeVersion::new(37, 1)));
+        let err = SchedulerConfig::from_str(
+            "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
+             profiles: [{plugins: {multiPoint: {enabled: [{name: GangScheduling}]}}}]",
+            "c.yaml",
+            &registry,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(!err.contains("creating profile"), "{err}");
+        assert!(err.contains("GangScheduling"), "{err}");
     }
 }
