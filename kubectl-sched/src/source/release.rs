@@ -5,7 +5,7 @@
 //! the kube-scheduler the user actually runs.
 
 use k8s_openapi::apimachinery::pkg::version::Info;
-use sched_core::features::{FeatureGates, KubeVersion, VersionError};
+use sched_core::features::{FeatureGateError, FeatureGates, KubeVersion, VersionError};
 
 use crate::cli::ReleaseArgs;
 
@@ -44,7 +44,7 @@ pub enum ReleaseError {
     },
     /// `--feature-gates` is malformed, or names a gate the release does not have or may not change.
     #[error("--feature-gates: {0}")]
-    FeatureGates(String),
+    FeatureGates(#[source] FeatureGateError),
 }
 
 /// The release chosen, and what to tell the user about the choice.
@@ -147,25 +147,12 @@ impl Release {
     }
 }
 
-/// `--feature-gates` over the release's defaults, in kube-scheduler's syntax (`A=true,B=false`; the
-/// values Go's `strconv.ParseBool` reads).
-fn with_feature_gates(mut features: FeatureGates, text: &str) -> Result<FeatureGates, ReleaseError> {
-    for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let bad = |why: String| ReleaseError::FeatureGates(why);
-        let (name, value) = pair
-            .split_once('=')
-            .ok_or_else(|| bad(format!("missing bool value for {pair}")))?;
-        let value = match value.trim() {
-            "1" | "t" | "T" | "true" | "TRUE" | "True" => true,
-            "0" | "f" | "F" | "false" | "FALSE" | "False" => false,
-            other => return Err(bad(format!("invalid value of {}={other}", name.trim()))),
-        };
-        let gate = features
-            .gate_mut(name.trim())
-            .ok_or_else(|| bad(format!("unrecognized feature gate: {}", name.trim())))?;
-        *gate = value;
-    }
-    Ok(features)
+/// `--feature-gates` over the release's defaults, in kube-scheduler's syntax and words (a gate the
+/// release does not have, or may not change, is refused as its kube-scheduler refuses it).
+fn with_feature_gates(features: FeatureGates, text: &str) -> Result<FeatureGates, ReleaseError> {
+    features
+        .with_overrides(text)
+        .map_err(ReleaseError::FeatureGates)
 }
 
 #[cfg(test)]
@@ -313,5 +300,25 @@ mod tests {
             assert_eq!(err, want);
             assert!(!err.contains('\n'));
         }
+    }
+
+    #[test]
+    fn feature_gates_apply_over_the_chosen_releases_defaults() {
+        let server = VersionSource::Server(Some(info("1", "33", "v1.33.13")));
+        let with = |gates: &str| ReleaseArgs {
+            kube_version: None,
+            feature_gates: Some(gates.to_string()),
+        };
+        let defaults = FeatureGates::for_version(KubeVersion::new(33, 13));
+        assert!(!defaults.pod_level_resources);
+        let release = Release::choose(&with("PodLevelResources=true"), &server).expect("a 1.33 gate");
+        assert!(release.features.pod_level_resources);
+        assert_eq!(release.features.version, KubeVersion::new(33, 13));
+        // A gate 1.33 does not have: refused in one line, naming the flag.
+        let err = Release::choose(&with("NodeDeclaredFeatures=true"), &server).unwrap_err();
+        assert!(matches!(err, ReleaseError::FeatureGates(_)), "{err}");
+        let text = err.to_string();
+        assert!(text.starts_with("--feature-gates: ") && !text.contains('\n'), "{text}");
+        assert!(text.contains("NodeDeclaredFeatures"), "{text}");
     }
 }
