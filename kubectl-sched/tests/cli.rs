@@ -2115,23 +2115,23 @@ fn example_recording(line: &str) -> (tempfile::TempDir, PathBuf) {
     temp_file("cluster.yaml", &text)
 }
 
+/// `explain report-builder -n shop` on the example recording `line`, with `extra` flags.
+fn explain_recording(line: &str, extra: &[&str]) -> Output {
+    let (_dir, file) = example_recording(line);
+    let mut args = vec![
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "--from",
+        file.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    run(&args)
+}
+
 #[test]
 fn a_snapshot_is_evaluated_with_the_release_it_records_unless_kube_version_says_otherwise() {
-    let taken = |line: &str, extra: &[&str]| {
-        let (dir, file) = example_recording(line);
-        let mut args = vec![
-            "explain",
-            "report-builder",
-            "-n",
-            "shop",
-            "--from",
-            file.to_str().unwrap(),
-        ];
-        args.extend(extra);
-        let out = run(&args);
-        drop(dir);
-        out
-    };
     // (recorded line, extra flags, release in the header, warning on stderr)
     let cases: [(&str, &[&str], &str, &str); 5] = [
         ("kubeVersion: v1.34.4\n", &[], "v1.34.4", ""),
@@ -2153,7 +2153,7 @@ fn a_snapshot_is_evaluated_with_the_release_it_records_unless_kube_version_says_
         ("", &["--kube-version", "v1.35"], "v1.35.4", ""),
     ];
     for (line, extra, release, warning) in cases {
-        let out = taken(line, extra);
+        let out = explain_recording(line, extra);
         let text = ok(out.clone());
         let header = format!(
             "shop/report-builder cannot be scheduled (profile default-scheduler, 5 nodes, kube-scheduler \
@@ -2169,7 +2169,7 @@ fn a_snapshot_is_evaluated_with_the_release_it_records_unless_kube_version_says_
         }
         let mut json_args = extra.to_vec();
         json_args.extend(["-o", "json"]);
-        let v: Value = serde_json::from_str(&ok(taken(line, &json_args))).expect("JSON");
+        let v: Value = serde_json::from_str(&ok(explain_recording(line, &json_args))).expect("JSON");
         assert_eq!(v["kube_version"], release, "{line:?} {extra:?}");
     }
 }
@@ -2247,17 +2247,7 @@ fn a_release_outside_the_supported_range_is_a_one_line_usage_error() {
         }
     }
     // Picked by --kube-version, an out-of-range file is evaluated (and said so).
-    let (_dir, file) = example_recording("kubeVersion: v1.31.2\n");
-    let out = run(&[
-        "explain",
-        "report-builder",
-        "-n",
-        "shop",
-        "--from",
-        file.to_str().unwrap(),
-        "--kube-version",
-        "v1.33",
-    ]);
+    let out = explain_recording("kubeVersion: v1.31.2\n", &["--kube-version", "v1.33"]);
     assert!(ok(out.clone()).contains("kube-scheduler v1.33.13 semantics"));
     assert!(
         stderr(&out).contains("was taken from Kubernetes v1.31.2; evaluating with kube-scheduler v1.33.13's")

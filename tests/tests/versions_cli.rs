@@ -75,7 +75,14 @@ async fn explain_against_a_v1_33_api_server_speaks_v1_33_unless_kube_version_say
     let ns = tainted_cluster(&cp).await?;
     let binary = kubectl_sched_binary().await?;
     let kubeconfig = cp.kubeconfig_path().display().to_string();
-    let base = ["--kubeconfig", kubeconfig.as_str(), "explain", "web", "-n", ns.as_str()];
+    let base = [
+        "--kubeconfig",
+        kubeconfig.as_str(),
+        "explain",
+        "web",
+        "-n",
+        ns.as_str(),
+    ];
     let mut problems = Vec::new();
 
     // The API server's release, by default.
@@ -100,7 +107,10 @@ async fn explain_against_a_v1_33_api_server_speaks_v1_33_unless_kube_version_say
     let out = run_kubectl_sched(&binary, &args).await?;
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
-    ensure!(out.status.code() == Some(0), "explain --kube-version failed: {stderr}");
+    ensure!(
+        out.status.code() == Some(0),
+        "explain --kube-version failed: {stderr}"
+    );
     let first = stdout.lines().next().unwrap_or_default().to_string();
     if first != header(&ns, "v1.37.1") {
         problems.push(format!("--kube-version header: {first:?}"));
@@ -120,18 +130,36 @@ async fn explain_against_a_v1_33_api_server_speaks_v1_33_unless_kube_version_say
     let file_arg = file.display().to_string();
     let out = run_kubectl_sched(
         &binary,
-        &["--kubeconfig", kubeconfig.as_str(), "snapshot", "-A", "-o", file_arg.as_str()],
+        &[
+            "--kubeconfig",
+            kubeconfig.as_str(),
+            "snapshot",
+            "-A",
+            "-o",
+            file_arg.as_str(),
+        ],
     )
     .await?;
-    ensure!(out.status.code() == Some(0), "snapshot failed: {}", text(&out.stderr));
+    ensure!(
+        out.status.code() == Some(0),
+        "snapshot failed: {}",
+        text(&out.stderr)
+    );
     let saved = std::fs::read_to_string(&file)?;
     if !saved.contains("\nkubeVersion: v1.33.13\n") {
         problems.push("the snapshot records no kubeVersion: v1.33.13".into());
     }
-    let out = run_kubectl_sched(&binary, &["explain", "web", "-n", ns.as_str(), "--from", file_arg.as_str()]).await?;
+    let out = run_kubectl_sched(
+        &binary,
+        &["explain", "web", "-n", ns.as_str(), "--from", file_arg.as_str()],
+    )
+    .await?;
     let first = text(&out.stdout).lines().next().unwrap_or_default().to_string();
     if out.status.code() != Some(0) || first != header(&ns, "v1.33.13") {
-        problems.push(format!("explain --from the snapshot: {first:?} {}", text(&out.stderr)));
+        problems.push(format!(
+            "explain --from the snapshot: {first:?} {}",
+            text(&out.stderr)
+        ));
     }
 
     // A release outside the supported range: one line, exit 2.
@@ -144,7 +172,10 @@ async fn explain_against_a_v1_33_api_server_speaks_v1_33_unless_kube_version_say
             != "error: --kube-version: Kubernetes v1.32.0 is not supported: kubectl-sched models kube-scheduler \
                 v1.33 to v1.37\n"
     {
-        problems.push(format!("--kube-version v1.32: exit {:?}, {stderr:?}", out.status.code()));
+        problems.push(format!(
+            "--kube-version v1.32: exit {:?}, {stderr:?}",
+            out.status.code()
+        ));
     }
     ensure!(problems.is_empty(), "{}", problems.join("\n"));
     Ok(())

@@ -150,23 +150,14 @@ impl Release {
 /// `--feature-gates` over the release's defaults, in kube-scheduler's syntax and words (a gate the
 /// release does not have, or may not change, is refused as its kube-scheduler refuses it).
 fn with_feature_gates(features: FeatureGates, text: &str) -> Result<FeatureGates, ReleaseError> {
-    features
-        .with_overrides(text)
-        .map_err(ReleaseError::FeatureGates)
+    features.with_overrides(text).map_err(ReleaseError::FeatureGates)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn info(major: &str, minor: &str, git_version: &str) -> Info {
-        Info {
-            major: major.into(),
-            minor: minor.into(),
-            git_version: git_version.into(),
-            ..Info::default()
-        }
-    }
+    use crate::source::skew::tests::info;
 
     fn args(kube_version: Option<&str>) -> ReleaseArgs {
         ReleaseArgs {
@@ -186,8 +177,15 @@ mod tests {
     fn the_release_is_the_flag_else_the_clusters_else_the_pinned_one() {
         let server = |v: &str| VersionSource::Server(Some(info("1", "", v)));
         let pinned = KubeVersion::PINNED;
-        // (case, flag, source, chosen, warning contains)
-        let cases: [(&str, Option<&str>, VersionSource, KubeVersion, Option<&str>); 10] = [
+        // (case, flag, source, chosen, how the warning starts)
+        type Case<'a> = (
+            &'a str,
+            Option<&'a str>,
+            VersionSource,
+            KubeVersion,
+            Option<&'a str>,
+        );
+        let cases: [Case<'_>; 10] = [
             ("server", None, server("v1.34.4"), KubeVersion::new(34, 4), None),
             (
                 "server patch decides",
@@ -318,7 +316,10 @@ mod tests {
         let err = Release::choose(&with("NodeDeclaredFeatures=true"), &server).unwrap_err();
         assert!(matches!(err, ReleaseError::FeatureGates(_)), "{err}");
         let text = err.to_string();
-        assert!(text.starts_with("--feature-gates: ") && !text.contains('\n'), "{text}");
+        assert!(
+            text.starts_with("--feature-gates: ") && !text.contains('\n'),
+            "{text}"
+        );
         assert!(text.contains("NodeDeclaredFeatures"), "{text}");
     }
 }

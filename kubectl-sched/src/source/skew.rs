@@ -18,10 +18,11 @@ pub fn default_chunk_size(info: Option<&Info>) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn info(major: &str, minor: &str, git_version: &str) -> Info {
+    /// A `GET /version` answer (the other fields are not read).
+    pub(in crate::source) fn info(major: &str, minor: &str, git_version: &str) -> Info {
         Info {
             major: major.into(),
             minor: minor.into(),
