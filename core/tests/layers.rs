@@ -1001,7 +1001,7 @@ fn blanking_keeps_lifetimes_offsets_and_lines() {
 }
 
 /// kubectl-sched's layers, lowest first: the clap structs declare; where the cluster and the subject
-/// come from (`source`: loading, the pods named, version skew, what-if edits); the diagnosis built on
+/// come from (`source`: loading, the pods named, the release to evaluate with, what-if edits); the diagnosis built on
 /// the engine's answers; the commands that resolve arguments into results; the renderers, one per
 /// command; the console that prints any command's result and errors. `main.rs` (the crate root)
 /// matches each subcommand to its run, renderer and exit code.

@@ -187,6 +187,9 @@ pub struct ExplainArgs {
     /// With --watch: stop after this long, e.g. 30s, 10m (default: no limit).
     #[arg(long, value_name = "DURATION", requires = "watch", value_parser = parse_duration)]
     pub watch_timeout: Option<Duration>,
+    /// Which kube-scheduler release decides.
+    #[command(flatten)]
+    pub release: ReleaseArgs,
     /// Changes to the cluster and the pod, made in memory before the evaluation.
     #[command(flatten)]
     pub what_if: WhatIfArgs,
@@ -213,6 +216,21 @@ pub struct WhatIfArgs {
     /// Repeatable.
     #[arg(long = "add-node", value_name = "NAME=COUNT")]
     pub add_node: Vec<String>,
+}
+
+/// Which kube-scheduler release decides, shared by every command that evaluates: by default the
+/// API server's (`GET /version`) or the one a snapshot file records. Resolved by `source::release`.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Kubernetes version")]
+pub struct ReleaseArgs {
+    /// Evaluate with this release's kube-scheduler (v1.33 to v1.37; v1.34 means its newest patch
+    /// tested here, v1.34.4) instead of the API server's or the snapshot file's version.
+    #[arg(long, value_name = "vX.Y[.Z]", value_parser = KubeVersionText)]
+    pub kube_version: Option<String>,
+    /// Feature gates as kube-scheduler's --feature-gates (A=true,B=false), over the release's
+    /// defaults: what a managed cloud turned on or off.
+    #[arg(long, value_name = "A=true,B=false")]
+    pub feature_gates: Option<String>,
 }
 
 /// `triage` output formats.
@@ -248,6 +266,9 @@ pub struct TriageArgs {
     /// A KubeSchedulerConfiguration (default: kube-scheduler's default profile).
     #[arg(long, value_name = "KSC.yaml")]
     pub config: Option<PathBuf>,
+    /// Which kube-scheduler release decides.
+    #[command(flatten)]
+    pub release: ReleaseArgs,
     /// What if the cluster (and, for --set, every pending pod in scope) were different.
     #[command(flatten)]
     pub what_if: WhatIfArgs,
@@ -320,6 +341,9 @@ pub struct SimulateArgs {
     /// (percentageOfNodesToScore from its rotating start index).
     #[arg(long)]
     pub all_nodes: bool,
+    /// Which kube-scheduler release decides.
+    #[command(flatten)]
+    pub release: ReleaseArgs,
     /// What-if changes to the cluster (and, with --set, to the pods of -f, else to every pending pod of
     /// the namespace).
     #[command(flatten)]
@@ -401,6 +425,9 @@ pub struct PreemptArgs {
     /// is executed at once, every write conditioned on the objects' UID and resourceVersion.
     #[arg(short = 'y', long)]
     pub yes: bool,
+    /// Which kube-scheduler release decides.
+    #[command(flatten)]
+    pub release: ReleaseArgs,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = PreemptFormat::Table)]
     pub output: PreemptFormat,
@@ -412,6 +439,40 @@ pub struct SnapshotArgs {
     /// Write to FILE instead of stdout (a .json name writes JSON, faster to load for big clusters).
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+}
+
+/// `--kube-version`'s value as typed: read and checked by `source::release`, where a wrong one is a
+/// one-line error; the parser only names the supported releases, for `--help` and completion.
+#[derive(Debug, Clone, Copy)]
+pub struct KubeVersionText;
+
+/// The supported releases' names, made once (clap's possible values borrow `'static` names).
+static SUPPORTED_NAMES: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| {
+    sched_core::features::KubeVersion::SUPPORTED
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+});
+
+impl clap::builder::TypedValueParser for KubeVersionText {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Ok(value.to_string_lossy().into_owned())
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            SUPPORTED_NAMES
+                .iter()
+                .map(|name| clap::builder::PossibleValue::new(name.as_str())),
+        ))
+    }
 }
 
 /// Parses kubectl's `--request-timeout`: a bare number of seconds, or Go durations like `1m30s`,
@@ -433,6 +494,29 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_release_flags_are_taken_as_typed_by_every_evaluating_command() {
+        for command in ["explain p", "preempt p", "triage", "simulate"] {
+            let mut argv = vec!["kubectl-sched"];
+            argv.extend(command.split(' '));
+            // Out of range or malformed: still parsed, so that source::release says why in one line.
+            for version in ["v1.34", "v1.32", "1.x"] {
+                let mut argv = argv.clone();
+                argv.extend(["--kube-version", version, "--feature-gates", "A=true,B=false"]);
+                let cli = Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+                let release = match cli.command {
+                    Command::Explain(a) => a.release,
+                    Command::Preempt(a) => a.release,
+                    Command::Triage(a) => a.release,
+                    Command::Simulate(a) => a.release,
+                    _ => unreachable!(),
+                };
+                assert_eq!(release.kube_version.as_deref(), Some(version));
+                assert_eq!(release.feature_gates.as_deref(), Some("A=true,B=false"));
+            }
+        }
     }
 
     #[test]

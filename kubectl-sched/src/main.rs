@@ -3,7 +3,8 @@
 //! `main` parses the command line ([`cli`]), runs a command ([`commands`], which take the cluster and
 //! the pod from [`source`] and add [`diagnosis`]), prints what [`output`] made of its result through
 //! the one [`console`] every command shares, and turns errors into one line on stderr with exit code 1
-//! (a refused preemption has its own codes; usage errors exit 2, from clap).
+//! (a refused preemption has its own codes; usage errors exit 2, from clap, as does a release that
+//! cannot be evaluated with).
 
 mod cli;
 mod commands;
@@ -46,12 +47,23 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             eprintln!("error: {}", one_line(&err));
-            let code = err
-                .downcast_ref::<PreemptError>()
-                .map_or(1, PreemptError::exit_code);
+            let code = exit_code(&err);
             ExitCode::from(code)
         }
     }
+}
+
+/// The exit code of a failed run: 2 for usage errors (no release to evaluate with, a refused
+/// preemption), else 1 (or preempt's own codes).
+fn exit_code(err: &anyhow::Error) -> u8 {
+    if err
+        .chain()
+        .any(|cause| cause.is::<source::release::ReleaseError>())
+    {
+        return 2;
+    }
+    err.downcast_ref::<PreemptError>()
+        .map_or(1, PreemptError::exit_code)
 }
 
 /// Runs the command and returns its exit code: each command's run, renderer and exit code, the rest

@@ -86,7 +86,9 @@ fn unschedulable_pod_gets_the_exact_failed_scheduling_message_as_headline() {
     let mut lines = out.lines();
     assert_eq!(
         lines.next(),
-        Some("shop/report-builder cannot be scheduled (profile default-scheduler, 5 nodes):")
+        Some(
+            "shop/report-builder cannot be scheduled (profile default-scheduler, 5 nodes, kube-scheduler v1.37.1 semantics):"
+        )
     );
     assert_eq!(lines.next(), Some(format!("  {REPORT_BUILDER_MESSAGE}").as_str()));
     // The table: feasible first, then by name; header first.
@@ -237,7 +239,7 @@ fn json_scores_add_up_for_a_pod_that_fits() {
     assert_eq!(v["hints"], serde_json::json!([]));
     let out = ok(run_example(&["explain", "checkout", "-n", "shop"]));
     assert!(
-        out.starts_with("shop/checkout would be scheduled on worker-big with score 408 (profile default-scheduler, 5 nodes).\n"),
+        out.starts_with("shop/checkout would be scheduled on worker-big with score 408 (profile default-scheduler, 5 nodes, kube-scheduler v1.37.1 semantics).\n"),
         "{out}"
     );
 }
@@ -350,7 +352,7 @@ fn bound_pod_is_evaluated_as_if_pending() {
     let out = ok(run_example(&["explain", "pod/db-0", "-n", "shop"]));
     assert!(
         out.starts_with(
-            "shop/db-0 is bound to worker-small (profile default-scheduler, 5 nodes).\nEvaluated as if \
+            "shop/db-0 is bound to worker-small (profile default-scheduler, 5 nodes, kube-scheduler v1.37.1 semantics).\nEvaluated as if \
              pending, worker-small is still feasible and still the best (score 402).\n"
         ),
         "{out}"
@@ -375,7 +377,7 @@ fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
     let out = ok(run_example(&["explain", "canary", "-n", "shop"]));
     assert!(
         out.starts_with(
-            "shop/canary is gated (profile default-scheduler, 5 nodes):\n  Scheduling is blocked due to \
+            "shop/canary is gated (profile default-scheduler, 5 nodes, kube-scheduler v1.37.1 semantics):\n  Scheduling is blocked due to \
              non-empty scheduling gates: example.com/rollout-approval\nOnce ungated, it would be scheduled on \
              worker-big with score 408.\n"
         ),
@@ -398,7 +400,8 @@ fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
     ]));
     assert!(
         md.starts_with(
-            "### `shop/canary` is gated\n\nProfile `default-scheduler`, 5 nodes.\n\n```\nScheduling is blocked \
+            "### `shop/canary` is gated\n\nProfile `default-scheduler`, 5 nodes, kube-scheduler v1.37.1 \
+             semantics.\n\n```\nScheduling is blocked \
              due to non-empty scheduling gates: example.com/rollout-approval\n```\n"
         ),
         "{md}"
@@ -919,7 +922,7 @@ fn preempt_dry_run_prints_candidates_victims_choice_and_plan() {
         let out = ok(drill("urgent", extra));
         assert!(
             out.starts_with(
-                "drill/urgent cannot be scheduled (4 nodes):\n  0/4 nodes are available: 4 Insufficient cpu. \
+                "drill/urgent cannot be scheduled (4 nodes, kube-scheduler v1.37.1 semantics):\n  0/4 nodes are available: 4 Insufficient cpu. \
                  preemption: found a potential placement for pod on node n2, preempting 1 victims\n"
             ),
             "{out}"
@@ -2099,4 +2102,154 @@ fn long_simulations_show_progress() {
         })
         .unwrap_or_else(|| panic!("no progress line in {err}"));
     assert!(first.ends_with("(0 s)") || first.ends_with("(1 s)"), "{first}");
+}
+
+/// examples/cluster.yaml with its `kubeVersion` line replaced by `line` (empty: none).
+fn example_recording(line: &str) -> (tempfile::TempDir, PathBuf) {
+    let text = std::fs::read_to_string(example()).expect("the example");
+    assert!(
+        text.contains("\nkubeVersion: v1.37.1\n"),
+        "the example records its release"
+    );
+    let text = text.replace("\nkubeVersion: v1.37.1\n", &format!("\n{line}"));
+    temp_file("cluster.yaml", &text)
+}
+
+/// `explain report-builder -n shop` on the example recording `line`, with `extra` flags.
+fn explain_recording(line: &str, extra: &[&str]) -> Output {
+    let (_dir, file) = example_recording(line);
+    let mut args = vec![
+        "explain",
+        "report-builder",
+        "-n",
+        "shop",
+        "--from",
+        file.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    run(&args)
+}
+
+#[test]
+fn a_snapshot_is_evaluated_with_the_release_it_records_unless_kube_version_says_otherwise() {
+    // (recorded line, extra flags, release in the header, warning on stderr)
+    let cases: [(&str, &[&str], &str, &str); 5] = [
+        ("kubeVersion: v1.34.4\n", &[], "v1.34.4", ""),
+        ("kubeVersion: v1.33.5-eks-3025e55\n", &[], "v1.33.5", ""),
+        (
+            "",
+            &[],
+            "v1.37.1",
+            "records no Kubernetes version (a file from kubectl, or an older kubectl-sched); evaluating with \
+             kube-scheduler v1.37.1's semantics (use --kube-version to pick another release)",
+        ),
+        (
+            "kubeVersion: v1.34.4\n",
+            &["--kube-version", "v1.37"],
+            "v1.37.1",
+            "was taken from Kubernetes v1.34.4; evaluating with kube-scheduler v1.37.1's semantics, as \
+             --kube-version says",
+        ),
+        ("", &["--kube-version", "v1.35"], "v1.35.4", ""),
+    ];
+    for (line, extra, release, warning) in cases {
+        let out = explain_recording(line, extra);
+        let text = ok(out.clone());
+        let header = format!(
+            "shop/report-builder cannot be scheduled (profile default-scheduler, 5 nodes, kube-scheduler \
+             {release} semantics):"
+        );
+        assert_eq!(text.lines().next(), Some(header.as_str()), "{line:?} {extra:?}");
+        let err = stderr(&out);
+        if warning.is_empty() {
+            assert_eq!(err, "", "{line:?} {extra:?}");
+        } else {
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.starts_with("warning: ") && err.contains(warning), "{err}");
+        }
+        let mut json_args = extra.to_vec();
+        json_args.extend(["-o", "json"]);
+        let v: Value = serde_json::from_str(&ok(explain_recording(line, &json_args))).expect("JSON");
+        assert_eq!(v["kube_version"], release, "{line:?} {extra:?}");
+    }
+}
+
+#[test]
+fn every_evaluating_command_names_the_release_in_its_header() {
+    let (_dir, file) = example_recording("kubeVersion: v1.36.3\n");
+    let from = file.to_str().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (&["triage", "-n", "shop"], "kube-scheduler v1.36.3 semantics): "),
+        (
+            &["simulate", "-n", "shop"],
+            " with kube-scheduler v1.36.3 semantics in ",
+        ),
+        (
+            &["preempt", "payments", "-n", "shop"],
+            "kube-scheduler v1.36.3 semantics):\n",
+        ),
+    ];
+    for (args, words) in cases {
+        let mut all = args.to_vec();
+        all.extend(["--from", from]);
+        let out = run(&all);
+        assert!(
+            matches!(out.status.code(), Some(0 | 3)),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(stdout(&out).contains(words), "{args:?}: {}", stdout(&out));
+        let mut json = all.clone();
+        json.extend(["-o", "json"]);
+        let v: Value = serde_json::from_slice(&run(&json).stdout).expect("JSON");
+        assert_eq!(v["kube_version"], "v1.36.3", "{args:?}");
+    }
+}
+
+#[test]
+fn a_release_outside_the_supported_range_is_a_one_line_usage_error() {
+    let range = "is not supported: kubectl-sched models kube-scheduler v1.33 to v1.37";
+    let cases: [(&str, &[&str], &str); 4] = [
+        (
+            "kubeVersion: v1.34.4\n",
+            &["--kube-version", "v1.32"],
+            "error: --kube-version: Kubernetes v1.32.0 ",
+        ),
+        (
+            "",
+            &["--kube-version", "v1.38.0"],
+            "error: --kube-version: Kubernetes v1.38.0 ",
+        ),
+        ("kubeVersion: v1.31.2\n", &[], "error: Kubernetes v1.31.2 "),
+        (
+            "",
+            &["--kube-version", "latest"],
+            "error: --kube-version: \"latest\" is not a Kubernetes version",
+        ),
+    ];
+    for (line, extra, start) in cases {
+        for command in [
+            &["explain", "report-builder"][..],
+            &["triage"],
+            &["simulate"],
+            &["preempt", "payments"],
+        ] {
+            let (_dir, file) = example_recording(line);
+            let mut args = command.to_vec();
+            args.extend(["-n", "shop", "--from", file.to_str().unwrap()]);
+            args.extend(extra);
+            let out = run(&args);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(err.starts_with(start), "{args:?}: {err}");
+            assert!(start.contains("latest") || err.contains(range), "{args:?}: {err}");
+        }
+    }
+    // Picked by --kube-version, an out-of-range file is evaluated (and said so).
+    let out = explain_recording("kubeVersion: v1.31.2\n", &["--kube-version", "v1.33"]);
+    assert!(ok(out.clone()).contains("kube-scheduler v1.33.13 semantics"));
+    assert!(
+        stderr(&out).contains("was taken from Kubernetes v1.31.2; evaluating with kube-scheduler v1.33.13's")
+    );
 }

@@ -16,6 +16,9 @@ pub enum StartError {
     /// The client could not be built from the configuration.
     #[error("failed to configure the Kubernetes client: {0}")]
     Kube(#[from] kube::Error),
+    /// The API server's version could not be read, or is outside the supported releases.
+    #[error("kube-scheduler release: {0}")]
+    Release(String),
     /// The scheduler configuration is invalid.
     #[error("failed to load the scheduler configuration: {0}")]
     SchedulerConfig(String),

@@ -7,7 +7,9 @@ use axum_server::tls_rustls::RustlsConfig;
 use kube::Client;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
-use sched_core::engine::{SchedulerConfig, in_tree_registry};
+use sched_core::Engine;
+use sched_core::engine::SchedulerConfig;
+use sched_core::features::{FeatureGates, KubeVersion};
 
 use crate::cache::Cache;
 use crate::certs::{self, Target};
@@ -93,14 +95,36 @@ fn bind(address: std::net::SocketAddr) -> Result<std::net::TcpListener, StartErr
     })
 }
 
+/// The release of the API server `client` talks to (`GET /version`), which the webhook's engine
+/// follows: its kube-scheduler is the one whose decisions the webhook must agree with.
+pub async fn server_release(client: &Client) -> Result<KubeVersion, StartError> {
+    let info = client
+        .apiserver_version()
+        .await
+        .map_err(|e| StartError::Release(format!("reading the API server's version: {e}")))?;
+    let version = KubeVersion::from_server(&info.git_version, &info.major, &info.minor).ok_or_else(|| {
+        StartError::Release(format!(
+            "the API server's version {:?} names no Kubernetes release",
+            info.git_version
+        ))
+    })?;
+    version
+        .supported(&format!("the API server is {}", info.git_version))
+        .map_err(|e| StartError::Release(e.to_string()))
+}
+
+/// The engine for `version`'s kube-scheduler with the configuration at `path` (default: that
+/// release's default profile).
+pub fn engine_for(version: KubeVersion, path: Option<&std::path::Path>) -> Result<Engine, StartError> {
+    Engine::for_features(path, FeatureGates::for_version(version))
+        .map_err(|e| StartError::SchedulerConfig(e.to_string()))
+}
+
 /// `serve`: runs until SIGTERM/SIGINT, then drains.
 pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
-    let registry = in_tree_registry();
-    let scheduler = match &args.scheduler_config {
-        Some(path) => SchedulerConfig::from_file(path, &registry)
-            .map_err(|e| StartError::SchedulerConfig(e.to_string()))?,
-        None => SchedulerConfig::default_config(&registry),
-    };
+    // The configuration is checked before anything is contacted; the release's engine is built once
+    // the API server has said which release it is.
+    engine_for(KubeVersion::PINNED, args.scheduler_config.as_deref())?;
     let tls_files = tls::TlsFiles {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),
@@ -108,6 +132,9 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
     };
     let tls_config = RustlsConfig::from_config(tls::server_config_for(&tls_files)?);
     let clients = ReplicaClients::from_kubeconfig(args.kubeconfig.as_deref()).await?;
+    let version = server_release(&clients.watch).await?;
+    let engine = engine_for(version, args.scheduler_config.as_deref())?;
+    tracing::info!(release = %version, "evaluating with the API server's kube-scheduler release");
     let limits = Limits {
         max_decisions: args.max_decisions,
         max_decision_bytes: args.max_decision_bytes,
@@ -128,7 +155,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), StartError> {
         plan_budget: controller::DEFAULT_PLAN_BUDGET,
         concurrency: controller::DEFAULT_CONCURRENCY,
     };
-    let replica = Replica::start(clients, scheduler, limits, controller_config);
+    let replica = Replica::start_with(clients, engine, limits, controller_config);
     let state = replica.state.clone();
     let stopped = replica.stopped();
     let stop = replica.stop.clone();
@@ -185,14 +212,27 @@ pub struct Replica {
 }
 
 impl Replica {
-    /// Starts the caches and the controller on `clients`.
+    /// Starts the caches and the controller on `clients`, with the pinned release's engine and
+    /// `scheduler`.
     pub fn start(
         clients: ReplicaClients,
         scheduler: SchedulerConfig,
         limits: Limits,
         controller_config: ControllerConfig,
     ) -> Self {
-        let (cache, writers) = Cache::new(scheduler);
+        let engine = Engine::with_config(scheduler, "the scheduler configuration");
+        Replica::start_with(clients, engine, limits, controller_config)
+    }
+
+    /// Starts the caches and the controller on `clients`, evaluating with `engine` (see
+    /// [`engine_for`]).
+    pub fn start_with(
+        clients: ReplicaClients,
+        engine: Engine,
+        limits: Limits,
+        controller_config: ControllerConfig,
+    ) -> Self {
+        let (cache, writers) = Cache::with_engine(engine);
         let reflectors = cache.start(&clients.watch, writers);
         let state = Arc::new(AppState::with_limits(
             cache.clone(),

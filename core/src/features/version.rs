@@ -94,6 +94,23 @@ impl KubeVersion {
         })
     }
 
+    /// The release an API server names in its `GET /version` answer: its `gitVersion`
+    /// (`v1.33.5-eks-3025e55`), else its `major`/`minor` fields (providers append `+`: `"33+"`; the
+    /// patch is then the newest tested one). None when neither names a release.
+    pub fn from_server(git_version: &str, major: &str, minor: &str) -> Option<Self> {
+        if let Ok(version) = KubeVersion::parse(git_version) {
+            return Some(version);
+        }
+        let leading_number = |s: &str| -> Option<u32> {
+            let end = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+            s[..end].parse().ok()
+        };
+        match (leading_number(major), leading_number(minor)) {
+            (Some(1), Some(minor)) => Some(KubeVersion::newest_patch_of(minor)),
+            _ => None,
+        }
+    }
+
     /// The newest patch of `minor` the engine is tested against, or `v1.<minor>.0`.
     pub fn newest_patch_of(minor: u32) -> Self {
         KubeVersion::SUPPORTED
@@ -187,6 +204,29 @@ mod tests {
             assert!(
                 matches!(KubeVersion::parse(bad), Err(VersionError::Malformed { .. })),
                 "{bad:?} should be malformed"
+            );
+        }
+    }
+
+    #[test]
+    fn servers_name_their_release_in_git_version_or_their_fields() {
+        let cases = [
+            (("v1.34.4", "1", "34"), Some(KubeVersion::new(34, 4))),
+            (("v1.33.5-eks-3025e55", "1", "33+"), Some(KubeVersion::new(33, 5))),
+            (("v1.35.1-gke.1234000", "1", "35+"), Some(KubeVersion::new(35, 1))),
+            // An unreadable gitVersion: the fields, with the newest patch tested of that minor.
+            (("unknown", "1", "33+"), Some(KubeVersion::new(33, 13))),
+            (("", "1", "36"), Some(KubeVersion::new(36, 3))),
+            (("", "1", "31"), Some(KubeVersion::new(31, 0))),
+            (("v0.0.0-master+$Format:%H$", "", ""), None),
+            (("", "2", "0"), None),
+            (("", "", ""), None),
+        ];
+        for ((git, major, minor), want) in cases {
+            assert_eq!(
+                KubeVersion::from_server(git, major, minor),
+                want,
+                "{git} {major}.{minor}"
             );
         }
     }

@@ -35,7 +35,7 @@ pub use dra::{AllocatedState, DeviceId, ResourceSlices};
 pub use kinds::Listing;
 pub use load::{
     DecodeError, Format, LoadError, LoadReport, Location, ObjectKind, Prune, load_bytes, load_file,
-    load_file_with, write_list_json, write_list_yaml,
+    load_file_with, write_list_json, write_list_yaml, write_versioned_list_json, write_versioned_list_yaml,
 };
 pub use node_info::{HostPortInfo, ImageStateSummary, NodeInfo};
 pub use pod_info::{AffinityTerm, PodInfo, WeightedAffinityTerm};

@@ -466,6 +466,17 @@ mod tests {
     }
 
     #[test]
+    fn kube_version_completes_the_supported_releases() {
+        let all = ["v1.33.13", "v1.34.4", "v1.35.4", "v1.36.3", "v1.37.1"];
+        assert_eq!(
+            run("explain p --kube-version "),
+            (all.map(String::from).to_vec(), DIRECTIVE_NO_FILE_COMP)
+        );
+        let (values, _) = run("simulate --kube-version=v1.3");
+        assert_eq!(values, all.map(|v| format!("--kube-version={v}")).to_vec());
+    }
+
+    #[test]
     fn completes_words_from_the_command_tree() {
         let cases: Vec<(&str, Vec<&str>, u32)> = vec![
             (

@@ -9,6 +9,7 @@ use sched_core::engine::{
     CycleState, DryRunOptions, FilterVerdict, Framework, NodeToStatus, dry_run, schedule, schedule_cycle,
 };
 use sched_core::explain::{Explanation, NodeExplanation, Outcome, ScoreView};
+use sched_core::features::KubeVersion;
 use sched_core::{ClusterObjects, Code, Engine, PodInfo, Snapshot};
 use serde::Serialize;
 
@@ -121,6 +122,9 @@ pub struct ExplainReport {
     /// The engine's explanation (the JSON contract's fields).
     #[serde(flatten)]
     pub explanation: Explanation,
+    /// The kube-scheduler release whose semantics decided (the API server's, the snapshot file's, or
+    /// --kube-version's).
+    pub kube_version: KubeVersion,
     /// The what-if flags applied before the evaluation (empty: the cluster as it is).
     pub what_if: Vec<Applied>,
     /// For a bound pod: how its node compares now.
@@ -225,7 +229,6 @@ pub struct ExplainOutput {
 
 /// Runs `explain`.
 pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, ExplainError> {
-    let engine = Engine::from_file(args.config.as_deref()).map_err(ResolveError::from)?;
     let target = (!args.all_pending && args.filename.is_none())
         .then_some(args.pod.as_deref())
         .flatten();
@@ -234,6 +237,7 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
         args.from.as_deref(),
         None,
         &evaluation_detail(global, target),
+        &args.release,
     )?;
     let Loaded {
         objects,
@@ -241,7 +245,10 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
         default_namespace,
         warnings,
         mut notes,
+        release,
     } = loaded;
+    let engine =
+        Engine::for_features(args.config.as_deref(), release.features).map_err(ResolveError::from)?;
     let namespace = global.namespace.clone().unwrap_or(default_namespace);
     let what_if = WhatIf::from_args(&args.what_if, &namespace)?;
     let mut timings = Vec::new();
@@ -434,6 +441,7 @@ fn explain_one(
             .map(|(n, w)| (n.to_string(), w))
             .collect(),
         explanation,
+        kube_version: engine.features().version,
         what_if: applied,
         bound,
         hints,

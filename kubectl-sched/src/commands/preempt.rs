@@ -18,6 +18,7 @@ use sched_core::engine::{
     DryRunOptions, NOT_ELIGIBLE_TERMINATING_POD, PreemptionResult, VictimRemoval, dry_run, schedule_cycle,
 };
 use sched_core::explain::Outcome;
+use sched_core::features::KubeVersion;
 use sched_core::{ClusterObjects, Engine, PodInfo};
 use serde::Serialize;
 
@@ -176,6 +177,9 @@ pub struct PreemptReport {
     /// The dry run (the contract's `pod`, `eligible`, `message`, `node`, `victims`, `candidates`, `actions`).
     #[serde(flatten)]
     pub preemption: PreemptionResult,
+    /// The kube-scheduler release whose semantics decided (the API server's, the snapshot file's, or
+    /// --kube-version's).
+    pub kube_version: KubeVersion,
     /// What the drill found.
     pub situation: Situation,
     /// How victims are removed.
@@ -314,17 +318,19 @@ pub fn plan(
                 .into(),
         ));
     }
-    let engine = Engine::from_file(args.config.as_deref()).map_err(ResolveError::from)?;
     let target = args.filename.is_none().then_some(args.pod.as_deref()).flatten();
     let detail = evaluation_detail(global, target);
-    let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail)?;
+    let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail, &args.release)?;
     let Loaded {
         objects,
         origin,
         default_namespace,
         warnings,
         notes,
+        release,
     } = loaded;
+    let engine =
+        Engine::for_features(args.config.as_deref(), release.features).map_err(ResolveError::from)?;
     let namespace = global.namespace.clone().unwrap_or(default_namespace);
     let evaluation = evaluate(&engine, args, objects, &namespace, &origin)?;
 
@@ -353,6 +359,7 @@ pub fn plan(
     Ok(Planned {
         report: PreemptReport {
             preemption,
+            kube_version: engine.features().version,
             situation,
             mode,
             dry_run: dry_run_view,

@@ -1,13 +1,16 @@
 //! `snapshot`: lists what the engine needs from the API server and writes it as one `kind: List`, the
-//! input `explain --from` reads back.
+//! input `explain --from` reads back, recording the API server's version (`kubeVersion`) so that the
+//! file is evaluated with that release's semantics.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use sched_core::snapshot::{write_list_json, write_list_yaml};
+use sched_core::snapshot::PodDetail;
+use sched_core::snapshot::{write_versioned_list_json, write_versioned_list_yaml};
 
 use crate::cli::{GlobalArgs, SnapshotArgs};
 use crate::source::load::{Cluster, LoadError};
+use crate::source::release::server_release;
 
 /// Why the snapshot could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -55,7 +58,16 @@ pub fn run(global: &GlobalArgs, args: &SnapshotArgs) -> Result<SnapshotOutput, S
         global.namespace.as_deref()
     };
     let started = std::time::Instant::now();
-    let (objects, mut warnings) = cluster.load(namespace)?;
+    let (objects, mut warnings, info) = cluster.load_with_version(namespace, &PodDetail::Full)?;
+    // Recorded whatever it is, even outside the supported range: explain --from says so then.
+    let version = info.as_ref().and_then(server_release);
+    if version.is_none() {
+        warnings.push(
+            "the API server's version could not be read: the file records none, and explain --from will \
+             evaluate it with the pinned release unless --kube-version says otherwise"
+                .to_string(),
+        );
+    }
     if let Some(ns) = namespace {
         warnings.push(format!(
             "only namespace {ns:?} was dumped: pods of other namespaces also use nodes and match affinity \
@@ -73,10 +85,10 @@ pub fn run(global: &GlobalArgs, args: &SnapshotArgs) -> Result<SnapshotOutput, S
     let render = |json: bool| -> Result<Vec<u8>, String> {
         let mut buf = Vec::new();
         if json {
-            write_list_json(&objects, &mut buf).map_err(|e| e.to_string())?;
+            write_versioned_list_json(&objects, version, &mut buf).map_err(|e| e.to_string())?;
             buf.push(b'\n');
         } else {
-            write_list_yaml(&objects, &mut buf).map_err(|e| e.to_string())?;
+            write_versioned_list_yaml(&objects, version, &mut buf).map_err(|e| e.to_string())?;
         }
         Ok(buf)
     };

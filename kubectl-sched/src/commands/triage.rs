@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use rayon::prelude::*;
 use sched_core::engine::{Framework, ScheduleOptions, reason_histogram, schedule_cycle};
 use sched_core::explain::{Explanation, Outcome};
+use sched_core::features::KubeVersion;
 use sched_core::labels::{Selector, SelectorSyntaxError};
 use sched_core::snapshot::PodDetail;
 use sched_core::triage::{Workload, WorkloadError, WorkloadIndex, group_by_shape, parse_workload};
@@ -131,6 +132,9 @@ pub struct TriageReport {
     pub shapes: usize,
     /// Nodes in the cluster.
     pub nodes: usize,
+    /// The kube-scheduler release whose semantics decided (the API server's, the snapshot file's, or
+    /// --kube-version's).
+    pub kube_version: KubeVersion,
     /// The what-if changes applied.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub what_if: Vec<Applied>,
@@ -192,13 +196,13 @@ impl Scope {
 
 /// Runs `triage`.
 pub fn run(global: &GlobalArgs, args: &TriageArgs) -> Result<TriageOutput, TriageError> {
-    let engine = Engine::from_file(args.config.as_deref()).map_err(ResolveError::from)?;
     let (
         Loaded {
             mut objects,
             default_namespace,
             warnings,
             mut notes,
+            release,
             ..
         },
         cluster,
@@ -209,7 +213,10 @@ pub fn run(global: &GlobalArgs, args: &TriageArgs) -> Result<TriageOutput, Triag
         &PodDetail::CompactPlaced {
             keep: Default::default(),
         },
+        &args.release,
     )?;
+    let engine =
+        Engine::for_features(args.config.as_deref(), release.features).map_err(ResolveError::from)?;
     // One read of the scheduler's Lease serves every "why still pending" (events are per pod: explain).
     let scheduler = cluster.as_ref().and_then(|c| match c.scheduler_lease() {
         Ok(Some(lease)) => Some(SchedulerPresence::Lease(SchedulerLease::from_lease(&lease))),
@@ -557,6 +564,7 @@ fn triage(
         pods: pending.len(),
         shapes: shapes.len(),
         nodes: snapshot.nodes().len(),
+        kube_version: engine.features().version,
         what_if,
         causes,
     })

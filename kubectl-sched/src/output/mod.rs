@@ -9,6 +9,11 @@ pub mod simulate;
 pub mod table;
 pub mod triage;
 
+/// The words every header uses to say which release decided: `kube-scheduler v1.34.4 semantics`.
+pub fn semantics(version: sched_core::features::KubeVersion) -> String {
+    format!("kube-scheduler {version} semantics")
+}
+
 /// What a renderer made of a command's result.
 #[derive(Debug, Default)]
 pub struct Rendered {

@@ -64,9 +64,10 @@ fn message_of(p: &SimulatedPod) -> String {
 pub fn report(r: &SimulateReport, wide: bool) -> String {
     let s = &r.summary;
     let mut out = format!(
-        "Simulated {} on {} in {} ms: {} scheduled, {} pending, {} preempted.\n",
+        "Simulated {} on {} with {} in {} ms: {} scheduled, {} pending, {} preempted.\n",
         plural(s.pods, "pod", "pods"),
         plural(s.nodes, "node", "nodes"),
+        crate::output::semantics(r.kube_version),
         s.millis,
         s.scheduled,
         s.pending,

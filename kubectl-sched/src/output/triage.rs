@@ -133,11 +133,12 @@ fn no_fix_line(w: &WorkloadVerdict) -> String {
 pub fn report(r: &TriageReport, namespaced: bool, wide: bool) -> String {
     let stuck = r.stuck_pods();
     let mut out = format!(
-        "{} pending in {} ({} distinct shape(s), {} nodes): {} cannot be scheduled now, {} fit now.\n",
+        "{} pending in {} ({} distinct shape(s), {} nodes, {}): {} cannot be scheduled now, {} fit now.\n",
         plural(r.pods, "pod", "pods"),
         r.scope,
         r.shapes,
         r.nodes,
+        crate::output::semantics(r.kube_version),
         stuck,
         r.pods - stuck
     );

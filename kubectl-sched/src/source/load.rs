@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::apimachinery::pkg::version::Info;
 use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use sched_core::ClusterObjects;
 use sched_core::action::Action;
@@ -13,7 +14,8 @@ use sched_core::apply::{ActionResult, ApplyOptions, execute_with_progress};
 use sched_core::snapshot::PodDetail;
 use sched_core::snapshot::kube::{ApiLoadError, ApiLoadOptions, load_from_api};
 
-use crate::cli::GlobalArgs;
+use super::release::{Release, ReleaseError, VersionSource};
+use crate::cli::{GlobalArgs, ReleaseArgs};
 
 /// Why the cluster could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +76,10 @@ pub enum LoadError {
         #[source]
         source: kube::Error,
     },
+    /// No kube-scheduler release could be chosen (`--kube-version`, the cluster's version, or
+    /// `--feature-gates`): a usage error. Not transparent, so that `main` finds it in the chain.
+    #[error("{0}")]
+    Release(#[source] ReleaseError),
     /// A bounded lookup got no answer in time.
     #[error("{server}: {what}: no answer within {after:?}")]
     Timeout {
@@ -172,36 +178,27 @@ impl Cluster {
 
     /// Lists everything the engine needs (optional kinds that may not be listed become warnings).
     pub fn load(&self, namespace: Option<&str>) -> Result<(ClusterObjects, Vec<String>), LoadError> {
-        self.load_inner(namespace, false, &PodDetail::Full)
+        let (objects, warnings, _) = self.load_with_version(namespace, &PodDetail::Full)?;
+        Ok((objects, warnings))
     }
 
-    /// [`Cluster::load`], and a warning when the API server is of another minor version than the
-    /// engine's kube-scheduler (see [`super::skew`]): one `GET /version`, sent while the kinds are
-    /// listed, so it costs no time. A failed `/version` is no warning (nothing is known).
-    /// Pods on nodes are kept as `detail` says.
-    pub fn load_checking_version(
+    /// [`Cluster::load`], and the API server's `GET /version` answer (None when it failed), which
+    /// decides the release the engine evaluates with ([`super::release`]). Pods on nodes are kept as
+    /// `detail` says.
+    pub fn load_with_version(
         &self,
         namespace: Option<&str>,
         detail: &PodDetail,
-    ) -> Result<(ClusterObjects, Vec<String>), LoadError> {
-        self.load_inner(namespace, true, detail)
-    }
-
-    fn load_inner(
-        &self,
-        namespace: Option<&str>,
-        check_version: bool,
-        detail: &PodDetail,
-    ) -> Result<(ClusterObjects, Vec<String>), LoadError> {
+    ) -> Result<(ClusterObjects, Vec<String>, Option<Info>), LoadError> {
         // The version decides the default page size, so it comes first when that is unset; else it is
-        // read beside the lists, only for the skew warning.
+        // read beside the lists, so it costs no time.
         let version_first = match self.chunk_size {
-            None => self.runtime.block_on(self.client.apiserver_version()).ok(),
+            None => Some(self.runtime.block_on(self.client.apiserver_version()).ok()),
             Some(_) => None,
         };
-        let page_size = self
-            .chunk_size
-            .unwrap_or_else(|| super::skew::default_chunk_size(version_first.as_ref()));
+        let page_size = self.chunk_size.unwrap_or_else(|| {
+            super::skew::default_chunk_size(version_first.as_ref().and_then(Option::as_ref))
+        });
         self.page_size_used.set(page_size);
         let options = ApiLoadOptions {
             namespace: namespace.map(str::to_string),
@@ -211,22 +208,19 @@ impl Cluster {
         };
         let version = async {
             // Asked once: when it was asked first and failed, a second request would fail as well.
-            if check_version && self.chunk_size.is_some() {
-                self.client.apiserver_version().await.ok()
-            } else {
-                None
+            match &version_first {
+                Some(first) => first.clone(),
+                None => self.client.apiserver_version().await.ok(),
             }
         };
         let (loaded, version) = self
             .runtime
             .block_on(async { tokio::join!(load_from_api(&self.client, &options), version) });
-        let version = version.or(version_first.filter(|_| check_version));
-        let (objects, mut warnings) = loaded.map_err(|source| LoadError::Api {
+        let (objects, warnings) = loaded.map_err(|source| LoadError::Api {
             server: self.server.clone(),
             source,
         })?;
-        warnings.extend(version.as_ref().and_then(super::skew::skew_warning));
-        Ok((objects, warnings))
+        Ok((objects, warnings, version))
     }
 }
 
@@ -384,6 +378,8 @@ pub struct Loaded {
     pub warnings: Vec<String>,
     /// Shown with `-v 1`: what was read, and kinds skipped as irrelevant to scheduling.
     pub notes: Vec<String>,
+    /// The kube-scheduler release to evaluate with (its warning is among `warnings`).
+    pub release: Release,
 }
 
 /// What an evaluation of `pod` (a `POD` argument, none for `-f` or `--all-pending`) needs of the pods
@@ -401,7 +397,8 @@ pub fn evaluation_detail(global: &GlobalArgs, pod: Option<&str>) -> PodDetail {
 }
 
 /// Loads from `--from FILE` or the API server (all namespaces unless `namespace` restricts them),
-/// also returning the connection when the objects came from the API server (to write to it).
+/// also returning the connection when the objects came from the API server (to write to it), and
+/// chooses the release to evaluate with from `release` and the version the server or file names.
 /// `detail` says how much of the pods on nodes to keep, from a file or the API server alike: a large
 /// cluster's pods would otherwise be held whole.
 pub fn load_keeping_cluster(
@@ -409,6 +406,7 @@ pub fn load_keeping_cluster(
     from: Option<&Path>,
     namespace: Option<&str>,
     detail: &PodDetail,
+    release: &ReleaseArgs,
 ) -> Result<(Loaded, Option<Cluster>), LoadError> {
     let started = Instant::now();
     match from {
@@ -424,19 +422,30 @@ pub fn load_keeping_cluster(
             );
             let mut notes = vec![summary];
             notes.extend(report.notes());
+            let source = VersionSource::File {
+                path: path.display().to_string(),
+                recorded: report.kube_version.clone(),
+            };
+            let release = Release::choose(release, &source).map_err(LoadError::Release)?;
+            // Kinds the engine reads, skipped for their apiVersion: the answer may differ.
+            let mut warnings = report.warnings();
+            warnings.extend(release.warning.clone());
             let loaded = Loaded {
                 objects,
                 origin: path.display().to_string(),
                 default_namespace: "default".to_string(),
-                // Kinds the engine reads, skipped for their apiVersion: the answer may differ.
-                warnings: report.warnings(),
+                warnings,
                 notes,
+                release,
             };
             Ok((loaded, None))
         }
         None => {
             let cluster = Cluster::connect(global)?;
-            let (objects, warnings) = cluster.load_checking_version(namespace, detail)?;
+            let (objects, mut warnings, version) = cluster.load_with_version(namespace, detail)?;
+            let release =
+                Release::choose(release, &VersionSource::Server(version)).map_err(LoadError::Release)?;
+            warnings.extend(release.warning.clone());
             let summary = format!(
                 "listed {} object(s) from {} in {:.0} ms (the latest state, {}, decoded while listing{})",
                 objects.len(),
@@ -457,6 +466,7 @@ pub fn load_keeping_cluster(
                 default_namespace: cluster.default_namespace.clone(),
                 warnings,
                 notes: vec![summary],
+                release,
             };
             Ok((loaded, Some(cluster)))
         }

@@ -121,7 +121,7 @@ pub fn stale_nominations(pod: &Pod, node: &str, view: &dyn ClusterView) -> Vec<A
     };
     let mut bound = pod.clone();
     bound.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());
-    let bound = Arc::new(PodInfo::new(bound));
+    let bound = Arc::new(view.engine().pod_info(bound));
     let mut with_pod = (**node_info).clone();
     let already_there = with_pod.pods.iter().any(|p| {
         p.pod.metadata.namespace == pod.metadata.namespace && p.pod.metadata.name == pod.metadata.name
@@ -137,7 +137,7 @@ pub fn stale_nominations(pod: &Pod, node: &str, view: &dyn ClusterView) -> Vec<A
         let Ok(fwk) = view.engine().framework_for(&nominated, snapshot.clone()) else {
             continue;
         };
-        let info = PodInfo::from_arc(nominated.clone());
+        let info = PodInfo::with_features(nominated.clone(), view.engine().features());
         let mut state = CycleState::new();
         let (result, status, _) = fwk.run_pre_filter_plugins(&mut state, &info);
         let fits = status.is_success()

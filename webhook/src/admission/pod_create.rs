@@ -15,13 +15,13 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 
+use sched_core::Code;
 use sched_core::action::Action;
 use sched_core::engine::{EngineError, ScheduleOptions, schedule};
 use sched_core::explain::Outcome;
 use sched_core::volumes::{
     PodVolumes, bind_volume_to_claim, find_pod_volumes, prebind_actions, selected_node,
 };
-use sched_core::{Code, PodInfo};
 
 use super::affinity::{affinity_patch, pv_restriction};
 use super::{ClusterView, Decision, Operation, pod_claims, wants_prebind};
@@ -131,7 +131,7 @@ pub fn admission_prebind(pod: &Pod, view: &dyn ClusterView) -> Decision {
         Err(EngineError::UnknownProfile(_)) => return Decision::allow(op),
         Err(e) => return Decision::allow_with_warning(op, format!("volumes not pre-bound: {e}")),
     };
-    let info = PodInfo::new(pod.clone());
+    let info = view.engine().pod_info(pod.clone());
     let explanation = schedule(
         &fwk,
         &info,

@@ -107,7 +107,7 @@ impl ClusterView for StaticView {
 
     fn volume_snapshot(&self) -> Arc<Snapshot> {
         let o = &self.objects;
-        Arc::new(Snapshot::new(ClusterObjects {
+        Arc::new(self.engine.snapshot(ClusterObjects {
             nodes: o.nodes.clone(),
             persistent_volumes: o.persistent_volumes.clone(),
             persistent_volume_claims: o.persistent_volume_claims.clone(),
@@ -121,7 +121,7 @@ impl ClusterView for StaticView {
     }
 
     fn full_snapshot(&self) -> Snapshot {
-        Snapshot::new(self.objects.clone())
+        self.engine.snapshot(self.objects.clone())
     }
 
     fn engine(&self) -> &Engine {

@@ -136,8 +136,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl Cache {
-    /// Empty stores and their writers.
+    /// Empty stores and their writers, evaluated with the pinned release's engine and `config`.
     pub fn new(config: SchedulerConfig) -> (Arc<Cache>, Writers) {
+        Cache::with_engine(Engine::with_config(config, "the scheduler configuration"))
+    }
+
+    /// Empty stores and their writers, evaluated with `engine` (built for the API server's release).
+    pub fn with_engine(engine: Engine) -> (Arc<Cache>, Writers) {
         // The controller reads the pod store too, and is fed from `pod_triggers`, not a second watch.
         let (stores, writers) = stores::stores();
         let pod_triggers = Arc::new(PodTriggers::default());
@@ -152,7 +157,7 @@ impl Cache {
             node_generation: Arc::new(AtomicU64::new(0)),
             volume_snapshot: Mutex::new(None),
             overlay: Mutex::new(Overlay::default()),
-            engine: Engine::with_config(config, "the scheduler configuration"),
+            engine,
             watch_health: Arc::default(),
         });
         (cache, writers)

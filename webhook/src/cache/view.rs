@@ -147,7 +147,8 @@ impl ClusterView for Cache {
         {
             return snapshot.clone();
         }
-        let mut snapshot = Snapshot::new(ClusterObjects {
+        // Through the engine: request sums follow its release's gates.
+        let mut snapshot = self.engine.snapshot(ClusterObjects {
             nodes: owned(self.stores.nodes.state()),
             ..ClusterObjects::default()
         });
@@ -165,7 +166,7 @@ impl ClusterView for Cache {
 
     fn full_snapshot(&self) -> Snapshot {
         let volumes = self.volume_snapshot();
-        let mut snapshot = Snapshot::new(self.stores.unindexed_objects());
+        let mut snapshot = self.engine.snapshot(self.stores.unindexed_objects());
         set_volumes(&mut snapshot, volumes_of(&volumes));
         snapshot
     }

@@ -36,6 +36,10 @@ pub struct LoadReport {
     pub objects: usize,
     /// Objects of kinds the engine does not use, by `Kind (apiVersion)`, e.g. `Deployment (apps/v1)`.
     pub skipped: BTreeMap<String, usize>,
+    /// The Kubernetes version a List records in its `kubeVersion` key ([`super::KUBE_VERSION_KEY`],
+    /// written by `kubectl sched snapshot`), as written; the first List's that has one. Files from
+    /// kubectl have none.
+    pub kube_version: Option<String>,
 }
 
 impl LoadReport {
@@ -45,6 +49,15 @@ impl LoadReport {
             documents: 0,
             objects: 0,
             skipped: BTreeMap::new(),
+            kube_version: None,
+        }
+    }
+
+    /// Keeps a List's `kubeVersion` (a string; any other value is not one and is ignored), unless an
+    /// earlier List recorded one.
+    pub(super) fn record_version(&mut self, value: Option<&str>) {
+        if self.kube_version.is_none() {
+            self.kube_version = value.map(str::to_string);
         }
     }
 

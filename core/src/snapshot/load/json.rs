@@ -30,6 +30,25 @@ struct JsonDoc<'a> {
     kind: Option<String>,
     #[serde(default, borrow)]
     items: Option<Vec<&'a RawValue>>,
+    /// A List's recorded Kubernetes version ([`super::KUBE_VERSION_KEY`]); any JSON value, so that an
+    /// odd one is ignored rather than refused.
+    #[serde(rename = "kubeVersion", default)]
+    kube_version: Option<serde_json::Value>,
+}
+
+/// The envelope of a List without its items (the streaming reader's header): only its recorded
+/// version is read.
+#[derive(Deserialize)]
+pub(super) struct ListEnvelope {
+    #[serde(rename = "kubeVersion", default)]
+    kube_version: Option<serde_json::Value>,
+}
+
+impl ListEnvelope {
+    /// The recorded version, when it is a string.
+    pub(super) fn kube_version(&self) -> Option<&str> {
+        self.kube_version.as_ref().and_then(serde_json::Value::as_str)
+    }
 }
 
 /// One object's text, with its place in the file.
@@ -254,6 +273,7 @@ pub(super) fn load_json(text: &str, path: &Path) -> Result<(ClusterObjects, Load
         let api_version = doc.api_version.as_deref();
         let kind = doc.kind.as_deref();
         if let Some(items) = doc.items {
+            report.record_version(doc.kube_version.as_ref().and_then(serde_json::Value::as_str));
             let default = list_element_type(api_version, kind);
             for (i, raw) in items.into_iter().enumerate() {
                 let item_text = raw.get();

@@ -60,7 +60,10 @@ pub use prune::{
     prune_pod_spec, prune_pod_status, retain_annotations,
 };
 pub use quantities::{BadQuantity, MAX_AMOUNT, Problem, check_node, check_pod, check_pvc};
-pub use write::{ListView, write_list_json, write_list_yaml};
+pub use write::{
+    KUBE_VERSION_KEY, ListView, write_list_json, write_list_yaml, write_versioned_list_json,
+    write_versioned_list_yaml,
+};
 pub use yaml_depth::{MAX_FLOW_DEPTH, TooDeep, check_flow_depth};
 
 use super::{ClusterObjects, PodDetail, Snapshot};

@@ -8,7 +8,7 @@ use std::io;
 use std::path::Path;
 
 use super::error::{Format, LoadReport};
-use super::json::{RawItem, decode_json_pods, peek_json};
+use super::json::{ListEnvelope, RawItem, decode_json_pods, peek_json};
 use super::kind::{ObjectKind, Resolved, resolve_kind};
 use crate::snapshot::{ClusterObjects, PodDetail};
 
@@ -40,8 +40,8 @@ enum Emitted {
     },
     /// A whole top-level object that is not a List (owned: it may span chunks).
     Single { document: usize, text: Vec<u8> },
-    /// A List document ended.
-    ListEnd,
+    /// A List document ended; its envelope (everything but the items) for its recorded version.
+    ListEnd { header: Vec<u8> },
 }
 
 /// Splits a stream of JSON objects into list items without decoding them, tracking only strings
@@ -188,7 +188,9 @@ impl Scanner {
 
     fn end_document(&mut self, out: &mut Vec<Emitted>) {
         if self.saw_items {
-            out.push(Emitted::ListEnd);
+            out.push(Emitted::ListEnd {
+                header: std::mem::take(&mut self.header),
+            });
         } else {
             out.push(Emitted::Single {
                 document: self.document,
@@ -353,8 +355,10 @@ fn decode_emitted(
                 range,
             } => (*document, Some(*item), &buf[range.clone()]),
             Emitted::Single { document, text } => (*document, None, text.as_slice()),
-            Emitted::ListEnd => {
+            Emitted::ListEnd { header } => {
                 report.documents += 1;
+                let envelope: ListEnvelope = serde_json::from_slice(header).map_err(|_| Fallback)?;
+                report.record_version(envelope.kube_version());
                 continue;
             }
         };

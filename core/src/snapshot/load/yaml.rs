@@ -35,6 +35,8 @@ struct YamlDoc {
     api_version: Option<String>,
     kind: Option<String>,
     had_items: bool,
+    /// A List's recorded Kubernetes version ([`super::KUBE_VERSION_KEY`]), when a string.
+    kube_version: Option<String>,
     /// Every field but `items` (the object itself when the document is not a List).
     rest: yaml_serde::Mapping,
 }
@@ -122,6 +124,7 @@ impl<'de> Visitor<'de> for YamlDocVisitor<'_, '_> {
             match key.as_str() {
                 Some("apiVersion") => doc.api_version = value.as_str().map(str::to_string),
                 Some("kind") => doc.kind = value.as_str().map(str::to_string),
+                Some(super::KUBE_VERSION_KEY) => doc.kube_version = value.as_str().map(str::to_string),
                 _ => {}
             }
             doc.rest.insert(key, value);
@@ -231,6 +234,7 @@ pub(super) fn load_yaml(text: &str, path: &Path) -> Result<(ClusterObjects, Load
             }
         };
         if doc.had_items {
+            state.report.record_version(doc.kube_version.as_deref());
             let default = list_element_type(doc.api_version.as_deref(), doc.kind.as_deref());
             for (i, value) in std::mem::take(&mut state.pending) {
                 if state.store(Some(i), value, default).is_err() {

@@ -104,6 +104,7 @@ fn recheck(edit: impl FnOnce(&mut ClusterObjects)) -> (PreemptReport, Evaluation
     let preemptor = first.preemptor.clone();
     let report = PreemptReport {
         preemption: first.preemption,
+        kube_version: engine.features().version,
         situation: first.situation,
         mode: VictimRemoval::Delete,
         dry_run: DryRunView::None,

@@ -101,7 +101,6 @@ pub struct SimulateOutput {
 
 /// Runs `simulate`.
 pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, SimulateError> {
-    let engine = Engine::from_file(args.config.as_deref()).map_err(ResolveError::from)?;
     // Drains and removals recreate pods from their specs: those need the placed pods whole.
     let detail = if args.drain.is_empty() && args.remove_node.is_empty() {
         PodDetail::CompactPlaced {
@@ -116,10 +115,13 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
             default_namespace,
             mut warnings,
             mut notes,
+            release,
             ..
         },
         _cluster,
-    ) = load_keeping_cluster(global, args.from.as_deref(), None, &detail)?;
+    ) = load_keeping_cluster(global, args.from.as_deref(), None, &detail, &args.release)?;
+    let engine =
+        Engine::for_features(args.config.as_deref(), release.features).map_err(ResolveError::from)?;
     let namespace = global.namespace.clone().unwrap_or(default_namespace);
     let mut origins: HashMap<String, Origin> = HashMap::new();
     let now = Time(k8s_openapi::jiff::Timestamp::now());
@@ -249,6 +251,7 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
         })
         .collect();
     let report = SimulateReport {
+        kube_version: engine.features().version,
         summary: summarize(
             &pods,
             &outcome.victims,

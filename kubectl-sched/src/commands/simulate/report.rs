@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use std::sync::Arc;
 
+use sched_core::features::KubeVersion;
 use sched_core::framework::FeatureGates;
 use sched_core::resource::Resource;
 use sched_core::simulate::{PodOutcome, PodResult, Victim};
@@ -151,6 +152,9 @@ pub struct Summary {
 pub struct SimulateReport {
     /// The counts.
     pub summary: Summary,
+    /// The kube-scheduler release whose semantics decided (the API server's, the snapshot file's, or
+    /// --kube-version's).
+    pub kube_version: KubeVersion,
     /// Per workload: placed / total.
     pub workloads: Vec<WorkloadPlacement>,
     /// Every simulated pod, in the order of its first attempt.

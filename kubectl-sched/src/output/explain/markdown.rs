@@ -102,8 +102,10 @@ pub fn report(r: &ExplainReport) -> String {
         Outcome::Error => format!("`{pod}`: the scheduling cycle fails"),
     };
     let mut out = format!(
-        "### {title}\n\nProfile `{}`, {} nodes.\n\n",
-        e.profile, e.nodes_total
+        "### {title}\n\nProfile `{}`, {} nodes, {}.\n\n",
+        e.profile,
+        e.nodes_total,
+        crate::output::semantics(r.kube_version)
     );
     if let Some(b) = &r.bound {
         out.push_str(&format!("Bound to `{}`; evaluated as if pending.\n\n", b.node));

@@ -154,7 +154,12 @@ const NOTHING_SCORED: &str =
 /// `explain POD` in table form.
 pub fn report(r: &ExplainReport, wide: bool) -> String {
     let e = &r.explanation;
-    let context = format!("profile {}, {} nodes", e.profile, e.nodes_total);
+    let context = format!(
+        "profile {}, {} nodes, {}",
+        e.profile,
+        e.nodes_total,
+        crate::output::semantics(r.kube_version)
+    );
     let mut out = what_if_line(&r.what_if);
     match (&r.bound, e.outcome) {
         (Some(b), _) => {

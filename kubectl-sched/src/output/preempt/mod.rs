@@ -210,8 +210,11 @@ pub fn report(r: &PreemptReport) -> String {
         _ => {}
     }
     out.push_str(&format!(
-        "{} cannot be scheduled ({} nodes):\n  {}\n",
-        p.pod, p.nodes_total, p.failed_scheduling_message
+        "{} cannot be scheduled ({} nodes, {}):\n  {}\n",
+        p.pod,
+        p.nodes_total,
+        crate::output::semantics(r.kube_version),
+        p.failed_scheduling_message
     ));
     match r.situation {
         Situation::NotEligible => {

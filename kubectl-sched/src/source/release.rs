@@ -1,0 +1,325 @@
+//! Which kube-scheduler release a command evaluates with: the one `--kube-version` names, else the
+//! API server's (`GET /version`), else the one a snapshot file records, else the pinned release
+//! (with a warning saying so); then `--feature-gates` over that release's defaults. The engine is
+//! built from the result ([`Release::features`]), so that messages, plugins and gates are those of
+//! the kube-scheduler the user actually runs.
+
+use k8s_openapi::apimachinery::pkg::version::Info;
+use sched_core::features::{FeatureGateError, FeatureGates, KubeVersion, VersionError};
+
+use crate::cli::ReleaseArgs;
+
+/// Where the cluster's own version was to be read from, and what it said.
+#[derive(Debug, Clone, PartialEq)]
+pub enum VersionSource {
+    /// The API server's `GET /version` answer (None: it could not be read).
+    Server(Option<Info>),
+    /// What the snapshot file (its path) records as `kubeVersion` (None: nothing).
+    File {
+        /// The file, for messages.
+        path: String,
+        /// The recorded version, as written.
+        recorded: Option<String>,
+    },
+}
+
+/// Why no release could be chosen: a usage error (exit code 2), on one line.
+#[derive(Debug, thiserror::Error)]
+pub enum ReleaseError {
+    /// `--kube-version` is malformed or outside the supported range.
+    #[error("--kube-version: {0}")]
+    Flag(#[source] VersionError),
+    /// The API server's or the file's version is outside the supported range, and `--kube-version`
+    /// does not pick one.
+    #[error("{0}")]
+    Cluster(#[source] VersionError),
+    /// The snapshot file records a version that is not one.
+    #[error("{path}: kubeVersion: {source}")]
+    Recorded {
+        /// The file.
+        path: String,
+        /// Why.
+        #[source]
+        source: VersionError,
+    },
+    /// `--feature-gates` is malformed, or names a gate the release does not have or may not change.
+    #[error("--feature-gates: {0}")]
+    FeatureGates(#[source] FeatureGateError),
+}
+
+/// The release chosen, and what to tell the user about the choice.
+#[derive(Debug, Clone)]
+pub struct Release {
+    /// The gates (and the release, `features.version`) to build the engine with.
+    pub features: FeatureGates,
+    /// A warning to print: the pinned release used for want of a version, or `--kube-version` against
+    /// another version of the cluster.
+    pub warning: Option<String>,
+}
+
+/// The hint of the unsupported-version error when the cluster's version is the culprit.
+const PICK_ONE: &str = "pick a supported release with --kube-version";
+
+/// The release a `GET /version` answer names (see [`KubeVersion::from_server`]).
+pub fn server_release(info: &Info) -> Option<KubeVersion> {
+    KubeVersion::from_server(&info.git_version, &info.major, &info.minor)
+}
+
+/// How the server names itself in messages: its `gitVersion`, else `v<major>.<minor>`.
+fn server_name(info: &Info) -> String {
+    if info.git_version.is_empty() {
+        format!("v{}.{}", info.major, info.minor)
+    } else {
+        info.git_version.clone()
+    }
+}
+
+impl Release {
+    /// Chooses the release for `args` and what the cluster (or file) says of itself.
+    pub fn choose(args: &ReleaseArgs, source: &VersionSource) -> Result<Release, ReleaseError> {
+        let flag = args
+            .kube_version
+            .as_deref()
+            .map(|text| KubeVersion::parse(text).and_then(|v| v.supported("")))
+            .transpose()
+            .map_err(ReleaseError::Flag)?;
+        // The cluster's own version, and how to name it ("the API server is v1.33.5-eks-1").
+        let (own, named): (Option<KubeVersion>, String) = match source {
+            VersionSource::Server(Some(info)) => (
+                server_release(info),
+                format!("the API server is {}", server_name(info)),
+            ),
+            VersionSource::Server(None) => (None, "the API server's version could not be read".into()),
+            VersionSource::File {
+                path,
+                recorded: Some(text),
+            } => {
+                let version = KubeVersion::parse(text).map_err(|source| ReleaseError::Recorded {
+                    path: path.clone(),
+                    source,
+                })?;
+                (Some(version), format!("{path} was taken from Kubernetes {text}"))
+            }
+            VersionSource::File { path, recorded: None } => (
+                None,
+                format!(
+                    "{path} records no Kubernetes version (a file from kubectl, or an older kubectl-sched)"
+                ),
+            ),
+        };
+        let (version, warning) = match (flag, own) {
+            (Some(flag), Some(own)) if flag != own => (
+                flag,
+                Some(format!(
+                    "{named}; evaluating with kube-scheduler {flag}'s semantics, as --kube-version says"
+                )),
+            ),
+            (Some(flag), _) => (flag, None),
+            (None, Some(own)) => {
+                let hint = format!("{named}; {PICK_ONE}");
+                (own.supported(&hint).map_err(ReleaseError::Cluster)?, None)
+            }
+            (None, None) => {
+                let unreadable = match source {
+                    VersionSource::Server(Some(info)) => {
+                        format!(
+                            "the API server's version {:?} names no Kubernetes release",
+                            server_name(info)
+                        )
+                    }
+                    _ => named,
+                };
+                (
+                    KubeVersion::PINNED,
+                    Some(format!(
+                        "{unreadable}; evaluating with kube-scheduler {}'s semantics (use --kube-version to \
+                         pick another release)",
+                        KubeVersion::PINNED
+                    )),
+                )
+            }
+        };
+        let mut features = FeatureGates::for_version(version);
+        if let Some(text) = &args.feature_gates {
+            features = with_feature_gates(features, text)?;
+        }
+        Ok(Release { features, warning })
+    }
+}
+
+/// `--feature-gates` over the release's defaults, in kube-scheduler's syntax and words (a gate the
+/// release does not have, or may not change, is refused as its kube-scheduler refuses it).
+fn with_feature_gates(features: FeatureGates, text: &str) -> Result<FeatureGates, ReleaseError> {
+    features.with_overrides(text).map_err(ReleaseError::FeatureGates)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::source::skew::tests::info;
+
+    fn args(kube_version: Option<&str>) -> ReleaseArgs {
+        ReleaseArgs {
+            kube_version: kube_version.map(str::to_string),
+            feature_gates: None,
+        }
+    }
+
+    fn file(recorded: Option<&str>) -> VersionSource {
+        VersionSource::File {
+            path: "snap.yaml".into(),
+            recorded: recorded.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn the_release_is_the_flag_else_the_clusters_else_the_pinned_one() {
+        let server = |v: &str| VersionSource::Server(Some(info("1", "", v)));
+        let pinned = KubeVersion::PINNED;
+        // (case, flag, source, chosen, how the warning starts)
+        type Case<'a> = (
+            &'a str,
+            Option<&'a str>,
+            VersionSource,
+            KubeVersion,
+            Option<&'a str>,
+        );
+        let cases: [Case<'_>; 10] = [
+            ("server", None, server("v1.34.4"), KubeVersion::new(34, 4), None),
+            (
+                "server patch decides",
+                None,
+                server("v1.34.2"),
+                KubeVersion::new(34, 2),
+                None,
+            ),
+            (
+                "managed cloud",
+                None,
+                server("v1.33.5-eks-1"),
+                KubeVersion::new(33, 5),
+                None,
+            ),
+            (
+                "flag over server",
+                Some("v1.37.1"),
+                server("v1.33.13"),
+                KubeVersion::new(37, 1),
+                Some(
+                    "the API server is v1.33.13; evaluating with kube-scheduler v1.37.1's semantics, as --kube-version says",
+                ),
+            ),
+            (
+                "flag equal to server",
+                Some("v1.35"),
+                server("v1.35.4"),
+                KubeVersion::new(35, 4),
+                None,
+            ),
+            (
+                "flag picks an out-of-range server",
+                Some("v1.37"),
+                server("v1.32.1"),
+                pinned,
+                Some("the API server is v1.32.1; evaluating with kube-scheduler v1.37.1's"),
+            ),
+            (
+                "no /version",
+                None,
+                VersionSource::Server(None),
+                pinned,
+                Some("the API server's version could not be read; evaluating with kube-scheduler v1.37.1's"),
+            ),
+            ("file", None, file(Some("v1.35.4")), KubeVersion::new(35, 4), None),
+            (
+                "file without a version",
+                None,
+                file(None),
+                pinned,
+                Some("snap.yaml records no Kubernetes version"),
+            ),
+            (
+                "flag over file",
+                Some("v1.34"),
+                file(Some("v1.36.3")),
+                KubeVersion::new(34, 4),
+                Some("snap.yaml was taken from Kubernetes v1.36.3; evaluating with kube-scheduler v1.34.4's"),
+            ),
+        ];
+        for (name, flag, source, want, warning) in cases {
+            let release = Release::choose(&args(flag), &source).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_eq!(release.features.version, want, "{name}");
+            assert_eq!(release.features, FeatureGates::for_version(want), "{name}");
+            match (warning, &release.warning) {
+                (None, None) => {}
+                (Some(w), Some(got)) => assert!(got.starts_with(w), "{name}: {got}"),
+                (w, got) => panic!("{name}: warning {got:?}, want {w:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn versions_outside_the_range_are_one_line_errors() {
+        let cases = [
+            (
+                Some("v1.32"),
+                VersionSource::Server(Some(info("1", "34", "v1.34.4"))),
+                "--kube-version: Kubernetes v1.32.0 is not supported: kubectl-sched models kube-scheduler \
+                 v1.33 to v1.37",
+            ),
+            (
+                Some("1.x"),
+                VersionSource::Server(None),
+                "--kube-version: \"1.x\" is not a Kubernetes version (expected v1.MINOR or v1.MINOR.PATCH, \
+                 e.g. v1.34.4)",
+            ),
+            (
+                None,
+                VersionSource::Server(Some(info("1", "32+", "v1.32.9-eks-1"))),
+                "Kubernetes v1.32.9 is not supported: kubectl-sched models kube-scheduler v1.33 to v1.37; the \
+                 API server is v1.32.9-eks-1; pick a supported release with --kube-version",
+            ),
+            (
+                None,
+                file(Some("v1.38.0")),
+                "Kubernetes v1.38.0 is not supported: kubectl-sched models kube-scheduler v1.33 to v1.37; \
+                 snap.yaml was taken from Kubernetes v1.38.0; pick a supported release with --kube-version",
+            ),
+            (
+                None,
+                file(Some("latest")),
+                "snap.yaml: kubeVersion: \"latest\" is not a Kubernetes version (expected v1.MINOR or \
+                 v1.MINOR.PATCH, e.g. v1.34.4)",
+            ),
+        ];
+        for (flag, source, want) in cases {
+            let err = Release::choose(&args(flag), &source).unwrap_err().to_string();
+            assert_eq!(err, want);
+            assert!(!err.contains('\n'));
+        }
+    }
+
+    #[test]
+    fn feature_gates_apply_over_the_chosen_releases_defaults() {
+        let server = VersionSource::Server(Some(info("1", "33", "v1.33.13")));
+        let with = |gates: &str| ReleaseArgs {
+            kube_version: None,
+            feature_gates: Some(gates.to_string()),
+        };
+        let defaults = FeatureGates::for_version(KubeVersion::new(33, 13));
+        assert!(!defaults.pod_level_resources);
+        let release = Release::choose(&with("PodLevelResources=true"), &server).expect("a 1.33 gate");
+        assert!(release.features.pod_level_resources);
+        assert_eq!(release.features.version, KubeVersion::new(33, 13));
+        // A gate 1.33 does not have: refused in one line, naming the flag.
+        let err = Release::choose(&with("NodeDeclaredFeatures=true"), &server).unwrap_err();
+        assert!(matches!(err, ReleaseError::FeatureGates(_)), "{err}");
+        let text = err.to_string();
+        assert!(
+            text.starts_with("--feature-gates: ") && !text.contains('\n'),
+            "{text}"
+        );
+        assert!(text.contains("NodeDeclaredFeatures"), "{text}");
+    }
+}
