@@ -115,6 +115,23 @@ release_changes! {
     /// and later); before, result `i` belongs to claim `i`, and a pod with more claims than results
     /// gets the error `number of allocations N is smaller than number of claims`.
     dynamic_resources_score_indexes_unallocated_claims: v(36, 2) => NEVER;
+    /// The DRA allocator's CEL runtime error names the device (`selector #1 on device d/p/x: CEL
+    /// runtime error: …`) and a `no such key` error carries the optional-chaining hint
+    /// (dynamic-resource-allocation v0.37 `structured/internal/*/allocator_*.go`, `cel/errors.go`).
+    dra_cel_runtime_error_names_device: v(37, 0) => NEVER;
+    /// The DRA allocator never allocates from an incomplete pool and counts a pool's slices across
+    /// all nodes (v0.35 `allocator_*.go` `if pool.IsIncomplete || pool.IsInvalid { continue }`,
+    /// `pools_*.go`); v0.34 refuses an incomplete pool only for `allocationMode: All`.
+    dra_incomplete_pools_unusable: v(35, 0) => NEVER;
+    /// An invalid pool fails the DRA allocation on the node only (`ErrFailedAllocationOnNode`:
+    /// DynamicResources' Filter says `invalid resource pools were encountered`, Unschedulable and
+    /// unresolvable); v0.34's allocator returns `pool <name> is invalid: <reason>`, which v1.34's
+    /// Filter reports as an Error.
+    dra_invalid_pool_fails_node_only: v(35, 0) => NEVER;
+    /// DynamicResources' Filter reports an allocation timeout as an Error (`node N: timed out
+    /// trying to allocate devices`); v1.34–v1.35 as UnschedulableAndUnresolvable `timed out
+    /// trying to allocate devices` (`dynamicresources/dynamicresources.go` Filter).
+    dynamic_resources_timeout_is_error: v(36, 0) => NEVER;
     /// NodeDeclaredFeatures' reason lists the unsatisfied requirements (`node declared features
     /// check failed - unsatisfied requirements: …`) instead of `node(s) didn't match Pod's required
     /// features`.

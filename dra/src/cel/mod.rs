@@ -89,6 +89,15 @@ pub enum CelError {
     Runtime(String),
 }
 
+impl CelError {
+    /// The text without v0.37's `EnhanceRuntimeError` hint, as dynamic-resource-allocation
+    /// v0.34–v0.36 word it (they have no `cel/errors.go`).
+    pub fn without_hint(&self) -> &str {
+        let (CelError::Compile(text) | CelError::Runtime(text)) = self;
+        text.strip_suffix(NO_SUCH_KEY_HINT).unwrap_or(text)
+    }
+}
+
 /// A compiled selector (`cel.CompilationResult`): `error` is set when compilation failed.
 #[derive(Debug)]
 pub struct CompilationResult {

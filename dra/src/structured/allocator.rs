@@ -531,7 +531,14 @@ impl<'s> Search<'s> {
 
         let features = self.features();
         for pi in start.pool..self.pools.len() {
-            if self.pools[pi].is_incomplete || self.pools[pi].is_invalid {
+            let pool = &self.pools[pi];
+            if pool.is_invalid && !features.invalid_pool_fails_node_only {
+                return Err(SearchError::Fatal(format!(
+                    "pool {} is invalid: {}",
+                    pool.id.pool, pool.invalid_reason
+                )));
+            }
+            if pool.is_invalid || (pool.is_incomplete && features.incomplete_pools_unusable) {
                 continue;
             }
             let slice_start = if pi == start.pool { start.slice } else { 0 };
@@ -662,10 +669,18 @@ impl<'s> Search<'s> {
                     allow_multiple_allocations: device.allow_multiple_allocations,
                 })
                 .map_err(|e| {
-                    SearchError::Fatal(format!(
-                        "{}: selector #{i} on device {id}: CEL runtime error: {e}",
-                        whose()
-                    ))
+                    SearchError::Fatal(if self.features().cel_runtime_error_names_device {
+                        format!(
+                            "{}: selector #{i} on device {id}: CEL runtime error: {e}",
+                            whose()
+                        )
+                    } else {
+                        format!(
+                            "{}: selector #{i}: CEL runtime error: {}",
+                            whose(),
+                            e.without_hint()
+                        )
+                    })
                 })?;
             if !matches {
                 return Ok(false);

@@ -67,6 +67,20 @@ pub struct Features {
     pub consumable_capacity: bool,
     /// DRAFractionalCapacityRange.
     pub fractional_capacity_range: bool,
+    /// Not a gate but the library's release (dynamic-resource-allocation v0.37): a CEL runtime
+    /// error names the device (`selector #1 on device d/p/x: CEL runtime error: …`) and a
+    /// `no such key` error carries the optional-chaining hint (`cel/errors.go`); v0.34–v0.36 write
+    /// `selector #1: CEL runtime error: no such key: k`.
+    pub cel_runtime_error_names_device: bool,
+    /// Not a gate but the library's release (v0.35 on): no device is ever allocated from an
+    /// incomplete pool (`if pool.IsIncomplete || pool.IsInvalid { continue }`); v0.34 refuses an
+    /// incomplete pool only for `allocationMode: All` and allocates from it otherwise, and counts
+    /// a pool's slices among those that serve the node only.
+    pub incomplete_pools_unusable: bool,
+    /// Not a gate but the library's release (v0.35 on): an invalid pool fails allocation on the
+    /// node only (`ErrFailedAllocationOnNode`, `invalid resource pools were encountered`); v0.34
+    /// stops the search with the error `pool <name> is invalid: <reason>`.
+    pub invalid_pool_fails_node_only: bool,
 }
 
 impl Features {
@@ -82,6 +96,9 @@ impl Features {
         device_binding_and_status: true,
         consumable_capacity: true,
         fractional_capacity_range: false,
+        cel_runtime_error_names_device: true,
+        incomplete_pools_unusable: true,
+        invalid_pool_fails_node_only: true,
     };
 }
 

@@ -209,6 +209,12 @@ pub fn gather_pools<'a>(
         let generation = first.spec.pool.generation;
         let pool = if slices.len() as i64 == wanted {
             build_pool(id, slices, features, &[])
+        } else if !features.incomplete_pools_unusable {
+            // v0.34 counts only the slices that serve the node and keeps an incomplete pool's
+            // devices: only "All" refuses it (`pools_stable.go` of v0.34.4).
+            let mut pool = build_pool(id, slices, features, &[]);
+            pool.is_incomplete = true;
+            pool
         } else {
             // Look for the pool's slices that do not serve this node.
             let Some(mut all_for_pool) = slices_in_pool(all_slices, id, generation) else {

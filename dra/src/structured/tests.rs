@@ -745,6 +745,11 @@ fn pools_generations_and_validity() {
                 .into()
         )
     );
+    // v0.34's library (v1.34) allocates from an incomplete pool unless the request asks for "All".
+    let mut v1_34 = env(vec![generation(local(devs(&["gpu-0"])), 1, 2)]);
+    v1_34.features.incomplete_pools_unusable = false;
+    assert_eq!(v1_34.picked(&one()), names(&[&["r=node-1/gpu-0"]]));
+    assert!(v1_34.run(&[claim("c", vec![all("r")])]).is_err());
     // The pool's other slice serves another node: complete, and only this node's devices count.
     let e = env(vec![
         generation(
@@ -792,6 +797,13 @@ fn pools_generations_and_validity() {
     assert_eq!(
         e.run(&[claim("c", vec![all("r")])]).unwrap_err().to_string(),
         "claim ns/c, request r: asks for all devices, but resource pool gpu.example.com/node-1 is currently invalid"
+    );
+    // v0.34 (v1.34): an invalid pool stops the search with an error.
+    let mut v1_34 = env(dup());
+    v1_34.features.invalid_pool_fails_node_only = false;
+    assert_eq!(
+        v1_34.run(&one()).unwrap_err(),
+        AllocateError::Fatal("pool node-1 is invalid: duplicate device name gpu-0".into())
     );
     // ... unless another pool serves the claim.
     let mut slices = dup();
@@ -1479,6 +1491,26 @@ fn selector_errors() {
         ),
         other => panic!("{other:?}"),
     }
+    // v0.34–v0.36 (v1.34–v1.36) name neither the device nor the optional-chaining hint.
+    let request = edit(exact("r", 1), |x| {
+        x.selectors = Some(vec![cel_selector(
+            "device.attributes['gpu.example.com'].model == 'big'",
+        )])
+    });
+    let mut before_v1_37 = env(vec![local(devs(&["gpu-0"]))]);
+    before_v1_37.features.cel_runtime_error_names_device = false;
+    assert_eq!(
+        before_v1_37.run(&[claim("c", vec![request.clone()])]),
+        Err(AllocateError::Fatal(
+            "claim ns/c: selector #0: CEL runtime error: no such key: model".into()
+        ))
+    );
+    assert_eq!(
+        env(vec![local(devs(&["gpu-0"]))]).run(&[claim("c", vec![request])]),
+        Err(AllocateError::Fatal(
+            "claim ns/c: selector #0 on device gpu.example.com/node-1/gpu-0: CEL runtime error: no such key: model. consider using CEL optional chaining (.? followed by orValue()) or guarding the check with has() for optional fields".into()
+        ))
+    );
     // A selector that does not match comes before one that would fail: no error.
     let e = with_class_selectors(
         env(vec![local(devs(&["gpu-0"]))]),

@@ -76,6 +76,29 @@ pub fn ensure_dra_served(lab: &Lab) -> Result<()> {
     Ok(())
 }
 
+/// Whether the DRA feature `gate` is on in the control plane's release (`on`: the caller reads it
+/// from `lab.engine.features()`, the same gates sched-core evaluates with). When it is off the
+/// scenario asserts the off behaviour instead, and this says so in the output.
+pub fn gate_on(lab: &Lab, gate: &str, on: bool) -> bool {
+    if !on {
+        eprintln!(
+            "  {gate} is off on {}: the scenario asserts the behaviour without it",
+            lab.engine.features().version
+        );
+    }
+    on
+}
+
+/// Whether the control plane's release can run a scenario that needs `what`; when it cannot
+/// (its API server refuses the objects, or its kube-scheduler does not read them) this prints why
+/// the scenario is skipped on that release.
+pub fn runnable_on(lab: &Lab, what: &str, runnable: bool) -> bool {
+    if !runnable {
+        eprintln!("  SKIPPED on {}: {what}", lab.engine.features().version);
+    }
+    runnable
+}
+
 /// A device of a ResourceSlice.
 #[derive(Clone, Debug)]
 pub struct DeviceBuilder(Value);

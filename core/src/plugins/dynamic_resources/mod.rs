@@ -61,6 +61,8 @@ pub(crate) const NAME: &str = names::DYNAMIC_RESOURCES;
 pub(crate) const ERR_NOT_FOUND: &str = "not found";
 /// Filter: the allocator found no devices for every claim on the node.
 pub(crate) const ERR_CANNOT_ALLOCATE: &str = "cannot allocate all claims";
+/// Filter: the allocator ran past `filterTimeout` (v1.36 on prefixed with `node N: `).
+pub(crate) const ERR_TIMED_OUT: &str = "timed out trying to allocate devices";
 /// Filter: an allocated claim's devices are not reachable from the node.
 pub(crate) const ERR_CLAIM_NOT_AVAILABLE: &str = "resourceclaim not available on the node";
 /// PostFilter: an unavailable claim was deallocated so the next attempt can allocate it elsewhere.
@@ -131,6 +133,8 @@ pub(crate) struct DynamicResources {
     resolver: DeviceClassResolver,
     /// How the release scores (see `score`).
     scoring: Scoring,
+    /// An allocation timeout is an Error (v1.36 on) rather than UnschedulableAndUnresolvable.
+    timeout_is_error: bool,
 }
 
 /// What the release's Score does.
@@ -197,6 +201,9 @@ pub(crate) fn allocator_features(features: &FeatureGates) -> Features {
             && features.dra_resource_claim_device_status,
         consumable_capacity: features.dra_consumable_capacity,
         fractional_capacity_range: features.dra_fractional_capacity_range,
+        cel_runtime_error_names_device: features.changes.dra_cel_runtime_error_names_device,
+        incomplete_pools_unusable: features.changes.dra_incomplete_pools_unusable,
+        invalid_pool_fails_node_only: features.changes.dra_invalid_pool_fails_node_only,
     }
 }
 
@@ -245,6 +252,7 @@ impl DynamicResources {
             self.resolver = DeviceClassResolver::default();
         }
         self.post_filter_words = post_filter::PostFilterWords::of(features);
+        self.timeout_is_error = features.changes.dynamic_resources_timeout_is_error;
         self
     }
 
@@ -259,6 +267,7 @@ impl DynamicResources {
             filter_timeout: DEFAULT_FILTER_TIMEOUT,
             binding_timeout: DEFAULT_BINDING_TIMEOUT,
             scoring: Scoring::V1_37,
+            timeout_is_error: true,
         }
     }
 
@@ -524,12 +533,10 @@ impl FilterPlugin for DynamicResources {
                 .allocator();
             let deadline = (!self.filter_timeout.is_zero()).then(|| Instant::now() + self.filter_timeout);
             match allocator.allocate(node, &to_allocate, deadline) {
-                Err(AllocateError::Timeout) => {
-                    return Status::error(format!(
-                        "node {}: timed out trying to allocate devices",
-                        node_info.name()
-                    ));
+                Err(AllocateError::Timeout) if self.timeout_is_error => {
+                    return Status::error(format!("node {}: {ERR_TIMED_OUT}", node_info.name()));
                 }
+                Err(AllocateError::Timeout) => return Status::unresolvable(ERR_TIMED_OUT),
                 Err(AllocateError::FailedOnNode(reason)) => return Status::unresolvable(reason),
                 Err(AllocateError::Fatal(message)) => return Status::error(message),
                 Ok(Some(results)) if results.len() == to_allocate.len() => allocations = Some(results),

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 
 use super::post_filter::{PostFilterWords, post_filter_status};
 use super::*;
+use crate::features::KubeVersion;
 use crate::framework::status::Code;
 use crate::snapshot::{ClusterObjects, Snapshot};
 use crate::testing::{node, pod};
@@ -226,7 +227,6 @@ fn score_prefers_earlier_subrequests() {
 /// allocated claim's status and give 0 with the gate off.
 #[test]
 fn score_follows_the_release() {
-    use crate::features::KubeVersion;
     let first_available = json!({"devices": {"requests": [{"name": "r", "firstAvailable": [
         {"name": "big", "deviceClassName": "gpu"}, {"name": "small", "deviceClassName": "gpu"}]}]}});
     let allocated = claim(
@@ -414,5 +414,76 @@ fn pre_enqueue_gates_pods_whose_claims_are_missing_or_unusable() {
                 assert_eq!(s.message(), msg, "{name}");
             }
         }
+    }
+}
+
+/// A slice on `n1` whose devices are named `names` (duplicates make its pool invalid).
+fn slice_with(names: &[&str]) -> k8s_openapi::api::resource::v1::ResourceSlice {
+    let devices: Vec<Value> = names.iter().map(|n| json!({"name": n})).collect();
+    serde_json::from_value(json!({
+        "metadata": {"name": "slice-n1"},
+        "spec": {
+            "driver": "d",
+            "nodeName": "n1",
+            "pool": {"name": "n1", "generation": 1, "resourceSliceCount": 1},
+            "devices": devices,
+        },
+    }))
+    .expect("slice JSON")
+}
+
+#[test]
+fn filter_words_of_a_timeout_and_an_invalid_pool_follow_the_release() {
+    let pl = |version: KubeVersion, devices: &[&str], timeout: Duration| {
+        let mut pl = DynamicResources::for_snapshot(Arc::new(Snapshot::new(ClusterObjects {
+            resource_claims: vec![claim("ok", exactly("gpu", "gpu"), json!({}))],
+            device_classes: vec![class("gpu")],
+            resource_slices: vec![slice_with(devices)],
+            ..Default::default()
+        })))
+        .with_features(&FeatureGates::for_version(version));
+        pl.filter_timeout = timeout;
+        pl
+    };
+    let n1 = node("n1").info_with(vec![]);
+    let p = pod_with_claims(&["ok"]);
+    let filter = |pl: DynamicResources| {
+        let mut state = CycleState::new();
+        assert!(pl.pre_filter(&mut state, &p, &[]).1.is_success());
+        let s = pl.filter(&state, &p, &n1);
+        (s.code(), s.message().to_string())
+    };
+    let unresolvable = |m: &str| (Code::UnschedulableAndUnresolvable, m.to_string());
+    let error = |m: &str| (Code::Error, m.to_string());
+    // (release, filter on a timeout, filter on a pool with a duplicate device name)
+    let cases = [
+        (
+            KubeVersion::new(34, 4),
+            unresolvable("timed out trying to allocate devices"),
+            error("pool n1 is invalid: duplicate device name dev-0"),
+        ),
+        (
+            KubeVersion::new(35, 4),
+            unresolvable("timed out trying to allocate devices"),
+            unresolvable("invalid resource pools were encountered"),
+        ),
+        (
+            KubeVersion::new(36, 3),
+            error("node n1: timed out trying to allocate devices"),
+            unresolvable("invalid resource pools were encountered"),
+        ),
+        (
+            KubeVersion::new(37, 1),
+            error("node n1: timed out trying to allocate devices"),
+            unresolvable("invalid resource pools were encountered"),
+        ),
+    ];
+    for (version, on_timeout, on_invalid_pool) in cases {
+        let timed_out = pl(version, &["dev-0"], Duration::from_nanos(1));
+        assert_eq!(filter(timed_out), on_timeout, "{version}: timeout");
+        let invalid = pl(version, &["dev-0", "dev-0"], DEFAULT_FILTER_TIMEOUT);
+        assert_eq!(filter(invalid), on_invalid_pool, "{version}: invalid pool");
+        let fine = pl(version, &["dev-0"], DEFAULT_FILTER_TIMEOUT);
+        assert_eq!(filter(fine), (Code::Success, String::new()), "{version}");
     }
 }
