@@ -439,13 +439,17 @@ impl Lab {
         );
         let name = trial.pod.metadata.name.clone().unwrap_or_default();
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);
+        // Nominated to `node`, or already bound there: once the victims are gone the pod may bind
+        // before a poll sees the nomination, and from v1.35 binding clears it
+        // (ClearingNominatedNodeNameAfterBinding).
         wait_for(
-            &format!("{name} to be nominated to {node}"),
+            &format!("{name} to be nominated to (or bound on) {node}"),
             SETUP_TIMEOUT,
             || async {
                 let live = pods.get(&name).await?;
+                let bound = live.spec.as_ref().and_then(|s| s.node_name.clone());
                 let nominated = live.status.and_then(|s| s.nominated_node_name);
-                Ok((nominated.as_deref() == Some(node)).then_some(()))
+                Ok((nominated.as_deref() == Some(node) || bound.as_deref() == Some(node)).then_some(()))
             },
         )
         .await?;
