@@ -53,6 +53,19 @@ fn on(lab: &Lab, request: &str, node: &str, device: &str) -> String {
     format!("{request}:{}/{device}", lab.n(node))
 }
 
+/// kube-scheduler bound the pod to n1 with its claim's request `gpu` allocated device gpu-0 there,
+/// and sched-core agrees.
+async fn expect_gpu_0_on_n1(lab: &Lab, trial: &common::Trial) -> Result<()> {
+    trial
+        .expect_allocated(
+            lab,
+            Some(&lab.n("n1")),
+            &[("gpu", &[on(lab, "gpu", "n1", "gpu-0")])],
+        )
+        .await
+        .map(drop)
+}
+
 fn gpu(name: &str) -> common::dra::DeviceBuilder {
     device(name).attr("kind", json!("gpu"))
 }
@@ -582,14 +595,7 @@ async fn device_taint_not_tolerated() -> Result<()> {
     let trial = lab.trial(claim_pod("p", "c")).await?;
     if !gate_on(&lab, "DRADeviceTaints", lab.engine.features().dra_device_taints) {
         // Device taints are ignored: the tainted GPU is allocated.
-        return trial
-            .expect_allocated(
-                &lab,
-                Some(&lab.n("n1")),
-                &[("gpu", &[on(&lab, "gpu", "n1", "gpu-0")])],
-            )
-            .await
-            .map(drop);
+        return expect_gpu_0_on_n1(&lab, &trial).await;
     }
     trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
 }
@@ -642,14 +648,7 @@ async fn device_taint_tolerated() -> Result<()> {
         ))])
     .await?;
     let trial = lab.trial(claim_pod("p", "c")).await?;
-    trial
-        .expect_allocated(
-            &lab,
-            Some(&lab.n("n1")),
-            &[("gpu", &[on(&lab, "gpu", "n1", "gpu-0")])],
-        )
-        .await?;
-    Ok(())
+    expect_gpu_0_on_n1(&lab, &trial).await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1443,14 +1442,7 @@ async fn incomplete_pool() -> Result<()> {
     let trial = lab.trial(claim_pod("p", "c")).await?;
     if !lab.changes().dra_incomplete_pools_unusable {
         eprintln!("  v1.34's allocator takes devices from an incomplete pool");
-        return trial
-            .expect_allocated(
-                &lab,
-                Some(&lab.n("n1")),
-                &[("gpu", &[on(&lab, "gpu", "n1", "gpu-0")])],
-            )
-            .await
-            .map(drop);
+        return expect_gpu_0_on_n1(&lab, &trial).await;
     }
     trial.expect_failed(&["0/1 nodes are available: 1 cannot allocate all claims."])
 }
