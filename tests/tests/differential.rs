@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use common::scenarios::{self, HOSTNAME, ZONE, bound_claim, bound_claim_with, zone_spread, zoned_nodes};
+use common::scenarios::{self, HOSTNAME, ZONE, bound_claim, bound_claim_with, zoned_nodes};
 use common::{HIGH, HIGH_NEVER, LOW, Lab, PAUSE_IMAGE, Verdict, kubectl_sched_binary, pod};
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -470,10 +470,7 @@ async fn topology_spread_fits_the_empty_zone() -> Result<()> {
     lab.create_nodes(zoned_nodes(&lab, "4")).await?;
     lab.create_pods([pod("s1").label("app", "s").on(&lab.n("n1"))])
         .await?;
-    let pending = pod("p")
-        .label("app", "s")
-        .cpu("2")
-        .spec("topologySpreadConstraints", zone_spread("s"));
+    let pending = scenarios::zone_spread_pod_of_2_cpu();
     let trial = lab.trial(pending).await?;
     trial.expect_bound(Some(&lab.n("n2")))
 }
@@ -486,10 +483,7 @@ async fn topology_spread_missing_label() -> Result<()> {
         lab.node("n2", "1", "4Gi").label(ZONE, "a"),
     ])
     .await?;
-    let pending = pod("p")
-        .label("app", "s")
-        .cpu("2")
-        .spec("topologySpreadConstraints", zone_spread("s"));
+    let pending = scenarios::zone_spread_pod_of_2_cpu();
     let trial = lab.trial(pending).await?;
     trial.expect_failed(&[
         "1 node(s) didn't match pod topology spread constraints (missing required label)",

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use sched_core::explain::Outcome;
 use serde_json::{Value, json};
 
-use super::{HIGH, LOW, Lab, NodeBuilder, Verdict, pod};
+use super::{HIGH, LOW, Lab, NodeBuilder, PodBuilder, Verdict, pod};
 
 /// One scenario, on a lab begun with its id.
 pub type Scenario = fn(Lab) -> Pin<Box<dyn Future<Output = Result<()>>>>;
@@ -82,6 +82,15 @@ pub fn zone_spread(app: &str) -> Value {
         "whenUnsatisfiable": "DoNotSchedule",
         "labelSelector": {"matchLabels": {"app": app}},
     }])
+}
+
+/// The pending pod of the zone-spread scenarios: `app=s`, 2 cpu, spread over zones with
+/// DoNotSchedule against the other `app=s` pods.
+pub fn zone_spread_pod_of_2_cpu() -> PodBuilder {
+    pod("p")
+        .label("app", "s")
+        .cpu("2")
+        .spec("topologySpreadConstraints", zone_spread("s"))
 }
 
 pub fn zoned_nodes(lab: &Lab, zone_b_cpu: &str) -> [NodeBuilder; 3] {
@@ -302,10 +311,7 @@ pub async fn topology_spread_do_not_schedule(lab: Lab) -> Result<()> {
     lab.create_nodes(zoned_nodes(&lab, "1")).await?;
     lab.create_pods([pod("s1").label("app", "s").on(&lab.n("n1"))])
         .await?;
-    let pending = pod("p")
-        .label("app", "s")
-        .cpu("2")
-        .spec("topologySpreadConstraints", zone_spread("s"));
+    let pending = zone_spread_pod_of_2_cpu();
     let trial = lab.trial(pending).await?;
     trial.expect_failed(&[
         "2 node(s) didn't match pod topology spread constraints",
