@@ -132,6 +132,15 @@ release_changes! {
     /// trying to allocate devices`); v1.34–v1.35 as UnschedulableAndUnresolvable `timed out
     /// trying to allocate devices` (`dynamicresources/dynamicresources.go` Filter).
     dynamic_resources_timeout_is_error: v(36, 0) => NEVER;
+    /// A utilization shape out of order is refused with `utilization values must be sorted in
+    /// increasing order` (v1.34 and later: `values must be sorted in increasing order`;
+    /// `apis/config/validation/validation_pluginargs.go` validateFunctionShape).
+    shape_order_error_says_utilization_values: ANY => v(34, 0);
+    /// NodeResourcesFitArgs' `requestedToCapacityRatio` is required with, and forbidden without,
+    /// the RequestedToCapacityRatio strategy, and its shape is checked under
+    /// `scoringStrategy.requestedToCapacityRatio.shape`; up to v1.35 it is checked wherever given,
+    /// under `scoringStrategy.shape` (`validation_pluginargs.go` ValidateNodeResourcesFitArgs).
+    fit_validates_ratio_by_strategy_type: v(36, 0) => NEVER;
     /// NodeDeclaredFeatures' reason lists the unsatisfied requirements (`node declared features
     /// check failed - unsatisfied requirements: …`) instead of `node(s) didn't match Pod's required
     /// features`.
