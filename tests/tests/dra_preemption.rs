@@ -1,5 +1,5 @@
 //! Preemption and `kubectl sched explain` on a cluster with Dynamic Resource Allocation, the real
-//! kube-scheduler v1.37.1 as the oracle.
+//! kube-scheduler v1.37.2 as the oracle.
 //!
 //! Preemption: kube-scheduler never preempts for devices (DynamicResources' rejections are
 //! unresolvable, so preemption is "not helpful"), while a pod that needs CPU may preempt a pod
