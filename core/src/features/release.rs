@@ -136,6 +136,12 @@ release_changes! {
     /// increasing order` (v1.34 and later: `values must be sorted in increasing order`;
     /// `apis/config/validation/validation_pluginargs.go` validateFunctionShape).
     shape_order_error_says_utilization_values: ANY => v(34, 0);
+    /// A profile whose queue sort differs from the first profile's is refused with `queueSort must
+    /// be the same for all profiles` and its plugin set in Go syntax (`config.PluginSet{…}`);
+    /// v1.34 and later say `must be the same for all profiles` and print the set as JSON
+    /// (`apis/config/validation/validation.go` validateCommonQueueSort, apimachinery's
+    /// `field.Error.ErrorBody`).
+    queue_sort_refusal_in_v1_33_form: ANY => v(34, 0);
     /// NodeResourcesFitArgs' `requestedToCapacityRatio` is required with, and forbidden without,
     /// the RequestedToCapacityRatio strategy, and its shape is checked under
     /// `scoringStrategy.requestedToCapacityRatio.shape`; up to v1.35 it is checked wherever given,
