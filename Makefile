@@ -14,6 +14,8 @@
 #   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
 #   make bench         every figure of BENCHMARKS.md: kubectl-sched vs kube-scheduler on a real control plane (about 1.5 hours)
 #   make fuzz          the cargo-fuzz targets, FUZZ_SECONDS each (nightly + cargo-fuzz; 25+ minutes)
+#   make dist          static musl archives of kubectl-sched and sched-webhook, their sha256 and the krew manifest, in dist/
+#   make dist-check    make dist, then krew's own install logic installs the archive with that manifest (not in make test)
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -27,7 +29,7 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases controlplanes feature-gates check-cargo deny dra-difftest difftest-versions versions-sample bench-triage bench-simulate bench fuzz
+.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases controlplanes feature-gates check-cargo deny dra-difftest difftest-versions versions-sample bench-triage bench-simulate bench fuzz dist dist-check
 
 # controlplanes: the pinned release for every e2e test, and the other supported releases for
 # tests/tests/versions.rs, which runs the version-sensitive scenarios against each (cached after the
@@ -143,6 +145,21 @@ FUZZ_SECONDS ?= 300
 FUZZ_TARGETS ?=
 fuzz: check-cargo
 	CARGO=$(CARGO) FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+# Not part of `make test` (the `dist` profile builds everything again, optimized: many minutes on 2
+# cores): deploy/dist.sh builds kubectl-sched and sched-webhook with the `dist` profile for
+# DIST_TARGETS (default x86_64-unknown-linux-musl; needs `rustup target add` and musl-gcc), packs
+# DIST_DIR/<binary>-vX.Y.Z-<target>.tar.gz (binary + LICENSE) with a .sha256 each, and writes
+# DIST_DIR/sched.yaml, the krew manifest with the sha256 of those archives (deploy/RELEASING.md).
+DIST_DIR ?= $(CURDIR)/dist
+dist: check-cargo
+	CARGO=$(CARGO) DIST_DIR=$(DIST_DIR) deploy/dist.sh build
+
+# The archives against their .sha256, then krew v0.4.3 (built from the Go module proxy once, into
+# ~/.cache/kubectl-sched/krew-v0.4.3) installs the linux/amd64 archive with dist/sched.yaml into a
+# temporary KREW_ROOT, and kubectl (the control plane's) runs the installed plugin.
+dist-check: dist controlplane
+	DIST_DIR=$(DIST_DIR) deploy/dist.sh check
 
 check-cargo:
 	@command -v $(CARGO) >/dev/null 2>&1 || { \
