@@ -158,6 +158,9 @@ release_changes! {
     /// NodeDeclaredFeatures infers `VolumeBindMountOptions` for a volume mount with
     /// `bindMountOptions` (component-helpers `nodedeclaredfeatures` registry).
     node_declared_features_infers_volume_bind_mount_options: v(37, 0) => NEVER;
+    /// GenericWorkload adds GangScheduling to the default plugins; v1.35 and v1.36 have a
+    /// GangScheduling gate of their own for it (`apis/config/v1/default_plugins.go`).
+    gang_scheduling_follows_generic_workload: v(37, 0) => NEVER;
 }
 
 #[cfg(test)]
