@@ -416,15 +416,16 @@ pub fn resolve_with_defaults(
     let mut profiles = Vec::new();
     for p in &profiles_in {
         let name = p.scheduler_name.clone().unwrap_or_default();
-        if let Some(refusal) = not_implemented(p, registry) {
-            return Err(invalid(format!("profile {name}: {refusal}")));
-        }
         if let Some(refusal) = unknown_to_release(p, registry) {
             // kube-scheduler's profile.go wraps the framework's error with the profile's name, and
             // scheduler.go's New with what it was doing.
             return Err(invalid(format!(
                 "initializing profiles: creating profile for scheduler name {name}: {refusal}"
             )));
+        }
+        // kube-scheduler's own refusal first: a plugin it lacks, then one only the engine lacks.
+        if let Some(refusal) = not_implemented(p, registry) {
+            return Err(invalid(format!("profile {name}: {refusal}")));
         }
         profiles.push(
             resolve_profile(p, &name, registry, default_plugins)
