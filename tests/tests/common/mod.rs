@@ -48,7 +48,7 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(30);
 /// what the lab just created or deleted before the pending pod arrives.
 const SETTLE: Duration = Duration::from_millis(600);
 /// How long a pod kube-scheduler must stay silent about is watched.
-const SILENCE: Duration = Duration::from_secs(4);
+pub const SILENCE: Duration = Duration::from_secs(4);
 const POLL: Duration = Duration::from_millis(100);
 pub const PAUSE_IMAGE: &str = "registry.k8s.io/pause:3.10";
 
@@ -485,7 +485,8 @@ impl Lab {
         Ok(())
     }
 
-    async fn create_pod(&self, pod: &PodBuilder) -> Result<Pod> {
+    /// Creates one pod and returns it as the API server stored it (admission defaults included).
+    pub async fn create_pod(&self, pod: &PodBuilder) -> Result<Pod> {
         let ns = pod.namespace.as_deref().unwrap_or(&self.ns);
         let api: Api<Pod> = Api::namespaced(self.client.clone(), ns);
         api.create(&PostParams::default(), &pod.build()?)
@@ -591,7 +592,9 @@ impl Lab {
         Ok(self.engine.snapshot(objects))
     }
 
-    async fn verdict(&self, pod: &Pod, timeout: Duration) -> Result<Verdict> {
+    /// What kube-scheduler does with `pod` within `timeout`: its first FailedScheduling note, its
+    /// binding, or silence.
+    pub async fn verdict(&self, pod: &Pod, timeout: Duration) -> Result<Verdict> {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let uid = pod.metadata.uid.clone().unwrap_or_default();
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.ns);

@@ -1,0 +1,258 @@
+//! Gang scheduling against the real kube-scheduler: a control plane whose kube-apiserver serves
+//! the workload API (`scheduling.k8s.io/v1beta1`) and whose components run with GenericWorkload
+//! on, so that kube-scheduler's default profile has GangScheduling and the pod group cycle. For
+//! each scenario, sched-core evaluates every pod of the group on the state kube-scheduler sees
+//! (the cluster as loaded before the pods, plus the pods as the API server stored them), and
+//! agrees with what kube-scheduler then does to that pod: binds it, rejects it with the same
+//! message, or holds it without a word (PreEnqueue writes nothing on the pod).
+//!
+//! The pinned release only: v1.35 and v1.36 serve the workload API as v1alpha1 (GangScheduling,
+//! alpha), which sched-core does not read yet.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, ensure};
+use common::{Lab, Verdict, evaluate, pod};
+use e2e::{ControlPlane, Options};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use kube::api::ListParams;
+use sched_core::engine::Engine;
+use sched_core::explain::{Explanation, Outcome};
+use sched_core::features::{FeatureGates, KubeVersion};
+use sched_core::snapshot::kube::{ApiLoadOptions, load_from_api};
+use serde_json::json;
+use tokio::sync::OnceCell;
+
+static CONTROL_PLANE: OnceCell<ControlPlane> = OnceCell::const_new();
+
+/// The gate that brings the workload API's beta and the pod group cycle (v1.37).
+const WORKLOAD_GATES: &str = "GenericWorkload=true";
+
+/// etcd, kube-apiserver and kube-scheduler with the workload API served and its gates on.
+async fn control_plane() -> Result<&'static ControlPlane, e2e::Error> {
+    CONTROL_PLANE
+        .get_or_try_init(|| {
+            ControlPlane::start(
+                Options::new()
+                    .with_scheduler(None)
+                    .with_feature_gates(WORKLOAD_GATES)
+                    .with_runtime_config("scheduling.k8s.io/v1beta1=true"),
+            )
+        })
+        .await
+}
+
+/// sched-core with the control plane's release and the same gates turned on.
+fn gang_engine(lab: &Lab) -> Result<Engine> {
+    let release = lab.cp.release()?;
+    let gates = FeatureGates::for_version(KubeVersion::parse(release)?).with_overrides(WORKLOAD_GATES)?;
+    Ok(Engine::for_features(None, gates)?)
+}
+
+/// A PodGroup `name` with the gang policy, in the scenario's namespace.
+async fn create_gang(lab: &Lab, name: &str, min_count: i32) -> Result<PodGroup> {
+    lab.create_namespaced(json!({
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }))
+    .await
+}
+
+/// A member of the PodGroup `group` asking for `cpu`, kept on the scenario's nodes.
+fn member(lab: &Lab, name: &str, group: &str, cpu: &str) -> common::PodBuilder {
+    pod(name)
+        .cpu(cpu)
+        .spec("schedulingGroup", json!({"podGroupName": group}))
+        .spec("nodeSelector", json!({"gang-scenario": lab.ns}))
+}
+
+/// Loads the cluster, creates `pods` (kube-scheduler may act on them at once), and evaluates each
+/// with sched-core on the loaded cluster plus every pod just created: the state kube-scheduler's
+/// pod group cycle starts from.
+async fn create_and_explain(
+    lab: &Lab,
+    engine: &Engine,
+    pods: Vec<common::PodBuilder>,
+) -> Result<Vec<(Pod, Explanation)>> {
+    let (mut objects, warnings) = load_from_api(&lab.client, &ApiLoadOptions::default()).await?;
+    ensure!(warnings.is_empty(), "load_from_api warned: {warnings:?}");
+    let mut created = Vec::new();
+    for pod in &pods {
+        created.push(lab.create_pod(pod).await?);
+    }
+    objects.pods.extend(created.iter().cloned());
+    created
+        .into_iter()
+        .map(|pod| {
+            let ours = evaluate(engine.snapshot(objects.clone()), &pod)?;
+            Ok((pod, ours))
+        })
+        .collect()
+}
+
+/// Each pod's kube-scheduler verdict, waited for `timeout` each.
+async fn verdicts(
+    lab: &Lab,
+    explained: &[(Pod, Explanation)],
+    timeout: std::time::Duration,
+) -> Result<BTreeMap<String, Verdict>> {
+    let mut verdicts = BTreeMap::new();
+    for (pod, _) in explained {
+        let name = pod.metadata.name.clone().context("pod name")?;
+        verdicts.insert(name, lab.verdict(pod, timeout).await?);
+    }
+    Ok(verdicts)
+}
+
+/// The differential rule for a gang: per pod, a binding matches Scheduled (on a node sched-core
+/// selected), a FailedScheduling note matches Unschedulable with the same message, and silence
+/// with no PodScheduled condition matches a pod held at PreEnqueue (Gated).
+fn agree(scenario: &str, explained: &[(Pod, Explanation)], kube: &BTreeMap<String, Verdict>) -> Result<()> {
+    let mut mismatches = Vec::new();
+    for (pod, ours) in explained {
+        let name = pod.metadata.name.as_deref().unwrap_or_default();
+        let verdict = kube.get(name).context("verdict")?;
+        let agrees = match verdict {
+            Verdict::Bound(node) => ours.outcome == Outcome::Scheduled && ours.selected.contains(node),
+            Verdict::Failed(message) => ours.outcome == Outcome::Unschedulable && &ours.message == message,
+            Verdict::Silent { reason, message } => {
+                ours.outcome == Outcome::Gated && reason.is_none() && message.is_none()
+            }
+        };
+        eprintln!(
+            "[gang] {scenario} {name}: {}\n  kube-scheduler: {verdict:?}\n  sched-core:     {:?} {:?} selected={:?}",
+            if agrees { "AGREE" } else { "DISAGREE" },
+            ours.outcome,
+            ours.message,
+            ours.selected
+        );
+        if !agrees {
+            mismatches.push(name.to_owned());
+        }
+    }
+    ensure!(mismatches.is_empty(), "{scenario}: MISMATCH for {mismatches:?}");
+    Ok(())
+}
+
+async fn begin(id: &str) -> Result<(Lab, Engine)> {
+    let lab = Lab::begin_on(id, control_plane).await?;
+    let engine = gang_engine(&lab)?;
+    Ok((lab, engine))
+}
+
+/// Nodes `short` of the scenario with `cpu` each, labelled for its pods' nodeSelector.
+async fn create_nodes(lab: &Lab, nodes: &[(&str, &str)]) -> Result<()> {
+    lab.create_nodes(
+        nodes
+            .iter()
+            .map(|(short, cpu)| lab.node(short, cpu, "8Gi").label("gang-scenario", &lab.ns)),
+    )
+    .await
+}
+
+/// Three pods of minCount 3 on two nodes that hold two each: the whole gang is bound.
+#[tokio::test]
+async fn a_gang_that_fits_is_bound_whole() -> Result<()> {
+    let (lab, engine) = begin("gang-fits").await?;
+    create_nodes(&lab, &[("a", "4"), ("b", "4")]).await?;
+    create_gang(&lab, "train", 3).await?;
+    let pods = ["w1", "w2", "w3"].map(|n| member(&lab, n, "train", "2"));
+    let explained = create_and_explain(&lab, &engine, pods.into()).await?;
+    let kube = verdicts(&lab, &explained, common::VERDICT_TIMEOUT).await?;
+    ensure!(
+        kube.values().all(|v| matches!(v, Verdict::Bound(_))),
+        "kube-scheduler should bind the whole gang: {kube:?}"
+    );
+    agree("gang-fits", &explained, &kube)
+}
+
+/// Three pods of minCount 3 on one node that holds two: kube-scheduler binds none, the two that
+/// fit are rejected with the group's words and the third with its own.
+#[tokio::test]
+async fn a_gang_larger_than_the_cluster_binds_no_pod() -> Result<()> {
+    let (lab, engine) = begin("gang-too-big").await?;
+    create_nodes(&lab, &[("a", "4")]).await?;
+    create_gang(&lab, "train", 3).await?;
+    let pods = ["w1", "w2", "w3"].map(|n| member(&lab, n, "train", "2"));
+    let explained = create_and_explain(&lab, &engine, pods.into()).await?;
+    let kube = verdicts(&lab, &explained, common::VERDICT_TIMEOUT).await?;
+    ensure!(
+        kube.values().all(|v| matches!(v, Verdict::Failed(_))),
+        "kube-scheduler should reject every pod of the gang: {kube:?}"
+    );
+    ensure!(
+        kube.values()
+            .any(|v| matches!(v, Verdict::Failed(m) if m.contains("minCount (3) cannot be satisfied"))),
+        "the scenario should exercise PlacementFeasible's words: {kube:?}"
+    );
+    agree("gang-too-big", &explained, &kube)
+}
+
+/// Two pods of minCount 3: both are held at PreEnqueue, where kube-scheduler writes nothing;
+/// the third pod lets the whole gang through.
+#[tokio::test]
+async fn a_gang_short_of_its_quorum_is_held_until_it_is_reached() -> Result<()> {
+    let (lab, engine) = begin("gang-quorum").await?;
+    create_nodes(&lab, &[("a", "4"), ("b", "4")]).await?;
+    create_gang(&lab, "train", 3).await?;
+    let pods = ["w1", "w2"].map(|n| member(&lab, n, "train", "1"));
+    let explained = create_and_explain(&lab, &engine, pods.into()).await?;
+    for (_, ours) in &explained {
+        ensure!(
+            ours.message == "waiting for minCount pods from a gang to appear in scheduling queue",
+            "sched-core: {ours:?}"
+        );
+    }
+    let kube = verdicts(&lab, &explained, common::SILENCE).await?;
+    agree("gang-quorum", &explained, &kube)?;
+
+    let last = create_and_explain(&lab, &engine, vec![member(&lab, "w3", "train", "1")]).await?;
+    let kube = verdicts(&lab, &last, common::VERDICT_TIMEOUT).await?;
+    agree("gang-quorum, third pod", &last, &kube)?;
+    let pods: kube::Api<Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
+    let bound = pods
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+        .count();
+    ensure!(
+        bound == 3,
+        "the quorum reached, the whole gang should be bound: {bound} of 3"
+    );
+    Ok(())
+}
+
+/// Pods naming a PodGroup that does not exist are held with the group's name; once it exists,
+/// they are scheduled.
+#[tokio::test]
+async fn pods_of_a_missing_pod_group_wait_for_it() -> Result<()> {
+    let (lab, engine) = begin("gang-missing").await?;
+    create_nodes(&lab, &[("a", "4")]).await?;
+    let pods = ["w1", "w2"].map(|n| member(&lab, n, "later", "1"));
+    let explained = create_and_explain(&lab, &engine, pods.into()).await?;
+    for (_, ours) in &explained {
+        ensure!(
+            ours.message == "waiting for pods's pod group \"later\" to appear in scheduling queue",
+            "sched-core: {ours:?}"
+        );
+    }
+    let kube = verdicts(&lab, &explained, common::SILENCE).await?;
+    agree("gang-missing", &explained, &kube)?;
+
+    create_gang(&lab, "later", 2).await?;
+    for (pod, _) in &explained {
+        let verdict = lab.verdict(pod, common::VERDICT_TIMEOUT).await?;
+        ensure!(
+            matches!(verdict, Verdict::Bound(_)),
+            "once its PodGroup exists the pod should be bound: {verdict:?}"
+        );
+    }
+    Ok(())
+}
