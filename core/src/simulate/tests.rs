@@ -898,3 +898,45 @@ fn victims_are_deleted_after_the_next_cycle_and_requeue_the_pod_tried_in_it() {
         "{next:?}"
     );
 }
+
+/// A gang is placed whole or not at all, as the pod group cycle decides: three pods of
+/// `minCount: 3` asking 2 cpu each are all bound on two 4-cpu nodes and none on one.
+#[test]
+fn a_gang_is_bound_whole_or_not_at_all() {
+    use crate::features::FeatureGates;
+    use crate::testing::gang;
+    let gates = FeatureGates::v1_37()
+        .with_overrides("GenericWorkload=true")
+        .expect("gate");
+    let engine = Engine::for_features(None, gates).expect("engine");
+    let cases = [
+        ("two nodes hold the gang", 2, 3, PodOutcome::Scheduled),
+        ("one node holds two of three", 1, 0, PodOutcome::Unschedulable),
+    ];
+    for (case, nodes, bound, outcome) in cases {
+        let objects = ClusterObjects {
+            nodes: (1..=nodes)
+                .map(|i| node(&format!("n{i}")).cpu("4").memory("8Gi").obj())
+                .collect(),
+            pods: ["w1", "w2", "w3"]
+                .iter()
+                .map(|name| pod(name).pod_group("train").cpu("2").obj())
+                .collect(),
+            pod_groups: vec![gang("train", 3).obj()],
+            ..Default::default()
+        };
+        let mut simulation = Simulation::new(&engine, engine.snapshot(objects), SimulationOptions::default());
+        let report = simulation.run(&mut |_| {}).expect("runs");
+        let placed = report.pods.iter().filter(|p| p.node.is_some()).count();
+        assert_eq!(placed, bound, "{case}: {:?}", placements(&report));
+        assert!(
+            report.pods.iter().all(|p| p.outcome == outcome),
+            "{case}: {:?}",
+            report
+                .pods
+                .iter()
+                .map(|p| (&p.pod, p.outcome, &p.message))
+                .collect::<Vec<_>>()
+        );
+    }
+}
