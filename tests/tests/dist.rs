@@ -289,3 +289,26 @@ fn dist_manifest_refuses_what_krew_could_not_install() -> Result<()> {
     }
     Ok(())
 }
+
+/// The manifest's caveats name every kind explain lists (by its resource name, as RBAC rules do),
+/// so that an admin who grants what they say grants enough.
+#[test]
+fn krew_caveats_name_every_kind_explain_lists() -> Result<()> {
+    let path = deploy_dir().join("krew/sched.yaml");
+    let manifest: Value = yaml_serde::from_str(&std::fs::read_to_string(&path)?)?;
+    let caveats = manifest["spec"]["caveats"].as_str().context("spec.caveats")?;
+    let words: Vec<&str> = caveats.split(|c: char| !c.is_ascii_alphanumeric()).collect();
+    let missing: Vec<String> = sched_core::snapshot::ObjectKind::ALL
+        .iter()
+        .map(|kind| {
+            kind.url_path(None)
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .filter(|resource| !words.contains(&resource.as_str()))
+        .collect();
+    ensure!(missing.is_empty(), "{}: caveats lack {missing:?}", path.display());
+    Ok(())
+}
