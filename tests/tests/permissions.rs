@@ -99,6 +99,14 @@ async fn run_once_allowed(binary: &Path, kubeconfig: &Path, args: &[&str]) -> Re
     }
 }
 
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 fn show(output: &Output) -> String {
     format!(
         "exit {}\nstdout: {}\nstderr: {}",
@@ -137,13 +145,16 @@ async fn reader_and_preempter_roles_are_enough_and_denials_read_as_kubectls() ->
          \"system:serviceaccount:{ns}:nobody\" cannot list resource \"nodes\" in API group \"\" at the \
          cluster scope"
     );
+    // Then the permission, and the role of deploy/rbac/ that grants it.
+    let advice = "missing permission: list nodes cluster-wide; the ClusterRole kubectl-sched-reader grants it \
+                  (deploy/rbac/kubectl-sched-reader.yaml)";
     ensure!(
         output.status.code() == Some(1)
             && stderr.lines().count() == 1
             && stderr.starts_with("error: ")
-            && stderr.trim_end().ends_with(&want)
+            && stderr.contains(&format!("{want}; {advice}"))
             && !stderr.contains("Status {"),
-        "a 403 is not one kubectl-like line ending with {want:?}: {text}"
+        "a 403 is not one kubectl-like line with {want:?} and {advice:?}: {text}"
     );
 
     // The reader role: explain answers, preempt --yes is refused at its first write.
@@ -183,6 +194,19 @@ async fn reader_and_preempter_roles_are_enough_and_denials_read_as_kubectls() ->
         output.status.code() == Some(1) && String::from_utf8_lossy(&output.stderr).contains("forbidden"),
         "preempt --yes with the reader role alone did not fail on a denied write: {text}"
     );
+    // Running again cannot grant a permission: the error and the summary name it and its role instead.
+    let advice = format!(
+        "missing permission: delete pods in namespace \"{ns}\"; the ClusterRole kubectl-sched-preempter \
+         grants it (deploy/rbac/kubectl-sched-preempter.yaml)"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    ensure!(
+        String::from_utf8_lossy(&output.stderr).contains(&advice)
+            && stdout.contains(&capitalized(&advice))
+            && !text.contains("run the command again")
+            && !text.contains("Running the same command again"),
+        "a denied write does not name {advice:?}, or advises running again: {text}"
+    );
     let pods: Api<Pod> = Api::namespaced(lab.client.clone(), &ns);
     ensure!(
         pods.get("victim").await?.metadata.deletion_timestamp.is_none(),
@@ -204,6 +228,17 @@ async fn reader_and_preempter_roles_are_enough_and_denials_read_as_kubectls() ->
         output.status.success(),
         "preempt --yes as kubectl-sched-reader + kubectl-sched-preempter: {text}"
     );
+    // Each step is printed once, as it completes: not also as a plan before, nor in a results table
+    // after.
+    for step in [
+        format!("delete pod {ns}/victim"),
+        format!("set nominatedNodeName={n1} on pod {ns}/p"),
+    ] {
+        ensure!(
+            text.matches(&step).count() == 1,
+            "{step:?} is not printed exactly once: {text}"
+        );
+    }
     ensure!(
         pods.get_opt("victim")
             .await?

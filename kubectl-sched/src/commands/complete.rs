@@ -81,6 +81,7 @@ impl PodSource for Live {
         let global = GlobalArgs {
             kubeconfig: target.kubeconfig.clone(),
             context: target.context.clone(),
+            connection: Default::default(),
             namespace: target.namespace.clone(),
             all_namespaces: false,
             request_timeout: LOOKUP_TIMEOUT,
