@@ -590,15 +590,18 @@ impl<F: JsonFormat + Send + Sync + 'static> OutputParser<F> {
             Some((name, value)) => (name, Some(value)),
             None => (text, None),
         };
-        let template = |value: Option<&str>| {
-            value.filter(|v| !v.is_empty()).ok_or_else(|| {
-                format!("template format specified but no template given (-o {name}=TEMPLATE)")
-            })
+        let template = |value: Option<&str>| -> Result<String, String> {
+            value
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+                .ok_or_else(|| {
+                    format!("template format specified but no template given (-o {name}=TEMPLATE)")
+                })
         };
         match name {
             "name" if value.is_none() => Ok(Output::Name),
             "jsonpath" | "jsonpath-as-json" => Ok(Output::JsonPath {
-                source: TemplateSource::Inline(template(value)?.to_string()),
+                source: TemplateSource::Inline(template(value)?),
                 as_json: name == "jsonpath-as-json",
             }),
             "jsonpath-file" => Ok(Output::JsonPath {

@@ -233,7 +233,7 @@ async fn reader_token(lab: &Lab, name: &str) -> Result<String> {
 
 /// The admin kubeconfig's files: the cluster's CA, the admin's client certificate and key.
 fn admin_files(cp: &ControlPlane) -> Result<(String, String, String)> {
-    let config: Value = serde_json::from_slice(&std::fs::read(cp.kubeconfig_path())?)?;
+    let config: Value = yaml_serde::from_slice(&std::fs::read(cp.kubeconfig_path())?)?;
     let text = |value: &Value| {
         value
             .as_str()

@@ -203,7 +203,7 @@ impl Template {
     /// (kubectl's `jsonpath-as-json`).
     pub fn render(&self, document: &Value, as_json: bool) -> String {
         let mut out = String::new();
-        render(&self.nodes, document, as_json, &mut out);
+        render_nodes(&self.nodes, document, as_json, &mut out);
         if as_json && !out.ends_with('\n') {
             out.push('\n');
         }
@@ -272,7 +272,7 @@ fn query(path: &str) -> Result<String, String> {
     Ok(query)
 }
 
-fn render(nodes: &[Node], document: &Value, as_json: bool, out: &mut String) {
+fn render_nodes(nodes: &[Node], document: &Value, as_json: bool, out: &mut String) {
     for node in nodes {
         match node {
             Node::Text(text) => out.push_str(text),
@@ -292,10 +292,10 @@ fn render(nodes: &[Node], document: &Value, as_json: bool, out: &mut String) {
                     match item {
                         Value::Array(items) => {
                             for element in items {
-                                render(body, element, as_json, out);
+                                render_nodes(body, element, as_json, out);
                             }
                         }
-                        other => render(body, other, as_json, out),
+                        other => render_nodes(body, other, as_json, out),
                     }
                 }
             }

@@ -77,12 +77,19 @@ pub async fn resolve(global: &GlobalArgs) -> Result<kube::Config, ConnectionErro
         user: flags.user.clone(),
     };
     let loaded = match kubeconfig_config(global.kubeconfig.as_deref(), &options).await {
-        // A kubeconfig that names no context is no obstacle when --server says where to go, as in
-        // kubectl (whose defaults fill in the rest).
-        Err(ConnectionError::Kubeconfig {
-            source: KubeconfigError::CurrentContextNotSet,
-            ..
-        }) if flags.server.is_some() => None,
+        // A kubeconfig that names no context, or a $KUBECONFIG file that is not there, is no obstacle
+        // when --server says where to go, as in kubectl (whose defaults fill in the rest); a missing
+        // --kubeconfig file is an error there too.
+        Err(ConnectionError::Kubeconfig { source, .. })
+            if flags.server.is_some()
+                && match source {
+                    KubeconfigError::CurrentContextNotSet => true,
+                    KubeconfigError::ReadConfig(..) => global.kubeconfig.is_none(),
+                    _ => false,
+                } =>
+        {
+            None
+        }
         other => other?,
     };
     let mut config = match loaded {

@@ -103,7 +103,8 @@ pub const ROLES: [Role; 2] = [
 impl Denied {
     /// The denial in an API server's 403 message, if it is worded as RBAC words it.
     pub fn parse(message: &str) -> Option<Denied> {
-        let rest = &message[message.find(" cannot ")? + " cannot ".len()..];
+        // The last " cannot ": what precedes the server's words may say "cannot list Node" too.
+        let rest = &message[message.rfind(" cannot ")? + " cannot ".len()..];
         let (verb, rest) = rest.split_once(" resource \"")?;
         let (resource, rest) = rest.split_once('"')?;
         let rest = rest.strip_prefix(" in API group \"")?;
