@@ -268,7 +268,13 @@ fn query(path: &str) -> Result<String, String> {
     Value::Null
         .query(&query)
         .map(|_| ())
-        .map_err(|e| format!("{path}: {e}"))?;
+        // jsonpath-rust's parse errors draw a caret over several lines: one line here.
+        .map_err(|e| {
+            format!(
+                "{path}: {}",
+                e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        })?;
     Ok(query)
 }
 
