@@ -495,7 +495,18 @@ mod tests {
             ("ex", vec!["explain"], 4),
             (
                 "explain p -o ",
-                vec!["table", "wide", "json", "yaml", "markdown"],
+                // The command's own formats, then kubectl's printers.
+                vec![
+                    "table",
+                    "wide",
+                    "json",
+                    "yaml",
+                    "markdown",
+                    "name",
+                    "jsonpath=TEMPLATE",
+                    "jsonpath-file=FILE",
+                    "jsonpath-as-json=TEMPLATE",
+                ],
                 4,
             ),
             ("explain p --output=j", vec!["--output=json"], 4),
