@@ -194,9 +194,10 @@ async fn reader_and_preempter_roles_are_enough_and_denials_read_as_kubectls() ->
         output.status.code() == Some(1) && String::from_utf8_lossy(&output.stderr).contains("forbidden"),
         "preempt --yes with the reader role alone did not fail on a denied write: {text}"
     );
-    // Running again cannot grant a permission: the error and the summary name it and its role instead.
+    // Running again cannot grant a permission: the error and the summary name it (the first write is the
+    // victim's DisruptionTarget condition) and its role instead.
     let advice = format!(
-        "missing permission: delete pods in namespace \"{ns}\"; the ClusterRole kubectl-sched-preempter \
+        "missing permission: patch pods/status in namespace \"{ns}\"; the ClusterRole kubectl-sched-preempter \
          grants it (deploy/rbac/kubectl-sched-preempter.yaml)"
     );
     let stdout = String::from_utf8_lossy(&output.stdout);
