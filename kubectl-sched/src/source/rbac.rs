@@ -70,7 +70,7 @@ pub const ROLES: [Role; 2] = [
             ("policy", &["poddisruptionbudgets"], &["get", "list", "watch"]),
             (
                 "scheduling.k8s.io",
-                &["priorityclasses"],
+                &["priorityclasses", "workloads", "podgroups"],
                 &["get", "list", "watch"],
             ),
             (
