@@ -141,7 +141,7 @@ fn run(cli: &Cli, console: Console) -> anyhow::Result<u8> {
                 "snapshot",
                 || commands::snapshot::run(global, args),
                 |out| {
-                    Ok(output::Rendered {
+                    Ok::<_, std::convert::Infallible>(output::Rendered {
                         stdout: out.stdout.take().unwrap_or_default(),
                         nothing_found: None,
                     })
@@ -260,7 +260,7 @@ fn preempt(console: Console, global: &GlobalArgs, args: &PreemptArgs) -> anyhow:
 fn preempt_output(
     report: &commands::preempt::PreemptReport,
     args: &PreemptArgs,
-) -> Result<Vec<u8>, output::data::RenderError> {
+) -> Result<Vec<u8>, output::printer::PrinterError> {
     output::printer::render(
         &args.output,
         |format| output::preempt::render(report, format).map(output::Rendered::from),

@@ -2,8 +2,7 @@
 
 use serde::Serialize;
 
-/// A result that cannot be written as JSON or YAML (a bug: every result serializes), or that kubectl's
-/// printer cannot print.
+/// A result that cannot be written as JSON or YAML (a bug: every result serializes).
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     /// serde_json refused the value.
@@ -12,10 +11,6 @@ pub enum RenderError {
     /// yaml_serde refused the value.
     #[error("rendering YAML")]
     Yaml(#[source] yaml_serde::Error),
-    /// kubectl's printer could not print it (a malformed JSONPath template, an unreadable template
-    /// file).
-    #[error(transparent)]
-    Printer(#[from] super::printer::PrinterError),
 }
 
 /// Pretty JSON with a final newline.

@@ -22,6 +22,9 @@ use crate::output::data::RenderError;
 /// Why a printer could not print.
 #[derive(Debug, thiserror::Error)]
 pub enum PrinterError {
+    /// The command's own rendering failed (the JSON document the printers read, or its own format).
+    #[error(transparent)]
+    Render(#[from] RenderError),
     /// The template file could not be read.
     #[error("jsonpath-file {}: {message}", .path.display())]
     File {
@@ -60,12 +63,13 @@ pub fn render<F: JsonFormat>(
     output: &Output<F>,
     own: impl FnOnce(F) -> Result<Rendered, RenderError>,
     pods: NamedPods,
-) -> Result<Rendered, RenderError> {
+) -> Result<Rendered, PrinterError> {
     if let Output::Format(format) = output {
-        return own(*format);
+        return Ok(own(*format)?);
     }
     let json = own(F::JSON)?;
-    let document: Value = serde_json::from_slice(&json.stdout).map_err(RenderError::Json)?;
+    let document: Value =
+        serde_json::from_slice(&json.stdout).map_err(|e| PrinterError::Render(RenderError::Json(e)))?;
     let text = match output {
         Output::Format(_) | Output::Name => names(&document, pods),
         Output::JsonPath { source, as_json } => {
