@@ -3,37 +3,21 @@
 //! errors in kubectl's words, kubectl's connection flags accepted after the plugin name, and
 //! `--request-timeout` as one bound on the whole exchange with an API server that never answers.
 
+mod common;
+
 use std::io::Read;
 use std::net::TcpListener;
-use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+use common::run;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-sched");
-
-fn file(parts: &[&str]) -> String {
-    let mut path = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    path.extend(parts);
-    path.display().to_string()
-}
-
 fn example() -> String {
-    file(&["..", "examples", "cluster.yaml"])
+    common::example().display().to_string()
 }
 
 fn drill_fixture() -> String {
-    file(&["tests", "fixtures", "preemption.yaml"])
-}
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("running kubectl-sched")
+    common::drill_fixture().display().to_string()
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -18,24 +18,12 @@ use std::process::Output;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use common::{Lab, kubectl_sched_binary, pod};
-use e2e::{ControlPlane, Options};
+use common::{Lab, RBAC_TIMEOUT, apiserver_only, kubectl_sched_binary, pod, show};
+use e2e::ControlPlane;
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
 
-static CONTROL_PLANE: OnceCell<ControlPlane> = OnceCell::const_new();
-
-/// etcd and kube-apiserver only.
-async fn control_plane() -> Result<&'static ControlPlane, e2e::Error> {
-    CONTROL_PLANE
-        .get_or_try_init(|| ControlPlane::start(Options::new()))
-        .await
-}
-
-/// Bounds one command.
+/// Bounds one command (kubectl or kubectl-sched).
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
-/// RBAC changes reach the authorizer's cache within about a second.
-const RBAC_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Runs `program` with `args` in `home` (an empty HOME: no ~/.kube/config, no $KUBECONFIG), so that only
 /// the flags given choose the cluster and the credentials.
@@ -55,15 +43,6 @@ async fn run_in(program: &Path, home: &Path, args: &[&str]) -> Result<Output> {
     .await
     .with_context(|| format!("{} {} took too long", program.display(), args.join(" ")))?
     .with_context(|| format!("running {}", program.display()))
-}
-
-fn show(output: &Output) -> String {
-    format!(
-        "exit {}\nstdout: {}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// Both tools, side by side, with the same flags.
@@ -149,7 +128,7 @@ fn reader_manifest() -> String {
 #[tokio::test]
 async fn impersonation_behaves_as_kubectl_get_with_the_same_rights() -> Result<()> {
     let binary = kubectl_sched_binary().await?;
-    let lab = Lab::begin_on("conv-as", control_plane).await?;
+    let lab = Lab::begin_on("conv-as", apiserver_only).await?;
     let cp = lab.cp;
     let ns = lab.ns.clone();
     lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
@@ -250,7 +229,7 @@ fn admin_files(cp: &ControlPlane) -> Result<(String, String, String)> {
 #[tokio::test]
 async fn connection_flags_replace_the_kubeconfigs_choices_as_kubectls_do() -> Result<()> {
     let binary = kubectl_sched_binary().await?;
-    let lab = Lab::begin_on("conv-flags", control_plane).await?;
+    let lab = Lab::begin_on("conv-flags", apiserver_only).await?;
     let cp = lab.cp;
     let ns = lab.ns.clone();
     lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
@@ -357,7 +336,7 @@ async fn connection_flags_replace_the_kubeconfigs_choices_as_kubectls_do() -> Re
 #[tokio::test]
 async fn snapshot_o_is_the_format_and_output_file_the_file() -> Result<()> {
     let binary = kubectl_sched_binary().await?;
-    let lab = Lab::begin_on("conv-snap", control_plane).await?;
+    let lab = Lab::begin_on("conv-snap", apiserver_only).await?;
     let cp = lab.cp;
     lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
     lab.create_pods([pod("p").cpu("1")]).await?;
