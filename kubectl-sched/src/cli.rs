@@ -33,13 +33,18 @@ pub struct GlobalArgs {
     /// The kubeconfig context to use.
     #[arg(long, global = true, value_name = "NAME")]
     pub context: Option<String>,
+    /// kubectl's connection and impersonation flags, over the kubeconfig's.
+    #[command(flatten)]
+    pub connection: ConnectionArgs,
     /// Namespace of the pod (default: the context's namespace; "default" with --from).
     #[arg(short = 'n', long, global = true, value_name = "NS")]
     pub namespace: Option<String>,
     /// All namespaces (triage, explain --all-pending, snapshot).
     #[arg(short = 'A', long, global = true, conflicts_with = "namespace")]
     pub all_namespaces: bool,
-    /// Timeout of each API request, e.g. 10s, 1m; 0 waits as long as the client does.
+    /// The length of time to wait before giving up on the API server, e.g. 1s, 2m, 3h; 0 means no limit.
+    /// It bounds each exchange as a whole (loading the cluster: the version and every list, connections
+    /// and retries included; each lookup) and each request of preempt's writes.
     #[arg(long, global = true, value_name = "DURATION", default_value = "0", value_parser = parse_duration)]
     pub request_timeout: Duration,
     /// List in pages of this many objects (the API server's `limit`, as kubectl's --chunk-size); 0
@@ -57,6 +62,64 @@ pub struct GlobalArgs {
         default_value_t = 0
     )]
     pub verbosity: u8,
+}
+
+/// kubectl's global connection and impersonation flags (cli-runtime's `ConfigFlags`, with kubectl's
+/// deprecated `--username`/`--password`), accepted after the plugin name as kubectl accepts them and
+/// applied over the kubeconfig as client-go's overrides are (`source::load`). Every command that talks to
+/// the API server takes them: they are global.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Connection (kubectl's flags)")]
+pub struct ConnectionArgs {
+    /// The address and port of the Kubernetes API server
+    #[arg(short = 's', long, global = true, value_name = "URL")]
+    pub server: Option<String>,
+    /// The name of the kubeconfig cluster to use
+    #[arg(long, global = true, value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// The name of the kubeconfig user to use
+    #[arg(long, global = true, value_name = "NAME")]
+    pub user: Option<String>,
+    /// Bearer token for authentication to the API server
+    #[arg(long, global = true, value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Username to impersonate for the operation. User could be a regular user or a service account in a
+    /// namespace.
+    #[arg(long = "as", global = true, value_name = "USER")]
+    pub impersonate: Option<String>,
+    /// Group to impersonate for the operation, this flag can be repeated to specify multiple groups.
+    #[arg(long = "as-group", global = true, value_name = "GROUP")]
+    pub impersonate_groups: Vec<String>,
+    /// UID to impersonate for the operation.
+    #[arg(long = "as-uid", global = true, value_name = "UID")]
+    pub impersonate_uid: Option<String>,
+    /// User extras to impersonate for the operation, this flag can be repeated to specify multiple
+    /// values for the same key.
+    #[arg(long = "as-user-extra", global = true, value_name = "KEY=VALUE")]
+    pub impersonate_user_extra: Vec<String>,
+    /// Path to a cert file for the certificate authority
+    #[arg(long, global = true, value_name = "FILE")]
+    pub certificate_authority: Option<PathBuf>,
+    /// Path to a client certificate file for TLS
+    #[arg(long, global = true, value_name = "FILE")]
+    pub client_certificate: Option<PathBuf>,
+    /// Path to a client key file for TLS
+    #[arg(long, global = true, value_name = "FILE")]
+    pub client_key: Option<PathBuf>,
+    /// If true, the server's certificate will not be checked for validity. This will make your HTTPS
+    /// connections insecure
+    #[arg(long, global = true, conflicts_with = "certificate_authority")]
+    pub insecure_skip_tls_verify: bool,
+    /// Server name to use for server certificate validation. If it is not provided, the hostname used to
+    /// contact the server is used
+    #[arg(long, global = true, value_name = "NAME")]
+    pub tls_server_name: Option<String>,
+    /// Username for basic authentication to the API server
+    #[arg(long, global = true, value_name = "NAME")]
+    pub username: Option<String>,
+    /// Password for basic authentication to the API server
+    #[arg(long, global = true, value_name = "PASSWORD")]
+    pub password: Option<String>,
 }
 
 /// The subcommands.
@@ -173,9 +236,10 @@ pub struct ExplainArgs {
     /// One line per pending pod (of -n NS, or every namespace with -A).
     #[arg(long, conflicts_with = "set")]
     pub all_pending: bool,
-    /// Output format.
-    #[arg(short = 'o', long, value_enum, default_value_t = ExplainFormat::Table)]
-    pub output: ExplainFormat,
+    /// Output format: the values below, or kubectl's name (pod/NAME lines), jsonpath=TEMPLATE,
+    /// jsonpath-file=FILE, jsonpath-as-json=TEMPLATE (over the -o json document).
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", value_parser = OutputParser::<ExplainFormat>::default())]
+    pub output: Output<ExplainFormat>,
     /// Exit with 3 when the pod cannot be scheduled, like `git diff --exit-code` (for scripts and CI).
     #[arg(long)]
     pub exit_code: bool,
@@ -272,9 +336,10 @@ pub struct TriageArgs {
     /// What if the cluster (and, for --set, every pending pod in scope) were different.
     #[command(flatten)]
     pub what_if: WhatIfArgs,
-    /// Output format.
-    #[arg(short = 'o', long, value_enum, default_value_t = TriageFormat::Table)]
-    pub output: TriageFormat,
+    /// Output format: the values below, or kubectl's name (pod/NAME lines), jsonpath=TEMPLATE,
+    /// jsonpath-file=FILE, jsonpath-as-json=TEMPLATE (over the -o json document).
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", value_parser = OutputParser::<TriageFormat>::default())]
+    pub output: Output<TriageFormat>,
 }
 
 /// `simulate` output formats.
@@ -348,9 +413,10 @@ pub struct SimulateArgs {
     /// the namespace).
     #[command(flatten)]
     pub what_if: WhatIfArgs,
-    /// Output format.
-    #[arg(short = 'o', long, value_enum, default_value_t = SimulateFormat::Table)]
-    pub output: SimulateFormat,
+    /// Output format: the values below, or kubectl's name (pod/NAME lines), jsonpath=TEMPLATE,
+    /// jsonpath-file=FILE, jsonpath-as-json=TEMPLATE (over the -o json document).
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", value_parser = OutputParser::<SimulateFormat>::default())]
+    pub output: Output<SimulateFormat>,
 }
 
 /// `preempt --dry-run` values, as kubectl spells them.
@@ -428,17 +494,159 @@ pub struct PreemptArgs {
     /// Which kube-scheduler release decides.
     #[command(flatten)]
     pub release: ReleaseArgs,
-    /// Output format.
-    #[arg(short = 'o', long, value_enum, default_value_t = PreemptFormat::Table)]
-    pub output: PreemptFormat,
+    /// Output format: the values below, or kubectl's name (pod/NAME lines), jsonpath=TEMPLATE,
+    /// jsonpath-file=FILE, jsonpath-as-json=TEMPLATE (over the -o json document).
+    #[arg(short = 'o', long, value_name = "FORMAT", default_value = "table", value_parser = OutputParser::<PreemptFormat>::default())]
+    pub output: Output<PreemptFormat>,
 }
 
 /// `snapshot`'s arguments.
 #[derive(Debug, Clone, Args)]
 pub struct SnapshotArgs {
-    /// Write to FILE instead of stdout (a .json name writes JSON, faster to load for big clusters).
-    #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
+    /// Output format: yaml or json (JSON is faster to load for big clusters). Default: yaml, or json for
+    /// an --output-file named *.json. (A value that is a file name, as -o snap.yaml, still writes that
+    /// file, with a warning: use --output-file.)
+    #[arg(short = 'o', long, value_name = "yaml|json")]
+    pub output: Option<String>,
+    /// Write to FILE instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output_file: Option<PathBuf>,
+}
+
+/// `-o`: one of a command's own formats (`F`), or one of kubectl's printers over the document `-o json`
+/// prints (rendered by `output::printer`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output<F> {
+    /// The command's own format.
+    Format(F),
+    /// `-o name`: `pod/NAME` lines.
+    Name,
+    /// `-o jsonpath=TEMPLATE`, `-o jsonpath-file=FILE`, `-o jsonpath-as-json=TEMPLATE`.
+    JsonPath {
+        /// The template, or its file.
+        source: TemplateSource,
+        /// `jsonpath-as-json`: each path's results as a JSON list.
+        as_json: bool,
+    },
+}
+
+/// Where a JSONPath template is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TemplateSource {
+    /// Given inline.
+    Inline(String),
+    /// In this file (read when printing).
+    File(PathBuf),
+}
+
+/// A command's formats that have a JSON one, which kubectl's printers read.
+pub trait JsonFormat: ValueEnum + Copy {
+    /// The JSON format.
+    const JSON: Self;
+}
+
+impl<F: JsonFormat> Output<F> {
+    /// The command's own format to compute the output with: JSON for kubectl's printers.
+    pub fn format(&self) -> F {
+        match self {
+            Output::Format(format) => *format,
+            Output::Name | Output::JsonPath { .. } => F::JSON,
+        }
+    }
+}
+
+/// kubectl's printers every evaluating command offers beside its own formats.
+const KUBECTL_PRINTERS: [&str; 4] = ["jsonpath", "jsonpath-as-json", "jsonpath-file", "name"];
+
+/// Parses `-o` as kubectl does: `name`, `jsonpath=...` (kubectl also takes the template after `=` for
+/// `jsonpath-file` and `jsonpath-as-json`), or one of `F`'s names; anything else is refused in
+/// kubectl's words (`unable to match a printer suitable for the output format "x", allowed formats are:
+/// ...`).
+#[derive(Debug, Clone, Copy)]
+pub struct OutputParser<F>(std::marker::PhantomData<F>);
+
+impl<F> Default for OutputParser<F> {
+    fn default() -> Self {
+        OutputParser(std::marker::PhantomData)
+    }
+}
+
+impl<F: JsonFormat + Send + Sync + 'static> OutputParser<F> {
+    /// The allowed formats, sorted and joined by commas as kubectl lists them.
+    fn allowed() -> String {
+        let mut names: Vec<String> = F::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .chain(KUBECTL_PRINTERS.iter().map(ToString::to_string))
+            .collect();
+        names.sort();
+        names.join(",")
+    }
+
+    /// `text` as an output format.
+    pub fn parse(text: &str) -> Result<Output<F>, String> {
+        let (name, value) = match text.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (text, None),
+        };
+        let template = |value: Option<&str>| -> Result<String, String> {
+            value
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+                .ok_or_else(|| {
+                    format!("template format specified but no template given (-o {name}=TEMPLATE)")
+                })
+        };
+        match name {
+            "name" if value.is_none() => Ok(Output::Name),
+            "jsonpath" | "jsonpath-as-json" => Ok(Output::JsonPath {
+                source: TemplateSource::Inline(template(value)?),
+                as_json: name == "jsonpath-as-json",
+            }),
+            "jsonpath-file" => Ok(Output::JsonPath {
+                source: TemplateSource::File(PathBuf::from(template(value)?)),
+                as_json: false,
+            }),
+            _ => F::from_str(text, true).map(Output::Format).map_err(|_| {
+                format!(
+                    "unable to match a printer suitable for the output format {text:?}, allowed formats are: {}",
+                    Self::allowed()
+                )
+            }),
+        }
+    }
+}
+
+impl<F: JsonFormat + Send + Sync + 'static> clap::builder::TypedValueParser for OutputParser<F> {
+    type Value = Output<F>;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Output<F>, clap::Error> {
+        Self::parse(&value.to_string_lossy()).map_err(|message| {
+            clap::Error::raw(clap::error::ErrorKind::InvalidValue, format!("{message}\n")).with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let own = F::value_variants().iter().filter_map(|v| v.to_possible_value());
+        let printers = [
+            ("name", "pod/NAME lines, as kubectl -o name"),
+            (
+                "jsonpath=TEMPLATE",
+                "kubectl's JSONPath template over the JSON document",
+            ),
+            ("jsonpath-file=FILE", "the JSONPath template in FILE"),
+            ("jsonpath-as-json=TEMPLATE", "each path's results as a JSON list"),
+        ]
+        .into_iter()
+        .map(|(name, help)| clap::builder::PossibleValue::new(name).help(help));
+        Some(Box::new(own.chain(printers)))
+    }
 }
 
 /// `--kube-version`'s value as typed: read and checked by `source::release`, where a wrong one is a
@@ -484,6 +692,22 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     }
     sched_core::duration::parse_go_duration(text)
         .ok_or_else(|| format!("invalid duration {text:?}: use e.g. 30s, 1m, 1m30s, 500ms or 0"))
+}
+
+impl JsonFormat for ExplainFormat {
+    const JSON: Self = ExplainFormat::Json;
+}
+
+impl JsonFormat for TriageFormat {
+    const JSON: Self = TriageFormat::Json;
+}
+
+impl JsonFormat for SimulateFormat {
+    const JSON: Self = SimulateFormat::Json;
+}
+
+impl JsonFormat for PreemptFormat {
+    const JSON: Self = PreemptFormat::Json;
 }
 
 #[cfg(test)]

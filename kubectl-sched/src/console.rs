@@ -9,7 +9,6 @@ use anyhow::Context;
 
 use crate::commands::Messages;
 use crate::output::Rendered;
-use crate::output::data::RenderError;
 
 /// Prints for one run, at the `-v` it was given.
 #[derive(Debug, Clone, Copy)]
@@ -27,15 +26,15 @@ impl Console {
     /// its result, says how long it took (`-v 2`) and writes the result to stdout. Returns the command's
     /// output for its exit code. The renderer may take what it writes out of the output, rather than
     /// copy it (`snapshot`'s document).
-    pub fn report<O, E>(
+    pub fn report<O, E, R>(
         &self,
         command: &str,
         run: impl FnOnce() -> Result<O, E>,
-        render: impl FnOnce(&mut O) -> Result<Rendered, RenderError>,
+        render: impl FnOnce(&mut O) -> Result<Rendered, R>,
     ) -> anyhow::Result<O>
     where
         O: Messages,
-        anyhow::Error: From<E>,
+        anyhow::Error: From<E> + From<R>,
     {
         let started = Instant::now();
         let mut out = run()?;

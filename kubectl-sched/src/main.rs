@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{CommandFactory, Parser};
 
-use cli::{Cli, Command, ExplainFormat, GlobalArgs, PreemptArgs, PreemptFormat};
+use cli::{Cli, Command, ExplainFormat, GlobalArgs, Output, PreemptArgs, PreemptFormat};
 use commands::preempt::{DryRunView, Next, PreemptError};
 use console::{Console, one_line};
 
@@ -46,7 +46,14 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {}", one_line(&err));
+            let mut line = one_line(&err);
+            // A missing permission is not fixed by trying again: say which one, and which role grants it
+            // (unless the error already does).
+            if let Some(advice) = source::rbac::advice_for(&line).filter(|_| !line.contains("deploy/rbac/")) {
+                line.push_str("; ");
+                line.push_str(&advice);
+            }
+            eprintln!("error: {line}");
             let code = exit_code(&err);
             ExitCode::from(code)
         }
@@ -75,12 +82,18 @@ fn run(cli: &Cli, console: Console) -> anyhow::Result<u8> {
             let mut out = console.report(
                 "explain",
                 || commands::explain::run(global, args),
-                |out| output::explain::render(&out.result, args.output),
+                |out| {
+                    output::printer::render(
+                        &args.output,
+                        |format| output::explain::render(&out.result, format),
+                        output::printer::EXPLAIN_PODS,
+                    )
+                },
             )?;
             if args.watch
                 && let commands::explain::ExplainResult::One(report) = &mut out.result
             {
-                let json = matches!(args.output, ExplainFormat::Json | ExplainFormat::Yaml);
+                let json = matches!(args.output.format(), ExplainFormat::Json | ExplainFormat::Yaml);
                 let stop = commands::watch::run(
                     global,
                     args,
@@ -99,7 +112,13 @@ fn run(cli: &Cli, console: Console) -> anyhow::Result<u8> {
             let out = console.report(
                 "triage",
                 || commands::triage::run(global, args),
-                |out| output::triage::render(&out.report, args.output, !global.all_namespaces),
+                |out| {
+                    output::printer::render(
+                        &args.output,
+                        |format| output::triage::render(&out.report, format, !global.all_namespaces),
+                        output::printer::TRIAGE_PODS,
+                    )
+                },
             )?;
             Ok(if out.report.stuck_pods() > 0 { 3 } else { 0 })
         }
@@ -107,7 +126,13 @@ fn run(cli: &Cli, console: Console) -> anyhow::Result<u8> {
             let out = console.report(
                 "simulate",
                 || commands::simulate::run(global, args),
-                |out| output::simulate::render(&out.report, args.output),
+                |out| {
+                    output::printer::render(
+                        &args.output,
+                        |format| output::simulate::render(&out.report, format),
+                        output::printer::SIMULATE_PODS,
+                    )
+                },
             )?;
             Ok(out.report.exit_code())
         }
@@ -116,7 +141,7 @@ fn run(cli: &Cli, console: Console) -> anyhow::Result<u8> {
                 "snapshot",
                 || commands::snapshot::run(global, args),
                 |out| {
-                    Ok(output::Rendered {
+                    Ok::<_, std::convert::Infallible>(output::Rendered {
                         stdout: out.stdout.take().unwrap_or_default(),
                         nothing_found: None,
                     })
@@ -150,23 +175,30 @@ fn complete(console: Console, words: &[String]) -> anyhow::Result<u8> {
 }
 
 /// `preempt`: the drill printed; when it is to be executed, the plan first, the confirmation on a
-/// terminal, the cluster read again, then each step's progress on stderr and the results.
+/// terminal, the cluster read again, then each step as it completes and what was done.
 fn preempt(console: Console, global: &GlobalArgs, args: &PreemptArgs) -> anyhow::Result<u8> {
     let mut planned = commands::preempt::plan(global, args, std::io::stdin().is_terminal())?;
     console.messages(&planned);
     match std::mem::replace(&mut planned.next, Next::PrintOnly) {
         Next::PrintOnly => {
-            console.emit(output::preempt::render(&planned.report, args.output)?.as_bytes())?;
+            console.emit(&preempt_output(&planned.report, args)?)?;
             Ok(planned.report.exit_code())
         }
         next @ (Next::Confirm | Next::Execute) => {
-            let table = args.output == PreemptFormat::Table;
+            let table = args.output == Output::Format(PreemptFormat::Table);
             // --dry-run=server has nothing to confirm and nothing to wait for (each write is only
             // validated): its steps are shown once, with their outcomes, after the run; not also as a plan
             // beforehand and as progress lines meanwhile.
             let server_dry_run = planned.report.dry_run == DryRunView::Server;
             if table && !server_dry_run {
-                console.emit(output::preempt::report(&planned.report).as_bytes())?;
+                // The plan is shown when it is to be confirmed; with --yes its steps are printed once,
+                // as they run.
+                let text = if matches!(next, Next::Confirm) {
+                    output::preempt::report(&planned.report)
+                } else {
+                    output::preempt::drill(&planned.report)
+                };
+                console.emit(text.as_bytes())?;
             }
             if matches!(next, Next::Confirm) {
                 if !console.confirm(&output::preempt::question(&planned.report))? {
@@ -183,31 +215,58 @@ fn preempt(console: Console, global: &GlobalArgs, args: &PreemptArgs) -> anyhow:
                                 "\nThe cluster changed since the plan was shown. Now:\n\n{}",
                                 output::preempt::report(&planned.report)
                             )
+                            .into_bytes()
                         } else {
-                            output::preempt::render(&planned.report, args.output)?
+                            preempt_output(&planned.report, args)?
                         };
-                        console.emit(text.as_bytes())?;
+                        console.emit(&text)?;
                     }
                     return Err(e.into());
                 }
                 #[cfg(debug_assertions)]
                 test_hook_pause_before_writes()?;
             }
+            // Each step is printed once: as it completes (on stdout under the results' heading with the
+            // table, then only the summary; on stderr beside JSON or YAML, whose document has the
+            // results), or, for --dry-run=server, in the results' table after the run.
+            let streamed = table && !server_dry_run;
+            if streamed {
+                console.emit(output::preempt::PROGRESS_HEADING.as_bytes())?;
+            }
+            let mut write_error = None;
             let outcome = planned.execute(|i, total, result| {
-                if !server_dry_run {
-                    eprintln!("{}", output::preempt::progress(i, total, result));
+                let line = output::preempt::progress(i, total, result);
+                if streamed {
+                    if let Err(e) = console.emit(format!("{line}\n").as_bytes()) {
+                        write_error.get_or_insert(e);
+                    }
+                } else if !server_dry_run {
+                    eprintln!("{line}");
                 }
             });
-            let text = if table && !server_dry_run {
-                output::preempt::results(&planned.report)
+            let text = if streamed {
+                output::preempt::summary(&planned.report).into_bytes()
             } else {
-                output::preempt::render(&planned.report, args.output)?
+                preempt_output(&planned.report, args)?
             };
-            console.emit(text.as_bytes())?;
+            console.emit(&text)?;
             outcome?;
-            Ok(0)
+            write_error.map_or(Ok(0), Err)
         }
     }
+}
+
+/// `preempt`'s report as `-o` asks: its own formats, or kubectl's printers over its JSON.
+fn preempt_output(
+    report: &commands::preempt::PreemptReport,
+    args: &PreemptArgs,
+) -> Result<Vec<u8>, output::printer::PrinterError> {
+    output::printer::render(
+        &args.output,
+        |format| output::preempt::render(report, format).map(output::Rendered::from),
+        output::printer::PREEMPT_PODS,
+    )
+    .map(|rendered| rendered.stdout)
 }
 
 /// Test hook, in debug builds only (the e2e tests run those): with

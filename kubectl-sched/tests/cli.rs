@@ -1,35 +1,19 @@
 //! The built binary, run on examples/cluster.yaml and on temporary files: what users see, what
 //! programs parse, and how errors end (one line, exit 1; usage errors exit 2).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::{BIN, drill_fixture, example, run};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_kubectl-sched");
-
-fn example() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join("examples")
-        .join("cluster.yaml")
-}
 
 /// The FailedScheduling message kube-scheduler v1.37.2 writes for shop/report-builder on this cluster
 /// (checked against the real scheduler with the same objects).
 const REPORT_BUILDER_MESSAGE: &str = "0/5 nodes are available: 1 Insufficient memory, 1 node(s) were \
      unschedulable, 2 Insufficient cpu, 2 node(s) had untolerated taint(s). preemption: 0/5 nodes are \
      available: 1 No preemption victims found for incoming pod, 4 Preemption is not helpful for scheduling.";
-
-fn run(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        // Nothing here may depend on the machine's kubeconfig.
-        .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("running kubectl-sched")
-}
 
 fn run_example(args: &[&str]) -> Output {
     let file = example();
@@ -862,13 +846,6 @@ fn help_and_version() {
 }
 
 // ------------------------------------------------------------------------------------------- preempt
-
-fn drill_fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join("fixtures")
-        .join("preemption.yaml")
-}
 
 /// `preempt POD -n drill --from tests/fixtures/preemption.yaml ARGS...`
 fn drill(pod: &str, args: &[&str]) -> Output {

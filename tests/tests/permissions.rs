@@ -17,26 +17,12 @@ use std::process::Output;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use common::{HIGH, LOW, Lab, kubectl_sched_binary, pod};
-use e2e::{ControlPlane, Options};
+use common::{
+    HIGH, LOW, Lab, RBAC_TIMEOUT, apiserver_only, kubectl_sched_binary, pod, run_kubectl_sched, show,
+};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
-
-static CONTROL_PLANE: OnceCell<ControlPlane> = OnceCell::const_new();
-
-/// etcd and kube-apiserver only.
-async fn control_plane() -> Result<&'static ControlPlane, e2e::Error> {
-    CONTROL_PLANE
-        .get_or_try_init(|| ControlPlane::start(Options::new()))
-        .await
-}
-
-/// Bounds one `kubectl-sched` run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
-/// RBAC changes reach the authorizer's cache within about a second.
-const RBAC_TIMEOUT: Duration = Duration::from_secs(15);
 
 fn rbac_manifest(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -69,21 +55,10 @@ async fn service_account_kubeconfig(lab: &Lab, name: &str, dir: &Path) -> Result
     Ok(path)
 }
 
+/// `kubectl-sched ARGS --kubeconfig KUBECONFIG`.
 async fn run(binary: &Path, kubeconfig: &Path, args: &[&str]) -> Result<Output> {
-    tokio::time::timeout(
-        COMMAND_TIMEOUT,
-        tokio::process::Command::new(binary)
-            .args(args)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .env_remove("KUBECONFIG")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .with_context(|| format!("kubectl-sched {} took too long", args.join(" ")))?
-    .with_context(|| format!("running {}", binary.display()))
+    let kubeconfig = kubeconfig.display().to_string();
+    run_kubectl_sched(binary, &[args, &["--kubeconfig", &kubeconfig]].concat()).await
 }
 
 /// [`run`] until it succeeds or [`RBAC_TIMEOUT`] passes (a new binding takes effect within a moment);
@@ -99,19 +74,10 @@ async fn run_once_allowed(binary: &Path, kubeconfig: &Path, args: &[&str]) -> Re
     }
 }
 
-fn show(output: &Output) -> String {
-    format!(
-        "exit {}\nstdout: {}\nstderr: {}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 #[tokio::test]
 async fn reader_and_preempter_roles_are_enough_and_denials_read_as_kubectls() -> Result<()> {
     let binary = kubectl_sched_binary().await?;
-    let lab = Lab::begin_on("perm", control_plane).await?;
+    let lab = Lab::begin_on("perm", apiserver_only).await?;
     let cp = lab.cp;
     let ns = lab.ns.clone();
     let n1 = lab.n("n1");
@@ -137,13 +103,16 @@ async fn reader_and_preempter_roles_are_enough_and_denials_read_as_kubectls() ->
          \"system:serviceaccount:{ns}:nobody\" cannot list resource \"nodes\" in API group \"\" at the \
          cluster scope"
     );
+    // Then the permission, and the role of deploy/rbac/ that grants it.
+    let advice = "missing permission: list nodes cluster-wide; the ClusterRole kubectl-sched-reader grants it \
+                  (deploy/rbac/kubectl-sched-reader.yaml)";
     ensure!(
         output.status.code() == Some(1)
             && stderr.lines().count() == 1
             && stderr.starts_with("error: ")
-            && stderr.trim_end().ends_with(&want)
+            && stderr.contains(&format!("{want}; {advice}"))
             && !stderr.contains("Status {"),
-        "a 403 is not one kubectl-like line ending with {want:?}: {text}"
+        "a 403 is not one kubectl-like line with {want:?} and {advice:?}: {text}"
     );
 
     // The reader role: explain answers, preempt --yes is refused at its first write.
@@ -183,6 +152,25 @@ async fn reader_and_preempter_roles_are_enough_and_denials_read_as_kubectls() ->
         output.status.code() == Some(1) && String::from_utf8_lossy(&output.stderr).contains("forbidden"),
         "preempt --yes with the reader role alone did not fail on a denied write: {text}"
     );
+    // Running again cannot grant a permission: the error and the summary name it (the first write is the
+    // victim's DisruptionTarget condition) and its role instead.
+    // "missing permission: ..." in the error on stderr, "Missing permission: ..." starting the summary's
+    // line on stdout.
+    let named = |missing: &str| {
+        format!(
+            "{missing} permission: patch pods/status in namespace \"{ns}\"; the ClusterRole \
+             kubectl-sched-preempter grants it (deploy/rbac/kubectl-sched-preempter.yaml)"
+        )
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    ensure!(
+        String::from_utf8_lossy(&output.stderr).contains(&named("missing"))
+            && stdout.contains(&named("Missing"))
+            && !text.contains("run the command again")
+            && !text.contains("Running the same command again"),
+        "a denied write does not name {:?}, or advises running again: {text}",
+        named("missing")
+    );
     let pods: Api<Pod> = Api::namespaced(lab.client.clone(), &ns);
     ensure!(
         pods.get("victim").await?.metadata.deletion_timestamp.is_none(),
@@ -204,6 +192,17 @@ async fn reader_and_preempter_roles_are_enough_and_denials_read_as_kubectls() ->
         output.status.success(),
         "preempt --yes as kubectl-sched-reader + kubectl-sched-preempter: {text}"
     );
+    // Each step is printed once, as it completes: not also as a plan before, nor in a results table
+    // after.
+    for step in [
+        format!("delete pod {ns}/victim"),
+        format!("set nominatedNodeName={n1} on pod {ns}/p"),
+    ] {
+        ensure!(
+            text.matches(&step).count() == 1,
+            "{step:?} is not printed exactly once: {text}"
+        );
+    }
     ensure!(
         pods.get_opt("victim")
             .await?

@@ -135,7 +135,7 @@ async fn explain_against_a_v1_33_api_server_speaks_v1_33_unless_kube_version_say
             kubeconfig.as_str(),
             "snapshot",
             "-A",
-            "-o",
+            "--output-file",
             file_arg.as_str(),
         ],
     )

@@ -81,6 +81,7 @@ impl PodSource for Live {
         let global = GlobalArgs {
             kubeconfig: target.kubeconfig.clone(),
             context: target.context.clone(),
+            connection: Default::default(),
             namespace: target.namespace.clone(),
             all_namespaces: false,
             request_timeout: LOOKUP_TIMEOUT,
@@ -494,17 +495,49 @@ mod tests {
             ("ex", vec!["explain"], 4),
             (
                 "explain p -o ",
-                vec!["table", "wide", "json", "yaml", "markdown"],
+                // The command's own formats, then kubectl's printers.
+                vec![
+                    "table",
+                    "wide",
+                    "json",
+                    "yaml",
+                    "markdown",
+                    "name",
+                    "jsonpath=TEMPLATE",
+                    "jsonpath-file=FILE",
+                    "jsonpath-as-json=TEMPLATE",
+                ],
                 4,
             ),
-            ("explain p --output=j", vec!["--output=json"], 4),
+            (
+                "explain p --output=j",
+                vec![
+                    "--output=json",
+                    "--output=jsonpath=TEMPLATE",
+                    "--output=jsonpath-file=FILE",
+                    "--output=jsonpath-as-json=TEMPLATE",
+                ],
+                4,
+            ),
             (
                 "preempt p --dry-run=",
                 vec!["--dry-run=none", "--dry-run=client", "--dry-run=server"],
                 4,
             ),
             ("preempt p --mode ", vec!["delete", "evict"], 4),
-            ("preempt p -o ", vec!["table", "json", "yaml"], 4),
+            (
+                "preempt p -o ",
+                vec![
+                    "table",
+                    "json",
+                    "yaml",
+                    "name",
+                    "jsonpath=TEMPLATE",
+                    "jsonpath-file=FILE",
+                    "jsonpath-as-json=TEMPLATE",
+                ],
+                4,
+            ),
             ("explain --all-p", vec!["--all-pending"], 4),
             ("preempt --y", vec!["--yes"], 4),
             // Global flags are offered under a subcommand; its own flags only there.

@@ -757,7 +757,11 @@ impl Planned {
                             advice_after_refused_eviction(&budgets),
                         )
                     }
-                    _ => (results[i].message(), ADVICE_RUN_AGAIN.to_string()),
+                    // Running again cannot grant a missing permission: name it and its role.
+                    _ => match crate::source::rbac::denied_write(&results[i]) {
+                        Some(denied) => (results[i].message(), denied.advice()),
+                        None => (results[i].message(), ADVICE_RUN_AGAIN.to_string()),
+                    },
                 };
                 Err(PreemptError::Incomplete {
                     step: i + 1,

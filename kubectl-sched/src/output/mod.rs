@@ -1,10 +1,12 @@
 //! Rendering, one module per command ([`explain`], [`preempt`], [`triage`], [`simulate`]), each
 //! choosing among its formats: tables for people, markdown for tickets, JSON and YAML for programs
-//! ([`data`]); [`table`] holds what the tables share. Renderers only format what the commands computed.
+//! ([`data`]), and kubectl's `name` and `jsonpath` printers over the JSON ([`printer`]); [`table`] holds
+//! what the tables share. Renderers only format what the commands computed.
 
 pub mod data;
 pub mod explain;
 pub mod preempt;
+pub mod printer;
 pub mod simulate;
 pub mod table;
 pub mod triage;

@@ -1,19 +1,19 @@
 //! Where the cluster comes from: a snapshot file (`--from`), or the API server through a kubeconfig,
 //! its context and kubectl's request timeout.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::version::Info;
-use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
 use sched_core::ClusterObjects;
 use sched_core::action::Action;
 use sched_core::apply::{ActionResult, ApplyOptions, execute_with_progress};
 use sched_core::snapshot::PodDetail;
 use sched_core::snapshot::kube::{ApiLoadError, ApiLoadOptions, load_from_api};
 
+use super::connection::ConnectionError;
 use super::release::{Release, ReleaseError, VersionSource};
 use crate::cli::{GlobalArgs, ReleaseArgs};
 
@@ -23,26 +23,9 @@ pub enum LoadError {
     /// The snapshot file is missing, unreadable or malformed (the message names the file and line).
     #[error(transparent)]
     File(Box<sched_core::snapshot::LoadError>),
-    /// The kubeconfig could not be read or used.
-    #[error("kubeconfig {origin}: {source}")]
-    Kubeconfig {
-        /// The file (or `$KUBECONFIG`, or the default path).
-        origin: String,
-        /// What went wrong.
-        #[source]
-        source: KubeconfigError,
-    },
-    /// No kubeconfig, and not running inside a cluster.
-    #[error(
-        "no kubeconfig found ({origin}) and not running in a cluster ({in_cluster}); use --kubeconfig, \
-         $KUBECONFIG, or --from FILE"
-    )]
-    NoConfig {
-        /// Where a kubeconfig was looked for.
-        origin: String,
-        /// Why the in-cluster configuration failed.
-        in_cluster: String,
-    },
+    /// No client configuration: the kubeconfig, or kubectl's connection flags.
+    #[error(transparent)]
+    Connection(#[from] ConnectionError),
     /// The client could not be built (TLS material, proxy, ...).
     #[error("creating a client for {server}: {}", sched_core::api_error::describe(.source))]
     Client {
@@ -81,7 +64,7 @@ pub enum LoadError {
     #[error("{0}")]
     Release(#[source] ReleaseError),
     /// A bounded lookup got no answer in time.
-    #[error("{server}: {what}: no answer within {after:?}")]
+    #[error("{server}: {what}: timed out after {after:?} without an answer")]
     Timeout {
         /// The API server URL.
         server: String,
@@ -111,6 +94,8 @@ pub struct Cluster {
     chunk_size: Option<u32>,
     /// Objects per list page of the last load (for `-v`).
     pub page_size_used: std::cell::Cell<u32>,
+    /// `--request-timeout`, when not 0: the bound of each exchange ([`Cluster::bounded`]).
+    request_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -136,11 +121,7 @@ impl Cluster {
             .enable_all()
             .build()
             .map_err(LoadError::Runtime)?;
-        let options = KubeConfigOptions {
-            context: global.context.clone(),
-            ..KubeConfigOptions::default()
-        };
-        let mut config = runtime.block_on(resolve_config(global.kubeconfig.as_deref(), &options))?;
+        let mut config = runtime.block_on(super::connection::resolve(global))?;
         if global.request_timeout > Duration::ZERO {
             config.connect_timeout = Some(global.request_timeout);
             config.read_timeout = Some(global.request_timeout);
@@ -173,6 +154,7 @@ impl Cluster {
             default_namespace,
             chunk_size: global.chunk_size,
             page_size_used: std::cell::Cell::new(0),
+            request_timeout: Some(global.request_timeout).filter(|t| !t.is_zero()),
         })
     }
 
@@ -192,35 +174,56 @@ impl Cluster {
     ) -> Result<(ClusterObjects, Vec<String>, Option<Info>), LoadError> {
         // The version decides the default page size, so it comes first when that is unset; else it is
         // read beside the lists, so it costs no time.
-        let version_first = match self.chunk_size {
-            None => Some(self.runtime.block_on(self.client.apiserver_version()).ok()),
-            Some(_) => None,
+        let load = async {
+            let version_first = match self.chunk_size {
+                None => Some(self.client.apiserver_version().await.ok()),
+                Some(_) => None,
+            };
+            let page_size = self.chunk_size.unwrap_or_else(|| {
+                super::skew::default_chunk_size(version_first.as_ref().and_then(Option::as_ref))
+            });
+            self.page_size_used.set(page_size);
+            let options = ApiLoadOptions {
+                namespace: namespace.map(str::to_string),
+                detail: detail.clone(),
+                page_size,
+                ..ApiLoadOptions::default()
+            };
+            let version = async {
+                // Asked once: when it was asked first and failed, a second request would fail as well.
+                match &version_first {
+                    Some(first) => first.clone(),
+                    None => self.client.apiserver_version().await.ok(),
+                }
+            };
+            tokio::join!(load_from_api(&self.client, &options), version)
         };
-        let page_size = self.chunk_size.unwrap_or_else(|| {
-            super::skew::default_chunk_size(version_first.as_ref().and_then(Option::as_ref))
-        });
-        self.page_size_used.set(page_size);
-        let options = ApiLoadOptions {
-            namespace: namespace.map(str::to_string),
-            detail: detail.clone(),
-            page_size,
-            ..ApiLoadOptions::default()
+        let what = match namespace {
+            Some(ns) => format!("listing the cluster (namespace {ns})"),
+            None => "listing the cluster".to_string(),
         };
-        let version = async {
-            // Asked once: when it was asked first and failed, a second request would fail as well.
-            match &version_first {
-                Some(first) => first.clone(),
-                None => self.client.apiserver_version().await.ok(),
-            }
-        };
-        let (loaded, version) = self
-            .runtime
-            .block_on(async { tokio::join!(load_from_api(&self.client, &options), version) });
+        let (loaded, version) = self.bounded(&what, load)?;
         let (objects, warnings) = loaded.map_err(|source| LoadError::Api {
             server: self.server.clone(),
             source,
         })?;
         Ok((objects, warnings, version))
+    }
+
+    /// Runs one exchange with the API server (its requests, their connections and retries) on the
+    /// runtime, within `--request-timeout` as a whole: the client's own timeouts bound each connection
+    /// and each read, which a version request followed by the lists, or a list's retries, add up.
+    fn bounded<F: std::future::Future>(&self, what: &str, future: F) -> Result<F::Output, LoadError> {
+        let Some(limit) = self.request_timeout else {
+            return Ok(self.runtime.block_on(future));
+        };
+        self.runtime
+            .block_on(async { tokio::time::timeout(limit, future).await })
+            .map_err(|_| LoadError::Timeout {
+                server: self.server.clone(),
+                what: what.to_string(),
+                after: limit,
+            })
     }
 }
 
@@ -235,11 +238,11 @@ impl Cluster {
     /// exist. One GET.
     pub fn scheduler_lease(&self) -> Result<Option<Lease>, LoadError> {
         let leases: kube::Api<Lease> = kube::Api::namespaced(self.client.clone(), SCHEDULER_LEASE_NAMESPACE);
-        self.runtime
-            .block_on(leases.get_opt(SCHEDULER_LEASE_NAME))
+        let what = format!("getting Lease {SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE_NAME}");
+        self.bounded(&what, leases.get_opt(SCHEDULER_LEASE_NAME))?
             .map_err(|source| LoadError::Lookup {
                 server: self.server.clone(),
-                what: format!("getting Lease {SCHEDULER_LEASE_NAMESPACE}/{SCHEDULER_LEASE_NAME}"),
+                what,
                 source,
             })
     }
@@ -250,12 +253,12 @@ impl Cluster {
         let events: kube::Api<Event> = kube::Api::namespaced(self.client.clone(), namespace);
         let params = kube::api::ListParams::default()
             .fields(&format!("involvedObject.uid={uid},reason=FailedScheduling"));
-        self.runtime
-            .block_on(events.list(&params))
+        let what = format!("listing the FailedScheduling events in namespace {namespace}");
+        self.bounded(&what, events.list(&params))?
             .map(|list| list.items)
             .map_err(|source| LoadError::Lookup {
                 server: self.server.clone(),
-                what: format!("listing the FailedScheduling events in namespace {namespace}"),
+                what,
                 source,
             })
     }
@@ -318,51 +321,6 @@ impl Cluster {
         self.runtime
             .block_on(execute_with_progress(&self.writer, plan, options, progress))
     }
-}
-
-fn default_kubeconfig_origin() -> String {
-    match std::env::var_os("KUBECONFIG").filter(|v| !v.is_empty()) {
-        Some(v) => format!("$KUBECONFIG={}", v.to_string_lossy()),
-        None => "~/.kube/config".to_string(),
-    }
-}
-
-fn default_kubeconfig_exists() -> bool {
-    if std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty()) {
-        return true;
-    }
-    std::env::var_os("HOME")
-        .map(|home| PathBuf::from(home).join(".kube").join("config"))
-        .is_some_and(|p| p.exists())
-}
-
-async fn resolve_config(
-    explicit: Option<&Path>,
-    options: &KubeConfigOptions,
-) -> Result<kube::Config, LoadError> {
-    if let Some(path) = explicit {
-        let origin = path.display().to_string();
-        let wrap = |source| LoadError::Kubeconfig {
-            origin: origin.clone(),
-            source,
-        };
-        let kubeconfig = Kubeconfig::read_from(path).map_err(wrap)?;
-        return kube::Config::from_custom_kubeconfig(kubeconfig, options)
-            .await
-            .map_err(wrap);
-    }
-    if default_kubeconfig_exists() || options.context.is_some() {
-        return kube::Config::from_kubeconfig(options)
-            .await
-            .map_err(|source| LoadError::Kubeconfig {
-                origin: default_kubeconfig_origin(),
-                source,
-            });
-    }
-    kube::Config::incluster().map_err(|e| LoadError::NoConfig {
-        origin: default_kubeconfig_origin(),
-        in_cluster: e.to_string(),
-    })
 }
 
 /// The cluster objects and where they came from.

@@ -775,6 +775,29 @@ pub async fn kubectl_sched_binary() -> Result<PathBuf> {
     Ok(binary)
 }
 
+/// etcd and kube-apiserver only (no kube-scheduler: pods stay pending as created), started once per
+/// test binary.
+pub async fn apiserver_only() -> Result<&'static ControlPlane, e2e::Error> {
+    static CONTROL_PLANE: tokio::sync::OnceCell<ControlPlane> = tokio::sync::OnceCell::const_new();
+    CONTROL_PLANE
+        .get_or_try_init(|| ControlPlane::start(e2e::Options::new()))
+        .await
+}
+
+/// RBAC changes reach the authorizer's cache within about a second; a test that grants a role waits
+/// this long at most for it to take effect.
+pub const RBAC_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// A finished command for an assertion's message: its exit status, stdout and stderr.
+pub fn show(output: &std::process::Output) -> String {
+    format!(
+        "exit {}\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 /// How long one run of the plugin binary may take in [`run_kubectl_sched`].
 pub const KUBECTL_SCHED_TIMEOUT: Duration = Duration::from_secs(60);
 

@@ -184,6 +184,15 @@ fn mode_flag(r: &PreemptReport) -> &'static str {
 
 /// `preempt` in table form: the situation, the candidates and their victims, the chosen node and the plan.
 pub fn report(r: &PreemptReport) -> String {
+    report_with(r, true)
+}
+
+/// [`report`] without the plan: for a run with `--yes`, whose steps are printed once, as they run.
+pub fn drill(r: &PreemptReport) -> String {
+    report_with(r, false)
+}
+
+fn report_with(r: &PreemptReport, with_plan: bool) -> String {
     let p = &r.preemption;
     let mut out = String::new();
     match r.situation {
@@ -278,10 +287,18 @@ pub fn report(r: &PreemptReport) -> String {
     out.push('\n');
     out.push_str(&victim_table(&p.victims));
     out.push_str(&random::victims_note(p));
-    if r.results.is_some() {
-        // After a run, the results list the steps with their outcomes ([`results`]).
-        return out;
+    // After a run, the results list the steps with their outcomes ([`results`]); before a run with
+    // --yes, each step is printed as it runs instead.
+    if with_plan && r.results.is_none() {
+        out.push_str(&plan(r));
     }
+    out
+}
+
+/// The steps about to be executed and, for a client dry run, that nothing was changed.
+fn plan(r: &PreemptReport) -> String {
+    let p = &r.preemption;
+    let mut out = String::new();
     out.push_str(&format!(
         "\nPlan (--mode={}, {} step(s)):\n",
         mode_flag(r),
@@ -343,7 +360,8 @@ fn step_text(result: &ActionResult, report: Option<&PreemptReport>) -> String {
     }
 }
 
-/// One progress line for stderr while a plan runs.
+/// One step's line as the plan runs: its number, its outcome and what it did (under
+/// [`PROGRESS_HEADING`] on stdout with the table output, on stderr beside JSON or YAML).
 pub fn progress(index: usize, total: usize, result: &ActionResult) -> String {
     let width = total.to_string().len();
     format!(
@@ -354,7 +372,7 @@ pub fn progress(index: usize, total: usize, result: &ActionResult) -> String {
     )
 }
 
-/// After execution: each step's outcome, then what was done and what was not.
+/// After execution: each step's outcome in a table, then what was done and what was not ([`summary`]).
 pub fn results(r: &PreemptReport) -> String {
     let Some(results) = &r.results else {
         return String::new();
@@ -385,6 +403,21 @@ pub fn results(r: &PreemptReport) -> String {
         &["STEP".into(), "OUTCOME".into(), "ACTION".into()],
         &rows,
     ));
+    out.push_str(&summary(r));
+    out
+}
+
+/// The heading of the step lines [`progress`] prints while a plan runs.
+pub const PROGRESS_HEADING: &str = "\nResults:\n";
+
+/// After execution: what was done and what was not (the steps themselves are in [`results`]' table, or
+/// were printed by [`progress`] as they ran).
+pub fn summary(r: &PreemptReport) -> String {
+    let Some(results) = &r.results else {
+        return String::new();
+    };
+    let p = &r.preemption;
+    let mut out = String::new();
     let removed: Vec<String> = results
         .iter()
         .filter(|res| {
@@ -467,11 +500,15 @@ pub fn results(r: &PreemptReport) -> String {
                         capitalized(&advice_after_refused_eviction(&budgets))
                     ));
                 }
-                None if r.dry_run == DryRunView::None => out.push_str(
-                    "Running the same command again re-reads the cluster and finishes the job (victims already \
-                     gone or terminating count as done).\n",
-                ),
-                None => {}
+                None => match results.iter().find_map(crate::source::rbac::denied_write) {
+                    // Nor would a missing permission be granted by running again.
+                    Some(denied) => out.push_str(&format!("{}.\n", capitalized(&denied.advice()))),
+                    None if r.dry_run == DryRunView::None => out.push_str(
+                        "Running the same command again re-reads the cluster and finishes the job (victims \
+                         already gone or terminating count as done).\n",
+                    ),
+                    None => {}
+                },
             }
         }
     }

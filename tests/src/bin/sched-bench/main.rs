@@ -239,7 +239,7 @@ async fn bench_size(args: &Args, binary: &std::path::Path, nodes: usize) -> Resu
     eprintln!("sched-bench: {nodes} nodes: snapshot");
     let snapshot = run_command(
         binary,
-        &ours(&["snapshot", "-A", "-o", &snapshot_path]),
+        &ours(&["snapshot", "-A", "--output-file", &snapshot_path]),
         runs,
         &out("snapshot.txt"),
         apiserver,
