@@ -190,7 +190,43 @@ async fn a_gang_larger_than_the_cluster_binds_no_pod() -> Result<()> {
             .any(|v| matches!(v, Verdict::Failed(m) if m.contains("minCount (3) cannot be satisfied"))),
         "the scenario should exercise PlacementFeasible's words: {kube:?}"
     );
-    agree("gang-too-big", &explained, &kube)
+    agree("gang-too-big", &explained, &kube)?;
+
+    // The same through the CLI, without --feature-gates: the cluster's PodGroup turns the gate on.
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::process::Command::new(common::kubectl_sched_binary().await?)
+            .args(["--kubeconfig"])
+            .arg(lab.cp.kubeconfig_path())
+            .args(["explain", "w1", "-n", &lab.ns, "-o", "json"])
+            .env_remove("KUBECONFIG")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .context("kubectl-sched explain took too long")??;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    ensure!(output.status.success(), "explain w1: {}\n{stderr}", output.status);
+    ensure!(
+        stderr.contains("PodGroup(s): evaluating with GenericWorkload on"),
+        "explain should say why it evaluates with GenericWorkload on: {stderr}"
+    );
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "explain -o json printed {:?}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })?;
+    let Some(Verdict::Failed(kube_message)) = kube.get("w1") else {
+        anyhow::bail!("no FailedScheduling for w1: {kube:?}");
+    };
+    ensure!(
+        json["message"].as_str() == Some(kube_message.as_str()),
+        "MISMATCH explain -o json vs kube-scheduler:\n  kube-scheduler: {kube_message:?}\n  explain:        {}",
+        json["message"]
+    );
+    Ok(())
 }
 
 /// Two pods of minCount 3: both are held at PreEnqueue, where kube-scheduler writes nothing;
@@ -214,18 +250,23 @@ async fn a_gang_short_of_its_quorum_is_held_until_it_is_reached() -> Result<()> 
     let last = create_and_explain(&lab, &engine, vec![member(&lab, "w3", "train", "1")]).await?;
     let kube = verdicts(&lab, &last, common::VERDICT_TIMEOUT).await?;
     agree("gang-quorum, third pod", &last, &kube)?;
+    // The pod group cycle binds the three together; the bindings land one by one.
     let pods: kube::Api<Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
-    let bound = pods
-        .list(&ListParams::default())
-        .await?
-        .items
-        .iter()
-        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
-        .count();
-    ensure!(
-        bound == 3,
-        "the quorum reached, the whole gang should be bound: {bound} of 3"
-    );
+    e2e::fixtures::eventually(
+        "the quorum reached, the whole gang to be bound",
+        common::VERDICT_TIMEOUT,
+        || async {
+            let bound = pods
+                .list(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+                .count();
+            Ok((bound == 3).then_some(()))
+        },
+    )
+    .await?;
     Ok(())
 }
 

@@ -384,10 +384,11 @@ pub fn load_keeping_cluster(
                 path: path.display().to_string(),
                 recorded: report.kube_version.clone(),
             };
-            let release = Release::choose(release, &source).map_err(LoadError::Release)?;
+            let mut release = Release::choose(release, &source).map_err(LoadError::Release)?;
             // Kinds the engine reads, skipped for their apiVersion: the answer may differ.
             let mut warnings = report.warnings();
             warnings.extend(release.warning.clone());
+            warnings.extend(release.follow_cluster(&objects));
             let loaded = Loaded {
                 objects,
                 origin: path.display().to_string(),
@@ -401,9 +402,10 @@ pub fn load_keeping_cluster(
         None => {
             let cluster = Cluster::connect(global)?;
             let (objects, mut warnings, version) = cluster.load_with_version(namespace, detail)?;
-            let release =
+            let mut release =
                 Release::choose(release, &VersionSource::Server(version)).map_err(LoadError::Release)?;
             warnings.extend(release.warning.clone());
+            warnings.extend(release.follow_cluster(&objects));
             let summary = format!(
                 "listed {} object(s) from {} in {:.0} ms (the latest state, {}, decoded while listing{})",
                 objects.len(),

@@ -6,6 +6,7 @@
 
 use k8s_openapi::apimachinery::pkg::version::Info;
 use sched_core::features::{FeatureGateError, FeatureGates, KubeVersion, VersionError};
+use sched_core::snapshot::ClusterObjects;
 
 use crate::cli::ReleaseArgs;
 
@@ -147,6 +148,36 @@ impl Release {
     }
 }
 
+/// The gate under which kube-scheduler reads PodGroups and runs gang scheduling (v1.37).
+const GENERIC_WORKLOAD: &str = "GenericWorkload";
+
+impl Release {
+    /// What the cluster's objects say of a gate the API cannot report: kube-scheduler's gates are its
+    /// own flags, but PodGroups exist only where the API server serves the workload API
+    /// (GenericWorkload on) and a workload controller made them for the scheduler to read. With
+    /// PodGroups in the cluster and `--feature-gates` silent about the gate, GenericWorkload is
+    /// turned on; the warning says so and how to evaluate without it.
+    pub fn follow_cluster(&mut self, objects: &ClusterObjects) -> Option<String> {
+        let groups = objects.pod_groups.len();
+        let set_by_flag = self
+            .features
+            .explicitly_set()
+            .iter()
+            .any(|(name, _)| *name == GENERIC_WORKLOAD);
+        if groups == 0 || self.features.generic_workload || set_by_flag {
+            return None;
+        }
+        self.features = self
+            .features
+            .with_overrides(&format!("{GENERIC_WORKLOAD}=true"))
+            .ok()?;
+        Some(format!(
+            "the cluster has {groups} PodGroup(s): evaluating with {GENERIC_WORKLOAD} on, as the kube-scheduler \
+             that reads them runs (--feature-gates {GENERIC_WORKLOAD}=false to evaluate without gang scheduling)"
+        ))
+    }
+}
+
 /// `--feature-gates` over the release's defaults, in kube-scheduler's syntax and words (a gate the
 /// release does not have, or may not change, is refused as its kube-scheduler refuses it).
 fn with_feature_gates(features: FeatureGates, text: &str) -> Result<FeatureGates, ReleaseError> {
@@ -163,6 +194,53 @@ mod tests {
         ReleaseArgs {
             kube_version: kube_version.map(str::to_string),
             feature_gates: None,
+        }
+    }
+
+    /// PodGroups in the cluster turn GenericWorkload on, with a warning, unless --feature-gates names
+    /// the gate; without PodGroups nothing changes.
+    #[test]
+    fn pod_groups_in_the_cluster_turn_generic_workload_on_unless_the_flag_decides() {
+        use sched_core::testing::gang;
+        let server = VersionSource::Server(Some(info("1", "37", "v1.37.2")));
+        let with_groups = ClusterObjects {
+            pod_groups: vec![gang("train", 3).obj()],
+            ..Default::default()
+        };
+        let choose = |gates: Option<&str>| {
+            let args = ReleaseArgs {
+                kube_version: None,
+                feature_gates: gates.map(str::to_string),
+            };
+            Release::choose(&args, &server).expect("release")
+        };
+        // (case, --feature-gates, objects, GenericWorkload after, warned)
+        let cases = [
+            ("pod groups, no flag", None, &with_groups, true, true),
+            ("no pod groups", None, &ClusterObjects::default(), false, false),
+            (
+                "the flag turns it off",
+                Some("GenericWorkload=false"),
+                &with_groups,
+                false,
+                false,
+            ),
+            (
+                "the flag turns it on",
+                Some("GenericWorkload=true"),
+                &with_groups,
+                true,
+                false,
+            ),
+        ];
+        for (case, gates, objects, on, warned) in cases {
+            let mut release = choose(gates);
+            let warning = release.follow_cluster(objects);
+            assert_eq!(release.features.generic_workload, on, "{case}");
+            assert_eq!(warning.is_some(), warned, "{case}: {warning:?}");
+            if let Some(warning) = warning {
+                assert!(warning.contains("1 PodGroup(s)"), "{warning}");
+            }
         }
     }
 
