@@ -25,8 +25,8 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo) -> Vec<Explained> {
             }
         }
         if held {
-            let ip = if ip.is_empty() { "0.0.0.0" } else { ip };
-            let protocol = if protocol.is_empty() { "TCP" } else { protocol };
+            let ip = if ip.is_empty() { "0.0.0.0" } else { ip.as_str() };
+            let protocol = if protocol.is_empty() { "TCP" } else { protocol.as_str() };
             ports.push(format!("{protocol}/{ip}:{port}"));
         }
     }
