@@ -131,7 +131,14 @@ fn unschedulable_pod_gets_the_exact_failed_scheduling_message_as_headline() {
 }
 
 /// The bundled example's pending pods that kube-scheduler cannot place, each with a blocker of its own.
-const EXAMPLE_BLOCKED: &[&str] = &["report-builder", "trainer", "db-2", "frontend-3", "zone-c-only", "analytics"];
+const EXAMPLE_BLOCKED: &[&str] = &[
+    "report-builder",
+    "trainer",
+    "db-2",
+    "frontend-3",
+    "zone-c-only",
+    "analytics",
+];
 
 /// `explain POD -o json` on `file`.
 fn explain_json(file: &Path, pod: &str) -> Value {
@@ -224,12 +231,30 @@ fn explain_names_the_blockers_and_hints_only_what_changes_the_verdict() {
 /// `--node` says why the node is rejected, with the reason code (and `-o json` has the same finding).
 #[test]
 fn node_detail_explains_the_rejection() {
-    let out = ok(run_example(&["explain", "db-2", "-n", "shop", "--node", "worker-small"]));
-    let why = out.lines().skip_while(|l| *l != "Why:").nth(1).unwrap_or_else(|| panic!("{out}"));
+    let out = ok(run_example(&[
+        "explain",
+        "db-2",
+        "-n",
+        "shop",
+        "--node",
+        "worker-small",
+    ]));
+    let why = out
+        .lines()
+        .skip_while(|l| *l != "Why:")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{out}"));
     assert!(why.contains("InterPodAffinity: "), "{out}");
     assert!(why.contains("[PodAntiAffinityCollision]"), "{out}");
     let v = json(run_example(&[
-        "explain", "db-2", "-n", "shop", "--node", "worker-small", "-o", "json",
+        "explain",
+        "db-2",
+        "-n",
+        "shop",
+        "--node",
+        "worker-small",
+        "-o",
+        "json",
     ]));
     let finding = &v["node_detail"]["findings"][0];
     assert_eq!(finding["reason"], "PodAntiAffinityCollision", "{v}");
@@ -295,7 +320,10 @@ fn json_has_the_contract_fields() {
         .find(|f| f["nodes"] == serde_json::json!(["worker-big"]))
         .unwrap();
     assert_eq!(finding["reason"], "InsufficientResource");
-    assert_eq!(finding["scheduler_reasons"], serde_json::json!(["Insufficient cpu"]));
+    assert_eq!(
+        finding["scheduler_reasons"],
+        serde_json::json!(["Insufficient cpu"])
+    );
     assert_eq!(finding["message"], "needs 500m more cpu (requests 3, 2500m free)");
 }
 

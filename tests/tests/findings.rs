@@ -26,7 +26,16 @@ const BIND_TIMEOUT: Duration = Duration::from_secs(60);
 /// `kubectl sched explain POD -n NS -o json` against the lab's API server.
 async fn explain_json(lab: &Lab, pod: &str) -> Result<Value> {
     let kubeconfig = lab.cp.kubeconfig_path().display().to_string();
-    let args = ["explain", pod, "-n", &lab.ns, "--kubeconfig", &kubeconfig, "-o", "json"];
+    let args = [
+        "explain",
+        pod,
+        "-n",
+        &lab.ns,
+        "--kubeconfig",
+        &kubeconfig,
+        "-o",
+        "json",
+    ];
     let output = tokio::time::timeout(
         COMMAND_TIMEOUT,
         tokio::process::Command::new(kubectl_sched_binary().await?)
@@ -118,10 +127,14 @@ async fn first_hint_lets_kube_scheduler_bind(
     ensure!(first(&change), "first hint {change:?}");
     apply_live(lab, &trial.pod, &change).await?;
     let pods: Api<Pod> = Api::namespaced(lab.client.clone(), &lab.ns);
-    let node = wait_for(&format!("kube-scheduler to bind {name}"), BIND_TIMEOUT, || async {
-        let live = pods.get(&name).await?;
-        Ok(live.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty()))
-    })
+    let node = wait_for(
+        &format!("kube-scheduler to bind {name}"),
+        BIND_TIMEOUT,
+        || async {
+            let live = pods.get(&name).await?;
+            Ok(live.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty()))
+        },
+    )
     .await
     .with_context(|| lab.cp.log_tail("kube-scheduler", 20))?;
     let expected: Vec<String> = serde_json::from_value(hint["nodes"].clone())?;
@@ -138,7 +151,8 @@ async fn first_hint_lets_kube_scheduler_bind(
 async fn a_zone_no_node_has_is_named_and_dropping_it_binds() -> Result<()> {
     let lab = Lab::begin("find-zone").await?;
     lab.create_nodes(
-        [("a", "zone-a"), ("b", "zone-b"), ("c", "zone-c")].map(|(n, z)| lab.node(n, "4", "8Gi").label(ZONE, z)),
+        [("a", "zone-a"), ("b", "zone-b"), ("c", "zone-c")]
+            .map(|(n, z)| lab.node(n, "4", "8Gi").label(ZONE, z)),
     )
     .await?;
     let pending = pod("wants-d").cpu("100m").spec(
@@ -163,7 +177,8 @@ async fn a_zone_no_node_has_is_named_and_dropping_it_binds() -> Result<()> {
 async fn the_pod_holding_a_host_port_is_named_and_deleting_it_binds() -> Result<()> {
     let lab = Lab::begin("find-port").await?;
     lab.create_nodes([lab.node("a", "4", "8Gi")]).await?;
-    lab.create_pods([pod("holder").host_port(8080).on(&lab.n("a"))]).await?;
+    lab.create_pods([pod("holder").host_port(8080).on(&lab.n("a"))])
+        .await?;
     first_hint_lets_kube_scheduler_bind(
         &lab,
         pod("wants-port").host_port(8080),
@@ -179,10 +194,8 @@ async fn the_pod_holding_a_host_port_is_named_and_deleting_it_binds() -> Result<
 #[tokio::test]
 async fn anti_affinity_collisions_are_named_and_the_first_hint_binds() -> Result<()> {
     let lab = Lab::begin("find-anti").await?;
-    lab.create_nodes(
-        [("a", "zone-a"), ("b", "zone-b")].map(|(n, z)| lab.node(n, "4", "8Gi").label(ZONE, z)),
-    )
-    .await?;
+    lab.create_nodes([("a", "zone-a"), ("b", "zone-b")].map(|(n, z)| lab.node(n, "4", "8Gi").label(ZONE, z)))
+        .await?;
     lab.create_pods([
         pod("db-0").label("app", "db").on(&lab.n("a")),
         pod("db-1").label("app", "db").on(&lab.n("b")),

@@ -114,28 +114,38 @@ impl Change {
                 taints.iter().map(taint_text).collect::<Vec<_>>().join(", ")
             ),
             Change::RemoveNodeSelector { key } => format!("remove {key} from the pod's nodeSelector"),
-            Change::RemoveNodeAffinityRequirement { term, key } => format!(
-                "remove the {key} requirement from the pod's required node affinity (term {term})"
-            ),
-            Change::LowerRequest { resource, to } => {
-                format!("lower the pod's {resource} request to {}", format_amount(resource, *to))
+            Change::RemoveNodeAffinityRequirement { term, key } => {
+                format!("remove the {key} requirement from the pod's required node affinity (term {term})")
             }
-            Change::RemovePodAntiAffinityTerm { term } => format!(
-                "drop the pod's required anti-affinity term {term} (or make it preferred)"
-            ),
+            Change::LowerRequest { resource, to } => {
+                format!(
+                    "lower the pod's {resource} request to {}",
+                    format_amount(resource, *to)
+                )
+            }
+            Change::RemovePodAntiAffinityTerm { term } => {
+                format!("drop the pod's required anti-affinity term {term} (or make it preferred)")
+            }
             Change::RemovePodAffinityTerm { term } => {
                 format!("drop the pod's required affinity term {term} (or make it preferred)")
             }
-            Change::SetMinDomains { constraint, min_domains } => match min_domains {
+            Change::SetMinDomains {
+                constraint,
+                min_domains,
+            } => match min_domains {
                 Some(n) => format!("set minDomains to {n} in topology spread constraint {constraint}"),
                 None => format!("unset minDomains in topology spread constraint {constraint}"),
             },
-            Change::ScheduleAnyway { constraint } => format!(
-                "make topology spread constraint {constraint} whenUnsatisfiable: ScheduleAnyway"
-            ),
+            Change::ScheduleAnyway { constraint } => {
+                format!("make topology spread constraint {constraint} whenUnsatisfiable: ScheduleAnyway")
+            }
             Change::Uncordon { node } => format!("uncordon {node} (kubectl uncordon {node})"),
             Change::DeletePods { pods } => format!("delete or move {}", pods.join(", ")),
-            Change::All { changes } => changes.iter().map(Change::describe).collect::<Vec<_>>().join(" and "),
+            Change::All { changes } => changes
+                .iter()
+                .map(Change::describe)
+                .collect::<Vec<_>>()
+                .join(" and "),
         }
     }
 
@@ -222,15 +232,16 @@ impl Change {
                 .and_then(|a| a.pod_affinity.as_mut())
                 .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_mut())
                 .is_some_and(|terms| remove_at(terms, *term)),
-            Change::SetMinDomains { constraint, min_domains } => {
-                match hard_constraint(spec, *constraint) {
-                    Some(c) => {
-                        c.min_domains = *min_domains;
-                        true
-                    }
-                    None => false,
+            Change::SetMinDomains {
+                constraint,
+                min_domains,
+            } => match hard_constraint(spec, *constraint) {
+                Some(c) => {
+                    c.min_domains = *min_domains;
+                    true
                 }
-            }
+                None => false,
+            },
             Change::ScheduleAnyway { constraint } => match hard_constraint(spec, *constraint) {
                 Some(c) => {
                     c.when_unsatisfiable = "ScheduleAnyway".to_string();

@@ -35,7 +35,11 @@ fn names_text(pods: &[String]) -> String {
     if pods.len() <= MAX_PODS_NAMED {
         pods.join(", ")
     } else {
-        format!("{} and {} more", pods[..MAX_PODS_NAMED].join(", "), pods.len() - MAX_PODS_NAMED)
+        format!(
+            "{} and {} more",
+            pods[..MAX_PODS_NAMED].join(", "),
+            pods.len() - MAX_PODS_NAMED
+        )
     }
 }
 

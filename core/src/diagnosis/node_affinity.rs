@@ -30,7 +30,11 @@ fn values_text(key: &str, values: &[String]) -> String {
     match values.len() {
         0 => format!("no node has the label {key}"),
         n if n <= MAX_VALUES => format!("nodes have {}", values.join(", ")),
-        n => format!("nodes have {} and {} more", values[..MAX_VALUES].join(", "), n - MAX_VALUES),
+        n => format!(
+            "nodes have {} and {} more",
+            values[..MAX_VALUES].join(", "),
+            n - MAX_VALUES
+        ),
     }
 }
 
@@ -84,7 +88,10 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo) -> Vec<Explained> {
             message: if anywhere {
                 format!("nodeSelector {key}={value}: {}", node_value_text(key, has))
             } else {
-                format!("nodeSelector {key}={value}: no node has {key}={value}; {}", values_text(key, &values))
+                format!(
+                    "nodeSelector {key}={value}: no node has {key}={value}; {}",
+                    values_text(key, &values)
+                )
             },
             detail: Detail::NodeAffinity {
                 source: "nodeSelector".to_string(),
@@ -102,9 +109,9 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo) -> Vec<Explained> {
         .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
         .map(|r| r.node_selector_terms.as_slice())
         .unwrap_or_default();
-    let any_term_matches = terms.iter().any(|t| {
-        NodeSelectorTermMatcher::parse(t).is_ok_and(|m| m.matches(node.labels(), node.name()))
-    });
+    let any_term_matches = terms
+        .iter()
+        .any(|t| NodeSelectorTermMatcher::parse(t).is_ok_and(|m| m.matches(node.labels(), node.name())));
     if !any_term_matches {
         for (i, term) in terms.iter().enumerate() {
             let exprs = term.match_expressions.iter().flatten().map(|r| (r, false));
@@ -114,13 +121,20 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo) -> Vec<Explained> {
                     continue;
                 }
                 let anywhere = ctx.snapshot.nodes().iter().any(|n| meets(r, is_field, n));
-                let values = if is_field { Vec::new() } else { cluster_values(ctx, &r.key) };
+                let values = if is_field {
+                    Vec::new()
+                } else {
+                    cluster_values(ctx, &r.key)
+                };
                 let has = (!is_field).then(|| node.labels().get(&r.key)).flatten();
                 let source = format!("requiredDuringSchedulingIgnoredDuringExecution term {i}");
                 let text = requirement_text(r);
                 let message = match (anywhere, is_field) {
                     (true, true) => format!("node affinity ({source}) {text}: the node is {}", node.name()),
-                    (true, false) => format!("node affinity ({source}) {text}: {}", node_value_text(&r.key, has)),
+                    (true, false) => format!(
+                        "node affinity ({source}) {text}: {}",
+                        node_value_text(&r.key, has)
+                    ),
                     (false, _) => format!(
                         "node affinity ({source}) {text}: no node meets it; {}",
                         values_text(&r.key, &values)

@@ -26,7 +26,11 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo) -> Vec<Explained> {
         }
         if held {
             let ip = if ip.is_empty() { "0.0.0.0" } else { ip.as_str() };
-            let protocol = if protocol.is_empty() { "TCP" } else { protocol.as_str() };
+            let protocol = if protocol.is_empty() {
+                "TCP"
+            } else {
+                protocol.as_str()
+            };
             ports.push(format!("{protocol}/{ip}:{port}"));
         }
     }
@@ -35,7 +39,11 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo) -> Vec<Explained> {
     }
     vec![Explained {
         reason: ReasonCode::HostPortInUse,
-        message: format!("host port {} is held by pod {}", ports.join(", "), holders.join(", ")),
+        message: format!(
+            "host port {} is held by pod {}",
+            ports.join(", "),
+            holders.join(", ")
+        ),
         detail: Detail::Ports {
             ports,
             holders: holders.clone(),

@@ -65,7 +65,11 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo, dra: &DeviceClassResol
         } else {
             ReasonCode::InsufficientResource
         },
-        message: short.iter().map(describe_shortfall).collect::<Vec<_>>().join(", "),
+        message: short
+            .iter()
+            .map(describe_shortfall)
+            .collect::<Vec<_>>()
+            .join(", "),
         detail: Detail::Resources { shortfalls: short },
         changes,
     }]

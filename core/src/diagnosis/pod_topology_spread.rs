@@ -27,7 +27,15 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo) -> Vec<Explained> {
         return Vec::new();
     };
     let mut out = Vec::new();
-    for (i, SpreadCounts { constraint: c, domains, global_min }) in counts.iter().enumerate() {
+    for (
+        i,
+        SpreadCounts {
+            constraint: c,
+            domains,
+            global_min,
+        },
+    ) in counts.iter().enumerate()
+    {
         let key = &c.topology_key;
         let mut sorted: Vec<DomainCount> = domains
             .iter()

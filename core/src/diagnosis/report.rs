@@ -13,8 +13,8 @@ use super::change::Change;
 use super::finding::{Context, Detail, Explained, Finding, ReasonCode};
 use super::hints::{Candidate, VerifiedHint, verify};
 use super::inter_pod_affinity::AffinityFacts;
-use super::{node_affinity, node_ports, node_resources_fit, node_unschedulable, pod_topology_spread};
 use super::{inter_pod_affinity, taint_toleration};
+use super::{node_affinity, node_ports, node_resources_fit, node_unschedulable, pod_topology_spread};
 use crate::engine::{CycleState, Engine, FilterVerdict, Framework};
 use crate::explain::Explanation;
 use crate::plugins::helper::device_classes::DeviceClassResolver;
@@ -189,7 +189,10 @@ pub fn diagnose_pod(
             candidates.push(Candidate {
                 change: Change::All { changes },
                 plugin: rs.iter().map(|r| r.plugin).collect::<Vec<_>>().join("+"),
-                reason: rs[0].explained.first().map_or(ReasonCode::PluginRejected, |e| e.reason),
+                reason: rs[0]
+                    .explained
+                    .first()
+                    .map_or(ReasonCode::PluginRejected, |e| e.reason),
                 node: node.to_string(),
             });
         }
@@ -197,7 +200,8 @@ pub fn diagnose_pod(
     let mut findings: Vec<Finding> = groups.into_values().collect();
     // Snapshot order within a finding; plugins in filter order, then most nodes first.
     for f in &mut findings {
-        f.nodes.sort_by_key(|n| fwk.snapshot().node_position(n).unwrap_or(usize::MAX));
+        f.nodes
+            .sort_by_key(|n| fwk.snapshot().node_position(n).unwrap_or(usize::MAX));
     }
     findings.sort_by(|a, b| {
         order(&a.plugin)

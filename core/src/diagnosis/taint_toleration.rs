@@ -31,7 +31,9 @@ pub fn system_taint_owner(key: &str) -> Option<&'static str> {
 pub fn untolerated_taints(node: &NodeInfo, tolerations: &[Toleration], comparison: bool) -> Vec<Taint> {
     node_taints(&node.node)
         .iter()
-        .filter(|t| do_not_schedule_taints_filter(t) && !tolerations_tolerate_taint(tolerations, t, comparison))
+        .filter(|t| {
+            do_not_schedule_taints_filter(t) && !tolerations_tolerate_taint(tolerations, t, comparison)
+        })
         .cloned()
         .collect()
 }
@@ -47,7 +49,9 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo) -> Vec<Explained> {
     let change = taints
         .iter()
         .all(|t| system_taint_owner(&t.key).is_none())
-        .then(|| Change::AddToleration { taints: taints.clone() });
+        .then(|| Change::AddToleration {
+            taints: taints.clone(),
+        });
     taints
         .into_iter()
         .map(|taint| {
@@ -66,7 +70,10 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo) -> Vec<Explained> {
                 None => Explained {
                     reason: ReasonCode::TaintNotTolerated,
                     message: format!("untolerated taint {text}"),
-                    detail: Detail::Taint { taint: text, owner: None },
+                    detail: Detail::Taint {
+                        taint: text,
+                        owner: None,
+                    },
                     changes: change.clone().into_iter().collect(),
                 },
             }

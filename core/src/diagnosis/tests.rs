@@ -36,7 +36,10 @@ fn outcome_after(objects: &ClusterObjects, pending: &Pod, change: &Change) -> Ou
     let mut all = objects.clone();
     all.pods.push(pending.clone());
     let key = format!("default/{}", pending.metadata.name.as_deref().unwrap());
-    assert!(change.apply_to_objects(&key, &mut all), "{change:?} changed nothing");
+    assert!(
+        change.apply_to_objects(&key, &mut all),
+        "{change:?} changed nothing"
+    );
     let changed = all
         .pods
         .iter()
@@ -99,7 +102,10 @@ fn scenarios() -> Vec<Scenario> {
                 .affinity(required_node_affinity(ZONE, &["zone-d"]))
                 .obj(),
             reason: ReasonCode::NodeAffinityNoNodeHasValue,
-            names: &["zone In [zone-d]", "no node meets it; nodes have zone-a, zone-b, zone-c"],
+            names: &[
+                "zone In [zone-d]",
+                "no node meets it; nodes have zone-a, zone-b, zone-c",
+            ],
             first_hint: |c| matches!(c, Change::RemoveNodeAffinityRequirement { key, .. } if key == ZONE),
         },
         Scenario {
@@ -121,16 +127,17 @@ fn scenarios() -> Vec<Scenario> {
                         .cpu("4")
                         .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
                         .obj(),
-                    node("gpu-1").cpu("4").taint("nvidia.com/gpu", "present", "NoSchedule").obj(),
+                    node("gpu-1")
+                        .cpu("4")
+                        .taint("nvidia.com/gpu", "present", "NoSchedule")
+                        .obj(),
                 ],
                 ..Default::default()
             },
             pending: pod("p").cpu("1").obj(),
             reason: ReasonCode::SystemTaintNotTolerated,
             names: &["untolerated taint node-role.kubernetes.io/control-plane:NoSchedule"],
-            first_hint: |c| {
-                matches!(c, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == "nvidia.com/gpu")
-            },
+            first_hint: |c| matches!(c, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == "nvidia.com/gpu"),
         },
         Scenario {
             name: "anti-affinity with running pods in every zone",
@@ -200,7 +207,15 @@ fn scenarios() -> Vec<Scenario> {
             ),
             reason: ReasonCode::TopologySpreadMinDomains,
             names: &["minDomains 5 but only 3 domain(s) exist (zone-a=1, zone-b=1, zone-c=1)"],
-            first_hint: |c| matches!(c, Change::SetMinDomains { constraint: 0, min_domains: Some(3) }),
+            first_hint: |c| {
+                matches!(
+                    c,
+                    Change::SetMinDomains {
+                        constraint: 0,
+                        min_domains: Some(3)
+                    }
+                )
+            },
         },
         Scenario {
             name: "maxSkew exceeded in every domain but one that is full",
@@ -221,7 +236,9 @@ fn scenarios() -> Vec<Scenario> {
                 vec![tsc(1, ZONE, "DoNotSchedule", &[("app", "w")])],
             ),
             reason: ReasonCode::TopologySpreadMaxSkew,
-            names: &["would have skew 2 (pods per domain: zone-a=1, zone-b=1, zone-c=0; minimum 0); allowed: zone-c"],
+            names: &[
+                "would have skew 2 (pods per domain: zone-a=1, zone-b=1, zone-c=0; minimum 0); allowed: zone-c",
+            ],
             first_hint: |c| matches!(c, Change::ScheduleAnyway { constraint: 0 }),
         },
         Scenario {
@@ -290,7 +307,12 @@ fn each_blocker_is_named_and_its_first_hint_makes_the_pod_schedulable() {
             .hints
             .first()
             .unwrap_or_else(|| panic!("{}: no hint; findings {:#?}", s.name, report.findings));
-        assert!((s.first_hint)(&first.change), "{}: first hint {:?}", s.name, first.change);
+        assert!(
+            (s.first_hint)(&first.change),
+            "{}: first hint {:?}",
+            s.name,
+            first.change
+        );
         // Every hint offered changes the verdict, checked on the objects rather than the snapshot.
         for h in &report.hints {
             assert_eq!(
@@ -325,7 +347,12 @@ fn a_control_plane_taint_is_never_offered_as_a_toleration() {
 fn a_change_that_lifts_one_rejection_of_two_is_not_a_hint_alone() {
     // The node needs a toleration and more cpu: the toleration alone changes nothing.
     let objects = ClusterObjects {
-        nodes: vec![node("n1").cpu("1").taint("dedicated", "batch", "NoSchedule").obj()],
+        nodes: vec![
+            node("n1")
+                .cpu("1")
+                .taint("dedicated", "batch", "NoSchedule")
+                .obj(),
+        ],
         ..Default::default()
     };
     let (_, report) = evaluate(&objects, &pod("p").cpu("2").obj());
@@ -342,6 +369,9 @@ fn a_change_that_lifts_one_rejection_of_two_is_not_a_hint_alone() {
 fn reason_codes_are_documented() {
     let doc = include_str!("../../../docs/reasons.md");
     for code in ReasonCode::ALL {
-        assert!(doc.contains(&format!("`{}`", code.as_str())), "{code} missing from docs/reasons.md");
+        assert!(
+            doc.contains(&format!("`{}`", code.as_str())),
+            "{code} missing from docs/reasons.md"
+        );
     }
 }

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use sched_core::diagnosis::{Finding, Report, diagnose_pod};
 use sched_core::engine::{
     CycleState, DryRunOptions, FilterVerdict, Framework, NodeToStatus, dry_run, schedule, schedule_cycle,
 };
 use sched_core::explain::{Explanation, NodeExplanation, Outcome, ScoreView};
 use sched_core::features::KubeVersion;
-use sched_core::diagnosis::{Finding, Report, diagnose_pod};
 use sched_core::{ClusterObjects, Code, Engine, PodInfo, Snapshot};
 use serde::Serialize;
 

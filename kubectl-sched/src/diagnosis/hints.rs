@@ -218,7 +218,11 @@ pub fn untolerated_taints(
     tolerations: &[k8s_openapi::api::core::v1::Toleration],
     features: &FeatureGates,
 ) -> Vec<Taint> {
-    sched_core::diagnosis::untolerated_taints(node, tolerations, features.taint_toleration_comparison_operators)
+    sched_core::diagnosis::untolerated_taints(
+        node,
+        tolerations,
+        features.taint_toleration_comparison_operators,
+    )
 }
 
 /// The `tolerations:` YAML that tolerates exactly these taints.

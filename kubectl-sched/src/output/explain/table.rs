@@ -86,7 +86,11 @@ const MAX_FINDING_LINES: usize = 10;
 
 /// One finding on one line: its nodes, plugin, the object at fault and the reason code.
 fn finding_line(f: &Finding, with_nodes: bool) -> String {
-    let also = if f.reported { "" } else { " (not the first filter to reject)" };
+    let also = if f.reported {
+        ""
+    } else {
+        " (not the first filter to reject)"
+    };
     if with_nodes {
         format!(
             "  - {}: {}: {} [{}]{also}\n",
