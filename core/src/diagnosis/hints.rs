@@ -26,7 +26,6 @@ pub(crate) struct Candidate {
     pub change: Change,
     pub plugin: String,
     pub reason: ReasonCode,
-    pub node: String,
 }
 
 /// A change that, applied, makes the pod schedulable.

@@ -153,7 +153,6 @@ pub fn diagnose_pod(
                     change: change.clone(),
                     plugin: r.plugin.to_string(),
                     reason: e.reason,
-                    node: r.node.clone(),
                 });
             }
             let key = (order(r.plugin), r.plugin.to_string(), e.reason, e.message.clone());
@@ -177,7 +176,7 @@ pub fn diagnose_pod(
     }
     // A node rejected by several plugins opens only when each of them is lifted: one change per
     // plugin, together.
-    for (node, rs) in &per_node {
+    for rs in per_node.values() {
         if rs.len() < 2 {
             continue;
         }
@@ -193,7 +192,6 @@ pub fn diagnose_pod(
                     .explained
                     .first()
                     .map_or(ReasonCode::PluginRejected, |e| e.reason),
-                node: node.to_string(),
             });
         }
     }
