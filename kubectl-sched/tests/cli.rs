@@ -141,7 +141,7 @@ const EXAMPLE_BLOCKED: &[&str] = &[
 ];
 
 /// `explain POD -o json` on `file`.
-fn explain_json(file: &Path, pod: &str) -> Value {
+fn explain_json_from(file: &Path, pod: &str) -> Value {
     json(run(&[
         "explain",
         pod,
@@ -162,7 +162,7 @@ fn every_hint_on_the_bundled_example_makes_the_pod_schedulable() {
     let dir = tempfile::tempdir().unwrap();
     let mut checked = 0;
     for pod in EXAMPLE_BLOCKED {
-        let v = explain_json(&example(), pod);
+        let v = explain_json_from(&example(), pod);
         assert_eq!(v["outcome"], "Unschedulable", "{pod}");
         for (i, hint) in v["hints"].as_array().unwrap().iter().enumerate() {
             let Some(change) = hint.get("change") else {
@@ -182,7 +182,7 @@ fn every_hint_on_the_bundled_example_makes_the_pod_schedulable() {
                 out,
             )
             .unwrap();
-            let after = explain_json(&file, pod);
+            let after = explain_json_from(&file, pod);
             assert_eq!(
                 after["outcome"], "Scheduled",
                 "{pod}: hint {:?} did not make it schedulable: {}",

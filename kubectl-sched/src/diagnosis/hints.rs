@@ -46,7 +46,7 @@ pub enum HintKind {
 }
 
 /// One hint.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Hint {
     /// What it is about.
     pub kind: HintKind,
