@@ -168,6 +168,44 @@ impl Change {
         }
     }
 
+    /// The changes this one is made of: an `All`'s parts (flattened), or itself.
+    fn parts(&self) -> Vec<&Change> {
+        match self {
+            Change::All { changes } => changes.iter().flat_map(Change::parts).collect(),
+            c => vec![c],
+        }
+    }
+
+    /// True when this change asks no more than `other`: each of its parts is one of `other`'s, or
+    /// smaller (a request lowered less, fewer taints tolerated, fewer pods deleted). A hint that
+    /// asks more than another one that works is not offered.
+    pub fn asks_no_more_than(&self, other: &Change) -> bool {
+        let theirs = other.parts();
+        self.parts()
+            .iter()
+            .all(|mine| theirs.iter().any(|t| mine.part_within(t)))
+    }
+
+    /// One part (not an `All`) against another.
+    fn part_within(&self, other: &Change) -> bool {
+        match (self, other) {
+            (
+                Change::LowerRequest { resource, to },
+                Change::LowerRequest {
+                    resource: r,
+                    to: other_to,
+                },
+            ) => resource == r && to >= other_to,
+            (Change::AddToleration { taints }, Change::AddToleration { taints: t }) => {
+                taints.iter().all(|taint| t.contains(taint))
+            }
+            (Change::DeletePods { pods }, Change::DeletePods { pods: p }) => {
+                pods.iter().all(|pod| p.contains(pod))
+            }
+            _ => self == other,
+        }
+    }
+
     /// Edits the pod's spec; false when the change is not to the pod (or does not apply to it).
     pub fn edit_pod(&self, pod: &mut Pod) -> bool {
         if let Change::All { changes } = self {
@@ -382,7 +420,7 @@ fn lower_request(spec: &mut k8s_openapi::api::core::v1::PodSpec, resource: &str,
     if total <= to {
         return false;
     }
-    requests.sort_by(|a, b| b.1.cmp(&a.1));
+    requests.sort_by_key(|r| std::cmp::Reverse(r.1));
     let mut excess = total - to;
     for (i, v) in requests {
         if excess <= 0 {

@@ -6,7 +6,9 @@
 use serde::Serialize;
 
 /// Why a plugin rejects a node, as a stable, machine-readable code. kube-scheduler gives counts and
-/// sentences; these name the cause a tool can act on.
+/// sentences; these name the cause a tool can act on. Within a plugin the codes are declared in the
+/// order its Filter checks them (InterPodAffinity: the pod's affinity, its anti-affinity, then the
+/// running pods' anti-affinity), so the finding kube-scheduler reports sorts first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 pub enum ReasonCode {
     /// NodeAffinity: the node's label differs from the pod's `nodeSelector`, and some node has it.
@@ -33,14 +35,14 @@ pub enum ReasonCode {
     TooManyPods,
     /// NodePorts: a pod on the node holds a host port the pod wants.
     HostPortInUse,
-    /// InterPodAffinity: the pod's required anti-affinity matches pods running in the node's domain.
-    PodAntiAffinityCollision,
-    /// InterPodAffinity: a running pod's required anti-affinity matches the pod in the node's domain.
-    ExistingPodAntiAffinityCollision,
     /// InterPodAffinity: the pod's required affinity matches pods, but none in the node's domain.
     PodAffinityNotInDomain,
     /// InterPodAffinity: the pod's required affinity matches no pod anywhere.
     PodAffinityNoMatchingPod,
+    /// InterPodAffinity: the pod's required anti-affinity matches pods running in the node's domain.
+    PodAntiAffinityCollision,
+    /// InterPodAffinity: a running pod's required anti-affinity matches the pod in the node's domain.
+    ExistingPodAntiAffinityCollision,
     /// PodTopologySpread: placing the pod in the node's domain would exceed maxSkew.
     TopologySpreadMaxSkew,
     /// PodTopologySpread: fewer domains exist than minDomains, so the global minimum counts as 0.
@@ -66,10 +68,10 @@ impl ReasonCode {
         ReasonCode::InsufficientResource,
         ReasonCode::TooManyPods,
         ReasonCode::HostPortInUse,
-        ReasonCode::PodAntiAffinityCollision,
-        ReasonCode::ExistingPodAntiAffinityCollision,
         ReasonCode::PodAffinityNotInDomain,
         ReasonCode::PodAffinityNoMatchingPod,
+        ReasonCode::PodAntiAffinityCollision,
+        ReasonCode::ExistingPodAntiAffinityCollision,
         ReasonCode::TopologySpreadMaxSkew,
         ReasonCode::TopologySpreadMinDomains,
         ReasonCode::TopologySpreadMissingTopologyKey,

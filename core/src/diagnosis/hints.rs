@@ -90,5 +90,24 @@ pub(crate) fn verify(
             .then_with(|| b.feasible.cmp(&a.feasible))
             .then_with(|| a.description.cmp(&b.description))
     });
+    drop_dominated(hints)
+}
+
+/// Drops each hint that asks more than another working one ([`Change::asks_no_more_than`]: lowering
+/// cpu to 400m when 2500m is enough, a toleration plus a smaller request when the smaller request
+/// alone is enough); of two that ask the same, the first ranked stays.
+fn drop_dominated(hints: Vec<VerifiedHint>) -> Vec<VerifiedHint> {
+    let dominated = |i: usize, h: &VerifiedHint| {
+        hints.iter().enumerate().any(|(j, g)| {
+            j != i
+                && g.change.asks_no_more_than(&h.change)
+                && (j < i || !h.change.asks_no_more_than(&g.change))
+        })
+    };
+    let keep: Vec<bool> = hints.iter().enumerate().map(|(i, h)| !dominated(i, h)).collect();
     hints
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(h, keep)| keep.then_some(h))
+        .collect()
 }

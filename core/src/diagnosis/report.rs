@@ -196,7 +196,8 @@ pub fn diagnose_pod(
         }
     }
     let mut findings: Vec<Finding> = groups.into_values().collect();
-    // Snapshot order within a finding; plugins in filter order, then most nodes first.
+    // Snapshot order within a finding; plugins in filter order, then most nodes first, then the order
+    // the plugin checks its causes in (the reported one first).
     for f in &mut findings {
         f.nodes
             .sort_by_key(|n| fwk.snapshot().node_position(n).unwrap_or(usize::MAX));
@@ -205,6 +206,7 @@ pub fn diagnose_pod(
         order(&a.plugin)
             .cmp(&order(&b.plugin))
             .then_with(|| b.nodes.len().cmp(&a.nodes.len()))
+            .then_with(|| a.reason.cmp(&b.reason))
             .then_with(|| a.message.cmp(&b.message))
     });
     Report {

@@ -375,3 +375,63 @@ fn reason_codes_are_documented() {
         );
     }
 }
+
+#[test]
+fn a_hint_that_asks_more_than_another_working_one_is_not_offered() {
+    // n1 has 500m cpu free, n2 1500m: lowering the request to 1500m is enough, to 500m asks more.
+    let objects = ClusterObjects {
+        nodes: vec![node("n1").cpu("1").obj(), node("n2").cpu("2").obj()],
+        pods: vec![
+            pod("a").cpu("500m").node("n1").obj(),
+            pod("b").cpu("500m").node("n2").obj(),
+        ],
+        ..Default::default()
+    };
+    let (_, report) = evaluate(&objects, &pod("p").cpu("2").obj());
+    let kinds: Vec<&str> = report.hints.iter().map(|h| h.description.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["lower the pod's cpu request to 1500m"],
+        "{:#?}",
+        report.hints
+    );
+}
+
+#[test]
+fn asking_no_more_than_compares_part_by_part() {
+    let cpu = |to| Change::LowerRequest {
+        resource: "cpu".to_string(),
+        to,
+    };
+    let both = Change::All {
+        changes: vec![
+            cpu(400),
+            Change::LowerRequest {
+                resource: "memory".to_string(),
+                to: 1 << 30,
+            },
+        ],
+    };
+    let delete = |pods: &[&str]| Change::DeletePods {
+        pods: pods.iter().map(|p| p.to_string()).collect(),
+    };
+    for (smaller, larger, expected) in [
+        (cpu(2500), cpu(400), true),
+        (cpu(400), cpu(2500), false),
+        (cpu(2500), both.clone(), true),
+        (both.clone(), cpu(2500), false),
+        (delete(&["ns/a"]), delete(&["ns/a", "ns/b"]), true),
+        (delete(&["ns/a", "ns/b"]), delete(&["ns/a"]), false),
+        (
+            Change::Uncordon { node: "n1".into() },
+            Change::Uncordon { node: "n2".into() },
+            false,
+        ),
+    ] {
+        assert_eq!(
+            smaller.asks_no_more_than(&larger),
+            expected,
+            "{smaller:?} vs {larger:?}"
+        );
+    }
+}

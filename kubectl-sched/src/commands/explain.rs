@@ -584,12 +584,22 @@ fn node_detail(
             score: entry.scores.get(plugin).cloned(),
         })
         .collect();
-    let findings = report
+    let mut findings: Vec<Finding> = report
         .findings
         .iter()
         .filter(|f| f.nodes.iter().any(|n| n == name))
         .cloned()
         .collect();
+    // One node: each plugin's causes in the order the plugin checks them, the one kube-scheduler
+    // reports first (the overview sorts by how many nodes a finding concerns).
+    let position = |plugin: &str| {
+        fwk.profile
+            .filter
+            .iter()
+            .position(|p| p == plugin)
+            .unwrap_or(usize::MAX)
+    };
+    findings.sort_by_key(|f| (position(&f.plugin), f.reason));
     Some(NodeDetail {
         node: entry,
         filters: rows,
