@@ -49,6 +49,16 @@ pub enum ReasonCode {
     TopologySpreadMinDomains,
     /// PodTopologySpread: the node lacks the constraint's topology key.
     TopologySpreadMissingTopologyKey,
+    /// VolumeBinding: a bound claim's PersistentVolume does not exist.
+    BoundVolumeMissing,
+    /// VolumeBinding: a bound claim's PersistentVolume's node affinity excludes the node.
+    BoundVolumeNodeAffinity,
+    /// VolumeBinding: no PersistentVolume can serve an unbound (WaitForFirstConsumer) claim on the
+    /// node, and it cannot be provisioned there.
+    NoVolumeForClaim,
+    /// VolumeBinding: the claim could be provisioned, but no CSIStorageCapacity reachable from the
+    /// node has room for it.
+    InsufficientStorageCapacity,
     /// Any other plugin (volume plugins, DynamicResources, out-of-tree...): its reasons as
     /// kube-scheduler gives them, not explained further yet.
     PluginRejected,
@@ -56,7 +66,7 @@ pub enum ReasonCode {
 
 impl ReasonCode {
     /// Every code, in the order of docs/reasons.md.
-    pub const ALL: [ReasonCode; 19] = [
+    pub const ALL: [ReasonCode; 23] = [
         ReasonCode::NodeSelectorMismatch,
         ReasonCode::NodeSelectorNoNodeHasValue,
         ReasonCode::NodeAffinityMismatch,
@@ -75,6 +85,10 @@ impl ReasonCode {
         ReasonCode::TopologySpreadMaxSkew,
         ReasonCode::TopologySpreadMinDomains,
         ReasonCode::TopologySpreadMissingTopologyKey,
+        ReasonCode::BoundVolumeMissing,
+        ReasonCode::BoundVolumeNodeAffinity,
+        ReasonCode::NoVolumeForClaim,
+        ReasonCode::InsufficientStorageCapacity,
         ReasonCode::PluginRejected,
     ];
 
@@ -99,6 +113,10 @@ impl ReasonCode {
             ReasonCode::TopologySpreadMaxSkew => "TopologySpreadMaxSkew",
             ReasonCode::TopologySpreadMinDomains => "TopologySpreadMinDomains",
             ReasonCode::TopologySpreadMissingTopologyKey => "TopologySpreadMissingTopologyKey",
+            ReasonCode::BoundVolumeMissing => "BoundVolumeMissing",
+            ReasonCode::BoundVolumeNodeAffinity => "BoundVolumeNodeAffinity",
+            ReasonCode::NoVolumeForClaim => "NoVolumeForClaim",
+            ReasonCode::InsufficientStorageCapacity => "InsufficientStorageCapacity",
             ReasonCode::PluginRejected => "PluginRejected",
         }
     }
@@ -194,8 +212,25 @@ pub enum Detail {
         /// The domains where the pod would keep the skew within maxSkew.
         allowed_domains: Vec<String>,
     },
+    /// A claim of the pod the node cannot serve (VolumeBinding).
+    Volumes {
+        /// The claim (`namespace/name`).
+        claim: String,
+        /// For an unbound claim: each PersistentVolume of its class and why it cannot serve it here.
+        volumes: Vec<PvRefusal>,
+    },
     /// Nothing beyond the plugin's own reasons.
     Reasons,
+}
+
+/// A PersistentVolume that cannot serve a claim on a node, and why (VolumeBinding's own check).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PvRefusal {
+    /// The PersistentVolume.
+    pub volume: String,
+    /// Why, in words (`bound to persistentvolumeclaim shop/db-0`, `capacity 5Gi is less than the
+    /// 10Gi requested`).
+    pub reason: String,
 }
 
 /// One plugin's rejection explained, for the nodes it concerns (nodes with the same explanation are

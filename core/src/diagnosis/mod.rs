@@ -39,9 +39,10 @@ pub mod report;
 mod taint_toleration;
 #[cfg(test)]
 mod tests;
+mod volume_binding;
 
 pub use change::{Change, taint_text, toleration_for};
-pub use finding::{Detail, DomainCount, Finding, ReasonCode};
+pub use finding::{Detail, DomainCount, Finding, PvRefusal, ReasonCode};
 pub use hints::VerifiedHint;
 pub use node_resources_fit::describe_shortfall;
 pub use report::{Report, diagnose_pod};

@@ -14,7 +14,9 @@ use super::finding::{Context, Detail, Explained, Finding, ReasonCode};
 use super::hints::{Candidate, VerifiedHint, verify};
 use super::inter_pod_affinity::AffinityFacts;
 use super::{inter_pod_affinity, taint_toleration};
-use super::{node_affinity, node_ports, node_resources_fit, node_unschedulable, pod_topology_spread};
+use super::{
+    node_affinity, node_ports, node_resources_fit, node_unschedulable, pod_topology_spread, volume_binding,
+};
 use crate::engine::{CycleState, Engine, FilterVerdict, Framework};
 use crate::explain::Explanation;
 use crate::plugins::helper::device_classes::DeviceClassResolver;
@@ -57,6 +59,7 @@ fn explain_plugin(
         names::NODE_PORTS => node_ports::explain(ctx, node),
         names::INTER_POD_AFFINITY => inter_pod_affinity::explain(ctx, facts, node),
         names::POD_TOPOLOGY_SPREAD => pod_topology_spread::explain(ctx, node),
+        names::VOLUME_BINDING => volume_binding::explain(ctx, node),
         _ => Vec::new(),
     }
 }

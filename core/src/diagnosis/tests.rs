@@ -435,3 +435,81 @@ fn asking_no_more_than_compares_part_by_part() {
         );
     }
 }
+
+/// A StatefulSet-like pod whose WaitForFirstConsumer claim no PersistentVolume can serve: the finding
+/// names the claim and each PV of its class with why it is refused (one bound to another claim, one
+/// too small, one on another node), and no hint is offered (nothing a hint could change helps).
+#[test]
+fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
+    use crate::testing::{pv, pvc, storage_class};
+    const HOST: &str = "kubernetes.io/hostname";
+    let local = |name: &str, size: &str, on: &str| {
+        pv(name)
+            .storage_class("local")
+            .capacity(size)
+            .phase("Available")
+            .access_modes(&["ReadWriteOnce"])
+            .node_affinity(HOST, &[on])
+    };
+    let objects = ClusterObjects {
+        nodes: vec![
+            node("n1").cpu("4").memory("8Gi").label(HOST, "n1").obj(),
+            node("n2").cpu("4").memory("8Gi").label(HOST, "n2").obj(),
+        ],
+        persistent_volumes: vec![
+            local("pv-bound", "20Gi", "n1")
+                .claim_ref("default", "other-data", "uid-other")
+                .phase("Bound")
+                .obj(),
+            local("pv-small", "1Gi", "n1").obj(),
+            local("pv-elsewhere", "20Gi", "n9").obj(),
+        ],
+        persistent_volume_claims: vec![
+            pvc("data")
+                .storage_class("local")
+                .request("10Gi")
+                .access_modes(&["ReadWriteOnce"])
+                .obj(),
+        ],
+        storage_classes: vec![storage_class(
+            "local",
+            "kubernetes.io/no-provisioner",
+            "WaitForFirstConsumer",
+        )],
+        ..Default::default()
+    };
+    let pending = pod("db-0").pvc("data").obj();
+    let (explanation, report) = evaluate(&objects, &pending);
+    assert_eq!(
+        explanation.outcome,
+        Outcome::Unschedulable,
+        "{}",
+        explanation.message
+    );
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.reason == ReasonCode::NoVolumeForClaim)
+        .unwrap_or_else(|| panic!("no NoVolumeForClaim finding: {:#?}", report.findings));
+    assert_eq!(finding.nodes, ["n1", "n2"]);
+    for expected in [
+        "persistentvolumeclaim default/data",
+        "storageclass \"local\" does not support dynamic provisioning",
+        "pv-bound (bound to persistentvolumeclaim default/other-data)",
+        "pv-elsewhere (node affinity excludes the node)",
+        "pv-small (capacity 1Gi is less than the 10Gi requested)",
+    ] {
+        assert!(
+            finding.message.contains(expected),
+            "{expected:?} not in {:?}",
+            finding.message
+        );
+    }
+    let super::Detail::Volumes { claim, volumes } = &finding.detail else {
+        panic!("detail {:?}", finding.detail);
+    };
+    assert_eq!(claim, "default/data");
+    let names: Vec<&str> = volumes.iter().map(|v| v.volume.as_str()).collect();
+    assert_eq!(names, ["pv-bound", "pv-elsewhere", "pv-small"]);
+    assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
+}
