@@ -59,6 +59,8 @@ pub enum ReasonCode {
     /// VolumeBinding: the claim could be provisioned, but no CSIStorageCapacity reachable from the
     /// node has room for it.
     InsufficientStorageCapacity,
+    /// VolumeZone: a bound PersistentVolume of the pod is in another zone or region than the node.
+    VolumeZoneConflict,
     /// Any other plugin (volume plugins, DynamicResources, out-of-tree...): its reasons as
     /// kube-scheduler gives them, not explained further yet.
     PluginRejected,
@@ -66,7 +68,7 @@ pub enum ReasonCode {
 
 impl ReasonCode {
     /// Every code, in the order of docs/reasons.md.
-    pub const ALL: [ReasonCode; 23] = [
+    pub const ALL: [ReasonCode; 24] = [
         ReasonCode::NodeSelectorMismatch,
         ReasonCode::NodeSelectorNoNodeHasValue,
         ReasonCode::NodeAffinityMismatch,
@@ -89,6 +91,7 @@ impl ReasonCode {
         ReasonCode::BoundVolumeNodeAffinity,
         ReasonCode::NoVolumeForClaim,
         ReasonCode::InsufficientStorageCapacity,
+        ReasonCode::VolumeZoneConflict,
         ReasonCode::PluginRejected,
     ];
 
@@ -117,6 +120,7 @@ impl ReasonCode {
             ReasonCode::BoundVolumeNodeAffinity => "BoundVolumeNodeAffinity",
             ReasonCode::NoVolumeForClaim => "NoVolumeForClaim",
             ReasonCode::InsufficientStorageCapacity => "InsufficientStorageCapacity",
+            ReasonCode::VolumeZoneConflict => "VolumeZoneConflict",
             ReasonCode::PluginRejected => "PluginRejected",
         }
     }
@@ -218,6 +222,17 @@ pub enum Detail {
         claim: String,
         /// For an unbound claim: each PersistentVolume of its class and why it cannot serve it here.
         volumes: Vec<PvRefusal>,
+    },
+    /// A bound PersistentVolume's zone or region label the node does not match (VolumeZone).
+    VolumeZone {
+        /// The PersistentVolume.
+        volume: String,
+        /// The label (`topology.kubernetes.io/zone`).
+        key: String,
+        /// The values the volume allows.
+        volume_values: Vec<String>,
+        /// The node's value (null when it lacks the label).
+        node_value: Option<String>,
     },
     /// Nothing beyond the plugin's own reasons.
     Reasons,

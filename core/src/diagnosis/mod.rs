@@ -40,6 +40,7 @@ mod taint_toleration;
 #[cfg(test)]
 mod tests;
 mod volume_binding;
+mod volume_zone;
 
 pub use change::{Change, taint_text, toleration_for};
 pub use finding::{Detail, DomainCount, Finding, PvRefusal, ReasonCode};

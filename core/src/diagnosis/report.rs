@@ -16,6 +16,7 @@ use super::inter_pod_affinity::AffinityFacts;
 use super::{inter_pod_affinity, taint_toleration};
 use super::{
     node_affinity, node_ports, node_resources_fit, node_unschedulable, pod_topology_spread, volume_binding,
+    volume_zone,
 };
 use crate::engine::{CycleState, Engine, FilterVerdict, Framework};
 use crate::explain::Explanation;
@@ -60,6 +61,7 @@ fn explain_plugin(
         names::INTER_POD_AFFINITY => inter_pod_affinity::explain(ctx, facts, node),
         names::POD_TOPOLOGY_SPREAD => pod_topology_spread::explain(ctx, node),
         names::VOLUME_BINDING => volume_binding::explain(ctx, node),
+        names::VOLUME_ZONE => volume_zone::explain(ctx, node),
         _ => Vec::new(),
     }
 }

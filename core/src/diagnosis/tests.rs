@@ -513,3 +513,47 @@ fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
     assert_eq!(names, ["pv-bound", "pv-elsewhere", "pv-small"]);
     assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
 }
+
+/// A pod whose claim is bound to a volume in zone-a, on a cluster whose only free node is in zone-b:
+/// the finding names the volume, its zone and the node's.
+#[test]
+fn volume_zone_names_the_volume_and_both_zones() {
+    use crate::testing::{pv, pvc};
+    let objects = ClusterObjects {
+        nodes: zones(&[("b1", "zone-b")]),
+        persistent_volumes: vec![
+            pv("pv-a")
+                .label(ZONE, "zone-a")
+                .capacity("10Gi")
+                .phase("Bound")
+                .claim_ref("default", "data", "uid-data")
+                .obj(),
+        ],
+        persistent_volume_claims: vec![pvc("data").bound("pv-a").request("10Gi").obj()],
+        ..Default::default()
+    };
+    let pending = pod("db-0").pvc("data").obj();
+    let (explanation, report) = evaluate(&objects, &pending);
+    assert_eq!(
+        explanation.outcome,
+        Outcome::Unschedulable,
+        "{}",
+        explanation.message
+    );
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.reason == ReasonCode::VolumeZoneConflict)
+        .unwrap_or_else(|| {
+            panic!(
+                "no VolumeZoneConflict finding: {:#?} ({explanation:#?})",
+                report.findings
+            )
+        });
+    assert_eq!(finding.nodes, ["b1"]);
+    assert_eq!(
+        finding.message,
+        "persistentvolume pv-a is in topology.kubernetes.io/zone zone-a; the node has zone-b"
+    );
+    assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
+}
