@@ -61,6 +61,8 @@ pub enum ReasonCode {
     InsufficientStorageCapacity,
     /// VolumeZone: a bound PersistentVolume of the pod is in another zone or region than the node.
     VolumeZoneConflict,
+    /// NodeVolumeLimits: the pod's new volumes would pass a CSI driver's attach limit on the node.
+    VolumeLimitExceeded,
     /// Any other plugin (volume plugins, DynamicResources, out-of-tree...): its reasons as
     /// kube-scheduler gives them, not explained further yet.
     PluginRejected,
@@ -68,7 +70,7 @@ pub enum ReasonCode {
 
 impl ReasonCode {
     /// Every code, in the order of docs/reasons.md.
-    pub const ALL: [ReasonCode; 24] = [
+    pub const ALL: [ReasonCode; 25] = [
         ReasonCode::NodeSelectorMismatch,
         ReasonCode::NodeSelectorNoNodeHasValue,
         ReasonCode::NodeAffinityMismatch,
@@ -92,6 +94,7 @@ impl ReasonCode {
         ReasonCode::NoVolumeForClaim,
         ReasonCode::InsufficientStorageCapacity,
         ReasonCode::VolumeZoneConflict,
+        ReasonCode::VolumeLimitExceeded,
         ReasonCode::PluginRejected,
     ];
 
@@ -121,6 +124,7 @@ impl ReasonCode {
             ReasonCode::NoVolumeForClaim => "NoVolumeForClaim",
             ReasonCode::InsufficientStorageCapacity => "InsufficientStorageCapacity",
             ReasonCode::VolumeZoneConflict => "VolumeZoneConflict",
+            ReasonCode::VolumeLimitExceeded => "VolumeLimitExceeded",
             ReasonCode::PluginRejected => "PluginRejected",
         }
     }
@@ -233,6 +237,17 @@ pub enum Detail {
         volume_values: Vec<String>,
         /// The node's value (null when it lacks the label).
         node_value: Option<String>,
+    },
+    /// A CSI driver's attach limit on the node (NodeVolumeLimits).
+    VolumeLimit {
+        /// The CSI driver.
+        driver: String,
+        /// Its volumes already on the node.
+        attached: i64,
+        /// The pod's volumes of it not yet on the node.
+        new: i64,
+        /// The node's limit for it.
+        limit: i64,
     },
     /// Nothing beyond the plugin's own reasons.
     Reasons,

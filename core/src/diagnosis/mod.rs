@@ -34,6 +34,7 @@ mod node_affinity;
 mod node_ports;
 mod node_resources_fit;
 mod node_unschedulable;
+mod node_volume_limits;
 mod pod_topology_spread;
 pub mod report;
 mod taint_toleration;

@@ -15,8 +15,8 @@ use super::hints::{Candidate, VerifiedHint, verify};
 use super::inter_pod_affinity::AffinityFacts;
 use super::{inter_pod_affinity, taint_toleration};
 use super::{
-    node_affinity, node_ports, node_resources_fit, node_unschedulable, pod_topology_spread, volume_binding,
-    volume_zone,
+    node_affinity, node_ports, node_resources_fit, node_unschedulable, node_volume_limits,
+    pod_topology_spread, volume_binding, volume_zone,
 };
 use crate::engine::{CycleState, Engine, FilterVerdict, Framework};
 use crate::explain::Explanation;
@@ -62,6 +62,7 @@ fn explain_plugin(
         names::POD_TOPOLOGY_SPREAD => pod_topology_spread::explain(ctx, node),
         names::VOLUME_BINDING => volume_binding::explain(ctx, node),
         names::VOLUME_ZONE => volume_zone::explain(ctx, node),
+        names::NODE_VOLUME_LIMITS => node_volume_limits::explain(ctx, node),
         _ => Vec::new(),
     }
 }

@@ -557,3 +557,44 @@ fn volume_zone_names_the_volume_and_both_zones() {
     );
     assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
 }
+
+/// A node whose CSI driver allows 2 volumes and holds 2: a pod with a third is refused, and the
+/// finding names the driver, both counts and the limit.
+#[test]
+fn node_volume_limits_names_the_driver_the_counts_and_the_limit() {
+    use crate::testing::{csi_node, pv, pvc};
+    const DRIVER: &str = "disk.csi.example.com";
+    let objects = ClusterObjects {
+        nodes: vec![node("n1").cpu("4").memory("8Gi").obj()],
+        csi_nodes: vec![csi_node("n1", &[(DRIVER, Some(2))])],
+        persistent_volumes: (1..=3)
+            .map(|i| pv(&format!("pv{i}")).csi(DRIVER, &format!("h{i}")).obj())
+            .collect(),
+        persistent_volume_claims: (1..=3)
+            .map(|i| pvc(&format!("c{i}")).bound(&format!("pv{i}")).obj())
+            .collect(),
+        pods: vec![
+            pod("e1").node("n1").pvc("c1").obj(),
+            pod("e2").node("n1").pvc("c2").obj(),
+        ],
+        ..Default::default()
+    };
+    let pending = pod("p").pvc("c3").obj();
+    let (explanation, report) = evaluate(&objects, &pending);
+    assert_eq!(
+        explanation.outcome,
+        Outcome::Unschedulable,
+        "{}",
+        explanation.message
+    );
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.reason == ReasonCode::VolumeLimitExceeded)
+        .unwrap_or_else(|| panic!("no VolumeLimitExceeded finding: {:#?}", report.findings));
+    assert_eq!(
+        finding.message,
+        format!("CSI driver {DRIVER}: 2 volume(s) on the node and the pod's 1 would pass its limit of 2")
+    );
+    assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
+}
