@@ -63,6 +63,10 @@ pub enum ReasonCode {
     VolumeZoneConflict,
     /// NodeVolumeLimits: the pod's new volumes would pass a CSI driver's attach limit on the node.
     VolumeLimitExceeded,
+    /// VolumeRestrictions: a pod on the node mounts the same disk in a conflicting way.
+    DiskInUse,
+    /// VolumeRestrictions: the pod's ReadWriteOncePod claim is in use by another pod.
+    ReadWriteOncePodInUse,
     /// Any other plugin (volume plugins, DynamicResources, out-of-tree...): its reasons as
     /// kube-scheduler gives them, not explained further yet.
     PluginRejected,
@@ -70,7 +74,7 @@ pub enum ReasonCode {
 
 impl ReasonCode {
     /// Every code, in the order of docs/reasons.md.
-    pub const ALL: [ReasonCode; 25] = [
+    pub const ALL: [ReasonCode; 27] = [
         ReasonCode::NodeSelectorMismatch,
         ReasonCode::NodeSelectorNoNodeHasValue,
         ReasonCode::NodeAffinityMismatch,
@@ -95,6 +99,8 @@ impl ReasonCode {
         ReasonCode::InsufficientStorageCapacity,
         ReasonCode::VolumeZoneConflict,
         ReasonCode::VolumeLimitExceeded,
+        ReasonCode::DiskInUse,
+        ReasonCode::ReadWriteOncePodInUse,
         ReasonCode::PluginRejected,
     ];
 
@@ -125,6 +131,8 @@ impl ReasonCode {
             ReasonCode::InsufficientStorageCapacity => "InsufficientStorageCapacity",
             ReasonCode::VolumeZoneConflict => "VolumeZoneConflict",
             ReasonCode::VolumeLimitExceeded => "VolumeLimitExceeded",
+            ReasonCode::DiskInUse => "DiskInUse",
+            ReasonCode::ReadWriteOncePodInUse => "ReadWriteOncePodInUse",
             ReasonCode::PluginRejected => "PluginRejected",
         }
     }
@@ -248,6 +256,13 @@ pub enum Detail {
         new: i64,
         /// The node's limit for it.
         limit: i64,
+    },
+    /// The volumes (or claims) the pod wants and the pods holding them (VolumeRestrictions).
+    VolumeHolders {
+        /// The pod's volumes by name, or its ReadWriteOncePod claims (`namespace/name`).
+        volumes: Vec<String>,
+        /// The pods holding them (`namespace/name`).
+        holders: Vec<String>,
     },
     /// Nothing beyond the plugin's own reasons.
     Reasons,

@@ -41,6 +41,7 @@ mod taint_toleration;
 #[cfg(test)]
 mod tests;
 mod volume_binding;
+mod volume_restrictions;
 mod volume_zone;
 
 pub use change::{Change, taint_text, toleration_for};

@@ -16,7 +16,7 @@ use super::inter_pod_affinity::AffinityFacts;
 use super::{inter_pod_affinity, taint_toleration};
 use super::{
     node_affinity, node_ports, node_resources_fit, node_unschedulable, node_volume_limits,
-    pod_topology_spread, volume_binding, volume_zone,
+    pod_topology_spread, volume_binding, volume_restrictions, volume_zone,
 };
 use crate::engine::{CycleState, Engine, FilterVerdict, Framework};
 use crate::explain::Explanation;
@@ -63,6 +63,7 @@ fn explain_plugin(
         names::VOLUME_BINDING => volume_binding::explain(ctx, node),
         names::VOLUME_ZONE => volume_zone::explain(ctx, node),
         names::NODE_VOLUME_LIMITS => node_volume_limits::explain(ctx, node),
+        names::VOLUME_RESTRICTIONS => volume_restrictions::explain(ctx, node),
         _ => Vec::new(),
     }
 }

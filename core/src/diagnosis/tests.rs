@@ -598,3 +598,57 @@ fn node_volume_limits_names_the_driver_the_counts_and_the_limit() {
     );
     assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
 }
+
+/// A ReadWriteOncePod claim in use by a running pod: the finding names the claim and its holder, and
+/// the first hint (delete the holder), applied, makes the pod schedulable.
+#[test]
+fn volume_restrictions_names_the_pod_holding_a_read_write_once_pod_claim() {
+    use crate::testing::{pv, pvc};
+    let objects = ClusterObjects {
+        nodes: vec![node("n1").cpu("4").memory("8Gi").obj()],
+        persistent_volumes: vec![
+            pv("pv-x")
+                .capacity("1Gi")
+                .phase("Bound")
+                .claim_ref("default", "solo", "uid-solo")
+                .obj(),
+        ],
+        persistent_volume_claims: vec![
+            pvc("solo")
+                .bound("pv-x")
+                .access_modes(&["ReadWriteOncePod"])
+                .request("1Gi")
+                .obj(),
+        ],
+        pods: vec![pod("holder").node("n1").pvc("solo").obj()],
+        ..Default::default()
+    };
+    let pending = pod("p").pvc("solo").obj();
+    let (explanation, report) = evaluate(&objects, &pending);
+    assert_eq!(
+        explanation.outcome,
+        Outcome::Unschedulable,
+        "{}",
+        explanation.message
+    );
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.reason == ReasonCode::ReadWriteOncePodInUse)
+        .unwrap_or_else(|| panic!("no ReadWriteOncePodInUse finding: {:#?}", report.findings));
+    assert_eq!(
+        finding.message,
+        "persistentvolumeclaim default/solo is ReadWriteOncePod and in use by pod default/holder"
+    );
+    let first = report.hints.first().expect("a hint");
+    assert_eq!(
+        first.change,
+        Change::DeletePods {
+            pods: vec!["default/holder".into()]
+        }
+    );
+    assert_eq!(
+        outcome_after(&objects, &pending, &first.change),
+        Outcome::Scheduled
+    );
+}
