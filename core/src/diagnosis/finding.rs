@@ -286,7 +286,7 @@ pub struct Finding {
     pub plugin: String,
     /// The stable code.
     pub reason: ReasonCode,
-    /// The nodes, in snapshot order.
+    /// The nodes, by name.
     pub nodes: Vec<String>,
     /// The object at fault, in words.
     pub message: String,

@@ -203,17 +203,18 @@ pub fn diagnose_pod(
         }
     }
     let mut findings: Vec<Finding> = groups.into_values().collect();
-    // Snapshot order within a finding; plugins in filter order, then most nodes first, then the order
-    // the plugin checks its causes in (the reported one first).
+    // Nodes by name within a finding (the node table's order); plugins in filter order, then most
+    // nodes first, then the order the plugin checks its causes in (the reported one first), then by
+    // the first node.
     for f in &mut findings {
-        f.nodes
-            .sort_by_key(|n| fwk.snapshot().node_position(n).unwrap_or(usize::MAX));
+        f.nodes.sort();
     }
     findings.sort_by(|a, b| {
         order(&a.plugin)
             .cmp(&order(&b.plugin))
             .then_with(|| b.nodes.len().cmp(&a.nodes.len()))
             .then_with(|| a.reason.cmp(&b.reason))
+            .then_with(|| a.nodes.first().cmp(&b.nodes.first()))
             .then_with(|| a.message.cmp(&b.message))
     });
     Report {
