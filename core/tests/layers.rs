@@ -63,7 +63,12 @@ const LAYERS: Layers = &[
     // One scheduling cycle for one pod.
     ("schedule", &["schedule"]),
     // What users run: the engine, simulate, triage, and applying plans to a cluster.
-    ("tools", &["engine", "simulate", "triage", "apply"]),
+    // The diagnosis layer (`diagnosis::*`: one explainer per plugin, the findings, the changes and the
+    // hints checked by running the engine again) is a tool too; triage may build on it.
+    (
+        "tools",
+        &["engine", "simulate", "triage", "apply", "diagnosis::*"],
+    ),
     // The façades the binaries use instead of plugin internals: re-exports only, imported by nothing in
     // sched-core.
     ("façades", &["diagnosis", "volumes"]),

@@ -139,15 +139,23 @@ fn is_volume_conflict(volume: &Volume, existing: &Pod) -> bool {
 
 /// True when none of the pod's restricted volumes conflicts with a pod on the node.
 fn satisfies_volume_conflicts(pod: &Pod, node: &NodeInfo) -> bool {
+    disk_conflicts(pod, node).next().is_none()
+}
+
+/// Each restricted volume of `pod` with a pod on the node it conflicts with.
+pub(crate) fn disk_conflicts<'a>(
+    pod: &'a Pod,
+    node: &'a NodeInfo,
+) -> impl Iterator<Item = (&'a Volume, &'a Arc<PodInfo>)> + 'a {
     pod.spec
         .iter()
         .flat_map(|s| s.volumes.iter().flatten())
         .filter(|v| needs_restrictions_check(v))
-        .all(|v| {
-            !node
-                .pods
+        .flat_map(move |v| {
+            node.pods
                 .iter()
-                .any(|existing| is_volume_conflict(v, &existing.pod))
+                .filter(move |existing| is_volume_conflict(v, &existing.pod))
+                .map(move |existing| (v, existing))
         })
 }
 

@@ -255,21 +255,29 @@ impl FilterPlugin for VolumeZone {
                 &computed
             }
         };
-        let labels = node.labels();
-        // A node without topology labels is taken to be in the cluster's only zone.
-        if !TOPOLOGY_LABELS.iter().any(|l| labels.contains_key(*l)) {
-            return Status::success();
+        match zone_conflict(topologies, node.labels()) {
+            Some(_) => Status::unresolvable(ERR_REASON_CONFLICT),
+            None => Status::success(),
         }
-        for t in topologies {
-            let value = labels
-                .get(&t.key)
-                .or_else(|| labels.get(translate_to_ga_label(&t.key)));
-            if !value.is_some_and(|v| t.values.contains(v)) {
-                return Status::unresolvable(ERR_REASON_CONFLICT);
-            }
-        }
-        Status::success()
     }
+}
+
+/// The first topology label of the pod's PVs the node's labels do not satisfy, with the node's value
+/// for it (`None` when the node lacks the label); `None` when every one is satisfied, or when the node
+/// has no topology label at all (taken to be in the cluster's only zone).
+pub(crate) fn zone_conflict<'t>(
+    topologies: &'t [PvTopology],
+    labels: &crate::labels::Labels,
+) -> Option<(&'t PvTopology, Option<String>)> {
+    if !TOPOLOGY_LABELS.iter().any(|l| labels.contains_key(*l)) {
+        return None;
+    }
+    topologies.iter().find_map(|t| {
+        let value = labels
+            .get(&t.key)
+            .or_else(|| labels.get(translate_to_ga_label(&t.key)));
+        (!value.is_some_and(|v| t.values.contains(v))).then(|| (t, value.cloned()))
+    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Changing a snapshot in place, as kube-scheduler's cache changes between cycles: a pod assumed on a
-//! node, a pod deleted (a preemption victim), a nomination set or cleared, a pod added to the queue.
+//! node, a pod deleted (a preemption victim), a nomination set or cleared, a pod added to the queue, a
+//! node's object replaced (a cordon lifted).
 //!
 //! Each change updates every derived structure incrementally — the node's `NodeInfo` (requests,
 //! ports, PVC counts, affinity lists), the lists of nodes with affinity pods, the affinity index when
@@ -24,6 +25,9 @@ pub enum MutateError {
         /// The node named.
         node: String,
     },
+    /// A node to replace is not in the snapshot.
+    #[error("node {0:?} is not in the snapshot")]
+    NoSuchNode(String),
     /// A pod to place has no `spec.nodeName`.
     #[error("pod {0}: no spec.nodeName to place it on")]
     NotPlaced(String),
@@ -87,6 +91,21 @@ impl Snapshot {
         }
         self.pending_pods.push(pod.clone());
         self.pods_by_key.insert(key, pod);
+    }
+
+    /// Replaces a node's object (same name), keeping its pods: a cordon lifted, a label or taint
+    /// changed. The affinity index, built from node labels, is rebuilt on next use.
+    pub fn replace_node(&mut self, node: Arc<k8s_openapi::api::core::v1::Node>) -> Result<(), MutateError> {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let Some(&position) = self.node_index.get(&name) else {
+            return Err(MutateError::NoSuchNode(name));
+        };
+        let info = Arc::make_mut(&mut self.nodes[position]);
+        info.allocatable = NodeInfo::new(node.clone()).allocatable;
+        info.node = node;
+        self.refresh_node_lists(position);
+        self.affinity_index = Default::default();
+        Ok(())
     }
 
     /// Takes a pending pod out of the pending list and the nominations (it stays in `pods_by_key`).

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use sched_core::diagnosis::{Finding, Report, diagnose_pod};
 use sched_core::engine::{
     CycleState, DryRunOptions, FilterVerdict, Framework, NodeToStatus, dry_run, schedule, schedule_cycle,
 };
@@ -114,6 +115,8 @@ pub struct NodeDetail {
     /// cpu, memory, pods and the other resources the pod requests: the node's allocatable, what its
     /// pods request, what is free, what the pod asks, and the largest users.
     pub resources: Vec<ResourceUse>,
+    /// Why each rejecting filter rejects this node: the findings that concern it (docs/reasons.md).
+    pub findings: Vec<Finding>,
 }
 
 /// What `explain POD` found.
@@ -130,6 +133,9 @@ pub struct ExplainReport {
     /// For a bound pod: how its node compares now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bound: Option<BoundCheck>,
+    /// Every rejecting filter of every rejected node, explained down to the object at fault, with a
+    /// stable reason code (docs/reasons.md); empty when the pod fits.
+    pub findings: Vec<Finding>,
     /// Hints.
     pub hints: Vec<Hint>,
     /// `--node`'s detail.
@@ -382,12 +388,17 @@ fn explain_one(
     let basis = once_ungated.as_ref().unwrap_or(&explanation);
     lap("evaluated the pod", timings);
 
+    // Why each node is rejected, and the changes that make the pod schedulable (each checked by a
+    // scheduling cycle on a changed copy of the cluster): only for a pod that does not fit.
+    let report = if basis.outcome == Outcome::Unschedulable {
+        diagnose_pod(engine, &fwk, &basis_state, &basis_pod, basis)
+    } else {
+        Report::default()
+    };
     let mut hints = hints(&HintInput {
         explanation: basis,
-        state: &basis_state,
         pod: &basis_pod,
-        snapshot: &snapshot,
-        framework: &fwk,
+        report: &report,
     });
     // The claim-by-claim story matters when the pod does not fit; when it fits, the devices it would
     // get are in `claim_allocations`.
@@ -402,6 +413,8 @@ fn explain_one(
                 nodes: Vec::new(),
                 message: note,
                 snippet: None,
+                change: None,
+                reason: None,
             },
         );
     }
@@ -411,6 +424,8 @@ fn explain_one(
             nodes: Vec::new(),
             message: h.clone(),
             snippet: None,
+            change: None,
+            reason: None,
         }));
     }
     let still_pending = (bound_node.is_none() && args.filename.is_none() && applied.is_empty()).then(|| {
@@ -431,7 +446,7 @@ fn explain_one(
     let node_detail = args
         .node
         .as_deref()
-        .and_then(|name| node_detail(basis, &fwk, &basis_state, &basis_pod, &snapshot, name));
+        .and_then(|name| node_detail(basis, &fwk, &basis_state, &basis_pod, &snapshot, name, &report));
     lap("computed hints", timings);
     let explanation_gated = explanation.outcome == Outcome::Gated;
     Ok(ExplainReport {
@@ -444,6 +459,7 @@ fn explain_one(
         kube_version: engine.features().version,
         what_if: applied,
         bound,
+        findings: report.findings,
         hints,
         node_detail,
         once_ungated,
@@ -526,6 +542,7 @@ fn node_detail(
     pod: &PodInfo,
     snapshot: &Snapshot,
     name: &str,
+    report: &Report,
 ) -> Option<NodeDetail> {
     let entry = e.nodes.iter().find(|n| n.name == name)?.clone();
     let node = snapshot.node(name)?;
@@ -567,11 +584,28 @@ fn node_detail(
             score: entry.scores.get(plugin).cloned(),
         })
         .collect();
+    let mut findings: Vec<Finding> = report
+        .findings
+        .iter()
+        .filter(|f| f.nodes.iter().any(|n| n == name))
+        .cloned()
+        .collect();
+    // One node: each plugin's causes in the order the plugin checks them, the one kube-scheduler
+    // reports first (the overview sorts by how many nodes a finding concerns).
+    let position = |plugin: &str| {
+        fwk.profile
+            .filter
+            .iter()
+            .position(|p| p == plugin)
+            .unwrap_or(usize::MAX)
+    };
+    findings.sort_by_key(|f| (position(&f.plugin), f.reason));
     Some(NodeDetail {
         node: entry,
         filters: rows,
         scores,
         resources,
+        findings,
     })
 }
 

@@ -123,7 +123,51 @@ fn volume_is_for_pod(pod: &Pod, pvc: &PersistentVolumeClaim) -> Result<(), Strin
     Ok(())
 }
 
+/// The counting behind the plugin, over a borrowed snapshot: the plugin's Filter and the diagnosis
+/// layer (which volumes, which limit) read the same numbers.
+pub(crate) struct VolumeCounter<'s> {
+    snapshot: &'s Snapshot,
+    volume_limit_scaling: bool,
+}
+
+/// What the count says for a pod on a node.
+#[derive(Debug)]
+pub(crate) enum CountVerdict {
+    /// Within every limit (or nothing to count).
+    Fits,
+    /// Rejected before counting (a driver missing, an error): the plugin's status.
+    Rejected(Status),
+    /// The pod's new volumes of `driver` would take the node past its limit.
+    Exceeded {
+        /// The CSI driver.
+        driver: String,
+        /// Volumes of the driver already attached or used on the node.
+        attached: i64,
+        /// The pod's volumes of the driver not yet on the node.
+        new: i64,
+        /// The CSINode's `allocatable.count` for the driver.
+        limit: i64,
+    },
+}
+
+/// A counter over `snapshot` with the gates' VolumeLimitScaling.
+pub(crate) fn volume_counter<'s>(snapshot: &'s Snapshot, features: &FeatureGates) -> VolumeCounter<'s> {
+    VolumeCounter {
+        snapshot,
+        volume_limit_scaling: features.volume_limit_scaling,
+    }
+}
+
 impl CsiLimits {
+    fn counter(&self) -> VolumeCounter<'_> {
+        VolumeCounter {
+            snapshot: &self.snapshot,
+            volume_limit_scaling: self.volume_limit_scaling,
+        }
+    }
+}
+
+impl VolumeCounter<'_> {
     /// Upstream's `filterAttachableVolumes`: adds the pod's attachable volumes to `result`. For the
     /// pod being scheduled a missing claim is an error; for pods already on the node it is skipped.
     fn attachable_volumes(
@@ -353,8 +397,8 @@ impl PreFilterPlugin for CsiLimits {
         state.write(
             &PRE_FILTER_STATE_KEY,
             PreFilterState {
-                with_csi_node: self.new_volumes(&pod.pod, Some(&present)),
-                without_csi_node: self.new_volumes(&pod.pod, None),
+                with_csi_node: self.counter().new_volumes(&pod.pod, Some(&present)),
+                without_csi_node: self.counter().new_volumes(&pod.pod, None),
             },
         );
         (None, Status::success())
@@ -363,6 +407,17 @@ impl PreFilterPlugin for CsiLimits {
 
 impl FilterPlugin for CsiLimits {
     fn filter(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> Status {
+        match self.counter().verdict(state, pod, node) {
+            CountVerdict::Fits => Status::success(),
+            CountVerdict::Rejected(status) => status,
+            CountVerdict::Exceeded { .. } => Status::unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED),
+        }
+    }
+}
+
+impl VolumeCounter<'_> {
+    /// Filter's count for `pod` on `node`, with PreFilter's volumes from `state` when it ran.
+    pub(crate) fn verdict(&self, state: &CycleState, pod: &PodInfo, node: &NodeInfo) -> CountVerdict {
         let has_volumes = pod
             .pod
             .spec
@@ -370,7 +425,7 @@ impl FilterPlugin for CsiLimits {
             .and_then(|s| s.volumes.as_ref())
             .is_some_and(|v| !v.is_empty());
         if !has_volumes {
-            return Status::success();
+            return CountVerdict::Fits;
         }
         let csi_node = self.snapshot.csi_nodes.get(node.name()).map(|n| n.as_ref());
         let resolved = match state.read(&PRE_FILTER_STATE_KEY) {
@@ -380,26 +435,26 @@ impl FilterPlugin for CsiLimits {
         };
         let mut new_volumes = match resolved {
             Ok(v) => v,
-            Err(e) => return e.status(),
+            Err(e) => return CountVerdict::Rejected(e.status()),
         };
         if new_volumes.is_empty() {
-            return Status::success();
+            return CountVerdict::Fits;
         }
         for driver in new_volumes.values() {
             if self.volume_limit_scaling && !self.driver_installed(driver, csi_node) {
-                return Status::unschedulable(driver_not_installed_reason(driver));
+                return CountVerdict::Rejected(Status::unschedulable(driver_not_installed_reason(driver)));
             }
         }
         let limits = volume_limits(csi_node);
         if limits.is_empty() {
-            return Status::success();
+            return CountVerdict::Fits;
         }
         let mut attached = AttachableVolumes::new();
         for existing in &node.pods {
             if let Err(e) = self.attachable_volumes(&existing.pod, csi_node, false, &mut attached) {
-                return Status::error(match e {
+                return CountVerdict::Rejected(Status::error(match e {
                     VolumeError::NotFound(m) | VolumeError::Other(m) => m,
-                });
+                }));
             }
         }
         let attachments = self.node_attachments(node.name());
@@ -422,12 +477,18 @@ impl FilterPlugin for CsiLimits {
             *new_count.entry(driver.as_str()).or_insert(0) += 1;
         }
         for (driver, count) in new_count {
+            let attached = attached_count.get(driver).copied().unwrap_or(0);
             if let Some(limit) = limits.get(driver)
-                && attached_count.get(driver).copied().unwrap_or(0) + count > *limit
+                && attached + count > *limit
             {
-                return Status::unschedulable(ERR_REASON_MAX_VOLUME_COUNT_EXCEEDED);
+                return CountVerdict::Exceeded {
+                    driver: driver.to_owned(),
+                    attached,
+                    new: count,
+                    limit: *limit,
+                };
             }
         }
-        Status::success()
+        CountVerdict::Fits
     }
 }

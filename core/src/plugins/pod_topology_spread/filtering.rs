@@ -103,6 +103,33 @@ impl PreFilterState {
     }
 }
 
+/// What PreFilter counted for one `DoNotSchedule` constraint, as the filter reads it: a diagnosis
+/// explains a rejection with the very counts that made it.
+pub(crate) struct SpreadCounts<'a> {
+    /// The constraint.
+    pub constraint: &'a SpreadConstraint,
+    /// Matching pods per eligible domain.
+    pub domains: &'a NameMap<i64>,
+    /// The global minimum skew is measured from (0 while fewer domains than minDomains).
+    pub global_min: i64,
+}
+
+/// The counts PreFilter left in `state`, per `DoNotSchedule` constraint (None when it did not run).
+pub(crate) fn pre_filter_counts(state: &CycleState) -> Option<Vec<SpreadCounts<'_>>> {
+    let s = state.read(&PRE_FILTER_STATE_KEY)?;
+    Some(
+        s.constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| SpreadCounts {
+                constraint: c,
+                domains: &s.tp_value_to_match_num[i],
+                global_min: s.min_match_num(i, c.min_domains),
+            })
+            .collect(),
+    )
+}
+
 fn state_missing() -> Status {
     Status::error(format!(
         "reading {:?} from cycleState: not found",

@@ -22,6 +22,7 @@ use crate::snapshot::{PodInfo, Snapshot};
 
 use common::RequiredNodeAffinity;
 pub(crate) use common::{LABEL_HOSTNAME, LABEL_TOPOLOGY_ZONE, SpreadConstraint, SpreadGates};
+pub(crate) use filtering::{SpreadCounts, pre_filter_counts};
 
 /// The plugin's registry name.
 pub(crate) const NAME: &str = names::POD_TOPOLOGY_SPREAD;

@@ -395,46 +395,16 @@ pub(crate) fn find_matching_volume<'a>(
     excluded: &HashSet<String>,
     delay_binding: bool,
 ) -> Result<Option<&'a CandidateVolume>, String> {
-    let requested = claim_request_bytes(claim);
-    let requested_class = claim_class(claim);
-    let default_spec = PersistentVolumeClaimSpec::default();
-    let claim_spec = claim.spec.as_ref().unwrap_or(&default_spec);
-    let claim_vac = claim_spec.volume_attributes_class_name.as_deref().unwrap_or("");
-    let selector = match &claim_spec.selector {
-        None => None,
-        Some(s) => Some(Selector::from_label_selector(Some(s)).map_err(|e| {
-            format!(
-                "error creating internal label selector for claim: {}: {e}",
-                claim_key(claim)
-            )
-        })?),
-    };
-
-    let default_pv_spec = PersistentVolumeSpec::default();
+    let wants = ClaimWants::of(claim)?;
     let mut smallest: Option<(&CandidateVolume, i64)> = None;
     for candidate in volumes {
         let volume = &*candidate.pv;
-        let spec = volume.spec.as_ref().unwrap_or(&default_pv_spec);
         if excluded.contains(name_of(&volume.metadata)) {
             continue;
         }
-        if spec.claim_ref.is_some() && !is_volume_bound_to_claim(volume, claim) {
+        if wants.volume_mismatch(volume).is_some() {
             continue;
         }
-        let capacity = volume_capacity_bytes(volume);
-        if capacity < requested {
-            continue;
-        }
-        if check_volume_mode_mismatches(claim_spec, spec) {
-            continue;
-        }
-        if spec.volume_attributes_class_name.as_deref().unwrap_or("") != claim_vac {
-            continue;
-        }
-        if volume.metadata.deletion_timestamp.is_some() {
-            continue;
-        }
-
         let affinity_ok = node_labels.is_none_or(|labels| candidate.affinity.matches(labels));
         if is_volume_bound_to_claim(volume, claim) {
             // A pre-bound PV is the only acceptable one for its claim: if this node cannot reach it, the
@@ -444,7 +414,143 @@ pub(crate) fn find_matching_volume<'a>(
         if node_labels.is_none() && delay_binding {
             continue;
         }
+        if wants.binding_mismatch(candidate, node_labels).is_some() {
+            continue;
+        }
+        let capacity = volume_capacity_bytes(volume);
+        if smallest.is_none_or(|(_, size)| size > capacity) {
+            smallest = Some((candidate, capacity));
+        }
+    }
+    Ok(smallest.map(|(c, _)| c))
+}
 
+/// Why a PV cannot serve a claim: the first check of `FindMatchingVolume` it fails, in its order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PvMismatch {
+    /// `spec.claimRef` names another claim (`namespace/name`).
+    ClaimedByAnother(String),
+    /// Smaller than the claim's request (both as written).
+    TooSmall {
+        /// The PV's capacity.
+        capacity: String,
+        /// The claim's request.
+        requested: String,
+    },
+    /// `volumeMode` differs (Filesystem when unset).
+    VolumeMode,
+    /// `volumeAttributesClassName` differs.
+    VolumeAttributesClass,
+    /// Being deleted.
+    Deleting,
+    /// Not Available (`Released`, `Failed`, `Pending`…).
+    Phase(String),
+    /// Its labels do not match the claim's selector.
+    Selector,
+    /// Another storage class.
+    Class(String),
+    /// Its node affinity excludes the node.
+    NodeAffinity,
+    /// It lacks an access mode the claim asks for.
+    AccessModes,
+}
+
+impl std::fmt::Display for PvMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PvMismatch::ClaimedByAnother(claim) => write!(f, "bound to persistentvolumeclaim {claim}"),
+            PvMismatch::TooSmall { capacity, requested } => {
+                write!(f, "capacity {capacity} is less than the {requested} requested")
+            }
+            PvMismatch::VolumeMode => f.write_str("another volumeMode"),
+            PvMismatch::VolumeAttributesClass => f.write_str("another volumeAttributesClassName"),
+            PvMismatch::Deleting => f.write_str("being deleted"),
+            PvMismatch::Phase(phase) => write!(f, "phase {phase}, not Available"),
+            PvMismatch::Selector => f.write_str("labels the claim's selector does not match"),
+            PvMismatch::Class(class) => write!(f, "storage class {class:?}"),
+            PvMismatch::NodeAffinity => f.write_str("node affinity excludes the node"),
+            PvMismatch::AccessModes => f.write_str("lacks an access mode the claim asks for"),
+        }
+    }
+}
+
+/// What a claim asks of a PV, parsed once for all the candidates.
+pub(crate) struct ClaimWants<'c> {
+    claim: &'c PersistentVolumeClaim,
+    spec: std::borrow::Cow<'c, PersistentVolumeClaimSpec>,
+    requested: i64,
+    selector: Option<Selector>,
+}
+
+impl<'c> ClaimWants<'c> {
+    /// Parses the claim's selector; an invalid one is upstream's error.
+    pub(crate) fn of(claim: &'c PersistentVolumeClaim) -> Result<Self, String> {
+        let spec = match &claim.spec {
+            Some(spec) => std::borrow::Cow::Borrowed(spec),
+            None => std::borrow::Cow::Owned(PersistentVolumeClaimSpec::default()),
+        };
+        let selector = match &spec.selector {
+            None => None,
+            Some(s) => Some(Selector::from_label_selector(Some(s)).map_err(|e| {
+                format!(
+                    "error creating internal label selector for claim: {}: {e}",
+                    claim_key(claim)
+                )
+            })?),
+        };
+        Ok(ClaimWants {
+            claim,
+            requested: claim_request_bytes(claim),
+            spec,
+            selector,
+        })
+    }
+
+    /// The checks every PV must pass, pre-bound ones included: not another claim's, big enough, the
+    /// same volume mode and attributes class, not being deleted.
+    pub(crate) fn volume_mismatch(&self, volume: &PersistentVolume) -> Option<PvMismatch> {
+        let default_pv_spec = PersistentVolumeSpec::default();
+        let spec = volume.spec.as_ref().unwrap_or(&default_pv_spec);
+        if let Some(claim_ref) = &spec.claim_ref
+            && !is_volume_bound_to_claim(volume, self.claim)
+        {
+            return Some(PvMismatch::ClaimedByAnother(format!(
+                "{}/{}",
+                claim_ref.namespace.as_deref().unwrap_or(""),
+                claim_ref.name.as_deref().unwrap_or("")
+            )));
+        }
+        if volume_capacity_bytes(volume) < self.requested {
+            let capacity = spec
+                .capacity
+                .as_ref()
+                .and_then(|c| c.get(RESOURCE_STORAGE))
+                .map(|q| q.0.clone())
+                .unwrap_or_else(|| "0".into());
+            let requested = claim_request(self.claim).map(|q| q.0.clone()).unwrap_or_default();
+            return Some(PvMismatch::TooSmall { capacity, requested });
+        }
+        if check_volume_mode_mismatches(&self.spec, spec) {
+            return Some(PvMismatch::VolumeMode);
+        }
+        let claim_vac = self.spec.volume_attributes_class_name.as_deref().unwrap_or("");
+        if spec.volume_attributes_class_name.as_deref().unwrap_or("") != claim_vac {
+            return Some(PvMismatch::VolumeAttributesClass);
+        }
+        if volume.metadata.deletion_timestamp.is_some() {
+            return Some(PvMismatch::Deleting);
+        }
+        None
+    }
+
+    /// The checks a PV not pre-bound to the claim must pass too: Available, selected, of the claim's
+    /// class, reachable from the node and offering the claim's access modes (both only with a node).
+    pub(crate) fn binding_mismatch(
+        &self,
+        candidate: &CandidateVolume,
+        node_labels: Option<&Labels>,
+    ) -> Option<PvMismatch> {
+        let volume = &*candidate.pv;
         let phase = volume
             .status
             .as_ref()
@@ -452,25 +558,33 @@ pub(crate) fn find_matching_volume<'a>(
             .unwrap_or("");
         if phase != VOLUME_AVAILABLE {
             // Volumes in other phases are about to change state; binding them would likely conflict.
-            continue;
+            return Some(PvMismatch::Phase(phase.to_owned()));
         }
-        if let Some(selector) = &selector
+        if let Some(selector) = &self.selector
             && !selector.matches_opt(volume.metadata.labels.as_ref())
         {
-            continue;
+            return Some(PvMismatch::Selector);
         }
-        if volume_class(volume) != requested_class {
-            continue;
+        if volume_class(volume) != claim_class(self.claim) {
+            return Some(PvMismatch::Class(volume_class(volume).to_owned()));
         }
-        if !affinity_ok {
-            continue;
+        if node_labels.is_some_and(|labels| !candidate.affinity.matches(labels)) {
+            return Some(PvMismatch::NodeAffinity);
         }
-        if node_labels.is_some() && !check_access_modes(claim, volume) {
-            continue;
+        if node_labels.is_some() && !check_access_modes(self.claim, volume) {
+            return Some(PvMismatch::AccessModes);
         }
-        if smallest.is_none_or(|(_, size)| size > capacity) {
-            smallest = Some((candidate, capacity));
-        }
+        None
     }
-    Ok(smallest.map(|(c, _)| c))
+
+    /// Why `candidate` cannot serve the claim on a node with `node_labels`, `None` when it can.
+    pub(crate) fn mismatch(&self, candidate: &CandidateVolume, node_labels: &Labels) -> Option<PvMismatch> {
+        if let Some(mismatch) = self.volume_mismatch(&candidate.pv) {
+            return Some(mismatch);
+        }
+        if is_volume_bound_to_claim(&*candidate.pv, self.claim) {
+            return (!candidate.affinity.matches(node_labels)).then_some(PvMismatch::NodeAffinity);
+        }
+        self.binding_mismatch(candidate, Some(node_labels))
+    }
 }

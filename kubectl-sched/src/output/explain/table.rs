@@ -1,14 +1,15 @@
 //! `explain`'s table for people: the headline, the per-node table (kubectl's column style), the
-//! claims and devices, the hints, `--node`'s plugin-by-plugin detail and `--all-pending`'s lines.
+//! claims and devices, why each node is rejected (the findings), the hints, `--node`'s plugin-by-plugin
+//! detail with its findings and `--all-pending`'s lines.
 
 use sched_core::Code;
-use sched_core::diagnosis::{Diagnosis, SCHEDULING_GATED_MESSAGE, Wants};
+use sched_core::diagnosis::{Diagnosis, Finding, SCHEDULING_GATED_MESSAGE, Wants};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome};
 use sched_core::resource::format_amount;
 
 use crate::commands::explain::{BoundCheck, ExplainReport, NodeDetail, PendingEntry, Reach};
 use crate::diagnosis::headline::{gated_headline, headline, placement};
-use crate::diagnosis::hints::Hint;
+use crate::diagnosis::hints::{Hint, MAX_NAMES, name_list};
 use crate::diagnosis::node_resources::ResourceUse;
 use crate::output::table::columns;
 use crate::source::what_if::Applied;
@@ -71,19 +72,50 @@ pub fn node_table(e: &Explanation, score_plugins: &[(String, i64)], wide: bool) 
     columns(&headers, &rows)
 }
 
+/// One line per hint; a change's YAML (a toleration) is in `-o json` and `-o markdown`.
 fn hint_lines(hints: &[Hint]) -> String {
     let mut out = String::from("Hints:\n");
     for h in hints {
-        out.push_str(&format!("  - {}", h.message));
-        match &h.snippet {
-            Some(snippet) => {
-                out.push_str(":\n");
-                for line in snippet.lines() {
-                    out.push_str(&format!("      {line}\n"));
-                }
-            }
-            None => out.push('\n'),
-        }
+        out.push_str(&format!("  - {}\n", h.message));
+    }
+    out
+}
+
+/// Findings listed at most; `-o json` has them all.
+const MAX_FINDING_LINES: usize = 10;
+
+/// One finding on one line: its nodes, plugin, the object at fault and the reason code.
+fn finding_line(f: &Finding, with_nodes: bool) -> String {
+    let also = if f.reported {
+        ""
+    } else {
+        " (not the first filter to reject)"
+    };
+    if with_nodes {
+        format!(
+            "  - {}: {}: {} [{}]{also}\n",
+            name_list(&f.nodes, MAX_NAMES),
+            f.plugin,
+            f.message,
+            f.reason
+        )
+    } else {
+        format!("  - {}: {} [{}]{also}\n", f.plugin, f.message, f.reason)
+    }
+}
+
+/// Why the nodes are rejected: every rejecting filter of every node (kube-scheduler names only the
+/// first), grouped by explanation.
+fn findings_section(findings: &[Finding]) -> String {
+    let mut out = String::from("Why:\n");
+    for f in findings.iter().take(MAX_FINDING_LINES) {
+        out.push_str(&finding_line(f, true));
+    }
+    if findings.len() > MAX_FINDING_LINES {
+        out.push_str(&format!(
+            "  - and {} more (-o json has every finding)\n",
+            findings.len() - MAX_FINDING_LINES
+        ));
     }
     out
 }
@@ -222,6 +254,10 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
     if !basis.claim_allocations.is_empty() {
         out.push('\n');
         out.push_str(&allocations_section(basis));
+    }
+    if r.node_detail.is_none() && !r.findings.is_empty() {
+        out.push('\n');
+        out.push_str(&findings_section(&r.findings));
     }
     if !r.hints.is_empty() {
         out.push('\n');
@@ -419,6 +455,12 @@ pub fn node_detail(d: &NodeDetail) -> String {
         }
         if d.filters.iter().any(|f| f.reach == Reach::Skipped) {
             out.push_str("Skip: the plugin's PreFilter found nothing to check for this pod.\n");
+        }
+    }
+    if !d.findings.is_empty() {
+        out.push_str("\nWhy:\n");
+        for f in &d.findings {
+            out.push_str(&finding_line(f, false));
         }
     }
     if n.feasible && !d.scores.is_empty() {

@@ -6,6 +6,12 @@
 //! A plugin's other items are its own (`pub(crate)`): a change inside a plugin touches this module at
 //! most, never the binaries.
 //!
+//! Beside the re-exports, the diagnosis layer itself ([`diagnose_pod`]): every rejecting filter of
+//! every rejected node explained by one explainer per plugin (named as upstream names the plugin)
+//! down to the object at fault ([`Finding`], with a stable [`ReasonCode`], docs/reasons.md), and the
+//! hints: [`Change`]s checked by applying them to a copy of the cluster and running the scheduling
+//! cycle again ([`VerifiedHint`]). explain, `explain --node`, `-o json` and triage share it.
+//!
 //! ```
 //! use sched_core::diagnosis::{SCHEDULING_GATED_MESSAGE, Shortfall, diagnose, pod_tolerations};
 //! ```
@@ -19,6 +25,31 @@
 //! ```compile_fail,E0603
 //! use sched_core::plugins::helper::taints::pod_tolerations;
 //! ```
+
+pub mod change;
+pub mod finding;
+pub mod hints;
+mod inter_pod_affinity;
+mod node_affinity;
+mod node_ports;
+mod node_resources_fit;
+mod node_unschedulable;
+mod node_volume_limits;
+mod pod_topology_spread;
+pub mod report;
+mod taint_toleration;
+#[cfg(test)]
+mod tests;
+mod volume_binding;
+mod volume_restrictions;
+mod volume_zone;
+
+pub use change::{Change, taint_text, toleration_for};
+pub use finding::{Detail, DomainCount, Finding, PvRefusal, ReasonCode};
+pub use hints::VerifiedHint;
+pub use node_resources_fit::describe_shortfall;
+pub use report::{Report, diagnose_pod};
+pub use taint_toleration::{system_taint_owner, untolerated_taints};
 
 // NodeResourcesFit: what a pod requests and how much each node lacks.
 pub use crate::plugins::node_resources::fit::{Shortfall, compute_pod_resource_request, shortfall_with_dra};

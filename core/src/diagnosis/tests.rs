@@ -1,0 +1,654 @@
+//! One scenario per blocker, on in-memory snapshots: the finding names the object at fault, no hint is
+//! offered that leaves the pod unschedulable, and the first hint, applied to the objects (not the
+//! snapshot the diagnosis changed), makes the pod schedulable.
+
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{
+    Affinity, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
+};
+
+use super::{Change, ReasonCode, Report, diagnose_pod};
+use crate::engine::schedule_cycle;
+use crate::explain::{Explanation, Outcome};
+use crate::plugins::inter_pod_affinity::test_util::{affinity, term};
+use crate::plugins::pod_topology_spread::test_util::{spread, tsc};
+use crate::testing::{node, pod};
+use crate::{ClusterObjects, Engine};
+
+const ZONE: &str = "topology.kubernetes.io/zone";
+
+/// Evaluates `pending` (namespace default) in `objects` as explain does.
+fn evaluate(objects: &ClusterObjects, pending: &Pod) -> (Explanation, Report) {
+    let engine = Engine::default();
+    let mut objects = objects.clone();
+    objects.pods.push(pending.clone());
+    let snapshot = Arc::new(engine.snapshot(objects));
+    let info = engine.pod_info(pending.clone());
+    let fwk = engine.framework(engine.profile("").unwrap(), snapshot).unwrap();
+    let cycle = schedule_cycle(&fwk, &info, engine.schedule_options(true));
+    let report = diagnose_pod(&engine, &fwk, &cycle.state, &info, &cycle.explanation);
+    (cycle.explanation, report)
+}
+
+/// The outcome after `change` is applied to the objects and the pod.
+fn outcome_after(objects: &ClusterObjects, pending: &Pod, change: &Change) -> Outcome {
+    let mut all = objects.clone();
+    all.pods.push(pending.clone());
+    let key = format!("default/{}", pending.metadata.name.as_deref().unwrap());
+    assert!(
+        change.apply_to_objects(&key, &mut all),
+        "{change:?} changed nothing"
+    );
+    let changed = all
+        .pods
+        .iter()
+        .find(|p| p.metadata.name == pending.metadata.name)
+        .unwrap()
+        .clone();
+    all.pods.retain(|p| p.metadata.name != pending.metadata.name);
+    evaluate(&all, &changed).0.outcome
+}
+
+fn zones(names: &[(&str, &str)]) -> Vec<k8s_openapi::api::core::v1::Node> {
+    names
+        .iter()
+        .map(|(n, z)| node(n).cpu("4").memory("8Gi").label(ZONE, z).obj())
+        .collect()
+}
+
+fn required_node_affinity(key: &str, values: &[&str]) -> Affinity {
+    Affinity {
+        node_affinity: Some(NodeAffinity {
+            required_during_scheduling_ignored_during_execution: Some(NodeSelector {
+                node_selector_terms: vec![NodeSelectorTerm {
+                    match_expressions: Some(vec![NodeSelectorRequirement {
+                        key: key.to_string(),
+                        operator: "In".to_string(),
+                        values: Some(values.iter().map(|v| v.to_string()).collect()),
+                    }]),
+                    ..Default::default()
+                }],
+            }),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// A scenario: the cluster, the pending pod, the code and words the first finding must carry, and the
+/// kind of change the first hint must be.
+struct Scenario {
+    name: &'static str,
+    objects: ClusterObjects,
+    pending: Pod,
+    reason: ReasonCode,
+    names: &'static [&'static str],
+    first_hint: fn(&Change) -> bool,
+}
+
+fn scenarios() -> Vec<Scenario> {
+    let abc = zones(&[("n1", "zone-a"), ("n2", "zone-b"), ("n3", "zone-c")]);
+    let db = |name: &str, n: &str| pod(name).label("app", "db").cpu("100m").node(n).obj();
+    vec![
+        Scenario {
+            name: "node affinity to a zone no node has",
+            objects: ClusterObjects {
+                nodes: abc.clone(),
+                ..Default::default()
+            },
+            pending: pod("p")
+                .cpu("1")
+                .affinity(required_node_affinity(ZONE, &["zone-d"]))
+                .obj(),
+            reason: ReasonCode::NodeAffinityNoNodeHasValue,
+            names: &[
+                "zone In [zone-d]",
+                "no node meets it; nodes have zone-a, zone-b, zone-c",
+            ],
+            first_hint: |c| matches!(c, Change::RemoveNodeAffinityRequirement { key, .. } if key == ZONE),
+        },
+        Scenario {
+            name: "nodeSelector value no node has",
+            objects: ClusterObjects {
+                nodes: abc.clone(),
+                ..Default::default()
+            },
+            pending: pod("p").cpu("1").node_selector("disktype", "ssd").obj(),
+            reason: ReasonCode::NodeSelectorNoNodeHasValue,
+            names: &["nodeSelector disktype=ssd: no node has disktype=ssd; no node has the label disktype"],
+            first_hint: |c| matches!(c, Change::RemoveNodeSelector { key } if key == "disktype"),
+        },
+        Scenario {
+            name: "a user's taint, and the control plane's that is never tolerated",
+            objects: ClusterObjects {
+                nodes: vec![
+                    node("control-plane")
+                        .cpu("4")
+                        .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
+                        .obj(),
+                    node("gpu-1")
+                        .cpu("4")
+                        .taint("nvidia.com/gpu", "present", "NoSchedule")
+                        .obj(),
+                ],
+                ..Default::default()
+            },
+            pending: pod("p").cpu("1").obj(),
+            reason: ReasonCode::SystemTaintNotTolerated,
+            names: &["untolerated taint node-role.kubernetes.io/control-plane:NoSchedule"],
+            first_hint: |c| matches!(c, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == "nvidia.com/gpu"),
+        },
+        Scenario {
+            name: "anti-affinity with running pods in every zone",
+            objects: ClusterObjects {
+                nodes: zones(&[("n1", "zone-a"), ("n2", "zone-b")]),
+                pods: vec![db("db-0", "n1"), db("db-1", "n2")],
+                ..Default::default()
+            },
+            pending: pod("db-2")
+                .label("app", "db")
+                .cpu("100m")
+                .affinity(affinity(vec![], vec![], vec![term("app", "db", ZONE)], vec![]))
+                .obj(),
+            reason: ReasonCode::PodAntiAffinityCollision,
+            names: &["collides with default/db-0 in topology.kubernetes.io/zone=zone-a"],
+            first_hint: |c| matches!(c, Change::RemovePodAntiAffinityTerm { term: 0 }),
+        },
+        Scenario {
+            name: "a running pod's anti-affinity",
+            objects: ClusterObjects {
+                nodes: zones(&[("n1", "zone-a")]),
+                pods: vec![
+                    pod("loner")
+                        .label("app", "loner")
+                        .node("n1")
+                        .affinity(affinity(vec![], vec![], vec![term("app", "web", ZONE)], vec![]))
+                        .obj(),
+                ],
+                ..Default::default()
+            },
+            pending: pod("web").label("app", "web").obj(),
+            reason: ReasonCode::ExistingPodAntiAffinityCollision,
+            names: &["running pod default/loner's anti-affinity"],
+            first_hint: |c| matches!(c, Change::DeletePods { pods } if pods == &["default/loner"]),
+        },
+        Scenario {
+            name: "required affinity to pods that run nowhere",
+            objects: ClusterObjects {
+                nodes: abc.clone(),
+                ..Default::default()
+            },
+            pending: pod("p")
+                .affinity(affinity(vec![term("app", "cache", ZONE)], vec![], vec![], vec![]))
+                .obj(),
+            reason: ReasonCode::PodAffinityNoMatchingPod,
+            names: &["matches no running pod anywhere"],
+            first_hint: |c| matches!(c, Change::RemovePodAffinityTerm { term: 0 }),
+        },
+        Scenario {
+            name: "minDomains 5 with 3 zones",
+            objects: ClusterObjects {
+                nodes: abc.clone(),
+                pods: vec![
+                    pod("w-a").label("app", "w").node("n1").obj(),
+                    pod("w-b").label("app", "w").node("n2").obj(),
+                    pod("w-c").label("app", "w").node("n3").obj(),
+                ],
+                ..Default::default()
+            },
+            pending: spread(
+                pod("w-d").label("app", "w"),
+                vec![{
+                    let mut c = tsc(1, ZONE, "DoNotSchedule", &[("app", "w")]);
+                    c.min_domains = Some(5);
+                    c
+                }],
+            ),
+            reason: ReasonCode::TopologySpreadMinDomains,
+            names: &["minDomains 5 but only 3 domain(s) exist (zone-a=1, zone-b=1, zone-c=1)"],
+            first_hint: |c| {
+                matches!(
+                    c,
+                    Change::SetMinDomains {
+                        constraint: 0,
+                        min_domains: Some(3)
+                    }
+                )
+            },
+        },
+        Scenario {
+            name: "maxSkew exceeded in every domain but one that is full",
+            objects: ClusterObjects {
+                nodes: vec![
+                    node("n1").cpu("4").label(ZONE, "zone-a").obj(),
+                    node("n2").cpu("4").label(ZONE, "zone-b").obj(),
+                    node("n3").cpu("1").label(ZONE, "zone-c").obj(),
+                ],
+                pods: vec![
+                    pod("w-a").label("app", "w").node("n1").obj(),
+                    pod("w-b").label("app", "w").node("n2").obj(),
+                ],
+                ..Default::default()
+            },
+            pending: spread(
+                pod("w-d").label("app", "w").cpu("2"),
+                vec![tsc(1, ZONE, "DoNotSchedule", &[("app", "w")])],
+            ),
+            reason: ReasonCode::TopologySpreadMaxSkew,
+            names: &[
+                "would have skew 2 (pods per domain: zone-a=1, zone-b=1, zone-c=0; minimum 0); allowed: zone-c",
+            ],
+            first_hint: |c| matches!(c, Change::ScheduleAnyway { constraint: 0 }),
+        },
+        Scenario {
+            name: "host port held by another pod",
+            objects: ClusterObjects {
+                nodes: vec![node("n1").cpu("4").obj()],
+                pods: vec![pod("web-0").host_port(8080, "", "").node("n1").obj()],
+                ..Default::default()
+            },
+            pending: pod("web-1").host_port(8080, "", "").obj(),
+            reason: ReasonCode::HostPortInUse,
+            names: &["host port TCP/0.0.0.0:8080 is held by pod default/web-0"],
+            first_hint: |c| matches!(c, Change::DeletePods { pods } if pods == &["default/web-0"]),
+        },
+        Scenario {
+            name: "not enough cpu",
+            objects: ClusterObjects {
+                nodes: vec![node("small").cpu("2").obj()],
+                pods: vec![pod("busy").cpu("1500m").node("small").obj()],
+                ..Default::default()
+            },
+            pending: pod("p").cpu("1").obj(),
+            reason: ReasonCode::InsufficientResource,
+            names: &["needs 500m more cpu (requests 1, 500m free)"],
+            first_hint: |c| matches!(c, Change::LowerRequest { resource, to: 500 } if resource == "cpu"),
+        },
+        Scenario {
+            name: "a cordoned node and its taint",
+            objects: ClusterObjects {
+                nodes: vec![
+                    node("cordoned")
+                        .cpu("4")
+                        .taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+                        .unschedulable()
+                        .obj(),
+                ],
+                ..Default::default()
+            },
+            pending: pod("p").cpu("1").obj(),
+            reason: ReasonCode::NodeCordoned,
+            names: &["cordoned (spec.unschedulable)"],
+            first_hint: |c| matches!(c, Change::Uncordon { node } if node == "cordoned"),
+        },
+    ]
+}
+
+#[test]
+fn each_blocker_is_named_and_its_first_hint_makes_the_pod_schedulable() {
+    for s in scenarios() {
+        let (e, report) = evaluate(&s.objects, &s.pending);
+        assert_eq!(e.outcome, Outcome::Unschedulable, "{}: {}", s.name, e.message);
+        let finding = report
+            .findings
+            .iter()
+            .find(|f| f.reason == s.reason)
+            .unwrap_or_else(|| panic!("{}: no {} finding in {:#?}", s.name, s.reason, report.findings));
+        for words in s.names {
+            assert!(
+                finding.message.contains(words),
+                "{}: {:?} does not say {words:?}",
+                s.name,
+                finding.message
+            );
+        }
+        let first = report
+            .hints
+            .first()
+            .unwrap_or_else(|| panic!("{}: no hint; findings {:#?}", s.name, report.findings));
+        assert!(
+            (s.first_hint)(&first.change),
+            "{}: first hint {:?}",
+            s.name,
+            first.change
+        );
+        // Every hint offered changes the verdict, checked on the objects rather than the snapshot.
+        for h in &report.hints {
+            assert_eq!(
+                outcome_after(&s.objects, &s.pending, &h.change),
+                Outcome::Scheduled,
+                "{}: hint {:?}",
+                s.name,
+                h.description
+            );
+        }
+    }
+}
+
+#[test]
+fn a_control_plane_taint_is_never_offered_as_a_toleration() {
+    let objects = ClusterObjects {
+        nodes: vec![
+            node("control-plane")
+                .cpu("4")
+                .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
+                .obj(),
+        ],
+        ..Default::default()
+    };
+    let (_, report) = evaluate(&objects, &pod("p").cpu("1").obj());
+    assert_eq!(report.findings[0].reason, ReasonCode::SystemTaintNotTolerated);
+    // Tolerating it would schedule the pod, which is exactly why it must not be proposed.
+    assert!(report.hints.is_empty(), "{:#?}", report.hints);
+}
+
+#[test]
+fn a_change_that_lifts_one_rejection_of_two_is_not_a_hint_alone() {
+    // The node needs a toleration and more cpu: the toleration alone changes nothing.
+    let objects = ClusterObjects {
+        nodes: vec![
+            node("n1")
+                .cpu("1")
+                .taint("dedicated", "batch", "NoSchedule")
+                .obj(),
+        ],
+        ..Default::default()
+    };
+    let (_, report) = evaluate(&objects, &pod("p").cpu("2").obj());
+    let kinds: Vec<&str> = report.hints.iter().map(|h| h.description.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["add a toleration for dedicated=batch:NoSchedule and lower the pod's cpu request to 1"],
+        "{:#?}",
+        report.hints
+    );
+}
+
+#[test]
+fn reason_codes_are_documented() {
+    let doc = include_str!("../../../docs/reasons.md");
+    for code in ReasonCode::ALL {
+        assert!(
+            doc.contains(&format!("`{}`", code.as_str())),
+            "{code} missing from docs/reasons.md"
+        );
+    }
+}
+
+#[test]
+fn a_hint_that_asks_more_than_another_working_one_is_not_offered() {
+    // n1 has 500m cpu free, n2 1500m: lowering the request to 1500m is enough, to 500m asks more.
+    let objects = ClusterObjects {
+        nodes: vec![node("n1").cpu("1").obj(), node("n2").cpu("2").obj()],
+        pods: vec![
+            pod("a").cpu("500m").node("n1").obj(),
+            pod("b").cpu("500m").node("n2").obj(),
+        ],
+        ..Default::default()
+    };
+    let (_, report) = evaluate(&objects, &pod("p").cpu("2").obj());
+    let kinds: Vec<&str> = report.hints.iter().map(|h| h.description.as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["lower the pod's cpu request to 1500m"],
+        "{:#?}",
+        report.hints
+    );
+}
+
+#[test]
+fn asking_no_more_than_compares_part_by_part() {
+    let cpu = |to| Change::LowerRequest {
+        resource: "cpu".to_string(),
+        to,
+    };
+    let both = Change::All {
+        changes: vec![
+            cpu(400),
+            Change::LowerRequest {
+                resource: "memory".to_string(),
+                to: 1 << 30,
+            },
+        ],
+    };
+    let delete = |pods: &[&str]| Change::DeletePods {
+        pods: pods.iter().map(|p| p.to_string()).collect(),
+    };
+    for (smaller, larger, expected) in [
+        (cpu(2500), cpu(400), true),
+        (cpu(400), cpu(2500), false),
+        (cpu(2500), both.clone(), true),
+        (both.clone(), cpu(2500), false),
+        (delete(&["ns/a"]), delete(&["ns/a", "ns/b"]), true),
+        (delete(&["ns/a", "ns/b"]), delete(&["ns/a"]), false),
+        (
+            Change::Uncordon { node: "n1".into() },
+            Change::Uncordon { node: "n2".into() },
+            false,
+        ),
+    ] {
+        assert_eq!(
+            smaller.asks_no_more_than(&larger),
+            expected,
+            "{smaller:?} vs {larger:?}"
+        );
+    }
+}
+
+/// A StatefulSet-like pod whose WaitForFirstConsumer claim no PersistentVolume can serve: the finding
+/// names the claim and each PV of its class with why it is refused (one bound to another claim, one
+/// too small, one on another node), and no hint is offered (nothing a hint could change helps).
+#[test]
+fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
+    use crate::testing::{pv, pvc, storage_class};
+    const HOST: &str = "kubernetes.io/hostname";
+    let local = |name: &str, size: &str, on: &str| {
+        pv(name)
+            .storage_class("local")
+            .capacity(size)
+            .phase("Available")
+            .access_modes(&["ReadWriteOnce"])
+            .node_affinity(HOST, &[on])
+    };
+    let objects = ClusterObjects {
+        nodes: vec![
+            node("n1").cpu("4").memory("8Gi").label(HOST, "n1").obj(),
+            node("n2").cpu("4").memory("8Gi").label(HOST, "n2").obj(),
+        ],
+        persistent_volumes: vec![
+            local("pv-bound", "20Gi", "n1")
+                .claim_ref("default", "other-data", "uid-other")
+                .phase("Bound")
+                .obj(),
+            local("pv-small", "1Gi", "n1").obj(),
+            local("pv-elsewhere", "20Gi", "n9").obj(),
+        ],
+        persistent_volume_claims: vec![
+            pvc("data")
+                .storage_class("local")
+                .request("10Gi")
+                .access_modes(&["ReadWriteOnce"])
+                .obj(),
+        ],
+        storage_classes: vec![storage_class(
+            "local",
+            "kubernetes.io/no-provisioner",
+            "WaitForFirstConsumer",
+        )],
+        ..Default::default()
+    };
+    let pending = pod("db-0").pvc("data").obj();
+    let (explanation, report) = evaluate(&objects, &pending);
+    assert_eq!(
+        explanation.outcome,
+        Outcome::Unschedulable,
+        "{}",
+        explanation.message
+    );
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.reason == ReasonCode::NoVolumeForClaim)
+        .unwrap_or_else(|| panic!("no NoVolumeForClaim finding: {:#?}", report.findings));
+    assert_eq!(finding.nodes, ["n1", "n2"]);
+    for expected in [
+        "persistentvolumeclaim default/data",
+        "storageclass \"local\" does not support dynamic provisioning",
+        "pv-bound (bound to persistentvolumeclaim default/other-data)",
+        "pv-elsewhere (node affinity excludes the node)",
+        "pv-small (capacity 1Gi is less than the 10Gi requested)",
+    ] {
+        assert!(
+            finding.message.contains(expected),
+            "{expected:?} not in {:?}",
+            finding.message
+        );
+    }
+    let super::Detail::Volumes { claim, volumes } = &finding.detail else {
+        panic!("detail {:?}", finding.detail);
+    };
+    assert_eq!(claim, "default/data");
+    let names: Vec<&str> = volumes.iter().map(|v| v.volume.as_str()).collect();
+    assert_eq!(names, ["pv-bound", "pv-elsewhere", "pv-small"]);
+    assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
+}
+
+/// A pod whose claim is bound to a volume in zone-a, on a cluster whose only free node is in zone-b:
+/// the finding names the volume, its zone and the node's.
+#[test]
+fn volume_zone_names_the_volume_and_both_zones() {
+    use crate::testing::{pv, pvc};
+    let objects = ClusterObjects {
+        nodes: zones(&[("b1", "zone-b")]),
+        persistent_volumes: vec![
+            pv("pv-a")
+                .label(ZONE, "zone-a")
+                .capacity("10Gi")
+                .phase("Bound")
+                .claim_ref("default", "data", "uid-data")
+                .obj(),
+        ],
+        persistent_volume_claims: vec![pvc("data").bound("pv-a").request("10Gi").obj()],
+        ..Default::default()
+    };
+    let pending = pod("db-0").pvc("data").obj();
+    let (explanation, report) = evaluate(&objects, &pending);
+    assert_eq!(
+        explanation.outcome,
+        Outcome::Unschedulable,
+        "{}",
+        explanation.message
+    );
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.reason == ReasonCode::VolumeZoneConflict)
+        .unwrap_or_else(|| {
+            panic!(
+                "no VolumeZoneConflict finding: {:#?} ({explanation:#?})",
+                report.findings
+            )
+        });
+    assert_eq!(finding.nodes, ["b1"]);
+    assert_eq!(
+        finding.message,
+        "persistentvolume pv-a is in topology.kubernetes.io/zone zone-a; the node has zone-b"
+    );
+    assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
+}
+
+/// A node whose CSI driver allows 2 volumes and holds 2: a pod with a third is refused, and the
+/// finding names the driver, both counts and the limit.
+#[test]
+fn node_volume_limits_names_the_driver_the_counts_and_the_limit() {
+    use crate::testing::{csi_node, pv, pvc};
+    const DRIVER: &str = "disk.csi.example.com";
+    let objects = ClusterObjects {
+        nodes: vec![node("n1").cpu("4").memory("8Gi").obj()],
+        csi_nodes: vec![csi_node("n1", &[(DRIVER, Some(2))])],
+        persistent_volumes: (1..=3)
+            .map(|i| pv(&format!("pv{i}")).csi(DRIVER, &format!("h{i}")).obj())
+            .collect(),
+        persistent_volume_claims: (1..=3)
+            .map(|i| pvc(&format!("c{i}")).bound(&format!("pv{i}")).obj())
+            .collect(),
+        pods: vec![
+            pod("e1").node("n1").pvc("c1").obj(),
+            pod("e2").node("n1").pvc("c2").obj(),
+        ],
+        ..Default::default()
+    };
+    let pending = pod("p").pvc("c3").obj();
+    let (explanation, report) = evaluate(&objects, &pending);
+    assert_eq!(
+        explanation.outcome,
+        Outcome::Unschedulable,
+        "{}",
+        explanation.message
+    );
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.reason == ReasonCode::VolumeLimitExceeded)
+        .unwrap_or_else(|| panic!("no VolumeLimitExceeded finding: {:#?}", report.findings));
+    assert_eq!(
+        finding.message,
+        format!("CSI driver {DRIVER}: 2 volume(s) on the node and the pod's 1 would pass its limit of 2")
+    );
+    assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
+}
+
+/// A ReadWriteOncePod claim in use by a running pod: the finding names the claim and its holder, and
+/// the first hint (delete the holder), applied, makes the pod schedulable.
+#[test]
+fn volume_restrictions_names_the_pod_holding_a_read_write_once_pod_claim() {
+    use crate::testing::{pv, pvc};
+    let objects = ClusterObjects {
+        nodes: vec![node("n1").cpu("4").memory("8Gi").obj()],
+        persistent_volumes: vec![
+            pv("pv-x")
+                .capacity("1Gi")
+                .phase("Bound")
+                .claim_ref("default", "solo", "uid-solo")
+                .obj(),
+        ],
+        persistent_volume_claims: vec![
+            pvc("solo")
+                .bound("pv-x")
+                .access_modes(&["ReadWriteOncePod"])
+                .request("1Gi")
+                .obj(),
+        ],
+        pods: vec![pod("holder").node("n1").pvc("solo").obj()],
+        ..Default::default()
+    };
+    let pending = pod("p").pvc("solo").obj();
+    let (explanation, report) = evaluate(&objects, &pending);
+    assert_eq!(
+        explanation.outcome,
+        Outcome::Unschedulable,
+        "{}",
+        explanation.message
+    );
+    let finding = report
+        .findings
+        .iter()
+        .find(|f| f.reason == ReasonCode::ReadWriteOncePodInUse)
+        .unwrap_or_else(|| panic!("no ReadWriteOncePodInUse finding: {:#?}", report.findings));
+    assert_eq!(
+        finding.message,
+        "persistentvolumeclaim default/solo is ReadWriteOncePod and in use by pod default/holder"
+    );
+    let first = report.hints.first().expect("a hint");
+    assert_eq!(
+        first.change,
+        Change::DeletePods {
+            pods: vec!["default/holder".into()]
+        }
+    );
+    assert_eq!(
+        outcome_after(&objects, &pending, &first.change),
+        Outcome::Scheduled
+    );
+}

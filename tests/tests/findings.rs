@@ -1,0 +1,218 @@
+//! Issue 30, against the real control plane: for a blocker, `kubectl sched explain` names the object
+//! at fault (a finding with its reason code) and its first hint, applied to the real cluster (the
+//! pod recreated with the changed spec, or the named pods deleted), lets the real kube-scheduler bind
+//! the pod.
+
+mod common;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, ensure};
+use common::{Lab, PodBuilder, kubectl_sched_binary, pod};
+use e2e::fixtures::wait_for;
+use k8s_openapi::api::core::v1::Pod;
+use kube::Api;
+use kube::api::{DeleteParams, PostParams};
+use sched_core::diagnosis::Change;
+use serde_json::{Value, json};
+
+const ZONE: &str = "topology.kubernetes.io/zone";
+/// Bounds one `kubectl-sched` run.
+const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long kube-scheduler gets to bind the pod once the hint is applied (it retries an
+/// unschedulable pod on the cluster event the change makes, or after its backoff at the latest).
+const BIND_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `kubectl sched explain POD -n NS -o json` against the lab's API server.
+async fn explain_json(lab: &Lab, pod: &str) -> Result<Value> {
+    let kubeconfig = lab.cp.kubeconfig_path().display().to_string();
+    let args = [
+        "explain",
+        pod,
+        "-n",
+        &lab.ns,
+        "--kubeconfig",
+        &kubeconfig,
+        "-o",
+        "json",
+    ];
+    let output = tokio::time::timeout(
+        COMMAND_TIMEOUT,
+        tokio::process::Command::new(kubectl_sched_binary().await?)
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .context("kubectl-sched explain took too long")??;
+    let out = String::from_utf8_lossy(&output.stdout);
+    ensure!(
+        output.status.success(),
+        "explain exited with {}: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(&out).with_context(|| format!("not JSON: {out}"))
+}
+
+/// Applies `change` to the real cluster as a user would: a change to the pod's spec recreates it
+/// (most of a pod's spec is immutable), deleted pods are deleted (grace 0: no kubelet runs here).
+async fn apply_live(lab: &Lab, pending: &Pod, change: &Change) -> Result<()> {
+    let pods: Api<Pod> = Api::namespaced(lab.client.clone(), &lab.ns);
+    let name = pending.metadata.name.clone().unwrap_or_default();
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..DeleteParams::default()
+    };
+    let mut edited = Pod {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(name.clone()),
+            labels: pending.metadata.labels.clone(),
+            ..Default::default()
+        },
+        spec: pending.spec.clone(),
+        status: None,
+    };
+    if change.edit_pod(&mut edited) {
+        pods.delete(&name, &now).await?;
+        wait_for(&format!("{name} to be gone"), BIND_TIMEOUT, || async {
+            Ok(pods.get_opt(&name).await?.is_none().then_some(()))
+        })
+        .await?;
+        pods.create(&PostParams::default(), &edited).await?;
+    }
+    for key in change.deleted_pods() {
+        let (ns, other) = key.split_once('/').context("namespace/name")?;
+        Api::<Pod>::namespaced(lab.client.clone(), ns)
+            .delete(other, &now)
+            .await
+            .with_context(|| format!("deleting {key}"))?;
+    }
+    ensure!(change.uncordoned_nodes().is_empty(), "no scenario here uncordons");
+    Ok(())
+}
+
+/// The scenario: kube-scheduler rejects `pending`; explain's finding has `reason` and names `words`;
+/// the first hint is `first`; applied, kube-scheduler binds the pod.
+async fn first_hint_lets_kube_scheduler_bind(
+    lab: &Lab,
+    pending: PodBuilder,
+    reason: &str,
+    words: &[&str],
+    first: fn(&Change) -> bool,
+) -> Result<()> {
+    let trial = lab.trial(pending.clone()).await?;
+    trial.expect_failed(&[])?;
+    let name = pending.name().to_string();
+    let v = explain_json(lab, &name).await?;
+    let finding = v["findings"]
+        .as_array()
+        .context("no findings")?
+        .iter()
+        .find(|f| f["reason"] == reason)
+        .with_context(|| format!("no {reason} finding in {:#}", v["findings"]))?;
+    let message = finding["message"].as_str().unwrap_or_default();
+    for w in words {
+        ensure!(message.contains(w), "{message:?} does not name {w:?}");
+    }
+    let hint = v["hints"]
+        .as_array()
+        .context("no hints")?
+        .iter()
+        .find(|h| h.get("change").is_some())
+        .with_context(|| format!("no change hint in {:#}", v["hints"]))?;
+    let change: Change = serde_json::from_value(hint["change"].clone())?;
+    ensure!(first(&change), "first hint {change:?}");
+    apply_live(lab, &trial.pod, &change).await?;
+    let pods: Api<Pod> = Api::namespaced(lab.client.clone(), &lab.ns);
+    let node = wait_for(
+        &format!("kube-scheduler to bind {name}"),
+        BIND_TIMEOUT,
+        || async {
+            let live = pods.get(&name).await?;
+            Ok(live.spec.and_then(|s| s.node_name).filter(|n| !n.is_empty()))
+        },
+    )
+    .await
+    .with_context(|| lab.cp.log_tail("kube-scheduler", 20))?;
+    let expected: Vec<String> = serde_json::from_value(hint["nodes"].clone())?;
+    ensure!(
+        expected.contains(&node),
+        "kube-scheduler bound {name} to {node}, the hint said {expected:?}"
+    );
+    Ok(())
+}
+
+/// A required node affinity to a zone no node has: explain says which zones the nodes have, and
+/// dropping the requirement lets kube-scheduler bind the pod.
+#[tokio::test]
+async fn a_zone_no_node_has_is_named_and_dropping_it_binds() -> Result<()> {
+    let lab = Lab::begin("find-zone").await?;
+    lab.create_nodes(
+        [("a", "zone-a"), ("b", "zone-b"), ("c", "zone-c")]
+            .map(|(n, z)| lab.node(n, "4", "8Gi").label(ZONE, z)),
+    )
+    .await?;
+    let pending = pod("wants-d").cpu("100m").spec(
+        "affinity",
+        json!({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone-d"]}]}
+        ]}}}),
+    );
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pending,
+        "NodeAffinityNoNodeHasValue",
+        &["zone In [zone-d]", "nodes have zone-a, zone-b, zone-c"],
+        |c| matches!(c, Change::RemoveNodeAffinityRequirement { key, .. } if key == ZONE),
+    )
+    .await
+}
+
+/// A host port held by a running pod: explain names the pod, and deleting it lets kube-scheduler
+/// bind the pending one.
+#[tokio::test]
+async fn the_pod_holding_a_host_port_is_named_and_deleting_it_binds() -> Result<()> {
+    let lab = Lab::begin("find-port").await?;
+    lab.create_nodes([lab.node("a", "4", "8Gi")]).await?;
+    lab.create_pods([pod("holder").host_port(8080).on(&lab.n("a"))])
+        .await?;
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("wants-port").host_port(8080),
+        "HostPortInUse",
+        &["host port TCP/0.0.0.0:8080 is held by pod", "/holder"],
+        |c| matches!(c, Change::DeletePods { pods } if pods.len() == 1 && pods[0].ends_with("/holder")),
+    )
+    .await
+}
+
+/// Required anti-affinity with pods running in every zone: explain names the pods and their zones,
+/// and the first hint (drop the term) lets kube-scheduler bind the pod.
+#[tokio::test]
+async fn anti_affinity_collisions_are_named_and_the_first_hint_binds() -> Result<()> {
+    let lab = Lab::begin("find-anti").await?;
+    lab.create_nodes([("a", "zone-a"), ("b", "zone-b")].map(|(n, z)| lab.node(n, "4", "8Gi").label(ZONE, z)))
+        .await?;
+    lab.create_pods([
+        pod("db-0").label("app", "db").on(&lab.n("a")),
+        pod("db-1").label("app", "db").on(&lab.n("b")),
+    ])
+    .await?;
+    let pending = pod("db-2").label("app", "db").spec(
+        "affinity",
+        json!({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": ZONE}
+        ]}}),
+    );
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pending,
+        "PodAntiAffinityCollision",
+        &["/db-0 in topology.kubernetes.io/zone=zone-a"],
+        |c| matches!(c, Change::RemovePodAntiAffinityTerm { term: 0 }),
+    )
+    .await
+}
