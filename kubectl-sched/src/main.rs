@@ -16,7 +16,6 @@ mod source;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{CommandFactory, Parser};
 
 use cli::{Cli, Command, ExplainFormat, GlobalArgs, Output, PreemptArgs, PreemptFormat};
@@ -275,6 +274,7 @@ fn preempt_output(
 /// cluster in between (the window a write's preconditions guard).
 #[cfg(debug_assertions)]
 fn test_hook_pause_before_writes() -> anyhow::Result<()> {
+    use anyhow::Context as _;
     if std::env::var_os("KUBECTL_SCHED_TEST_PAUSE_BEFORE_WRITES").is_none() {
         return Ok(());
     }
