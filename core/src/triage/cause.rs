@@ -1,0 +1,252 @@
+//! A group's root cause: what must change for its pods to schedule, not the filter kube-scheduler
+//! happened to run first.
+//!
+//! kube-scheduler's FailedScheduling counts name, per node, the *first* filter that rejected it: a
+//! pod that needs a PersistentVolume that does not exist, on nodes also short of cpu, is counted as
+//! `Insufficient cpu` everywhere (NodeResourcesFit runs before VolumeBinding), although adding cpu
+//! would open no node. In diagnostic mode every filter runs on every node ([`diagnostic_rejections`]),
+//! and [`root_cause`] ranks the rejecting plugins by what changing each would do:
+//!
+//! 1. a PreFilter rejection: it holds before any node is looked at, so it must change whatever the
+//!    nodes (a missing PVC, an unbound immediate claim, a claim of an unknown DeviceClass);
+//! 2. a plugin that rejects *every* node: no node opens until it changes. Among several, the pod's
+//!    own objects first (VolumeBinding, DynamicResources: no change to a node creates a missing
+//!    PersistentVolume or device), then unresolvable rejections (preemption cannot lift them), then
+//!    the rest;
+//! 3. a plugin that is the *only* rejection on some node: changing it alone opens that node (the
+//!    most such nodes first); the cluster's background (untolerated taints, cordoned nodes) last;
+//! 4. otherwise (every node has several blockers, none common to all) the plugin that rejects the
+//!    most nodes, background last.
+//!
+//! The cause's words are the plugin's own reason (the one it gives on most of the nodes it rejects).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::engine::{CycleState, FilterVerdict, Framework};
+use crate::framework::status::{Code, Status};
+use crate::plugins::names;
+use crate::snapshot::{NodeInfo, PodInfo};
+
+/// Plugins whose rejection is about the pod's own objects (PersistentVolumes, devices): changing a
+/// node's labels, taints or capacity does not create what is missing.
+const POD_OBJECT_PLUGINS: &[&str] = &[names::VOLUME_BINDING, names::DYNAMIC_RESOURCES];
+
+/// Plugins whose rejections usually describe the cluster rather than the pod (control-plane taints,
+/// cordoned nodes): a root cause only when nothing else explains as much.
+const BACKGROUND_PLUGINS: &[&str] = &[names::TAINT_TOLERATION, names::NODE_UNSCHEDULABLE];
+
+/// Every filter that rejects one node (diagnostic mode: kube-scheduler stops at the first).
+#[derive(Debug, Clone)]
+pub struct NodeRejections {
+    /// The node.
+    pub node: String,
+    /// Each rejecting filter and its status, in the profile's filter order.
+    pub rejections: Vec<(&'static str, Status)>,
+}
+
+impl NodeRejections {
+    /// The rejecting plugins, in filter order.
+    pub fn plugins(&self) -> Vec<&'static str> {
+        self.rejections.iter().map(|(p, _)| *p).collect()
+    }
+}
+
+/// Runs every filter on each of `nodes` (the nodes the cycle rejected) with the cycle's `state`;
+/// nodes not in the snapshot are left out.
+pub fn diagnostic_rejections(
+    fwk: &Framework,
+    state: &CycleState,
+    pod: &PodInfo,
+    nodes: &[Arc<NodeInfo>],
+) -> Vec<NodeRejections> {
+    nodes
+        .par_iter()
+        .map(|node| NodeRejections {
+            node: node.name().to_string(),
+            rejections: fwk
+                .run_all_filter_plugins(state, pod, node)
+                .into_iter()
+                .filter_map(|(name, v)| match v {
+                    FilterVerdict::Ran(s) if !s.is_success() => Some((name, s)),
+                    _ => None,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Why a cause was chosen (see the module's rule).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CauseBasis {
+    /// PreFilter rejected the pod before any node was looked at.
+    PreFilter,
+    /// The plugin rejects every node.
+    EveryNode,
+    /// The plugin is the only rejection on some nodes: changing it alone opens them.
+    OnlyBlocker,
+    /// Every node has several blockers; the plugin rejects the most nodes.
+    MostNodes,
+}
+
+/// What must change for a group's pods to schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RootCause {
+    /// The plugin (none for a PreFilter rejection, whose message already says what is missing).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
+    /// The reason, in the plugin's words.
+    pub reason: String,
+    /// Why this one.
+    pub basis: CauseBasis,
+    /// The nodes it rejects (none for PreFilter: it rejects the pod, not nodes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<usize>,
+    /// The nodes where it is the only rejection.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub only_blocker_on: Option<usize>,
+}
+
+impl RootCause {
+    /// Why this cause, in words, for the text output.
+    pub fn why(&self, nodes_total: usize) -> String {
+        let plugin = self.plugin.as_deref().unwrap_or("PreFilter");
+        match self.basis {
+            CauseBasis::PreFilter => {
+                "a PreFilter plugin rejects the pod before any node is looked at: it must change whatever \
+                 the nodes"
+                    .to_string()
+            }
+            CauseBasis::EveryNode => format!(
+                "{plugin} rejects all {nodes_total} nodes (every filter run): no node opens until it changes, \
+                 whatever else also fails"
+            ),
+            CauseBasis::OnlyBlocker => format!(
+                "{plugin} is the only filter rejecting {} of {nodes_total} nodes: changing it alone opens them",
+                self.only_blocker_on.unwrap_or(0)
+            ),
+            CauseBasis::MostNodes => format!(
+                "every rejected node has several blockers; {plugin} rejects the most ({} of {nodes_total})",
+                self.nodes.unwrap_or(0)
+            ),
+        }
+    }
+}
+
+/// What one plugin does across the rejected nodes.
+struct Candidate {
+    plugin: &'static str,
+    /// The first index at which it appears in filter order (ties are broken by it).
+    order: usize,
+    nodes: usize,
+    only: usize,
+    unresolvable: bool,
+    reasons: BTreeMap<String, usize>,
+}
+
+impl Candidate {
+    fn background(&self) -> bool {
+        BACKGROUND_PLUGINS.contains(&self.plugin)
+    }
+
+    /// The tier of the module's rule (lower first).
+    fn tier(&self, nodes_total: usize) -> u8 {
+        let every = nodes_total > 0 && self.nodes == nodes_total;
+        match () {
+            _ if every && POD_OBJECT_PLUGINS.contains(&self.plugin) => 0,
+            _ if every && self.unresolvable => 1,
+            _ if every => 2,
+            _ if self.only > 0 && !self.background() => 3,
+            _ if !self.background() => 4,
+            _ => 5,
+        }
+    }
+
+    /// The reason it gives on the most nodes (ties: alphabetical).
+    fn reason(&self) -> String {
+        self.reasons
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)))
+            .map(|(r, _)| r.clone())
+            .unwrap_or_else(|| format!("rejected by {}", self.plugin))
+    }
+}
+
+/// The root cause of an unschedulable evaluation: `pre_filter` is the PreFilter rejection's message
+/// (then it is the cause), `rejected` every node's rejections in diagnostic mode, `nodes_total` the
+/// cluster's nodes (a plugin "rejects every node" only when all of them are in `rejected`). None
+/// when nothing rejects anything.
+pub fn root_cause(
+    pre_filter: Option<&str>,
+    rejected: &[NodeRejections],
+    nodes_total: usize,
+) -> Option<RootCause> {
+    if let Some(message) = pre_filter {
+        return Some(RootCause {
+            plugin: None,
+            reason: message.to_string(),
+            basis: CauseBasis::PreFilter,
+            nodes: None,
+            only_blocker_on: None,
+        });
+    }
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for node in rejected {
+        let only = node.rejections.len() == 1;
+        for (plugin, status) in &node.rejections {
+            let i = match candidates.iter().position(|c| c.plugin == *plugin) {
+                Some(i) => i,
+                None => {
+                    candidates.push(Candidate {
+                        plugin,
+                        order: candidates.len(),
+                        nodes: 0,
+                        only: 0,
+                        unresolvable: false,
+                        reasons: BTreeMap::new(),
+                    });
+                    candidates.len() - 1
+                }
+            };
+            let c = &mut candidates[i];
+            c.nodes += 1;
+            c.only += usize::from(only);
+            c.unresolvable |= status.code() == Code::UnschedulableAndUnresolvable;
+            for r in status.reasons() {
+                *c.reasons.entry(r.clone()).or_default() += 1;
+            }
+        }
+    }
+    // Only nodes whose rejections were all seen count towards "every node".
+    let total = if rejected.len() == nodes_total {
+        nodes_total
+    } else {
+        usize::MAX
+    };
+    let best = candidates.iter().min_by(|a, b| {
+        a.tier(total)
+            .cmp(&b.tier(total))
+            .then(b.only.cmp(&a.only))
+            .then(b.nodes.cmp(&a.nodes))
+            .then(a.order.cmp(&b.order))
+    })?;
+    let basis = match best.tier(total) {
+        0..=2 => CauseBasis::EveryNode,
+        _ if best.only > 0 => CauseBasis::OnlyBlocker,
+        _ => CauseBasis::MostNodes,
+    };
+    Some(RootCause {
+        plugin: Some(best.plugin.to_string()),
+        reason: best.reason(),
+        basis,
+        nodes: Some(best.nodes),
+        only_blocker_on: (best.only > 0).then_some(best.only),
+    })
+}
+
+#[cfg(test)]
+mod tests;
