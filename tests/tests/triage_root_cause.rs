@@ -123,29 +123,32 @@ fn pod_spec(cpu: &str) -> Value {
     })
 }
 
-/// kube-scheduler's PodScheduled=False message on `name`, once it has written one.
-async fn unschedulable_message(pods: &Api<Pod>, name: &str) -> Result<String> {
-    eventually(
-        &format!("kube-scheduler's verdict on {name}"),
-        WAIT,
-        || async move {
+/// kube-scheduler's PodScheduled=False message on `name`, once it starts with `prefix` (an earlier
+/// attempt may have seen the cluster half made: a StatefulSet's pod before its PVC).
+async fn kube_scheduler_says(pods: &Api<Pod>, name: &str, prefix: &str) -> Result<String> {
+    let last = std::sync::Mutex::new(None::<String>);
+    let said = eventually(&format!("kube-scheduler's verdict on {name}"), WAIT, || {
+        let last = &last;
+        async move {
             let Some(pod) = pods.get_opt(name).await? else {
                 return Ok(None);
             };
-            Ok(pod
+            let message = pod
                 .status
                 .and_then(|s| s.conditions)
                 .into_iter()
                 .flatten()
-                .find(|c| {
-                    c.type_ == "PodScheduled"
-                        && c.status == "False"
-                        && c.reason.as_deref() == Some("Unschedulable")
-                })
-                .and_then(|c| c.message))
-        },
-    )
-    .await
+                .find(|c| c.type_ == "PodScheduled" && c.status == "False")
+                .and_then(|c| c.message);
+            if let Ok(mut l) = last.lock() {
+                l.clone_from(&message);
+            }
+            Ok(message.filter(|m| m.starts_with(prefix)))
+        }
+    })
+    .await;
+    let last = last.into_inner().ok().flatten();
+    said.with_context(|| format!("kube-scheduler's last word on {name}: {last:?}"))
 }
 
 /// The workload group of `kind/name` in triage's JSON report, with its cause.
@@ -219,17 +222,13 @@ async fn a_statefulset_without_a_persistent_volume_is_filed_under_volume_binding
 
     // The premise: kube-scheduler counts the StatefulSet's pod under cpu, the first filter that
     // rejected each node, and the missing claim as a whole-cluster message.
-    let db_said = unschedulable_message(&pods, "db-0").await?;
-    ensure!(
-        db_said.starts_with("0/3 nodes are available: 3 Insufficient cpu."),
-        "kube-scheduler said {db_said:?}"
-    );
-    let uploads_said = unschedulable_message(&pods, "uploads").await?;
-    ensure!(
-        uploads_said
-            .starts_with("0/3 nodes are available: persistentvolumeclaim \"uploads-data\" not found."),
-        "kube-scheduler said {uploads_said:?}"
-    );
+    let db_said = kube_scheduler_says(&pods, "db-0", "0/3 nodes are available: 3 Insufficient cpu.").await?;
+    kube_scheduler_says(
+        &pods,
+        "uploads",
+        "0/3 nodes are available: persistentvolumeclaim \"uploads-data\" not found.",
+    )
+    .await?;
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), &ns);
     ensure!(
         claims.get_opt("data-db-0").await?.is_some(),

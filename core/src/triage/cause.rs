@@ -27,9 +27,10 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::engine::{CycleState, FilterVerdict, Framework};
+use crate::explain::Explanation;
 use crate::framework::status::{Code, Status};
 use crate::plugins::names;
-use crate::snapshot::{NodeInfo, PodInfo};
+use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
 /// Plugins whose rejection is about the pod's own objects (PersistentVolumes, devices): changing a
 /// node's labels, taints or capacity does not create what is missing.
@@ -53,6 +54,15 @@ impl NodeRejections {
     pub fn plugins(&self) -> Vec<&'static str> {
         self.rejections.iter().map(|(p, _)| *p).collect()
     }
+}
+
+/// The nodes `e` rejected, as `snapshot` holds them (what [`diagnostic_rejections`] looks at).
+pub fn rejected_nodes(e: &Explanation, snapshot: &Snapshot) -> Vec<Arc<NodeInfo>> {
+    e.nodes
+        .iter()
+        .filter(|n| !n.feasible)
+        .filter_map(|n| snapshot.node(&n.name).cloned())
+        .collect()
 }
 
 /// Runs every filter on each of `nodes` (the nodes the cycle rejected) with the cycle's `state`;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use crate::snapshot::PodInfo;
 
-pub use cause::{CauseBasis, NodeRejections, RootCause, diagnostic_rejections, root_cause};
+pub use cause::{CauseBasis, NodeRejections, RootCause, diagnostic_rejections, rejected_nodes, root_cause};
 pub use shape::{ShapeKey, shape_key};
 pub use workload::{Workload, WorkloadError, WorkloadIndex, parse_workload};
 

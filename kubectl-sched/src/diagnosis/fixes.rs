@@ -7,7 +7,6 @@
 //! uncordoning, relaxing anti-affinity), then by how many nodes they open.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Taint;
 use sched_core::diagnosis::{DeviceClassResolver, Shortfall, pod_tolerations, shortfall_with_dra};
@@ -15,8 +14,8 @@ use sched_core::engine::{CycleState, Framework};
 use sched_core::explain::Explanation;
 use sched_core::plugins::names;
 use sched_core::resource::{PODS, format_amount};
-use sched_core::triage::{NodeRejections, diagnostic_rejections};
-use sched_core::{NodeInfo, PodInfo, Snapshot};
+use sched_core::triage::{NodeRejections, diagnostic_rejections, rejected_nodes};
+use sched_core::{PodInfo, Snapshot};
 use serde::Serialize;
 
 use crate::diagnosis::hints::{
@@ -87,12 +86,7 @@ pub fn diagnose(
     if e.pre_filter_message.is_some() {
         return Diagnosis::default();
     }
-    let rejected: Vec<Arc<NodeInfo>> = e
-        .nodes
-        .iter()
-        .filter(|n| !n.feasible)
-        .filter_map(|n| snapshot.node(&n.name).cloned())
-        .collect();
+    let rejected = rejected_nodes(e, snapshot);
     let rejections = diagnostic_rejections(fwk, state, pod, &rejected);
     let per_node: Vec<(&str, Vec<&'static str>)> = rejections
         .iter()

@@ -37,12 +37,7 @@ fn evaluate(
     let cycle = schedule_cycle(&fwk, &p, ScheduleOptions::default());
     let e = &cycle.explanation;
     assert_eq!(e.outcome, Outcome::Unschedulable, "{}", e.message);
-    let rejected: Vec<Arc<NodeInfo>> = e
-        .nodes
-        .iter()
-        .filter(|n| !n.feasible)
-        .filter_map(|n| snapshot.node(&n.name).cloned())
-        .collect();
+    let rejected = rejected_nodes(e, &snapshot);
     let rejections = if e.pre_filter_message.is_some() {
         Vec::new()
     } else {
@@ -104,8 +99,7 @@ fn the_root_cause_is_what_must_change_not_the_first_failing_filter() {
             ],
             pod: pod("web").cpu("3").obj(),
             claims: vec![],
-            counts: "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s) \
-                     {dedicated: infra}.",
+            counts: "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s).",
             plugin: Some(names::NODE_RESOURCES_FIT),
             reason: "Insufficient cpu",
             basis: CauseBasis::OnlyBlocker,
@@ -126,7 +120,7 @@ fn the_root_cause_is_what_must_change_not_the_first_failing_filter() {
             pod: pod("web").cpu("3").node_selector("pool", "x").obj(),
             claims: vec![],
             counts: "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) \
-                     had untolerated taint(s) {d: i}.",
+                     had untolerated taint(s).",
             plugin: Some(names::NODE_RESOURCES_FIT),
             reason: "Insufficient cpu",
             basis: CauseBasis::MostNodes,
