@@ -28,9 +28,9 @@ use serde::Serialize;
 
 use crate::engine::{CycleState, FilterVerdict, Framework};
 use crate::explain::Explanation;
-use crate::framework::status::{Code, Status};
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
+use crate::{Code, Status};
 
 /// Plugins whose rejection is about the pod's own objects (PersistentVolumes, devices): changing a
 /// node's labels, taints or capacity does not create what is missing.
@@ -212,7 +212,7 @@ pub fn root_cause(
                 Some(i) => i,
                 None => {
                     candidates.push(Candidate {
-                        plugin,
+                        plugin: *plugin,
                         order: candidates.len(),
                         nodes: 0,
                         only: 0,
