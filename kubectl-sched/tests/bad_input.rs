@@ -41,7 +41,7 @@ fn web_document(spec: &str, requests: &str) -> String {
 const PLAIN: &str = "{cpu: 100m}";
 
 /// The headline of the answer for shop/web on the one-node cluster when it fits.
-const FITS: &str = "shop/web would be scheduled on n1 with score 471 (profile default-scheduler, 1 nodes, kube-scheduler v1.37.1 semantics).\n";
+const FITS: &str = "shop/web would be scheduled on n1 with score 471 (profile default-scheduler, 1 nodes, kube-scheduler v1.37.2 semantics).\n";
 
 /// What a row expects.
 enum Want {
@@ -91,7 +91,7 @@ fn run(row: &Row, dir: &Path) -> (Output, String, String) {
         .arg(&snapshot)
         // The files here record no version: the release is named, so that stderr holds only what the
         // input itself causes.
-        .args(["--kube-version", "v1.37.1"])
+        .args(["--kube-version", "v1.37.2"])
         .env("KUBECONFIG", "/nonexistent/kubeconfig")
         .env_remove("RUST_BACKTRACE")
         .output()
@@ -288,7 +288,7 @@ fn rows() -> Vec<Row> {
             args: EXPLAIN_WEB,
             want: Want::Answer {
                 code: 0,
-                stdout: "shop/web would be scheduled on n1 with score 387 (profile default-scheduler, 1 nodes, kube-scheduler v1.37.1 semantics).\n",
+                stdout: "shop/web would be scheduled on n1 with score 387 (profile default-scheduler, 1 nodes, kube-scheduler v1.37.2 semantics).\n",
                 stderr: "",
             },
         },
@@ -330,7 +330,7 @@ fn rows() -> Vec<Row> {
             args: EXPLAIN_WEB,
             want: Want::Answer {
                 code: 0,
-                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.1 semantics):\n  0/1 nodes are available: 1 \
+                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.2 semantics):\n  0/1 nodes are available: 1 \
                          Insufficient example.com/foo. preemption: 0/1 nodes are available: 1 Preemption is not helpful \
                          for scheduling.\n",
                 stderr: "",
@@ -351,7 +351,7 @@ fn rows() -> Vec<Row> {
             args: EXPLAIN_WEB,
             want: Want::Answer {
                 code: 0,
-                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.1 semantics):\n  0/1 nodes are available: 1 \
+                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.2 semantics):\n  0/1 nodes are available: 1 \
                          node(s) didn't match Pod's node affinity/selector. preemption: 0/1 nodes are available: 1 \
                          Preemption is not helpful for scheduling.\n",
                 stderr: "",
@@ -372,7 +372,7 @@ fn rows() -> Vec<Row> {
             args: EXPLAIN_WEB,
             want: Want::Answer {
                 code: 0,
-                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.1 semantics):\n  0/1 nodes are available: \
+                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.2 semantics):\n  0/1 nodes are available: \
                          parsing pod: \"Near\" is not a valid label selector operator. not found\n",
                 stderr: "",
             },
@@ -394,7 +394,7 @@ fn rows() -> Vec<Row> {
                 code: 0,
                 stdout: "shop/web: the scheduling cycle fails: running PreFilter plugin \"PodTopologySpread\": get \
                          constraints from pod: obtaining pod's hard topology spread constraints: \"Near\" is not a valid \
-                         label selector operator (profile default-scheduler, 1 nodes, kube-scheduler v1.37.1 semantics)\n",
+                         label selector operator (profile default-scheduler, 1 nodes, kube-scheduler v1.37.2 semantics)\n",
                 stderr: "",
             },
         },
@@ -405,7 +405,7 @@ fn rows() -> Vec<Row> {
             args: EXPLAIN_WEB,
             want: Want::Answer {
                 code: 0,
-                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.1 semantics):\n  0/1 nodes are available: \
+                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.2 semantics):\n  0/1 nodes are available: \
                          persistentvolumeclaim \"data\" not found. not found\n",
                 stderr: "",
             },
@@ -426,7 +426,7 @@ fn rows() -> Vec<Row> {
             want: Want::Answer {
                 code: 0,
                 // VolumeZone's PreFilter looks the PV up before VolumeBinding's Filter would.
-                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.1 semantics):\n  0/1 nodes are available: \
+                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.2 semantics):\n  0/1 nodes are available: \
                          persistentvolume \"gone\" not found. not found\n",
                 stderr: "",
             },
@@ -446,7 +446,7 @@ fn rows() -> Vec<Row> {
             args: EXPLAIN_WEB,
             want: Want::Answer {
                 code: 0,
-                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.1 semantics):\n  0/1 nodes are available: \
+                stdout: "shop/web cannot be scheduled (profile default-scheduler, 1 nodes, kube-scheduler v1.37.2 semantics):\n  0/1 nodes are available: \
                          pod has unbound immediate PersistentVolumeClaims. not found\n",
                 stderr: "",
             },

@@ -15,7 +15,7 @@ fn example() -> PathBuf {
         .join("cluster.yaml")
 }
 
-/// The FailedScheduling message kube-scheduler v1.37.1 writes for shop/report-builder on this cluster
+/// The FailedScheduling message kube-scheduler v1.37.2 writes for shop/report-builder on this cluster
 /// (checked against the real scheduler with the same objects).
 const REPORT_BUILDER_MESSAGE: &str = "0/5 nodes are available: 1 Insufficient memory, 1 node(s) were \
      unschedulable, 2 Insufficient cpu, 2 node(s) had untolerated taint(s). preemption: 0/5 nodes are \
@@ -87,7 +87,7 @@ fn unschedulable_pod_gets_the_exact_failed_scheduling_message_as_headline() {
     assert_eq!(
         lines.next(),
         Some(
-            "shop/report-builder cannot be scheduled (profile default-scheduler, 5 nodes, kube-scheduler v1.37.1 semantics):"
+            "shop/report-builder cannot be scheduled (profile default-scheduler, 5 nodes, kube-scheduler v1.37.2 semantics):"
         )
     );
     assert_eq!(lines.next(), Some(format!("  {REPORT_BUILDER_MESSAGE}").as_str()));
@@ -239,7 +239,7 @@ fn json_scores_add_up_for_a_pod_that_fits() {
     assert_eq!(v["hints"], serde_json::json!([]));
     let out = ok(run_example(&["explain", "checkout", "-n", "shop"]));
     assert!(
-        out.starts_with("shop/checkout would be scheduled on worker-big with score 408 (profile default-scheduler, 5 nodes, kube-scheduler v1.37.1 semantics).\n"),
+        out.starts_with("shop/checkout would be scheduled on worker-big with score 408 (profile default-scheduler, 5 nodes, kube-scheduler v1.37.2 semantics).\n"),
         "{out}"
     );
 }
@@ -352,7 +352,7 @@ fn bound_pod_is_evaluated_as_if_pending() {
     let out = ok(run_example(&["explain", "pod/db-0", "-n", "shop"]));
     assert!(
         out.starts_with(
-            "shop/db-0 is bound to worker-small (profile default-scheduler, 5 nodes, kube-scheduler v1.37.1 semantics).\nEvaluated as if \
+            "shop/db-0 is bound to worker-small (profile default-scheduler, 5 nodes, kube-scheduler v1.37.2 semantics).\nEvaluated as if \
              pending, worker-small is still feasible and still the best (score 402).\n"
         ),
         "{out}"
@@ -377,7 +377,7 @@ fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
     let out = ok(run_example(&["explain", "canary", "-n", "shop"]));
     assert!(
         out.starts_with(
-            "shop/canary is gated (profile default-scheduler, 5 nodes, kube-scheduler v1.37.1 semantics):\n  Scheduling is blocked due to \
+            "shop/canary is gated (profile default-scheduler, 5 nodes, kube-scheduler v1.37.2 semantics):\n  Scheduling is blocked due to \
              non-empty scheduling gates: example.com/rollout-approval\nOnce ungated, it would be scheduled on \
              worker-big with score 408.\n"
         ),
@@ -400,7 +400,7 @@ fn gated_pod_shows_the_gate_and_what_happens_once_ungated() {
     ]));
     assert!(
         md.starts_with(
-            "### `shop/canary` is gated\n\nProfile `default-scheduler`, 5 nodes, kube-scheduler v1.37.1 \
+            "### `shop/canary` is gated\n\nProfile `default-scheduler`, 5 nodes, kube-scheduler v1.37.2 \
              semantics.\n\n```\nScheduling is blocked \
              due to non-empty scheduling gates: example.com/rollout-approval\n```\n"
         ),
@@ -922,7 +922,7 @@ fn preempt_dry_run_prints_candidates_victims_choice_and_plan() {
         let out = ok(drill("urgent", extra));
         assert!(
             out.starts_with(
-                "drill/urgent cannot be scheduled (4 nodes, kube-scheduler v1.37.1 semantics):\n  0/4 nodes are available: 4 Insufficient cpu. \
+                "drill/urgent cannot be scheduled (4 nodes, kube-scheduler v1.37.2 semantics):\n  0/4 nodes are available: 4 Insufficient cpu. \
                  preemption: found a potential placement for pod on node n2, preempting 1 victims\n"
             ),
             "{out}"
@@ -2108,10 +2108,10 @@ fn long_simulations_show_progress() {
 fn example_recording(line: &str) -> (tempfile::TempDir, PathBuf) {
     let text = std::fs::read_to_string(example()).expect("the example");
     assert!(
-        text.contains("\nkubeVersion: v1.37.1\n"),
+        text.contains("\nkubeVersion: v1.37.2\n"),
         "the example records its release"
     );
-    let text = text.replace("\nkubeVersion: v1.37.1\n", &format!("\n{line}"));
+    let text = text.replace("\nkubeVersion: v1.37.2\n", &format!("\n{line}"));
     temp_file("cluster.yaml", &text)
 }
 
@@ -2139,15 +2139,15 @@ fn a_snapshot_is_evaluated_with_the_release_it_records_unless_kube_version_says_
         (
             "",
             &[],
-            "v1.37.1",
+            "v1.37.2",
             "records no Kubernetes version (a file from kubectl, or an older kubectl-sched); evaluating with \
-             kube-scheduler v1.37.1's semantics (use --kube-version to pick another release)",
+             kube-scheduler v1.37.2's semantics (use --kube-version to pick another release)",
         ),
         (
             "kubeVersion: v1.34.4\n",
             &["--kube-version", "v1.37"],
-            "v1.37.1",
-            "was taken from Kubernetes v1.34.4; evaluating with kube-scheduler v1.37.1's semantics, as \
+            "v1.37.2",
+            "was taken from Kubernetes v1.34.4; evaluating with kube-scheduler v1.37.2's semantics, as \
              --kube-version says",
         ),
         ("", &["--kube-version", "v1.35"], "v1.35.4", ""),

@@ -6,6 +6,7 @@
 #   tests/controlplane/build.sh          # builds what is missing, prints the bin directory
 #   tests/controlplane/build.sh v1.35    # kube-apiserver and kube-scheduler of releases/v1.35/go.mod
 #   tests/controlplane/build.sh --releases   # those two of every releases/v1.*/ (add.sh there adds one)
+#   tests/controlplane/build.sh --all        # the pinned release, then every releases/v1.*/, newest first
 #
 # KUBECTL_SCHED_K8S_BIN=/some/dir overrides the pinned release's directory (both for this script and for
 # the tests); the other releases go to ${XDG_CACHE_HOME:-$HOME/.cache}/kubectl-sched/k8s-vX.Y.Z/bin.
@@ -13,9 +14,23 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
 
-if [ "${1:-}" = --releases ]; then
+# A private Go build cache, removed when the script ends: the binaries are what is kept, and the
+# ~4 GB of compiled packages would otherwise stay on disks that CI runs share with the Rust build.
+# --all and --releases share one cache between the releases they build: the third-party modules
+# most releases require at the same versions (etcd's client, gRPC, protobuf, CEL, OpenTelemetry)
+# are then compiled once, not once per release.
+if [ -z "${KUBECTL_SCHED_SHARED_GOCACHE:-}" ]; then
+  GOCACHE=$(mktemp -d "${TMPDIR:-/tmp}/kubectl-sched-gocache.XXXXXX")
+  export GOCACHE
+  trap 'chmod -R u+w "$GOCACHE" 2>/dev/null; rm -rf "$GOCACHE"' EXIT
+fi
+
+if [ "${1:-}" = --releases ] || [ "${1:-}" = --all ]; then
+  export KUBECTL_SCHED_SHARED_GOCACHE=1
   # $here/build.sh, not $0: $0 may be relative to the directory this script left.
-  for dir in "$here"/releases/v1.*/; do "$here/build.sh" "$(basename "$dir")"; done
+  [ "$1" = --all ] && "$here/build.sh"
+  mapfile -t releases < <(cd "$here/releases" && ls -d v1.*/ | tr -d / | sort -t. -k2,2nr)
+  for release in "${releases[@]}"; do "$here/build.sh" "$release"; done
   exit 0
 fi
 names=(etcd kube-apiserver kube-scheduler kube-controller-manager kubectl)
@@ -47,12 +62,6 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
   ldflags+=" -X $pkg.gitVersion=$version -X $pkg.gitMajor=1 -X $pkg.gitMinor=$(echo "$version" | cut -d. -f2)"
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
-
-# A private Go build cache, removed when the script ends: the binaries are what is kept, and the
-# ~4 GB of compiled packages would otherwise stay on disks that CI runs share with the Rust build.
-GOCACHE=$(mktemp -d "${TMPDIR:-/tmp}/kubectl-sched-gocache.XXXXXX")
-export GOCACHE
-trap 'chmod -R u+w "$GOCACHE" 2>/dev/null; rm -rf "$GOCACHE"' EXIT
 
 for name in "${names[@]}"; do
   if [ -x "$bin/$name" ]; then

@@ -1,4 +1,4 @@
-//! Differential tests: the real kube-scheduler (the pinned v1.37.1, or the release
+//! Differential tests: the real kube-scheduler (the pinned v1.37.2, or the release
 //! `KUBECTL_SCHED_K8S_RELEASE` names) is the oracle for sched-core.
 //!
 //! Every scenario builds a small cluster on the shared control plane (see `common`), lets
@@ -690,7 +690,7 @@ async fn csi_volume_limit_counts_an_attached_pod_volume_once() -> Result<()> {
 
 /// A ResourceClaim that does not exist: DynamicResources' PreEnqueue keeps the pod out of the
 /// queue (like a scheduling gate), so kube-scheduler writes no event and sets no condition.
-/// sched-core should say Gated with that PreEnqueue message: the error of v1.37.1's assume cache
+/// sched-core should say Gated with that PreEnqueue message: the error of v1.37.2's assume cache
 /// for ResourceClaims (read from the Go source; kube-scheduler does not publish it). Where
 /// DynamicResourceAllocation is off by default (v1.33) the claim is ignored and the pod binds.
 #[tokio::test]
@@ -891,7 +891,7 @@ async fn preemption_cannot_make_room() -> Result<()> {
 
 /// A gated pod never reaches a scheduling cycle: kube-scheduler writes no FailedScheduling event
 /// and the API server itself set PodScheduled=False/SchedulingGated at creation. sched-core says
-/// Gated, with the message of v1.37.1's SchedulingGates PreEnqueue plugin.
+/// Gated, with the message of v1.37.2's SchedulingGates PreEnqueue plugin.
 #[tokio::test]
 async fn scheduling_gates() -> Result<()> {
     let lab = Lab::begin("gated").await?;

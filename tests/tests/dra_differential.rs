@@ -1,5 +1,5 @@
 //! Differential tests for pods with ResourceClaims (Dynamic Resource Allocation, structured
-//! parameters): the real kube-scheduler v1.37.1 is the oracle for sched-core's DynamicResources.
+//! parameters): the real kube-scheduler v1.37.2 is the oracle for sched-core's DynamicResources.
 //!
 //! No DRA driver runs: DeviceClasses and ResourceSlices are created by hand (node-local,
 //! node-selector and all-nodes pools), and kube-scheduler allocates the claims itself and writes
@@ -1202,7 +1202,7 @@ async fn pool_generation_new_device_is_used() -> Result<()> {
 }
 
 /// A claim already reserved for the maximum number of consumers (256, non-pod ones, which
-/// kube-controller-manager leaves alone). kube-scheduler v1.37.1 has no "resourceclaim in use"
+/// kube-controller-manager leaves alone). kube-scheduler v1.37.2 has no "resourceclaim in use"
 /// check any more (`resourceclaim.CanBeReserved` is always true): the scheduling cycle picks n1,
 /// and only PreBind fails, when the API server refuses a 257th `reservedFor` entry. sched-core
 /// answers for the scheduling cycle, so it must select n1.

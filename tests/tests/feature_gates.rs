@@ -274,29 +274,23 @@ fn config_refusal(binary: &Path, config: &Path) -> Result<Option<String>> {
     Ok(Some(quoted.replace("\\\"", "\"").replace("\\\\", "\\")))
 }
 
-#[test]
-fn a_profile_naming_a_plugin_the_release_lacks_is_refused_in_its_words() -> Result<()> {
+/// Runs every release's kube-scheduler and sched-core (with the release's defaults) on a
+/// configuration per entry of `profiles` (the value of its `profiles:` key): both must accept it,
+/// or refuse it with the same words. A profile kube-scheduler accepts but sched-core refuses at
+/// "initializing profiles" (a plugin the release has that the engine lacks) fails too.
+fn refused_alike(profiles: &[&str]) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let kubeconfig = unreachable_kubeconfig(dir.path())?;
-    // Plugins added after v1.33 (names.rs ADDED_AFTER_V1_33) and one no release has, at MultiPoint
-    // (checked as PreFilter) and at an explicit point.
-    let profiles = [
-        "multiPoint: {enabled: [{name: NodeDeclaredFeatures}]}",
-        "filter: {enabled: [{name: NodeDeclaredFeatures}]}",
-        "multiPoint: {enabled: [{name: DeferredPodScheduling}]}",
-        "multiPoint: {enabled: [{name: PodGroupPodsCount}]}",
-        "filter: {enabled: [{name: NoSuchPlugin}]}",
-    ];
     for (minor, version) in every_release()? {
         let binary = kube_scheduler(&minor)?;
-        for (i, plugins) in profiles.iter().enumerate() {
+        for (i, profiles) in profiles.iter().enumerate() {
             let config = dir.path().join(format!("config-{minor}-{i}.yaml"));
             std::fs::write(
                 &config,
                 format!(
                     "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
                      clientConnection: {{kubeconfig: '{}'}}\nleaderElection: {{leaderElect: false}}\n\
-                     profiles: [{{schedulerName: default-scheduler, plugins: {{{plugins}}}}}]\n",
+                     profiles: {profiles}\n",
                     kubeconfig.display()
                 ),
             )?;
@@ -310,18 +304,63 @@ fn a_profile_naming_a_plugin_the_release_lacks_is_refused_in_its_words() -> Resu
                     .unwrap_or(e)
             });
             match (&theirs, &ours) {
-                // A plugin the release has but kubectl-sched does not implement: refused by us only.
-                (None, Some(ours)) if ours.contains("initializing profiles") => {
-                    bail!("{minor} {plugins}: kube-scheduler accepts it, we say {ours:?}")
+                // A plugin the release has but kubectl-sched does not implement is refused by
+                // us only, saying so; any other refusal of a profile kube-scheduler accepts fails.
+                (None, Some(ours)) if !ours.contains("kubectl-sched does not implement plugin") => {
+                    bail!("{minor} {profiles}: kube-scheduler accepts it, we say {ours:?}")
                 }
                 (None, _) => {}
                 (Some(theirs), ours) => ensure!(
                     Some(theirs) == ours.as_ref(),
-                    "{minor} {plugins}: kube-scheduler says {theirs:?}, we say {ours:?}"
+                    "{minor} {profiles}: kube-scheduler says {theirs:?}, we say {ours:?}"
                 ),
             }
-            println!("{minor} {plugins}: {}", theirs.as_deref().unwrap_or("accepted"));
+            println!("{minor} {profiles}: {}", theirs.as_deref().unwrap_or("accepted"));
         }
     }
     Ok(())
+}
+
+#[test]
+fn a_profile_naming_a_plugin_the_release_lacks_is_refused_in_its_words() -> Result<()> {
+    // Plugins added after v1.33 (names.rs ADDED_AFTER_V1_33) and one no release has, at MultiPoint
+    // (checked as PreFilter) and at an explicit point.
+    let plugins = [
+        "multiPoint: {enabled: [{name: NodeDeclaredFeatures}]}",
+        "filter: {enabled: [{name: NodeDeclaredFeatures}]}",
+        "multiPoint: {enabled: [{name: DeferredPodScheduling}]}",
+        "multiPoint: {enabled: [{name: PodGroupPodsCount}]}",
+        "filter: {enabled: [{name: NoSuchPlugin}]}",
+    ];
+    let profiles: Vec<String> = plugins
+        .iter()
+        .map(|plugins| format!("[{{schedulerName: default-scheduler, plugins: {{{plugins}}}}}]"))
+        .collect();
+    refused_alike(&profiles.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+/// Configuration validation whose words or rules differ by release: the queue sort every profile
+/// must share (JSON or Go syntax), a score shape out of order, NodeResourcesFitArgs' ratio.
+#[test]
+fn configurations_are_validated_in_each_releases_words() -> Result<()> {
+    let fit = |strategy: &str| {
+        format!(
+            "[{{schedulerName: default-scheduler, pluginConfig: [{{name: NodeResourcesFit, args: {{scoringStrategy: {strategy}}}}}]}}]"
+        )
+    };
+    let unsorted = fit(
+        "{type: RequestedToCapacityRatio, resources: [{name: cpu, weight: 1}], requestedToCapacityRatio: \
+         {shape: [{utilization: 50, score: 1}, {utilization: 50, score: 2}]}}",
+    );
+    let unused = fit(
+        "{type: MostAllocated, resources: [{name: cpu, weight: 1}], requestedToCapacityRatio: \
+         {shape: [{utilization: 10, score: 1}]}}",
+    );
+    refused_alike(&[
+        "[{schedulerName: a}, {schedulerName: b, plugins: {queueSort: {enabled: [{name: Foo}], disabled: [{name: '*'}]}}}]",
+        "[{schedulerName: a, plugins: {queueSort: {enabled: [{name: Foo}], disabled: [{name: '*'}]}}}, {schedulerName: b}]",
+        "[{schedulerName: a, plugins: {queueSort: {enabled: [{name: PrioritySort}]}}}, {schedulerName: b, plugins: {queueSort: {enabled: [{name: PrioritySort, weight: 0}]}}}]",
+        &unsorted,
+        &unused,
+    ])
 }

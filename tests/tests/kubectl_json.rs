@@ -1,5 +1,5 @@
 //! What the real kubectl prints, read by `kubectl sched`: `kubectl get deploy,sts -o json` of 50
-//! workloads stored in the real kube-apiserver v1.37.1 (a `List` with status and kubectl's
+//! workloads stored in the real kube-apiserver v1.37.2 (a `List` with status and kubectl's
 //! indentation), given to `simulate -f` against the bundled example cluster. The YAML
 //! depth guard used to refuse such a file ("flow collections nested more than 128 levels deep");
 //! every replica of every workload must now be simulated.

@@ -4,7 +4,7 @@
 //! PriorityClasses, PodDisruptionBudgets whose status is written through the status subresource,
 //! since no disruption controller runs, nominated pods, and the pending preemptor), asks
 //! `kubectl sched preempt POD --dry-run=client -o json` for a prediction, then starts the real
-//! kube-scheduler v1.37.1 and compares what it does: the pods it deletes (victims are created with
+//! kube-scheduler v1.37.2 and compares what it does: the pods it deletes (victims are created with
 //! a 30 s grace period and no kubelet ever confirms the deletion, so they stay terminating with a
 //! `DisruptionTarget` condition), the node it writes into the preemptor's
 //! `status.nominatedNodeName`, its FailedScheduling message, and the lower-priority nominations it

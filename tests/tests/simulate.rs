@@ -1,4 +1,4 @@
-//! `kubectl sched simulate` against the real kube-scheduler v1.37.1, batch by batch.
+//! `kubectl sched simulate` against the real kube-scheduler v1.37.2, batch by batch.
 //!
 //! Each scenario builds its cluster with kube-scheduler stopped: fake nodes (no kubelet), bound
 //! pods (`spec.nodeName` set at creation) and a batch of pending pods. It runs

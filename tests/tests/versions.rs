@@ -1,8 +1,10 @@
 //! The differential scenarios that touch a difference between kube-scheduler releases, plus a
 //! sample of plain ones (`common::scenarios`), against the real kube-apiserver and kube-scheduler
 //! of every supported release other than the pinned one (`tests/controlplane/releases/`, built by
-//! `make controlplane-releases`). `differential.rs` runs the same scenarios, with the rest, on
-//! the pinned release; `make difftest-versions` runs every differential suite on every release.
+//! `make controlplanes`). `differential.rs` runs the same scenarios, with the rest, on the pinned
+//! release; `make versions-sample` (part of `make test`) runs a sample of the simulate and DRA
+//! suites on every other release, and `make difftest-versions` every differential suite on every
+//! release.
 //!
 //! One test per release, one release at a time (each starts its own control plane, runs every
 //! scenario on it and stops it), so a release's failures are reported together, under its name.

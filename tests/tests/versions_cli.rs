@@ -1,7 +1,7 @@
 //! The CLI speaks the cluster's release: `kubectl sched explain` against a real v1.33 kube-apiserver
 //! (built from that release, `tests/controlplane/releases/v1.33`) evaluates with kube-scheduler
-//! v1.33.13's semantics and says so in its header; `--kube-version v1.37.1` evaluates the same
-//! cluster as v1.37.1 would (with one warning line naming both); `snapshot` records the server's
+//! v1.33.13's semantics and says so in its header; `--kube-version v1.37.2` evaluates the same
+//! cluster as v1.37.2 would (with one warning line naming both); `snapshot` records the server's
 //! release and `explain --from` uses it; a release outside the supported range is a one-line usage
 //! error (exit 2).
 //!
@@ -101,9 +101,9 @@ async fn explain_against_a_v1_33_api_server_speaks_v1_33_unless_kube_version_say
         problems.push(format!("v1.33's taint message: {stdout}"));
     }
 
-    // --kube-version over the server's: v1.37.1's semantics, one warning line naming both.
+    // --kube-version over the server's: v1.37.2's semantics, one warning line naming both.
     let mut args = base.to_vec();
-    args.extend(["--kube-version", "v1.37.1"]);
+    args.extend(["--kube-version", "v1.37.2"]);
     let out = run_kubectl_sched(&binary, &args).await?;
     let stdout = text(&out.stdout);
     let stderr = text(&out.stderr);
@@ -112,10 +112,10 @@ async fn explain_against_a_v1_33_api_server_speaks_v1_33_unless_kube_version_say
         "explain --kube-version failed: {stderr}"
     );
     let first = stdout.lines().next().unwrap_or_default().to_string();
-    if first != header(&ns, "v1.37.1") {
+    if first != header(&ns, "v1.37.2") {
         problems.push(format!("--kube-version header: {first:?}"));
     }
-    let want = "warning: the API server is v1.33.13; evaluating with kube-scheduler v1.37.1's semantics, as \
+    let want = "warning: the API server is v1.33.13; evaluating with kube-scheduler v1.37.2's semantics, as \
                 --kube-version says\n";
     if stderr != want {
         problems.push(format!("--kube-version warning: {stderr:?}"));

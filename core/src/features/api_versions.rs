@@ -43,6 +43,12 @@ const READ_VERSIONS: &[(&str, [&str; 5])] = &[
     ),
 ];
 
+/// The kinds of scheduling.k8s.io's workload API (Workload, PodGroup): a kube-scheduler reads
+/// them only with GenericWorkload on (alpha in v1.35 and v1.36, beta and off by default in v1.37),
+/// and an API server serves them only where their (non-GA) version is enabled. A server that does
+/// not serve them has no pod groups to read, whatever its release: nothing is missing.
+const READ_ONLY_WHERE_SERVED: &[&str] = &["Workload", "PodGroup"];
+
 const RESOURCE_V1: &str = "resource.k8s.io/v1";
 const V1BETA2: &str = "resource.k8s.io/v1beta2";
 const V1BETA1: &str = "resource.k8s.io/v1beta1";
@@ -67,9 +73,27 @@ pub fn scheduler_reads_at(release: KubeVersion, kind: &str, api_version: &str) -
     scheduler_read_version(release, kind).is_none_or(|read| read == api_version)
 }
 
+/// Whether a server that does not serve `kind` (404) lacks nothing its own kube-scheduler would
+/// read, whatever its release: the workload API's kinds (see [`READ_ONLY_WHERE_SERVED`]).
+pub fn read_only_where_served(kind: &str) -> bool {
+    READ_ONLY_WHERE_SERVED.contains(&kind)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_workload_api_is_read_only_where_served() {
+        for (kind, want) in [
+            ("PodGroup", true),
+            ("Workload", true),
+            ("DeviceTaintRule", false),
+            ("PriorityClass", false),
+        ] {
+            assert_eq!(read_only_where_served(kind), want, "{kind}");
+        }
+    }
 
     #[test]
     fn resource_kinds_are_read_at_v1_from_v1_34_and_device_taint_rules_from_v1_37() {

@@ -92,8 +92,12 @@ pub struct FeatureGates {
     pub storage_capacity_scoring: bool,
     /// `NodeDeclaredFeatures` (GA, locked on): NodeDeclaredFeatures is in the default plugins.
     pub node_declared_features: bool,
-    /// `GenericWorkload` (beta, off; not modelled: GangScheduling is not implemented).
+    /// `GenericWorkload` (beta, off): the workload API; in v1.37 it also adds GangScheduling to
+    /// the default plugins ([`FeatureGates::gang_scheduling_enabled`]).
     pub generic_workload: bool,
+    /// `GangScheduling` (alpha, off; v1.35 and v1.36 only, needs GenericWorkload): adds
+    /// GangScheduling to the default plugins there. v1.37 has no such gate.
+    pub gang_scheduling: bool,
     /// `TaintTolerationComparisonOperators` (alpha, off): when on, `Lt`/`Gt` tolerations compare
     /// numeric taint values; when off they tolerate nothing.
     pub taint_toleration_comparison_operators: bool,
@@ -155,6 +159,7 @@ impl FeatureGates {
             storage_capacity_scoring: true,
             node_declared_features: true,
             generic_workload: false,
+            gang_scheduling: false,
             taint_toleration_comparison_operators: false,
             in_place_pod_level_resources_vertical_scaling: true,
             in_place_pod_vertical_scaling_scheduler_preemption: false,
@@ -210,6 +215,7 @@ impl FeatureGates {
             "StorageCapacityScoring" => &mut self.storage_capacity_scoring,
             "NodeDeclaredFeatures" => &mut self.node_declared_features,
             "GenericWorkload" => &mut self.generic_workload,
+            "GangScheduling" => &mut self.gang_scheduling,
             "TaintTolerationComparisonOperators" => &mut self.taint_toleration_comparison_operators,
             "InPlacePodLevelResourcesVerticalScaling" => {
                 &mut self.in_place_pod_level_resources_vertical_scaling
@@ -236,6 +242,16 @@ impl FeatureGates {
         features.overrides = GateOverrides::NONE;
         features.refresh_gates();
         features
+    }
+
+    /// Whether the default plugins have GangScheduling (`applyFeatureGates`): GenericWorkload's
+    /// doing from v1.37, the GangScheduling gate's before.
+    pub fn gang_scheduling_enabled(&self) -> bool {
+        if self.changes.gang_scheduling_follows_generic_workload {
+            self.generic_workload
+        } else {
+            self.gang_scheduling
+        }
     }
 
     /// These gates with a `--feature-gates` value applied, in kube-scheduler's syntax
@@ -302,6 +318,7 @@ pub const ENGINE_GATES: &[&str] = &[
     "StorageCapacityScoring",
     "NodeDeclaredFeatures",
     "GenericWorkload",
+    "GangScheduling",
     "TaintTolerationComparisonOperators",
     "InPlacePodLevelResourcesVerticalScaling",
     "InPlacePodVerticalScalingSchedulerPreemption",

@@ -132,6 +132,21 @@ release_changes! {
     /// trying to allocate devices`); v1.34–v1.35 as UnschedulableAndUnresolvable `timed out
     /// trying to allocate devices` (`dynamicresources/dynamicresources.go` Filter).
     dynamic_resources_timeout_is_error: v(36, 0) => NEVER;
+    /// A utilization shape out of order is refused with `utilization values must be sorted in
+    /// increasing order` (v1.34 and later: `values must be sorted in increasing order`;
+    /// `apis/config/validation/validation_pluginargs.go` validateFunctionShape).
+    shape_order_error_says_utilization_values: ANY => v(34, 0);
+    /// A profile whose queue sort differs from the first profile's is refused with `queueSort must
+    /// be the same for all profiles` and its plugin set in Go syntax (`config.PluginSet{…}`);
+    /// v1.34 and later say `must be the same for all profiles` and print the set as JSON
+    /// (`apis/config/validation/validation.go` validateCommonQueueSort, apimachinery's
+    /// `field.Error.ErrorBody`).
+    queue_sort_refusal_in_v1_33_form: ANY => v(34, 0);
+    /// NodeResourcesFitArgs' `requestedToCapacityRatio` is required with, and forbidden without,
+    /// the RequestedToCapacityRatio strategy, and its shape is checked under
+    /// `scoringStrategy.requestedToCapacityRatio.shape`; up to v1.35 it is checked wherever given,
+    /// under `scoringStrategy.shape` (`validation_pluginargs.go` ValidateNodeResourcesFitArgs).
+    fit_validates_ratio_by_strategy_type: v(36, 0) => NEVER;
     /// NodeDeclaredFeatures' reason lists the unsatisfied requirements (`node declared features
     /// check failed - unsatisfied requirements: …`) instead of `node(s) didn't match Pod's required
     /// features`.
@@ -143,6 +158,9 @@ release_changes! {
     /// NodeDeclaredFeatures infers `VolumeBindMountOptions` for a volume mount with
     /// `bindMountOptions` (component-helpers `nodedeclaredfeatures` registry).
     node_declared_features_infers_volume_bind_mount_options: v(37, 0) => NEVER;
+    /// GenericWorkload adds GangScheduling to the default plugins; v1.35 and v1.36 have a
+    /// GangScheduling gate of their own for it (`apis/config/v1/default_plugins.go`).
+    gang_scheduling_follows_generic_workload: v(37, 0) => NEVER;
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ impl KubeVersion {
     /// The oldest release the engine models.
     pub const OLDEST: KubeVersion = KubeVersion::new(33, 13);
     /// The newest release the engine models, and the one it is pinned to by default.
-    pub const NEWEST: KubeVersion = KubeVersion::new(37, 1);
+    pub const NEWEST: KubeVersion = KubeVersion::new(37, 2);
     /// The release the engine uses when nothing says otherwise (the pinned release).
     pub const PINNED: KubeVersion = KubeVersion::NEWEST;
     /// The newest patch of each supported minor, the one its real kube-scheduler is tested
@@ -53,7 +53,7 @@ impl KubeVersion {
         KubeVersion::new(34, 4),
         KubeVersion::new(35, 4),
         KubeVersion::new(36, 3),
-        KubeVersion::new(37, 1),
+        KubeVersion::new(37, 2),
     ];
 
     /// `v1.<minor>.<patch>`.

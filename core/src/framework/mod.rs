@@ -6,6 +6,7 @@ pub mod fit_error;
 pub mod interface;
 pub mod post_filter;
 pub mod profile;
+mod queue_sort_validation;
 pub mod registry;
 pub mod runtime;
 pub mod status;

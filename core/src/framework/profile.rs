@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use crate::framework::interface::Plugin;
+use crate::framework::queue_sort_validation::validate_common_queue_sort;
 use crate::framework::runtime::{Handle, Registry, ResolvedProfile};
 use crate::snapshot::Snapshot;
 
@@ -392,7 +393,6 @@ pub fn resolve_with_defaults(
         )));
     }
     let mut seen = BTreeSet::new();
-    let mut profiles = Vec::new();
     for (i, p) in profiles_in.iter().enumerate() {
         let name = p.scheduler_name.clone().unwrap_or_default();
         if name.is_empty() {
@@ -403,6 +403,19 @@ pub fn resolve_with_defaults(
                 "profiles[{i}].schedulerName: Duplicate value: {name:?}"
             )));
         }
+        validate_profile(p).map_err(|m| invalid(format!("profiles[{i}].{m}")))?;
+    }
+    // Validation (above and here) comes before any profile is built, as in kube-scheduler.
+    let queue_sort_errors = validate_common_queue_sort(&profiles_in, &registry.features().changes);
+    if !queue_sort_errors.is_empty() {
+        return Err(invalid(match queue_sort_errors.len() {
+            1 => queue_sort_errors.join(""),
+            _ => format!("[{}]", queue_sort_errors.join(", ")),
+        }));
+    }
+    let mut profiles = Vec::new();
+    for p in &profiles_in {
+        let name = p.scheduler_name.clone().unwrap_or_default();
         if let Some(refusal) = unknown_to_release(p, registry) {
             // kube-scheduler's profile.go wraps the framework's error with the profile's name, and
             // scheduler.go's New with what it was doing.
@@ -410,9 +423,19 @@ pub fn resolve_with_defaults(
                 "initializing profiles: creating profile for scheduler name {name}: {refusal}"
             )));
         }
+        // kube-scheduler's own refusal first: a plugin it lacks, then one only the engine lacks.
+        if let Some(refusal) = not_implemented(p, registry) {
+            return Err(invalid(format!("profile {name}: {refusal}")));
+        }
         profiles.push(
             resolve_profile(p, &name, registry, default_plugins)
-                .map_err(|m| invalid(format!("profiles[{i}] ({name}): {m}")))?,
+                // kube-scheduler's profile.go wraps the framework's error with the profile's
+                // name, and scheduler.go's New with what it was doing.
+                .map_err(|m| {
+                    invalid(format!(
+                        "initializing profiles: creating profile for scheduler name {name}: {m}"
+                    ))
+                })?,
         );
     }
     Ok(SchedulerConfig {
@@ -426,23 +449,62 @@ pub fn resolve_with_defaults(
 /// `getExtensionPoints` order, then the MultiPoint list (whose first expansion is PreFilter).
 /// Defaults are the release's own plugins, so only the profile's own lists are looked at.
 fn unknown_to_release(profile: &KubeSchedulerProfile, registry: &Registry) -> Option<String> {
-    let plugins = profile.plugins.as_ref()?;
-    let explicit = Point::UPSTREAM_ORDER.iter().flat_map(|point| {
-        point
-            .set(plugins)
-            .enabled
-            .iter()
+    enabled_in_upstream_order(profile)
+        .find(|(_, name)| !registry.known_to_release(name))
+        .map(|(point, name)| format!("{point} {name:?} does not exist"))
+}
+
+/// The first plugin the profile enables that the release's kube-scheduler registers but the
+/// engine does not implement: kube-scheduler would accept the profile, the engine cannot
+/// evaluate it, and says so rather than "does not exist".
+fn not_implemented(profile: &KubeSchedulerProfile, registry: &Registry) -> Option<String> {
+    enabled_in_upstream_order(profile)
+        .find(|(_, name)| registry.listed_by_release(name) && registry.get(name).is_none())
+        .map(|(_, name)| {
+            format!(
+                "kubectl-sched does not implement plugin {name:?} of kube-scheduler {}",
+                registry.features().version
+            )
+        })
+}
+
+/// The plugins a profile enables, as `NewFramework` checks them: the explicit extension points
+/// first, in `getExtensionPoints` order, then the MultiPoint list (whose first expansion is
+/// PreFilter); each with the point it is checked at.
+fn enabled_in_upstream_order(
+    profile: &KubeSchedulerProfile,
+) -> impl Iterator<Item = (&'static str, &String)> {
+    let plugins = profile.plugins.as_ref();
+    let explicit = Point::UPSTREAM_ORDER.iter().flat_map(move |point| {
+        plugins
+            .into_iter()
+            .flat_map(move |plugins| point.set(plugins).enabled.iter())
             .map(move |p| (point.type_name(), &p.name))
     });
     let multi_point = plugins
-        .multi_point
-        .enabled
-        .iter()
+        .into_iter()
+        .flat_map(|plugins| plugins.multi_point.enabled.iter())
         .map(|p| (Point::PreFilter.type_name(), &p.name));
-    explicit
-        .chain(multi_point)
-        .find(|(_, name)| !registry.known_to_release(name))
-        .map(|(point, name)| format!("{point} {name:?} does not exist"))
+    explicit.chain(multi_point)
+}
+
+/// `validateKubeSchedulerProfile`'s checks of one profile the engine makes (the scheduler name is
+/// checked with the others'): field errors relative to `profiles[i]`.
+fn validate_profile(profile: &KubeSchedulerProfile) -> Result<(), String> {
+    if let Some(p) = profile.percentage_of_nodes_to_score
+        && !(0..=100).contains(&p)
+    {
+        return Err(format!(
+            "percentageOfNodesToScore: Invalid value: {p}: not in valid range [0-100]"
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (i, c) in profile.plugin_config.iter().enumerate() {
+        if !seen.insert(c.name.as_str()) {
+            return Err(format!("pluginConfig[{i}]: Duplicate value: {:?}", c.name));
+        }
+    }
+    Ok(())
 }
 
 fn resolve_profile(
@@ -451,13 +513,6 @@ fn resolve_profile(
     registry: &Registry,
     default_plugins: &[PluginRef],
 ) -> Result<ResolvedProfile, String> {
-    if let Some(p) = profile.percentage_of_nodes_to_score
-        && !(0..=100).contains(&p)
-    {
-        return Err(format!(
-            "percentageOfNodesToScore: Invalid value: {p}: not in valid range [0-100]"
-        ));
-    }
     let defaults = Plugins {
         multi_point: PluginSet {
             enabled: default_plugins.to_vec(),
@@ -484,9 +539,7 @@ fn resolve_profile(
 
     let mut plugin_args: BTreeMap<String, serde_json::Value> = BTreeMap::new();
     for c in &profile.plugin_config {
-        if plugin_args.insert(c.name.clone(), c.args.clone()).is_some() {
-            return Err(format!("pluginConfig: Duplicate value: {:?}", c.name));
-        }
+        plugin_args.insert(c.name.clone(), c.args.clone());
     }
 
     // Instantiate every plugin the profile names once, on an empty snapshot, to learn which extension

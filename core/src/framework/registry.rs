@@ -69,6 +69,13 @@ impl Registry {
             .is_none_or(|names| names.contains(&name))
     }
 
+    /// Whether the release table lists a plugin of this name (false without a release table).
+    pub fn listed_by_release(&self, name: &str) -> bool {
+        self.known_to_release
+            .as_ref()
+            .is_some_and(|names| names.contains(&name))
+    }
+
     /// The feature gates every factory of this registry receives.
     pub fn features(&self) -> &FeatureGates {
         &self.features

@@ -186,6 +186,9 @@ pub struct Framework {
     pre_bind: Vec<Arc<dyn Plugin>>,
     bind: Vec<Arc<dyn Plugin>>,
     post_bind: Vec<Arc<dyn Plugin>>,
+    /// The registry it was built from, to build the same profile over another snapshot
+    /// ([`Framework::on_snapshot`]).
+    registry: Registry,
 }
 
 impl std::fmt::Debug for Framework {
@@ -279,7 +282,14 @@ impl Framework {
             pre_bind,
             bind,
             post_bind,
+            registry: registry.clone(),
         })
+    }
+
+    /// The same profile's plugins built over `snapshot` (the pod group cycle's view once it has
+    /// placed some of the group's pods, as kube-scheduler's assumed pods change its cache).
+    pub fn on_snapshot(&self, snapshot: Arc<Snapshot>) -> Result<Framework, FrameworkError> {
+        Framework::new(&self.profile, &self.registry, snapshot)
     }
 
     /// The snapshot this framework decides on.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::framework::interface::{implemented_extension_traits, offered_extension_traits};
 use crate::framework::runtime::Handle;
 use crate::plugins::{
-    default_binder, default_preemption, dynamic_resources, image_locality, in_tree_registry,
+    default_binder, default_preemption, dynamic_resources, gang_scheduling, image_locality, in_tree_registry,
     inter_pod_affinity, names, node_affinity, node_declared_features, node_name, node_ports, node_resources,
     node_unschedulable, node_volume_limits, pod_topology_spread, queue_sort, scheduling_gates,
     selector_spread, taint_toleration, volume_binding, volume_restrictions, volume_zone,
@@ -32,6 +32,10 @@ fn implemented_by_name() -> BTreeMap<&'static str, std::collections::BTreeSet<&'
         (
             names::DYNAMIC_RESOURCES,
             implemented_extension_traits!(dynamic_resources::DynamicResources),
+        ),
+        (
+            names::GANG_SCHEDULING,
+            implemented_extension_traits!(gang_scheduling::GangScheduling),
         ),
         (
             names::IMAGE_LOCALITY,

@@ -8,6 +8,7 @@ use crate::framework::runtime::Registry;
 pub(crate) mod default_binder;
 pub(crate) mod default_preemption;
 pub(crate) mod dynamic_resources;
+pub mod gang_scheduling;
 pub(crate) mod helper;
 pub(crate) mod image_locality;
 pub(crate) mod inter_pod_affinity;
@@ -50,6 +51,7 @@ pub fn in_tree_registry_with(features: FeatureGates) -> Registry {
         node_resources::balanced_allocation::new,
     );
     registry.insert(names::SCHEDULING_GATES, scheduling_gates::new);
+    registry.insert(names::GANG_SCHEDULING, gang_scheduling::new);
     registry.insert(names::PRIORITY_SORT, queue_sort::new);
     registry.insert(names::NODE_NAME, node_name::new);
     registry.insert(names::NODE_UNSCHEDULABLE, node_unschedulable::new);
@@ -72,10 +74,10 @@ pub fn in_tree_registry_with(features: FeatureGates) -> Registry {
 /// Go's `getDefaultPlugins` (`apis/config/v1/default_plugins.go`): the default MultiPoint plugins
 /// with `features` applied as `applyFeatureGates` does. DynamicResourceAllocation inserts
 /// DynamicResources before DefaultPreemption (deallocating an idle claim beats evicting a pod);
-/// NodeDeclaredFeatures appends its plugin. GenericWorkload (GangScheduling),
-/// InPlacePodVerticalScalingSchedulerPreemption (DeferredPodScheduling) and
-/// TopologyAwareWorkloadScheduling add plugins this engine does not implement; they are off in
-/// v1.37.1.
+/// NodeDeclaredFeatures appends its plugin, then GangScheduling is appended where GenericWorkload
+/// is on (v1.37; the GangScheduling gate before). InPlacePodVerticalScalingSchedulerPreemption
+/// (DeferredPodScheduling) and TopologyAwareWorkloadScheduling add plugins this engine does not
+/// implement; they are off in v1.37.1.
 pub fn default_multi_point(features: &FeatureGates) -> Vec<PluginRef> {
     let w = |name: &str, weight: i32| PluginRef {
         name: name.to_string(),
@@ -122,6 +124,9 @@ pub fn default_multi_point(features: &FeatureGates) -> Vec<PluginRef> {
             p(names::DYNAMIC_RESOURCES)
         };
         plugins.insert(at, dynamic_resources);
+    }
+    if features.gang_scheduling_enabled() {
+        plugins.push(p(names::GANG_SCHEDULING));
     }
     plugins
 }
@@ -182,6 +187,48 @@ mod tests {
             let registry = in_tree_registry_with(features);
             assert_eq!(registry.features(), &features, "{gate} off");
             assert_eq!(names_of(registry.default_multi_point()), want, "{gate} off");
+        }
+    }
+
+    /// GangScheduling is appended (after everything else, as `applyGangScheduling` does) where
+    /// GenericWorkload is on from v1.37, and where v1.35's and v1.36's own GangScheduling gate is.
+    #[test]
+    fn gang_scheduling_is_a_default_plugin_where_its_gate_is_on() {
+        use crate::features::KubeVersion;
+        let last = |features: FeatureGates| {
+            default_multi_point(&features)
+                .last()
+                .map(|p| (p.name.clone(), p.weight))
+        };
+        let gang = Some((names::GANG_SCHEDULING.to_string(), None));
+        let with = |minor, patch, gates: &str| {
+            let features = FeatureGates::for_version(KubeVersion::new(minor, patch));
+            if gates.is_empty() {
+                features
+            } else {
+                features.with_overrides(gates).expect("gates")
+            }
+        };
+        // (release, --feature-gates, GangScheduling a default plugin)
+        let cases = [
+            ((37, 1), "", false),
+            ((37, 1), "GenericWorkload=true", true),
+            ((36, 3), "GenericWorkload=true", false),
+            ((36, 3), "GenericWorkload=true,GangScheduling=true", true),
+            ((35, 4), "GenericWorkload=true,GangScheduling=true", true),
+        ];
+        for ((minor, patch), gates, want) in cases {
+            let features = with(minor, patch, gates);
+            assert_eq!(last(features) == gang, want, "v1.{minor} {gates:?}");
+            let registry = in_tree_registry_with(features);
+            assert_eq!(
+                registry
+                    .default_multi_point()
+                    .iter()
+                    .any(|p| p.name == names::GANG_SCHEDULING),
+                want,
+                "v1.{minor} {gates:?}"
+            );
         }
     }
 
@@ -335,6 +382,17 @@ mod tests {
             ),
             (
                 KubeVersion::new(35, 4),
+                "profiles: [{plugins: {multiPoint: {enabled: [{name: GangScheduling}]}}}]",
+                None,
+            ),
+            (
+                KubeVersion::new(37, 1),
+                "profiles: [{plugins: {preEnqueue: {enabled: [{name: GangScheduling}]}, \
+                 permit: {enabled: [{name: GangScheduling}]}}}]",
+                None,
+            ),
+            (
+                KubeVersion::new(35, 4),
                 "profiles: [{plugins: {score: {enabled: [{name: PodGroupPodsCount}]}}}]",
                 Some("ScorePlugin \"PodGroupPodsCount\" does not exist"),
             ),
@@ -384,13 +442,13 @@ mod tests {
         let registry = in_tree_registry_with(FeatureGates::for_version(KubeVersion::new(37, 1)));
         let err = SchedulerConfig::from_str(
             "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n\
-             profiles: [{plugins: {multiPoint: {enabled: [{name: GangScheduling}]}}}]",
+             profiles: [{plugins: {multiPoint: {enabled: [{name: TopologyPlacementGenerator}]}}}]",
             "c.yaml",
             &registry,
         )
         .unwrap_err()
         .to_string();
         assert!(!err.contains("creating profile"), "{err}");
-        assert!(err.contains("GangScheduling"), "{err}");
+        assert!(err.contains("TopologyPlacementGenerator"), "{err}");
     }
 }

@@ -26,9 +26,9 @@ pub const TAINT_TOLERATION: &str = "TaintToleration";
 pub const VOLUME_BINDING: &str = "VolumeBinding";
 pub const VOLUME_RESTRICTIONS: &str = "VolumeRestrictions";
 pub const VOLUME_ZONE: &str = "VolumeZone";
+pub const GANG_SCHEDULING: &str = "GangScheduling";
 // Upstream plugins this engine does not implement (a profile naming them is refused as not
 // implemented on the releases that have them).
-pub const GANG_SCHEDULING: &str = "GangScheduling";
 pub const TOPOLOGY_PLACEMENT_GENERATOR: &str = "TopologyPlacementGenerator";
 pub const POD_GROUP_PODS_COUNT: &str = "PodGroupPodsCount";
 pub const DEFERRED_POD_SCHEDULING: &str = "DeferredPodScheduling";
@@ -39,6 +39,7 @@ pub const ALL: &[&str] = &[
     DEFAULT_BINDER,
     DEFAULT_PREEMPTION,
     DYNAMIC_RESOURCES,
+    GANG_SCHEDULING,
     IMAGE_LOCALITY,
     INTER_POD_AFFINITY,
     NODE_AFFINITY,

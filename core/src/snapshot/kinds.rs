@@ -99,6 +99,14 @@ macro_rules! object_kind_table {
             DeviceTaintRule(::k8s_openapi::api::resource::v1::DeviceTaintRule) = "resource.k8s.io/v1",
                 "DeviceTaintRule" => device_taint_rules,
                 shape METADATA_ONLY, prune metadata, list optional, webhook [];
+            // Served only where the API server enables scheduling.k8s.io/v1beta1 (GenericWorkload,
+            // beta, off by default in v1.37): a 404 is silent (`features::api_versions`).
+            Workload(::k8s_openapi::api::scheduling::v1beta1::Workload) = "scheduling.k8s.io/v1beta1",
+                "Workload" => workloads,
+                shape METADATA_ONLY, prune metadata, list optional, webhook [];
+            PodGroup(::k8s_openapi::api::scheduling::v1beta1::PodGroup) = "scheduling.k8s.io/v1beta1",
+                "PodGroup" => pod_groups,
+                shape METADATA_ONLY, prune metadata, list optional, webhook [];
         }
     };
 }

@@ -22,7 +22,7 @@ use super::load::{ApiListMeta, ListPageMeta, ListSplitter, ObjectKind, PageError
 pub use super::load::{write_list_json, write_list_yaml};
 use super::{ClusterObjects, Listing, PodDetail};
 use crate::features::KubeVersion;
-use crate::features::api_versions::scheduler_reads_at;
+use crate::features::api_versions::{read_only_where_served, scheduler_reads_at};
 
 /// How to list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -374,7 +374,8 @@ fn settle(
         Err(ListFailure::Api(e))
             if !required
                 && is_missing(&e)
-                && server.is_some_and(|v| !scheduler_reads_at(v, kind.kind(), kind.api_version())) =>
+                && (read_only_where_served(kind.kind())
+                    || server.is_some_and(|v| !scheduler_reads_at(v, kind.kind(), kind.api_version()))) =>
         {
             Ok(ClusterObjects::default())
         }
@@ -496,8 +497,8 @@ mod tests {
     }
 
     /// A kind the server does not serve is silent when the server's own scheduler does not read
-    /// it there either (DRA on v1.33, DeviceTaintRule before v1.37), a warning when it does, and a
-    /// 403 is always a warning.
+    /// it there either (DRA on v1.33, DeviceTaintRule before v1.37, the workload API anywhere), a
+    /// warning when it does, and a 403 is always a warning.
     #[test]
     fn unserved_kinds_are_silent_where_the_servers_scheduler_does_not_read_them() {
         let cases = [
@@ -512,6 +513,12 @@ mod tests {
             (ObjectKind::CSIStorageCapacity, 404, Some((33, 13)), true),
             // The release unknown (GET /version failed): warned.
             (ObjectKind::DeviceTaintRule, 404, None, true),
+            // The workload API is served only where GenericWorkload's version is enabled: a
+            // 404 is silent on every release, known or not; a 403 is still a warning.
+            (ObjectKind::PodGroup, 404, Some((37, 1)), false),
+            (ObjectKind::Workload, 404, Some((37, 1)), false),
+            (ObjectKind::PodGroup, 404, None, false),
+            (ObjectKind::PodGroup, 403, Some((37, 1)), true),
         ];
         for (kind, code, server, warned) in cases {
             let mut warnings = Vec::new();

@@ -13,6 +13,7 @@ pub mod kube;
 pub mod load;
 pub mod mutate;
 pub mod node_info;
+pub mod pod_groups;
 pub mod pod_info;
 pub mod requests;
 pub mod volume;
@@ -29,6 +30,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::scheduling::v1beta1::{PodGroup, Workload};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 
 pub use dra::{AllocatedState, DeviceId, ResourceSlices};
@@ -93,6 +95,12 @@ pub struct ClusterObjects {
     /// DeviceTaintRules (resource.k8s.io/v1): taints added to the devices they select, as if the
     /// ResourceSlices had them (kube-scheduler's patched slices).
     pub device_taint_rules: Vec<DeviceTaintRule>,
+    /// Workloads (scheduling.k8s.io/v1beta1): the templates pod groups are made from; kept for
+    /// reporting (v1.37's kube-scheduler reads PodGroups, not Workloads).
+    pub workloads: Vec<Workload>,
+    /// PodGroups (scheduling.k8s.io/v1beta1): the groups pods name in `spec.schedulingGroup`,
+    /// with their gang policy (GangScheduling reads them under GenericWorkload).
+    pub pod_groups: Vec<PodGroup>,
     /// Pods on nodes already reduced to their scheduling facts ([`PodInfo::placed`]), as a loader
     /// asked for [`PodDetail::CompactPlaced`] leaves them. They feed a snapshot like `pods` do (first,
     /// in their order) but are not written back by the snapshot writers: a compact load is for
@@ -263,6 +271,10 @@ pub struct Snapshot {
     pub resource_slices: ResourceSlices,
     /// ResourceClaimTemplates by `namespace/name`.
     pub resource_claim_templates: HashMap<String, Arc<ResourceClaimTemplate>>,
+    /// Workloads by `namespace/name`.
+    pub workloads: HashMap<String, Arc<Workload>>,
+    /// PodGroups by `namespace/name` (what pods' `spec.schedulingGroup.podGroupName` names).
+    pub pod_groups: HashMap<String, Arc<PodGroup>>,
     /// What allocated claims hold (see [`AllocatedState::from_claims`]): devices, shared devices
     /// and their consumed capacity, as kube-scheduler's DRA manager tracks them; the allocator's
     /// input.
@@ -382,6 +394,8 @@ impl Snapshot {
             resource_slices,
             resource_claim_templates,
             device_taint_rules,
+            workloads,
+            pod_groups,
             placed_pods,
         } = objects;
         let allocated = AllocatedState::from_claims(&resource_claims);
@@ -512,6 +526,8 @@ impl Snapshot {
                 &device_taint_rules,
             )),
             resource_claim_templates: by_namespaced_name(resource_claim_templates),
+            workloads: by_namespaced_name(workloads),
+            pod_groups: by_namespaced_name(pod_groups),
             features,
         }
     }

@@ -1,8 +1,11 @@
 //! Test builders: `pod("p").cpu("500m").node("n1")`, `node("n1").cpu("4").memory("8Gi")`, and
-//! `snapshot(nodes, pods)`; [`generate`] makes whole synthetic clusters. Used by unit tests across the
+//! `snapshot(nodes, pods)`, `gang("pg", 3)` with `pod("p").pod_group("pg")`; [`generate`] makes whole synthetic clusters. Used by unit tests across the
 //! crate and by benchmarks and examples (feature `testing`).
 
 pub mod generate;
+mod pod_groups;
+
+pub use pod_groups::{PodGroupBuilder, gang};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

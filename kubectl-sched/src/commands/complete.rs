@@ -467,7 +467,7 @@ mod tests {
 
     #[test]
     fn kube_version_completes_the_supported_releases() {
-        let all = ["v1.33.13", "v1.34.4", "v1.35.4", "v1.36.3", "v1.37.1"];
+        let all = ["v1.33.13", "v1.34.4", "v1.35.4", "v1.36.3", "v1.37.2"];
         assert_eq!(
             run("explain p --kube-version "),
             (all.map(String::from).to_vec(), DIRECTIVE_NO_FILE_COMP)

@@ -222,14 +222,14 @@ mod tests {
                 Some("v1.37"),
                 server("v1.32.1"),
                 pinned,
-                Some("the API server is v1.32.1; evaluating with kube-scheduler v1.37.1's"),
+                Some("the API server is v1.32.1; evaluating with kube-scheduler v1.37.2's"),
             ),
             (
                 "no /version",
                 None,
                 VersionSource::Server(None),
                 pinned,
-                Some("the API server's version could not be read; evaluating with kube-scheduler v1.37.1's"),
+                Some("the API server's version could not be read; evaluating with kube-scheduler v1.37.2's"),
             ),
             ("file", None, file(Some("v1.35.4")), KubeVersion::new(35, 4), None),
             (

@@ -1,6 +1,69 @@
 //! Score shapes (upstream `pkg/scheduler/framework/plugins/helper/shape_score.go`): a utilization →
 //! score function made of linear segments, which NodeResourcesFit's RequestedToCapacityRatio strategy
-//! and VolumeBinding's StorageCapacityScoring both score with.
+//! and VolumeBinding's StorageCapacityScoring both score with; and the shape's configuration as both
+//! plugins' args spell it, validated as `apis/config/validation`'s `validateFunctionShape` does.
+
+use serde::{Deserialize, Serialize};
+
+use crate::features::ReleaseChanges;
+
+/// The highest score a utilization shape point may give (`MaxCustomPriorityScore`); shape scores are
+/// scaled by `MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE` before use.
+pub(crate) const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
+
+/// `UtilizationShapePoint` of KubeSchedulerConfiguration v1 (`requestedToCapacityRatio.shape[]` of
+/// NodeResourcesFitArgs, `shape[]` of VolumeBindingArgs), decoded strictly as kube-scheduler decodes
+/// its configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct UtilizationShapePoint {
+    /// 0–100.
+    pub utilization: i32,
+    /// 0–[`MAX_CUSTOM_PRIORITY_SCORE`].
+    pub score: i32,
+}
+
+/// `validateFunctionShape`: at least one point, utilization strictly increasing and in [0, 100],
+/// score in [0, 10]; one apimachinery field error per problem, paths under `path`. The order
+/// error's words are the release's (`changes.shape_order_error_says_utilization_values`).
+pub(crate) fn validate_function_shape(
+    shape: &[UtilizationShapePoint],
+    path: &str,
+    changes: &ReleaseChanges,
+) -> Vec<String> {
+    if shape.is_empty() {
+        return vec![format!(
+            "{path}: Required value: at least one point must be specified"
+        )];
+    }
+    let mut errs = Vec::new();
+    if let Some(i) = (1..shape.len()).find(|&i| shape[i - 1].utilization >= shape[i].utilization) {
+        let words = if changes.shape_order_error_says_utilization_values {
+            "utilization values must be sorted in increasing order"
+        } else {
+            "values must be sorted in increasing order"
+        };
+        errs.push(format!(
+            "{path}[{i}].utilization: Invalid value: {}: {words}",
+            shape[i].utilization
+        ));
+    }
+    for (i, point) in shape.iter().enumerate() {
+        if !(0..=MAX_UTILIZATION as i32).contains(&point.utilization) {
+            errs.push(format!(
+                "{path}[{i}].utilization: Invalid value: {}: not in valid range [0, {MAX_UTILIZATION}]",
+                point.utilization
+            ));
+        }
+        if !(0..=MAX_CUSTOM_PRIORITY_SCORE as i32).contains(&point.score) {
+            errs.push(format!(
+                "{path}[{i}].score: Invalid value: {}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]",
+                point.score
+            ));
+        }
+    }
+    errs
+}
 
 /// Utilization of a fully used (or overcommitted, or zero-capacity) resource.
 pub(crate) const MAX_UTILIZATION: i64 = 100;

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use serde::{Deserialize, Serialize};
 
+use crate::features::ReleaseChanges;
 use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{
@@ -28,11 +29,13 @@ use crate::framework::interface::{
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::framework::status::{Code, Status};
 use crate::plugins::helper::device_classes::DeviceClassResolver;
-use crate::plugins::helper::shape_score::ShapePoint;
+use crate::plugins::helper::shape_score::{
+    MAX_CUSTOM_PRIORITY_SCORE, ShapePoint, UtilizationShapePoint, validate_function_shape,
+};
 use crate::plugins::names;
 use crate::plugins::node_resources::resource_allocation::{
-    DraExtendedResources, MAX_CUSTOM_PRIORITY_SCORE, RequestMode, ResourceAllocationScorer, ResourceSpec,
-    ScoringFunction, aggregate, default_resources, field_error,
+    DraExtendedResources, RequestMode, ResourceAllocationScorer, ResourceSpec, ScoringFunction, aggregate,
+    default_resources, field_error,
 };
 use crate::resource::{
     CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Resource, format_amount, is_extended_resource_name,
@@ -80,16 +83,6 @@ pub(crate) struct PreScoreState {
 pub(crate) const PRE_FILTER_STATE_KEY: StateKey<PreFilterState> = StateKey::new("PreFilterNodeResourcesFit");
 /// PreScore state key.
 pub(crate) const PRE_SCORE_STATE_KEY: StateKey<PreScoreState> = StateKey::new("PreScoreNodeResourcesFit");
-
-/// `requestedToCapacityRatio.shape[]` entry as v1 spells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct UtilizationShapePoint {
-    /// 0–100.
-    pub utilization: i32,
-    /// 0–10.
-    pub score: i32,
-}
 
 /// `scoringStrategy.requestedToCapacityRatio`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -157,7 +150,7 @@ impl NodeResourcesFitArgs {
     }
 
     /// `ValidateNodeResourcesFitArgs`: every problem, each naming its field.
-    pub(crate) fn validate(&self) -> Result<(), String> {
+    pub(crate) fn validate(&self, changes: &ReleaseChanges) -> Result<(), String> {
         let mut errs = Vec::new();
         for (i, res) in self.ignored_resources.iter().enumerate() {
             if let Err(e) = validate_qualified_name(res) {
@@ -211,70 +204,36 @@ impl NodeResourcesFitArgs {
                         ));
                     }
                 }
-                if s.type_ == REQUESTED_TO_CAPACITY_RATIO {
-                    match &s.requested_to_capacity_ratio {
-                        None => errs.push(field_error(
-                            "scoringStrategy.requestedToCapacityRatio",
-                            "Required value",
-                            "must be specified when type is RequestedToCapacityRatio",
-                        )),
-                        Some(p) => errs.extend(validate_function_shape(
-                            &p.shape,
-                            "scoringStrategy.requestedToCapacityRatio.shape",
-                        )),
-                    }
-                } else if s.requested_to_capacity_ratio.is_some() {
-                    errs.push(field_error(
+                // v1.36 checks the shape under its own path and only for its strategy; up to v1.35
+                // it is checked wherever it is given, under the strategy's path.
+                let shape_path = if changes.fit_validates_ratio_by_strategy_type {
+                    "scoringStrategy.requestedToCapacityRatio.shape"
+                } else {
+                    "scoringStrategy.shape"
+                };
+                let is_ratio = s.type_ == REQUESTED_TO_CAPACITY_RATIO;
+                match &s.requested_to_capacity_ratio {
+                    // v1.35 and earlier accept this, then crash at start (a nil pointer in
+                    // `fit.go`'s scorer table): every release refuses it here, in v1.36's words.
+                    None if is_ratio => errs.push(field_error(
                         "scoringStrategy.requestedToCapacityRatio",
-                        "Forbidden",
-                        "must be nil when type is not RequestedToCapacityRatio",
-                    ));
+                        "Required value",
+                        "must be specified when type is RequestedToCapacityRatio",
+                    )),
+                    Some(_) if !is_ratio && changes.fit_validates_ratio_by_strategy_type => {
+                        errs.push(field_error(
+                            "scoringStrategy.requestedToCapacityRatio",
+                            "Forbidden",
+                            "must be nil when type is not RequestedToCapacityRatio",
+                        ))
+                    }
+                    Some(p) => errs.extend(validate_function_shape(&p.shape, shape_path, changes)),
+                    None => {}
                 }
             }
         }
         aggregate(errs).map_or(Ok(()), Err)
     }
-}
-
-/// `validateFunctionShape`: at least one point, utilization strictly increasing and in [0, 100],
-/// score in [0, 10].
-pub(crate) fn validate_function_shape(shape: &[UtilizationShapePoint], path: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if shape.is_empty() {
-        errs.push(field_error(
-            path,
-            "Required value",
-            "at least one point must be specified",
-        ));
-        return errs;
-    }
-    if let Some(i) = (1..shape.len()).find(|&i| shape[i - 1].utilization >= shape[i].utilization) {
-        errs.push(field_error(
-            &format!("{path}[{i}].utilization"),
-            "Invalid value",
-            &format!(
-                "{}: values must be sorted in increasing order",
-                shape[i].utilization
-            ),
-        ));
-    }
-    for (i, p) in shape.iter().enumerate() {
-        if !(0..=100).contains(&p.utilization) {
-            errs.push(field_error(
-                &format!("{path}[{i}].utilization"),
-                "Invalid value",
-                &format!("{}: not in valid range [0, 100]", p.utilization),
-            ));
-        }
-        if !(0..=MAX_CUSTOM_PRIORITY_SCORE as i32).contains(&p.score) {
-            errs.push(field_error(
-                &format!("{path}[{i}].score"),
-                "Invalid value",
-                &format!("{}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]", p.score),
-            ));
-        }
-    }
-    errs
 }
 
 fn is_alnum(c: char) -> bool {
@@ -601,7 +560,7 @@ pub(crate) fn new(
         message,
     };
     let args = decode_args::<NodeResourcesFitArgs>(NAME, args)?.defaulted();
-    args.validate().map_err(invalid)?;
+    args.validate(&features.changes).map_err(invalid)?;
     let strategy = args.scoring_strategy.unwrap_or_default();
     let function = match strategy.type_.as_str() {
         LEAST_ALLOCATED => ScoringFunction::LeastAllocated,
@@ -1122,6 +1081,70 @@ mod tests {
             let PluginError::InvalidArgs { plugin, message } = err;
             assert_eq!(plugin, NAME);
             assert!(message.contains(field), "{args}: {message}");
+        }
+    }
+
+    #[test]
+    fn ratio_args_are_validated_as_each_release_does() {
+        let unsorted = json!({"scoringStrategy": {"type": "RequestedToCapacityRatio", "requestedToCapacityRatio":
+            {"shape": [{"utilization": 50, "score": 1}, {"utilization": 50, "score": 2}]}}});
+        let missing = json!({"scoringStrategy": {"type": "RequestedToCapacityRatio"}});
+        let unused = json!({"scoringStrategy": {"type": "MostAllocated", "requestedToCapacityRatio":
+            {"shape": [{"utilization": 1, "score": 1}]}}});
+        // (release, args, the refusal or None when the release accepts them)
+        let cases = [
+            (
+                (33, 13),
+                &unsorted,
+                Some(
+                    "scoringStrategy.shape[1].utilization: Invalid value: 50: utilization values must be sorted in increasing order",
+                ),
+            ),
+            (
+                (35, 4),
+                &unsorted,
+                Some(
+                    "scoringStrategy.shape[1].utilization: Invalid value: 50: values must be sorted in increasing order",
+                ),
+            ),
+            (
+                (36, 3),
+                &unsorted,
+                Some(
+                    "scoringStrategy.requestedToCapacityRatio.shape[1].utilization: Invalid value: 50: values must be sorted in increasing order",
+                ),
+            ),
+            (
+                (35, 4),
+                &missing,
+                Some(
+                    "scoringStrategy.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio",
+                ),
+            ),
+            (
+                (36, 3),
+                &missing,
+                Some(
+                    "scoringStrategy.requestedToCapacityRatio: Required value: must be specified when type is RequestedToCapacityRatio",
+                ),
+            ),
+            ((35, 4), &unused, None),
+            (
+                (36, 3),
+                &unused,
+                Some(
+                    "scoringStrategy.requestedToCapacityRatio: Forbidden: must be nil when type is not RequestedToCapacityRatio",
+                ),
+            ),
+        ];
+        for ((minor, patch), args, want) in cases {
+            let features =
+                crate::framework::FeatureGates::for_version(crate::features::KubeVersion::new(minor, patch));
+            let got = new(Some(args), &handle(), &features).err().map(|e| {
+                let PluginError::InvalidArgs { message, .. } = e;
+                message
+            });
+            assert_eq!(got.as_deref(), want, "v1.{minor}.{patch} {args}");
         }
     }
 

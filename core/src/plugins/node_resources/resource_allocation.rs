@@ -29,10 +29,6 @@ use crate::snapshot::requests::{
 };
 use crate::snapshot::{DeviceId, NodeInfo, Snapshot};
 
-/// The highest score a utilization shape point may give (`MaxCustomPriorityScore`); shape scores are
-/// scaled by `MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE` before use.
-pub(crate) const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
-
 /// A resource to score and its weight (`ResourceSpec` of KubeSchedulerConfiguration v1).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

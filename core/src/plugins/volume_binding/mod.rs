@@ -20,6 +20,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use crate::action::Action;
+use crate::features::ReleaseChanges;
 use crate::framework::FeatureGates;
 use crate::framework::cycle_state::{CycleState, StateKey};
 use crate::framework::interface::{
@@ -28,7 +29,9 @@ use crate::framework::interface::{
 };
 use crate::framework::runtime::{Handle, PluginError, decode_args};
 use crate::framework::status::Status;
-use crate::plugins::helper::shape_score::ShapePoint;
+use crate::plugins::helper::shape_score::{
+    MAX_CUSTOM_PRIORITY_SCORE, ShapePoint, UtilizationShapePoint, validate_function_shape,
+};
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 
@@ -57,9 +60,6 @@ pub(crate) const ERR_REASON_UNBOUND_IMMEDIATE_CLAIMS: &str =
 
 /// `bindTimeoutSeconds` when not configured.
 pub(crate) const DEFAULT_BIND_TIMEOUT_SECONDS: i64 = 600;
-/// The top of a shape point's score scale (`MaxCustomPriorityScore`).
-pub(crate) const MAX_CUSTOM_PRIORITY_SCORE: i64 = 10;
-
 /// The plugin's cycle state (Go's state key is the plugin name).
 pub(crate) const STATE_KEY: StateKey<StateData> = StateKey::new(NAME);
 
@@ -83,16 +83,6 @@ pub(crate) struct Reserved {
     pub pod_volumes: PodVolumes,
     /// What was assumed (Unreserve takes it back).
     pub assumption: Assumption,
-}
-
-/// A point of `VolumeBindingArgs.shape`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct UtilizationShapePoint {
-    /// Utilization, 0–100.
-    pub utilization: i32,
-    /// Score, 0–10.
-    pub score: i32,
 }
 
 /// `VolumeBindingArgs`.
@@ -119,7 +109,11 @@ fn default_shape() -> Vec<UtilizationShapePoint> {
 }
 
 /// `ValidateVolumeBindingArgsWithOptions`, with apimachinery-style field messages.
-fn validate_args(args: &VolumeBindingArgs, storage_capacity_scoring: bool) -> Result<(), String> {
+fn validate_args(
+    args: &VolumeBindingArgs,
+    storage_capacity_scoring: bool,
+    changes: &ReleaseChanges,
+) -> Result<(), String> {
     let mut errs = Vec::new();
     let timeout = args.bind_timeout_seconds.unwrap_or(DEFAULT_BIND_TIMEOUT_SECONDS);
     if timeout < 0 {
@@ -129,29 +123,7 @@ fn validate_args(args: &VolumeBindingArgs, storage_capacity_scoring: bool) -> Re
     }
     match &args.shape {
         Some(shape) if storage_capacity_scoring => {
-            if shape.is_empty() {
-                errs.push("shape: Required value: at least one point must be specified".to_string());
-            }
-            if let Some(i) = (1..shape.len()).find(|&i| shape[i - 1].utilization >= shape[i].utilization) {
-                errs.push(format!(
-                    "shape[{i}].utilization: Invalid value: {}: values must be sorted in increasing order",
-                    shape[i].utilization
-                ));
-            }
-            for (i, point) in shape.iter().enumerate() {
-                if !(0..=100).contains(&point.utilization) {
-                    errs.push(format!(
-                        "shape[{i}].utilization: Invalid value: {}: not in valid range [0, 100]",
-                        point.utilization
-                    ));
-                }
-                if !(0..=MAX_CUSTOM_PRIORITY_SCORE as i32).contains(&point.score) {
-                    errs.push(format!(
-                        "shape[{i}].score: Invalid value: {}: not in valid range [0, {MAX_CUSTOM_PRIORITY_SCORE}]",
-                        point.score
-                    ));
-                }
-            }
+            errs.extend(validate_function_shape(shape, "shape", changes))
         }
         Some(shape) => errs.push(format!(
             "shape: Invalid value: {}: unexpected field `shape`, remove it or turn on the feature gate StorageCapacityScoring",
@@ -180,19 +152,22 @@ pub(crate) struct VolumeBinding {
 }
 
 impl VolumeBinding {
-    /// Builds the plugin from its args, with StorageCapacityScoring on or off.
+    /// Builds the plugin from its args, with the release's StorageCapacityScoring and words.
     pub(crate) fn from_args(
         args: Option<&serde_json::Value>,
         snapshot: Arc<Snapshot>,
-        storage_capacity_scoring: bool,
+        features: &FeatureGates,
     ) -> Result<Self, PluginError> {
+        let storage_capacity_scoring = features.storage_capacity_scoring;
         let mut args: VolumeBindingArgs = decode_args(NAME, args)?;
         if storage_capacity_scoring && args.shape.as_ref().is_none_or(Vec::is_empty) {
             args.shape = Some(default_shape());
         }
-        validate_args(&args, storage_capacity_scoring).map_err(|message| PluginError::InvalidArgs {
-            plugin: NAME.to_string(),
-            message,
+        validate_args(&args, storage_capacity_scoring, &features.changes).map_err(|message| {
+            PluginError::InvalidArgs {
+                plugin: NAME.to_string(),
+                message,
+            }
         })?;
         let scorer = storage_capacity_scoring.then(|| {
             let scale = MAX_NODE_SCORE / MAX_CUSTOM_PRIORITY_SCORE;
@@ -276,7 +251,7 @@ pub(crate) fn new(
     Ok(Arc::new(VolumeBinding::from_args(
         args,
         handle.snapshot.clone(),
-        features.storage_capacity_scoring,
+        features,
     )?))
 }
 

@@ -125,12 +125,15 @@ fn world() -> World {
 }
 
 fn plugin(snapshot: &Arc<Snapshot>) -> VolumeBinding {
-    VolumeBinding::from_args(
-        None,
-        snapshot.clone(),
-        crate::framework::FeatureGates::v1_37().storage_capacity_scoring,
-    )
-    .unwrap()
+    VolumeBinding::from_args(None, snapshot.clone(), &crate::framework::FeatureGates::v1_37()).unwrap()
+}
+
+/// v1.37's gates with StorageCapacityScoring as `on` says.
+fn scoring(on: bool) -> crate::framework::FeatureGates {
+    crate::framework::FeatureGates {
+        storage_capacity_scoring: on,
+        ..crate::framework::FeatureGates::v1_37()
+    }
 }
 
 fn node_of(snapshot: &Snapshot, name: &str) -> Node {
@@ -965,7 +968,12 @@ fn scores_with(
     storage_capacity_scoring: bool,
 ) -> Option<Vec<i64>> {
     let snapshot = world.snapshot();
-    let pl = VolumeBinding::from_args(args.as_ref(), snapshot.clone(), storage_capacity_scoring).unwrap();
+    let pl = VolumeBinding::from_args(
+        args.as_ref(),
+        snapshot.clone(),
+        &scoring(storage_capacity_scoring),
+    )
+    .unwrap();
     let p = PodInfo::new(p);
     let mut state = CycleState::new();
     let s = pl.pre_filter(&mut state, &p, snapshot.nodes()).1;
@@ -1106,7 +1114,7 @@ fn scores_follow_storage_utilization() {
 #[test]
 fn prescore_skips_without_storage_capacity_scoring() {
     let snapshot = world().pvcs(vec![claim("pvc-a", "wait", "1Gi")]).snapshot();
-    let pl = VolumeBinding::from_args(None, snapshot.clone(), false).unwrap();
+    let pl = VolumeBinding::from_args(None, snapshot.clone(), &scoring(false)).unwrap();
     let p = PodInfo::new(pod_with(&["pvc-a"]));
     let mut state = CycleState::new();
     pl.pre_filter(&mut state, &p, snapshot.nodes());
@@ -1362,10 +1370,14 @@ fn bind_volume_to_claim_marks_controller_bindings_only() {
 #[test]
 fn args_are_defaulted_and_validated() {
     let snapshot = Arc::new(Snapshot::default());
-    let pl = VolumeBinding::from_args(None, snapshot.clone(), true).unwrap();
+    let pl = VolumeBinding::from_args(None, snapshot.clone(), &scoring(true)).unwrap();
     assert_eq!(pl.bind_timeout_seconds, DEFAULT_BIND_TIMEOUT_SECONDS);
-    let pl =
-        VolumeBinding::from_args(Some(&json!({"bindTimeoutSeconds": 0})), snapshot.clone(), true).unwrap();
+    let pl = VolumeBinding::from_args(
+        Some(&json!({"bindTimeoutSeconds": 0})),
+        snapshot.clone(),
+        &scoring(true),
+    )
+    .unwrap();
     assert_eq!(pl.bind_timeout_seconds, 0);
 
     let cases: Vec<(serde_json::Value, bool, &str)> = vec![
@@ -1391,7 +1403,7 @@ fn args_are_defaulted_and_validated() {
         ),
     ];
     for (args, gate, want) in cases {
-        match VolumeBinding::from_args(Some(&args), snapshot.clone(), gate) {
+        match VolumeBinding::from_args(Some(&args), snapshot.clone(), &scoring(gate)) {
             Err(PluginError::InvalidArgs { plugin, message }) => {
                 assert_eq!(plugin, NAME);
                 assert_eq!(message, want);

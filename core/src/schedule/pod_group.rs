@@ -1,0 +1,282 @@
+//! The pod group cycle (`schedule_one_podgroup.go`, `podGroupSchedulingDefaultAlgorithm`) as it
+//! decides one gang pod: kube-scheduler takes the group's unscheduled pods together, places them
+//! one after the other (each assumed before the next is tried), and asks GangScheduling's
+//! PlacementFeasible after each whether `minCount` can still be reached. When it cannot, or the
+//! pods run out before it is, no pod of the group is bound: a pod that fit is rejected with the
+//! group's message, a pod that did not fit with its own cycle's.
+//!
+//! Modelled: one PodGroup with the gang policy, without topology placements (TopologyAware-
+//! WorkloadScheduling, alpha) or composite groups (CompositePodGroup, alpha), and without the
+//! group's preemption (PodGroupPostFilter).
+
+use std::sync::Arc;
+
+use super::{CycleResult, ScheduleOptions, pod_cycle};
+use crate::explain::Outcome;
+use crate::framework::fit_error::fit_error_message;
+use crate::framework::runtime::Framework;
+use crate::framework::status::{Code, Status};
+use crate::plugins::gang_scheduling::{PlacementProgress, gang_of, placement_feasible};
+use crate::plugins::names;
+use crate::snapshot::PodInfo;
+
+/// What the pod group cycle decides for the pod asked about, when it overrides the pod's own
+/// cycle.
+#[derive(Debug)]
+pub(super) enum GroupVerdict {
+    /// The group cannot be placed: the pod is rejected with this status (Unschedulable, the
+    /// PlacementFeasible message), whether it fit on its own or was never tried.
+    Rejected(Status),
+    /// The pod itself did not fit once the group's pods before it were placed: its cycle then.
+    PodFailed(Box<CycleResult>),
+}
+
+/// Whether the pod group cycle applies to `pod` under `fwk`: GenericWorkload on, GangScheduling
+/// in the profile, and the pod in a PodGroup with the gang policy.
+fn gang_min_count(fwk: &Framework, pod: &PodInfo) -> Option<i32> {
+    let in_profile = fwk.profile.permit.iter().any(|n| n == names::GANG_SCHEDULING);
+    if !fwk.features().generic_workload || !in_profile {
+        return None;
+    }
+    gang_of(fwk.snapshot(), pod).map(|(_, min_count)| min_count)
+}
+
+/// Runs the group's cycle for `pod`; `None` when it does not apply or lets the pod's own
+/// verdict stand (the whole group fits, or an internal error the pod's cycle reports anyway).
+pub(super) fn group_verdict(
+    fwk: &Framework,
+    pod: &PodInfo,
+    options: ScheduleOptions,
+) -> Option<GroupVerdict> {
+    let min_count = gang_min_count(fwk, pod)?;
+    let snapshot = fwk.snapshot();
+    let group = crate::snapshot::pod_groups::pod_group_name(&pod.pod)?;
+    let counts = snapshot.pod_group_counts(pod.namespace(), group);
+    // The group's queued pods: its pending pods without scheduling gates, the pod asked about as
+    // given (it may come from a file), in queue order.
+    let mut queued: Vec<Arc<PodInfo>> = counts
+        .pending
+        .into_iter()
+        .filter(|p| p.name() != pod.name() && !has_scheduling_gates(p))
+        .collect();
+    queued.push(Arc::new(pod.clone()));
+    queued.sort_by(|a, b| {
+        if fwk.queue_sort_less(a, b) {
+            std::cmp::Ordering::Less
+        } else if fwk.queue_sort_less(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            a.name().cmp(b.name())
+        }
+    });
+
+    let mut progress = PlacementProgress {
+        remaining: queued.len(),
+        scheduled: counts.scheduled,
+    };
+    let mut status = placement_feasible(min_count, progress);
+    if status.code() == Code::Unschedulable {
+        return Some(GroupVerdict::Rejected(status));
+    }
+    let mut current: Option<Framework> = None;
+    for member in &queued {
+        let member_fwk = current.as_ref().unwrap_or(fwk);
+        let is_asked = member.name() == pod.name();
+        let cycle = pod_cycle(member_fwk, member, options);
+        progress.remaining -= 1;
+        match cycle.explanation.outcome {
+            Outcome::Scheduled => {
+                progress.scheduled += 1;
+                let node = cycle.explanation.selected.first().cloned().unwrap_or_default();
+                let mut placed = (*member.pod).clone();
+                if let Some(spec) = placed.spec.as_mut() {
+                    spec.node_name = Some(node);
+                }
+                let mut next = (**member_fwk.snapshot()).clone();
+                let placed = PodInfo::with_features(Arc::new(placed), member_fwk.features());
+                if next.assume_pod(Arc::new(placed)).is_err() {
+                    return None;
+                }
+                let next_fwk = member_fwk.on_snapshot(Arc::new(next)).ok()?;
+                current = Some(next_fwk);
+            }
+            Outcome::Error => return None,
+            Outcome::Unschedulable | Outcome::Gated if is_asked => {
+                // The pod's own failure is what kube-scheduler reports for it, whatever the group;
+                // the group cycle runs no PostFilter per pod, so its message has no "preemption:".
+                return Some(GroupVerdict::PodFailed(Box::new(without_post_filter(cycle))));
+            }
+            Outcome::Unschedulable | Outcome::Gated => {}
+        }
+        status = placement_feasible(min_count, progress);
+        if status.code() == Code::Unschedulable {
+            break;
+        }
+    }
+    match status.code() {
+        Code::Success => None,
+        // Every pod tried and minCount still not reached: the group is unschedulable.
+        _ => Some(GroupVerdict::Rejected(Status::with_reasons(
+            Code::Unschedulable,
+            status.into_reasons(),
+        ))),
+    }
+}
+
+/// A failed cycle as the pod group cycle reports it: the FailedScheduling message without the
+/// PostFilter part (`podGroupPodSchedulingAlgorithm` runs no PostFilter).
+fn without_post_filter(mut cycle: CycleResult) -> CycleResult {
+    let explanation = &mut cycle.explanation;
+    if explanation.outcome == Outcome::Unschedulable && explanation.post_filter.take().is_some() {
+        explanation.message = fit_error_message(
+            explanation.nodes_total,
+            &cycle.node_statuses,
+            explanation.pre_filter_message.as_deref().unwrap_or(""),
+            "",
+        );
+    }
+    cycle
+}
+
+fn has_scheduling_gates(pod: &PodInfo) -> bool {
+    pod.pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.scheduling_gates.as_ref())
+        .is_some_and(|g| !g.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::Pod;
+
+    use crate::explain::{Explanation, Outcome};
+    use crate::features::FeatureGates;
+    use crate::framework::profile::SchedulerConfig;
+    use crate::framework::runtime::Framework;
+    use crate::plugins::in_tree_registry_with;
+    use crate::schedule::{ScheduleOptions, schedule};
+    use crate::snapshot::{ClusterObjects, PodInfo, Snapshot};
+    use crate::testing::{gang, node, pod};
+
+    /// v1.37.1's gates, with GenericWorkload on when `gang_on`.
+    fn gates(gang_on: bool) -> FeatureGates {
+        let v1_37 = FeatureGates::v1_37();
+        if gang_on {
+            v1_37.with_overrides("GenericWorkload=true").expect("gate")
+        } else {
+            v1_37
+        }
+    }
+
+    /// Explains `asked` (a pod of `objects`, by name) with the default profile of those gates.
+    fn explain(gang_on: bool, objects: &ClusterObjects, asked: &str) -> Explanation {
+        let features = gates(gang_on);
+        let registry = in_tree_registry_with(features);
+        let config = SchedulerConfig::default_config(&registry);
+        let profile = config.profile("default-scheduler").expect("default profile");
+        let snapshot = Arc::new(Snapshot::with_features(objects.clone(), features));
+        let fwk = Framework::new(profile, &registry, snapshot).expect("framework");
+        let pod: Pod = objects
+            .pods
+            .iter()
+            .find(|p| p.metadata.name.as_deref() == Some(asked))
+            .expect("asked pod")
+            .clone();
+        schedule(
+            &fwk,
+            &PodInfo::with_features(Arc::new(pod), &features),
+            ScheduleOptions::default(),
+        )
+    }
+
+    /// One 4-cpu node, PodGroup `pg` (gang, `min_count`) and `members` pending pods of it asking
+    /// `cpu` each.
+    fn cluster(min_count: i32, members: &[&str], cpu: &str, with_group: bool) -> ClusterObjects {
+        ClusterObjects {
+            nodes: vec![node("n1").cpu("4").memory("8Gi").pods("110").obj()],
+            pods: members
+                .iter()
+                .map(|name| pod(name).pod_group("pg").cpu(cpu).obj())
+                .collect(),
+            pod_groups: if with_group {
+                vec![gang("pg", min_count).obj()]
+            } else {
+                vec![]
+            },
+            ..Default::default()
+        }
+    }
+
+    /// With the gates on, a gang pod is held where kube-scheduler holds it, with its words; with
+    /// them off (v1.37's default) every pod is scheduled on its own, as before.
+    #[test]
+    fn gang_pods_are_held_or_rejected_with_upstream_words() {
+        // (case, cluster, pod asked about, outcome with the gates on, message)
+        let cases = [
+            (
+                "quorum not reached: 2 of minCount 3 exist",
+                cluster(3, &["a", "b"], "1", true),
+                "a",
+                Outcome::Gated,
+                "waiting for minCount pods from a gang to appear in scheduling queue",
+            ),
+            (
+                "the PodGroup does not exist",
+                cluster(2, &["a", "b"], "1", false),
+                "b",
+                Outcome::Gated,
+                "waiting for pods's pod group \"pg\" to appear in scheduling queue",
+            ),
+            (
+                "minCount above capacity: a pod that fits alone",
+                cluster(3, &["a", "b", "c"], "2", true),
+                "a",
+                Outcome::Unschedulable,
+                "minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
+            ),
+            (
+                "minCount above capacity: the pod that does not fit once the others are placed",
+                cluster(3, &["a", "b", "c"], "2", true),
+                "c",
+                Outcome::Unschedulable,
+                "0/1 nodes are available: 1 Insufficient cpu.",
+            ),
+            (
+                "the whole gang fits",
+                cluster(2, &["a", "b"], "2", true),
+                "b",
+                Outcome::Scheduled,
+                "",
+            ),
+        ];
+        for (case, objects, asked, outcome, message) in cases {
+            let on = explain(true, &objects, asked);
+            assert_eq!((on.outcome, on.message.as_str()), (outcome, message), "{case}");
+            if outcome != Outcome::Scheduled {
+                assert!(on.selected.is_empty(), "{case}: nothing selected");
+            }
+            let off = explain(false, &objects, asked);
+            assert_eq!(off.outcome, Outcome::Scheduled, "{case}: gates off");
+        }
+    }
+
+    /// Pods already bound count as scheduled: a gang whose other members run needs only the
+    /// pending one to fit.
+    #[test]
+    fn bound_members_count_towards_min_count() {
+        let mut objects = cluster(3, &["c"], "2", true);
+        objects
+            .nodes
+            .push(node("n2").cpu("4").memory("8Gi").pods("110").obj());
+        for name in ["a", "b"] {
+            objects
+                .pods
+                .push(pod(name).pod_group("pg").cpu("2").node("n2").obj());
+        }
+        let e = explain(true, &objects, "c");
+        assert_eq!((e.outcome, e.message.as_str()), (Outcome::Scheduled, ""));
+    }
+}

@@ -1,0 +1,65 @@
+//! Builders for the workload API's objects (scheduling.k8s.io/v1beta1 PodGroups) and the pod's
+//! reference to its group (`spec.schedulingGroup`), for the gang scheduling tests.
+
+use k8s_openapi::api::core::v1::PodSchedulingGroup;
+use k8s_openapi::api::scheduling::v1beta1::{
+    BasicSchedulingPolicy, GangSchedulingPolicy, PodGroup, PodGroupSchedulingPolicy, PodGroupSpec,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+use super::PodBuilder;
+
+impl PodBuilder {
+    /// `spec.schedulingGroup.podGroupName`: the pod belongs to this PodGroup (in its namespace).
+    pub fn pod_group(mut self, group: &str) -> Self {
+        self.spec().scheduling_group = Some(PodSchedulingGroup {
+            pod_group_name: Some(group.to_string()),
+        });
+        self
+    }
+}
+
+/// A PodGroup under construction.
+#[derive(Debug, Clone)]
+pub struct PodGroupBuilder(pub PodGroup);
+
+/// A PodGroup `name` in namespace `default` with the gang policy `minCount: min_count`.
+pub fn gang(name: &str, min_count: i32) -> PodGroupBuilder {
+    PodGroupBuilder(PodGroup {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some("default".to_string()),
+            ..Default::default()
+        },
+        spec: PodGroupSpec {
+            scheduling_policy: PodGroupSchedulingPolicy {
+                gang: Some(GangSchedulingPolicy { min_count }),
+                basic: None,
+            },
+            ..Default::default()
+        },
+        status: None,
+    })
+}
+
+impl PodGroupBuilder {
+    /// The basic policy instead of the gang one (no minCount: each pod on its own).
+    pub fn basic(mut self) -> Self {
+        self.0.spec.scheduling_policy = PodGroupSchedulingPolicy {
+            basic: Some(BasicSchedulingPolicy::default()),
+            gang: None,
+        };
+        self
+    }
+
+    /// Namespace.
+    pub fn namespace(mut self, ns: &str) -> Self {
+        self.0.metadata.namespace = Some(ns.to_string());
+        self
+    }
+
+    /// The built PodGroup.
+    pub fn obj(self) -> PodGroup {
+        self.0
+    }
+}
