@@ -96,7 +96,7 @@ fn a_claim_not_created_yet_is_named_with_its_template_and_the_controller_that_ma
     assert!(
         text.starts_with(
             "ml/notebook waits for its ResourceClaims (profile default-scheduler, 4 nodes, kube-scheduler \
-             v1.37.1 semantics):\n  ResourceClaim ml/notebook-gpu-… (claim gpu) is not created yet: the \
+             v1.37.2 semantics):\n  ResourceClaim ml/notebook-gpu-… (claim gpu) is not created yet: the \
              resourceclaim controller makes it from template notebook-gpu\n  kube-scheduler: pod \
              \"ml/notebook\": ResourceClaim not created yet\nOnce its claims exist, it would be scheduled on "
         ),

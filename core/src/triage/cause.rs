@@ -207,12 +207,12 @@ pub fn root_cause(
     let mut candidates: Vec<Candidate> = Vec::new();
     for node in rejected {
         let only = node.rejections.len() == 1;
-        for (plugin, status) in &node.rejections {
-            let i = match candidates.iter().position(|c| c.plugin == *plugin) {
+        for &(plugin, ref status) in &node.rejections {
+            let i = match candidates.iter().position(|c| c.plugin == plugin) {
                 Some(i) => i,
                 None => {
                     candidates.push(Candidate {
-                        plugin: *plugin,
+                        plugin,
                         order: candidates.len(),
                         nodes: 0,
                         only: 0,
