@@ -29,9 +29,12 @@ use common::kubectl_sched_binary;
 use e2e::fixtures::{TEST_LABEL, eventually, ready_node};
 use e2e::{ControlPlane, Options};
 use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::resource::v1::{DeviceClass, ResourceClaim, ResourceClaimTemplate};
 use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+use k8s_openapi::jiff::Timestamp;
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
@@ -273,6 +276,29 @@ async fn a_statefulset_without_a_persistent_volume_is_filed_under_volume_binding
     Ok(())
 }
 
+/// Writes the Lease `kube-system/kube-scheduler` as a leading kube-scheduler renews it (a long
+/// duration, so that a slow machine does not see it expire before explain reads it).
+async fn leases_say_kube_scheduler_leads(client: &kube::Client) -> Result<()> {
+    let now = MicroTime(Timestamp::now());
+    let lease = Lease {
+        metadata: ObjectMeta {
+            name: Some("kube-scheduler".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some(format!("{TEST}-kube-scheduler_1")),
+            lease_duration_seconds: Some(3600),
+            renew_time: Some(now.clone()),
+            acquire_time: Some(now),
+            ..LeaseSpec::default()
+        }),
+    };
+    Api::<Lease>::namespaced(client.clone(), "kube-system")
+        .create(&PostParams::default(), &lease)
+        .await?;
+    Ok(())
+}
+
 #[tokio::test]
 async fn a_claim_the_resourceclaim_controller_has_not_made_is_named() -> Result<()> {
     let cp = control_plane().await?;
@@ -310,19 +336,34 @@ async fn a_claim_the_resourceclaim_controller_has_not_made_is_named() -> Result<
     let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
     pods.create(&PostParams::default(), &notebook).await?;
 
-    // The premise: kube-scheduler leads (its Lease is renewed) and yet leaves the pod alone, and no
-    // ResourceClaim appears (no resourceclaim controller runs).
-    let leases: Api<k8s_openapi::api::coordination::v1::Lease> =
-        Api::namespaced(client.clone(), "kube-system");
-    eventually("kube-scheduler's Lease", WAIT, || async {
-        Ok(leases.get_opt("kube-scheduler").await?.map(|_| ()))
+    // The premise: kube-scheduler runs and leads, and yet leaves the pod alone, and no ResourceClaim
+    // appears (no resourceclaim controller runs). The harness runs kube-scheduler without leader
+    // election, so it writes no Lease: the test writes the one a leading kube-scheduler renews
+    // (explain reads it to tell "no scheduler runs" from "the scheduler has nothing to try").
+    leases_say_kube_scheduler_leads(&client).await?;
+    // A pod created after the notebook is bound: kube-scheduler has worked through its queue.
+    let witness: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "witness"},
+        "spec": pod_spec("100m"),
+    }))?;
+    pods.create(&PostParams::default(), &witness).await?;
+    eventually("kube-scheduler to bind the witness pod", WAIT, || async {
+        let pod = pods.get("witness").await?;
+        Ok(pod.spec.and_then(|s| s.node_name))
     })
     .await?;
-    tokio::time::sleep(Duration::from_secs(3)).await;
     let pod = pods.get("notebook").await?;
     ensure!(
-        pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_none(),
-        "kube-scheduler bound the pod"
+        pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).is_none()
+            && pod
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_none_or(Vec::is_empty),
+        "kube-scheduler tried the pod: {:?}",
+        pod.status
     );
     let claims = Api::<ResourceClaim>::namespaced(client.clone(), &ns)
         .list(&ListParams::default())
