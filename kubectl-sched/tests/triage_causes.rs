@@ -103,6 +103,20 @@ fn a_claim_not_created_yet_is_named_with_its_template_and_the_controller_that_ma
         "{text}"
     );
     assert!(!text.contains("non-empty scheduling gates"), "{text}");
+    // The ticket form says the same, not "is gated".
+    let markdown = stdout(&run(
+        &["explain", "notebook", "-n", "ml", "-o", "markdown"],
+        &file,
+    ));
+    assert!(
+        markdown.starts_with("### `ml/notebook` waits for its ResourceClaims\n")
+            && markdown.contains(
+                "ResourceClaim ml/notebook-gpu-… (claim gpu) is not created yet: the resourceclaim controller \
+                 makes it from template notebook-gpu\nkube-scheduler: pod \"ml/notebook\": ResourceClaim not \
+                 created yet\n"
+            ),
+        "{markdown}"
+    );
 
     let o = run(&["triage", "-n", "ml", "-o", "json"], &file);
     let report: Value = serde_json::from_str(&stdout(&o)).unwrap();

@@ -59,7 +59,7 @@ static BINARY: OnceCell<PathBuf> = OnceCell::const_new();
 struct Expected {
     name: &'static str,
     replicas: usize,
-    /// How the cause (the reason that rejects the most nodes) begins.
+    /// How the cause (what must change: here the only blocker on the most nodes) begins.
     cause: &'static str,
     /// How many nodes that reason rejects.
     nodes: usize,

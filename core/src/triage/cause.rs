@@ -14,9 +14,13 @@
 //!    PersistentVolume or device), then unresolvable rejections (preemption cannot lift them), then
 //!    the rest;
 //! 3. a plugin that is the *only* rejection on some node: changing it alone opens that node (the
-//!    most such nodes first); the cluster's background (untolerated taints, cordoned nodes) last;
+//!    most such nodes first). The cluster's background does not count here: the taints Kubernetes
+//!    itself puts on nodes (control plane, node conditions, cloud initialisation), which no pod
+//!    should tolerate, and cordoned nodes. A taint someone put on a pool (`dedicated=gpu`) is no
+//!    background: tolerating it is what a pod meant for that pool must do;
 //! 4. otherwise (every node has several blockers, none common to all) the plugin that rejects the
-//!    most nodes, background last.
+//!    most nodes (background rejections not counted), a plugin that only ever rejects for the
+//!    background last.
 //!
 //! The cause's words are the plugin's own reason (the one it gives on most of the nodes it rejects).
 
@@ -28,6 +32,9 @@ use serde::Serialize;
 
 use crate::engine::{CycleState, FilterVerdict, Framework};
 use crate::explain::Explanation;
+use crate::plugins::helper::taints::{
+    do_not_schedule_taints_filter, node_taints, pod_tolerations, tolerations_tolerate_taint,
+};
 use crate::plugins::names;
 use crate::snapshot::{NodeInfo, PodInfo, Snapshot};
 use crate::{Code, Status};
@@ -36,23 +43,60 @@ use crate::{Code, Status};
 /// node's labels, taints or capacity does not create what is missing.
 const POD_OBJECT_PLUGINS: &[&str] = &[names::VOLUME_BINDING, names::DYNAMIC_RESOURCES];
 
-/// Plugins whose rejections usually describe the cluster rather than the pod (control-plane taints,
-/// cordoned nodes): a root cause only when nothing else explains as much.
-const BACKGROUND_PLUGINS: &[&str] = &[names::TAINT_TOLERATION, names::NODE_UNSCHEDULABLE];
+/// Taint keys Kubernetes itself puts on nodes: node conditions and cordon (`node.kubernetes.io/`),
+/// cloud initialisation (`node.cloudprovider.kubernetes.io/`), the control plane's role. No pod
+/// should tolerate them to get scheduled, so a rejection by them is the cluster's background (and
+/// triage never proposes tolerating them).
+pub fn kubernetes_owned_taint(key: &str) -> bool {
+    key.starts_with("node.kubernetes.io/")
+        || key.starts_with("node.cloudprovider.kubernetes.io/")
+        || key == "node-role.kubernetes.io/control-plane"
+        || key == "node-role.kubernetes.io/master"
+}
+
+/// One filter's rejection of a node.
+#[derive(Debug, Clone)]
+pub struct Rejection {
+    /// The filter.
+    pub plugin: &'static str,
+    /// Its status.
+    pub status: Status,
+    /// The rejection describes the cluster rather than the pod: a cordoned node, or taints that
+    /// Kubernetes itself owns (see the module's rule); a root cause only when nothing else explains
+    /// as much.
+    pub background: bool,
+}
 
 /// Every filter that rejects one node (diagnostic mode: kube-scheduler stops at the first).
 #[derive(Debug, Clone)]
 pub struct NodeRejections {
     /// The node.
     pub node: String,
-    /// Each rejecting filter and its status, in the profile's filter order.
-    pub rejections: Vec<(&'static str, Status)>,
+    /// Each rejecting filter, in the profile's filter order.
+    pub rejections: Vec<Rejection>,
 }
 
 impl NodeRejections {
     /// The rejecting plugins, in filter order.
     pub fn plugins(&self) -> Vec<&'static str> {
-        self.rejections.iter().map(|(p, _)| *p).collect()
+        self.rejections.iter().map(|r| r.plugin).collect()
+    }
+}
+
+/// Whether `plugin`'s rejection of `node` is the cluster's background: a cordon, or untolerated
+/// taints that are all Kubernetes' own.
+fn is_background(fwk: &Framework, pod: &PodInfo, node: &NodeInfo, plugin: &str) -> bool {
+    match plugin {
+        names::NODE_UNSCHEDULABLE => true,
+        names::TAINT_TOLERATION => {
+            let comparison = fwk.features().taint_toleration_comparison_operators;
+            let tolerations = pod_tolerations(&pod.pod);
+            let mut untolerated = node_taints(&node.node).iter().filter(|t| {
+                do_not_schedule_taints_filter(t) && !tolerations_tolerate_taint(tolerations, t, comparison)
+            });
+            untolerated.all(|t| kubernetes_owned_taint(&t.key))
+        }
+        _ => false,
     }
 }
 
@@ -80,8 +124,12 @@ pub fn diagnostic_rejections(
             rejections: fwk
                 .run_all_filter_plugins(state, pod, node)
                 .into_iter()
-                .filter_map(|(name, v)| match v {
-                    FilterVerdict::Ran(s) if !s.is_success() => Some((name, s)),
+                .filter_map(|(plugin, v)| match v {
+                    FilterVerdict::Ran(status) if !status.is_success() => Some(Rejection {
+                        plugin,
+                        background: is_background(fwk, pod, node, plugin),
+                        status,
+                    }),
                     _ => None,
                 })
                 .collect(),
@@ -99,7 +147,8 @@ pub enum CauseBasis {
     EveryNode,
     /// The plugin is the only rejection on some nodes: changing it alone opens them.
     OnlyBlocker,
-    /// Every node has several blockers; the plugin rejects the most nodes.
+    /// No node is opened by one change a pod should make (each has several blockers, or only the
+    /// cluster's background); the plugin rejects the most nodes.
     MostNodes,
 }
 
@@ -140,7 +189,7 @@ impl RootCause {
                 self.only_blocker_on.unwrap_or(0)
             ),
             CauseBasis::MostNodes => format!(
-                "every rejected node has several blockers; {plugin} rejects the most ({} of {nodes_total})",
+                "no single change a pod should make opens a node; {plugin} rejects the most ({} of {nodes_total})",
                 self.nodes.unwrap_or(0)
             ),
         }
@@ -150,17 +199,37 @@ impl RootCause {
 /// What one plugin does across the rejected nodes.
 struct Candidate {
     plugin: &'static str,
-    /// The first index at which it appears in filter order (ties are broken by it).
+    /// When it was first seen (nodes in order, each node's filters in filter order): the last tie
+    /// breaker.
     order: usize,
+    /// The nodes it rejects.
     nodes: usize,
+    /// The nodes where its rejection is not the cluster's background.
+    fixable: usize,
+    /// The nodes where it is the only rejection, and not the cluster's background: changing it
+    /// alone opens them.
     only: usize,
+    /// The nodes where it is the only rejection, and the cluster's background (a cordon, a
+    /// control-plane taint): it alone keeps them, but no pod should change to get there.
+    only_background: usize,
     unresolvable: bool,
     reasons: BTreeMap<String, usize>,
 }
 
 impl Candidate {
+    /// Every one of its rejections is the cluster's background.
     fn background(&self) -> bool {
-        BACKGROUND_PLUGINS.contains(&self.plugin)
+        self.fixable == 0
+    }
+
+    /// The nodes it alone keeps the pod from, as reported: the ones whose change is a pod's to make,
+    /// else (a background cause) the others.
+    fn only_blocker_on(&self) -> usize {
+        if self.only > 0 {
+            self.only
+        } else {
+            self.only_background
+        }
     }
 
     /// The tier of the module's rule (lower first).
@@ -170,7 +239,7 @@ impl Candidate {
             _ if every && POD_OBJECT_PLUGINS.contains(&self.plugin) => 0,
             _ if every && self.unresolvable => 1,
             _ if every => 2,
-            _ if self.only > 0 && !self.background() => 3,
+            _ if self.only > 0 => 3,
             _ if !self.background() => 4,
             _ => 5,
         }
@@ -207,7 +276,8 @@ pub fn root_cause(
     let mut candidates: Vec<Candidate> = Vec::new();
     for node in rejected {
         let only = node.rejections.len() == 1;
-        for &(plugin, ref status) in &node.rejections {
+        for rejection in &node.rejections {
+            let (plugin, status) = (rejection.plugin, &rejection.status);
             let i = match candidates.iter().position(|c| c.plugin == plugin) {
                 Some(i) => i,
                 None => {
@@ -215,7 +285,9 @@ pub fn root_cause(
                         plugin,
                         order: candidates.len(),
                         nodes: 0,
+                        fixable: 0,
                         only: 0,
+                        only_background: 0,
                         unresolvable: false,
                         reasons: BTreeMap::new(),
                     });
@@ -224,7 +296,12 @@ pub fn root_cause(
             };
             let c = &mut candidates[i];
             c.nodes += 1;
-            c.only += usize::from(only);
+            if rejection.background {
+                c.only_background += usize::from(only);
+            } else {
+                c.fixable += 1;
+                c.only += usize::from(only);
+            }
             c.unresolvable |= status.code() == Code::UnschedulableAndUnresolvable;
             for r in status.reasons() {
                 *c.reasons.entry(r.clone()).or_default() += 1;
@@ -241,12 +318,14 @@ pub fn root_cause(
         a.tier(total)
             .cmp(&b.tier(total))
             .then(b.only.cmp(&a.only))
+            .then(b.fixable.cmp(&a.fixable))
             .then(b.nodes.cmp(&a.nodes))
             .then(a.order.cmp(&b.order))
     })?;
+    let only_blocker_on = best.only_blocker_on();
     let basis = match best.tier(total) {
         0..=2 => CauseBasis::EveryNode,
-        _ if best.only > 0 => CauseBasis::OnlyBlocker,
+        _ if only_blocker_on > 0 => CauseBasis::OnlyBlocker,
         _ => CauseBasis::MostNodes,
     };
     Some(RootCause {
@@ -254,7 +333,7 @@ pub fn root_cause(
         reason: best.reason(),
         basis,
         nodes: Some(best.nodes),
-        only_blocker_on: (best.only > 0).then_some(best.only),
+        only_blocker_on: (only_blocker_on > 0).then_some(only_blocker_on),
     })
 }
 

@@ -14,7 +14,10 @@ use std::sync::Arc;
 
 use crate::snapshot::PodInfo;
 
-pub use cause::{CauseBasis, NodeRejections, RootCause, diagnostic_rejections, rejected_nodes, root_cause};
+pub use cause::{
+    CauseBasis, NodeRejections, Rejection, RootCause, diagnostic_rejections, kubernetes_owned_taint,
+    rejected_nodes, root_cause,
+};
 pub use shape::{ShapeKey, shape_key};
 pub use workload::{Workload, WorkloadError, WorkloadIndex, parse_workload};
 

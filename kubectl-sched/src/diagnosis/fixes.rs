@@ -243,12 +243,9 @@ fn lower_request(pod: &PodInfo, snapshot: &Snapshot, nodes: &[&str]) -> Option<F
 }
 
 /// Taints Kubernetes itself puts on nodes (control plane, node conditions, cordon, cloud
-/// initialisation): never proposed as a toleration.
+/// initialisation): never proposed as a toleration (triage's root cause counts them as background).
 fn is_system_taint(key: &str) -> bool {
-    key.starts_with("node.kubernetes.io/")
-        || key.starts_with("node.cloudprovider.kubernetes.io/")
-        || key == "node-role.kubernetes.io/control-plane"
-        || key == "node-role.kubernetes.io/master"
+    sched_core::triage::kubernetes_owned_taint(key)
 }
 
 /// One toleration per set of untolerated taints on nodes that fail only on them, the set that opens

@@ -50,6 +50,20 @@ fn evaluate(
 #[test]
 fn the_root_cause_is_what_must_change_not_the_first_failing_filter() {
     let small = |n: &str| node(n).cpu("2").obj();
+    let control_plane = |n: &str| {
+        node(n)
+            .cpu("8")
+            .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
+            .obj()
+    };
+    // A control-plane node of the pool the pod selects, short of cpu.
+    let control_plane_short = |n: &str| {
+        node(n)
+            .cpu("2")
+            .label("pool", "x")
+            .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule")
+            .obj()
+    };
     let stateful = || pod("db-0").cpu("3").pvc("data-db-0").obj();
     let local_claim = || pvc("data-db-0").storage_class(LOCAL).obj();
     struct Case {
@@ -87,39 +101,58 @@ fn the_root_cause_is_what_must_change_not_the_first_failing_filter() {
             basis: CauseBasis::PreFilter,
         },
         Case {
-            // cpu alone keeps n1; the taint alone keeps n2: cpu is what the pod can change, the taint
-            // is the cluster's background.
-            name: "the only blocker on some node, background last",
-            nodes: vec![
-                small("n1"),
-                node("n2")
-                    .cpu("8")
-                    .taint("dedicated", "infra", "NoSchedule")
-                    .obj(),
-            ],
+            // cpu alone keeps n1; the control plane's taint alone keeps n2 and n3: cpu is what the
+            // pod can change, the control plane's taint is the cluster's background, however many
+            // nodes it keeps (no pod should tolerate it).
+            name: "the only blocker on some node, Kubernetes' own taints last",
+            nodes: vec![small("n1"), control_plane("n2"), control_plane("n3")],
             pod: pod("web").cpu("3").obj(),
             claims: vec![],
-            counts: "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint(s).",
+            counts: "0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had untolerated taint(s).",
             plugin: Some(names::NODE_RESOURCES_FIT),
             reason: "Insufficient cpu",
             basis: CauseBasis::OnlyBlocker,
         },
         Case {
+            // A pod meant for a dedicated pool that does not tolerate the pool's taint: the taint
+            // alone keeps the pool's 2 nodes, the selector alone the other one. Tolerating the
+            // pool's taint (someone's, not Kubernetes') opens the most nodes.
+            name: "the only blocker on the most nodes, a pool's own taint",
+            nodes: vec![
+                small("n1"),
+                node("n2")
+                    .cpu("8")
+                    .label("pool", "gpu")
+                    .taint("dedicated", "gpu", "NoSchedule")
+                    .obj(),
+                node("n3")
+                    .cpu("8")
+                    .label("pool", "gpu")
+                    .taint("dedicated", "gpu", "NoSchedule")
+                    .obj(),
+            ],
+            pod: pod("train").cpu("1").node_selector("pool", "gpu").obj(),
+            claims: vec![],
+            counts: "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) \
+                     had untolerated taint(s).",
+            plugin: Some(names::TAINT_TOLERATION),
+            reason: "node(s) had untolerated taint(s)",
+            basis: CauseBasis::OnlyBlocker,
+        },
+        Case {
             // Every node has two blockers and none is common to all: the one rejecting the most nodes
-            // (cpu and the selector tie at two; cpu comes first in filter order among the tied).
+            // (cpu and the control plane's taint tie at three, the taint is background; the selector
+            // rejects two). kube-scheduler counts the taint, the first filter, on three.
             name: "several blockers everywhere",
             nodes: vec![
-                node("n1")
-                    .cpu("2")
-                    .label("pool", "x")
-                    .taint("d", "i", "NoSchedule")
-                    .obj(),
-                node("n2").cpu("8").taint("d", "i", "NoSchedule").obj(),
+                control_plane_short("n1"),
+                control_plane("n2"),
                 node("n3").cpu("2").obj(),
+                control_plane_short("n4"),
             ],
             pod: pod("web").cpu("3").node_selector("pool", "x").obj(),
             claims: vec![],
-            counts: "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 2 node(s) \
+            counts: "0/4 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 3 node(s) \
                      had untolerated taint(s).",
             plugin: Some(names::NODE_RESOURCES_FIT),
             reason: "Insufficient cpu",
@@ -137,7 +170,11 @@ fn the_root_cause_is_what_must_change_not_the_first_failing_filter() {
 
 #[test]
 fn a_node_whose_rejections_were_not_all_seen_does_not_make_every_node() {
-    let rejection = |plugin| (plugin, Status::unresolvable("x"));
+    let rejection = |plugin| Rejection {
+        plugin,
+        status: Status::unresolvable("x"),
+        background: false,
+    };
     let seen = [NodeRejections {
         node: "n1".into(),
         rejections: vec![rejection(names::VOLUME_BINDING), rejection(names::NODE_AFFINITY)],

@@ -98,6 +98,10 @@ pub fn report(r: &ExplainReport) -> String {
     let title = match e.outcome {
         Outcome::Scheduled => format!("`{pod}` {}", headline(e)),
         Outcome::Unschedulable => format!("`{pod}` cannot be scheduled"),
+        // DynamicResources' PreEnqueue, not a gate: the same words as the table's headline.
+        Outcome::Gated if r.scheduling_gates.is_empty() && !r.claims_not_created.is_empty() => {
+            format!("`{pod}` waits for its ResourceClaims")
+        }
         Outcome::Gated => format!("`{pod}` is gated"),
         Outcome::Error => format!("`{pod}`: the scheduling cycle fails"),
     };
