@@ -20,12 +20,11 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use common::kubectl_sched_binary;
+use common::shown;
 use e2e::fixtures::{TEST_LABEL, eventually, ready_node};
 use e2e::{ControlPlane, Options};
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -45,13 +44,10 @@ const TEST: &str = "root-cause";
 const CLASS: &str = "root-cause-local";
 /// Bounds the wait for the controllers and kube-scheduler.
 const WAIT: Duration = Duration::from_secs(60);
-/// Bounds one `kubectl-sched` run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
 /// VolumeBinding's reason when no PersistentVolume can be bound or provisioned on a node.
 const NO_PV: &str = "node(s) didn't find available persistent volumes to bind";
 
 static CONTROL_PLANE: OnceCell<ControlPlane> = OnceCell::const_new();
-static BINARY: OnceCell<PathBuf> = OnceCell::const_new();
 
 /// The control plane, its 3 nodes and the StorageClass, once for both tests.
 async fn control_plane() -> Result<&'static ControlPlane> {
@@ -84,33 +80,11 @@ async fn control_plane() -> Result<&'static ControlPlane> {
         .await
 }
 
-/// `kubectl-sched ARGS... -n NS` with the control plane's kubeconfig.
+/// `kubectl-sched ARGS... -n NS` against the control plane.
 async fn kubectl_sched(cp: &ControlPlane, ns: &str, args: &[&str]) -> Result<Output> {
-    let binary = BINARY.get_or_try_init(kubectl_sched_binary).await?;
-    let kubeconfig = cp.kubeconfig_path().display().to_string();
     let mut all = args.to_vec();
-    all.extend_from_slice(&["-n", ns, "--kubeconfig", &kubeconfig]);
-    let output = tokio::time::timeout(
-        COMMAND_TIMEOUT,
-        tokio::process::Command::new(binary)
-            .args(&all)
-            .env_remove("KUBECONFIG")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .with_context(|| format!("kubectl-sched {} took too long", all.join(" ")))??;
-    Ok(output)
-}
-
-fn shown(output: &Output) -> String {
-    format!(
-        "exit {}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
+    all.extend_from_slice(&["-n", ns]);
+    common::run_kubectl_sched_on(cp, &all).await
 }
 
 /// A pause container requesting `cpu`, on this test's nodes.
@@ -156,17 +130,7 @@ async fn kube_scheduler_says(pods: &Api<Pod>, name: &str, prefix: &str) -> Resul
 
 /// The workload group of `kind/name` in triage's JSON report, with its cause.
 fn group<'a>(report: &'a Value, kind: &str, name: &str) -> Result<(&'a Value, &'a Value)> {
-    report["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|c| {
-            c["workloads"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(move |w| (c, w))
-        })
+    common::triage_groups(report)
         .find(|(_, w)| w["workload"]["kind"] == kind && w["workload"]["name"] == name)
         .with_context(|| format!("no {kind}/{name} group in {report:#}"))
 }
