@@ -27,13 +27,12 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::process::Output;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use common::kubectl_sched_binary;
+use common::shown;
 use e2e::fixtures::{TEST_LABEL, eventually, ready_node};
 use e2e::{ControlPlane, Options};
 use k8s_openapi::api::apps::v1::Deployment;
@@ -41,7 +40,6 @@ use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 use serde_json::{Value, json};
-use tokio::sync::OnceCell;
 
 const TEST: &str = "triage";
 /// The taint of the tainted pool (key, value; effect NoSchedule).
@@ -50,16 +48,12 @@ const TAINT: (&str, &str) = ("e2e.kubectl-sched.dev/dedicated", "triage");
 const POOL: &str = "e2e.kubectl-sched.dev/pool";
 /// Bounds the wait for the controllers and kube-scheduler.
 const WAIT: Duration = Duration::from_secs(60);
-/// Bounds one `kubectl-sched` run.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(60);
-
-static BINARY: OnceCell<PathBuf> = OnceCell::const_new();
 
 /// A pending Deployment and the cause triage must give it.
 struct Expected {
     name: &'static str,
     replicas: usize,
-    /// How the cause (the reason that rejects the most nodes) begins.
+    /// How the cause (what must change: here the only blocker on the most nodes) begins.
     cause: &'static str,
     /// How many nodes that reason rejects.
     nodes: usize,
@@ -252,51 +246,20 @@ async fn wait_for_kube_scheduler(api: &Api<Pod>) -> Result<BTreeMap<&'static str
     waited.with_context(|| format!("the namespace's pods at the end of the wait:\n{last}"))
 }
 
-/// `kubectl-sched triage -n NS ARGS...` with the control plane's kubeconfig: its output.
+/// `kubectl-sched triage -n NS ARGS...` against the control plane: its output.
 async fn triage(cp: &ControlPlane, ns: &str, args: &[&str]) -> Result<Output> {
-    let binary = BINARY.get_or_try_init(kubectl_sched_binary).await?;
-    let kubeconfig = cp.kubeconfig_path().display().to_string();
-    let mut all = vec!["triage", "-n", ns, "--kubeconfig", &kubeconfig];
+    let mut all = vec!["triage", "-n", ns];
     all.extend_from_slice(args);
     let run = Instant::now();
-    let output = tokio::time::timeout(
-        COMMAND_TIMEOUT,
-        tokio::process::Command::new(binary)
-            .args(&all)
-            .env_remove("KUBECONFIG")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .with_context(|| format!("kubectl-sched {} took too long", all.join(" ")))??;
+    let output = common::run_kubectl_sched_on(cp, &all).await?;
     println!("kubectl-sched {} ran for {:?}", args.join(" "), run.elapsed());
     Ok(output)
-}
-
-fn shown(output: &Output) -> String {
-    format!(
-        "exit {}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
 }
 
 /// The workload groups of `report` for `deployment/NAME` in `ns`, with their cause.
 fn groups<'a>(report: &'a Value, ns: &str, name: &str) -> Vec<(&'a Value, &'a Value)> {
     let wanted = json!({"namespace": ns, "kind": "deployment", "name": name});
-    report["causes"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .flat_map(|c| {
-            c["workloads"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(move |w| (c, w))
-        })
+    common::triage_groups(report)
         .filter(|(_, w)| w["workload"] == wanted)
         .collect()
 }

@@ -11,20 +11,7 @@ use crate::plugins::helper::taints::{
     do_not_schedule_taints_filter, node_taints, pod_tolerations, tolerations_tolerate_taint,
 };
 
-/// Who owns a taint Kubernetes itself puts on nodes (control plane, node conditions and cordon, cloud
-/// initialisation), or None for a user's taint. The one rule for every command (explain's hints,
-/// triage's fixes): such a taint is never proposed as a toleration.
-pub fn system_taint_owner(key: &str) -> Option<&'static str> {
-    if key.starts_with("node.kubernetes.io/") {
-        Some("node condition")
-    } else if key.starts_with("node.cloudprovider.kubernetes.io/") {
-        Some("cloud provider")
-    } else if key == "node-role.kubernetes.io/control-plane" || key == "node-role.kubernetes.io/master" {
-        Some("control plane")
-    } else {
-        None
-    }
-}
+pub use crate::plugins::helper::taints::system_taint_owner;
 
 /// The node's NoSchedule/NoExecute taints the pod does not tolerate (TaintToleration's rejection),
 /// with the `Lt`/`Gt` operators as the gate says.

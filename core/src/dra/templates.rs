@@ -31,6 +31,70 @@ pub struct GeneratedClaims {
     pub claims: Vec<(String, String)>,
 }
 
+/// kube-controller-manager's resourceclaim controller leaves room for `-` and 5 random characters in
+/// a 63-character name (`maxBaseLen` in pkg/controller/resourceclaim).
+const MAX_GENERATE_NAME_BASE: usize = 57;
+
+/// A template claim of a pod whose ResourceClaim does not exist yet: kube-scheduler does not look
+/// at the pod until kube-controller-manager's resourceclaim controller has made it (and written its
+/// name into `status.resourceClaimStatuses`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ClaimNotCreated {
+    /// The pod's claim (`spec.resourceClaims[].name`).
+    pub pod_claim: String,
+    /// `namespace/name` of the ResourceClaimTemplate it is made from.
+    pub template: String,
+    /// False when the template does not exist either: the controller cannot make the claim.
+    pub template_exists: bool,
+    /// The controller's `generateName` for it: the claim is this and 5 random characters.
+    pub generate_name: String,
+}
+
+/// The `generateName` kube-controller-manager's resourceclaim controller gives the claim it makes
+/// for `pod_claim` of `pod_name`: `<pod>-<claim>-`, both parts cut in proportion when longer than
+/// 57 characters (then without the trailing `-`, as upstream).
+pub fn claim_generate_name(pod_name: &str, pod_claim: &str) -> String {
+    let name = format!("{pod_name}-{pod_claim}-");
+    if name.len() <= MAX_GENERATE_NAME_BASE {
+        return name;
+    }
+    let cut = |s: &str| {
+        let mut end = s.len() * MAX_GENERATE_NAME_BASE / name.len();
+        // Names are ASCII; a cut inside a character of a bad name would panic on slicing.
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s[..end].to_string()
+    };
+    format!("{}-{}", cut(pod_name), cut(pod_claim))
+}
+
+/// The pod's template claims that have no ResourceClaim yet (no entry in
+/// `status.resourceClaimStatuses`), in `spec.resourceClaims` order.
+pub fn claims_not_created(snapshot: &Snapshot, pod: &Pod) -> Vec<ClaimNotCreated> {
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let pod_name = pod.metadata.name.as_deref().unwrap_or_default();
+    let statuses = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.resource_claim_statuses.as_ref());
+    pod.spec
+        .iter()
+        .flat_map(|s| s.resource_claims.iter().flatten())
+        .filter(|c| !statuses.into_iter().flatten().any(|s| s.name == c.name))
+        .filter_map(|c| {
+            let template = c.resource_claim_template_name.as_ref()?;
+            let key = namespaced_key(namespace, template);
+            Some(ClaimNotCreated {
+                pod_claim: c.name.clone(),
+                template_exists: snapshot.resource_claim_templates.contains_key(&key),
+                template: key,
+                generate_name: claim_generate_name(pod_name, &c.name),
+            })
+        })
+        .collect()
+}
+
 /// The pod's template claims that have no claim yet, made from their templates (named
 /// `<pod>-<claim>`, owned by the pod, the template's labels and annotations, its spec); `None` when
 /// every template claim already has one.
@@ -184,5 +248,54 @@ mod tests {
             with_claims_from_templates(&snapshot, &template_pod(&[("x", "missing")])).unwrap_err(),
             TemplateError::NotFound("default/missing".into())
         );
+    }
+
+    #[test]
+    fn claims_not_created_name_their_template_and_the_controllers_generated_name() {
+        let template: ResourceClaimTemplate = serde_json::from_value(json!({
+            "metadata": {"name": "gpu", "namespace": "default"},
+            "spec": {"spec": {"devices": {"requests": []}}},
+        }))
+        .unwrap();
+        let snapshot = Snapshot::new(ClusterObjects {
+            resource_claim_templates: vec![template],
+            ..Default::default()
+        });
+        let mut p = template_pod(&[("gpus", "gpu"), ("x", "missing"), ("made", "gpu")]);
+        p.status
+            .get_or_insert_with(Default::default)
+            .resource_claim_statuses = Some(vec![PodResourceClaimStatus {
+            name: "made".into(),
+            resource_claim_name: Some("job-made-abcde".into()),
+        }]);
+        let missing = claims_not_created(&snapshot, &p);
+        assert_eq!(
+            missing,
+            [
+                ClaimNotCreated {
+                    pod_claim: "gpus".into(),
+                    template: "default/gpu".into(),
+                    template_exists: true,
+                    generate_name: "job-gpus-".into(),
+                },
+                ClaimNotCreated {
+                    pod_claim: "x".into(),
+                    template: "default/missing".into(),
+                    template_exists: false,
+                    generate_name: "job-x-".into(),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn long_generated_names_are_cut_as_the_controller_cuts_them() {
+        // pkg/controller/resourceclaim: both parts cut in proportion to 57 characters.
+        let pod = "p".repeat(60);
+        let claim = "c".repeat(20);
+        let name = claim_generate_name(&pod, &claim);
+        // 82 characters: the pod part to 60*57/82 = 41, the claim part to 20*57/82 = 13.
+        assert_eq!(name, format!("{}-{}", "p".repeat(41), "c".repeat(13)));
+        assert_eq!(claim_generate_name("notebook", "gpu"), "notebook-gpu-");
     }
 }

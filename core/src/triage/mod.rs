@@ -2,8 +2,10 @@
 //! shape, see [`shape`]) and named by the workload they belong to ([`workload`]). The evaluation itself
 //! is the engine's ([`crate::schedule::schedule_cycle`] with
 //! [`crate::schedule::ScheduleOptions::stop_at_first_feasible`]): this module only decides what is
-//! evaluated once and for whom.
+//! evaluated once and for whom, and what a group's root cause is ([`cause`]: what must change, not
+//! the first filter kube-scheduler ran).
 
+pub mod cause;
 pub mod shape;
 pub mod workload;
 
@@ -12,6 +14,9 @@ use std::sync::Arc;
 
 use crate::snapshot::PodInfo;
 
+pub use cause::{
+    CauseBasis, NodeRejections, Rejection, RootCause, diagnostic_rejections, rejected_nodes, root_cause,
+};
 pub use shape::{ShapeKey, shape_key};
 pub use workload::{Workload, WorkloadError, WorkloadIndex, parse_workload};
 

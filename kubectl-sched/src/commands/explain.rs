@@ -159,6 +159,11 @@ pub struct ExplainReport {
     /// For a gated pod: its `spec.schedulingGates`, by name, in order (the headline lists them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub scheduling_gates: Vec<String>,
+    /// For a pod kube-scheduler does not try because ResourceClaims it gets from templates do not
+    /// exist yet: those claims, their templates and the names the resourceclaim controller gives them
+    /// (the headline names them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims_not_created: Vec<sched_core::dra::templates::ClaimNotCreated>,
 }
 
 /// One pending pod of `--all-pending`.
@@ -350,6 +355,11 @@ fn explain_one(
     // A pod whose ResourceClaims are still to be made from templates (kube-scheduler waits for the
     // resourceclaim controller) is explained with those claims made in memory.
     let mut generated_note = None;
+    let claims_not_created = if explanation.outcome == Outcome::Gated {
+        sched_core::dra::templates::claims_not_created(&snapshot, &info.pod)
+    } else {
+        Vec::new()
+    };
     let (once_ungated, basis_state, basis_pod, fwk, snapshot) = if explanation.outcome == Outcome::Gated {
         let mut ungated = (*info.pod).clone();
         if let Some(spec) = ungated.spec.as_mut() {
@@ -470,6 +480,7 @@ fn explain_one(
         } else {
             Vec::new()
         },
+        claims_not_created,
     })
 }
 

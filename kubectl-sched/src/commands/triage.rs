@@ -11,17 +11,21 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
+use sched_core::dra::templates::claims_not_created;
 use sched_core::engine::{Framework, ScheduleOptions, reason_histogram, schedule_cycle};
 use sched_core::explain::{Explanation, Outcome};
 use sched_core::features::KubeVersion;
 use sched_core::labels::{Selector, SelectorSyntaxError};
 use sched_core::snapshot::PodDetail;
-use sched_core::triage::{Workload, WorkloadError, WorkloadIndex, group_by_shape, parse_workload};
+use sched_core::triage::{
+    RootCause, Workload, WorkloadError, WorkloadIndex, group_by_shape, parse_workload, root_cause,
+};
 use sched_core::{Engine, PodInfo, Snapshot};
 use serde::Serialize;
 
 use crate::cli::{GlobalArgs, TriageArgs};
 use crate::diagnosis::fixes::{Blockers, Fix, diagnose};
+use crate::diagnosis::headline::claims_not_created_headline;
 use crate::diagnosis::still_pending::{PendingFinding, SchedulerLease, SchedulerPresence, why_still_pending};
 use crate::source::load::{LoadError, Loaded, keep_until_exit, load_keeping_cluster};
 use crate::source::pods::ResolveError;
@@ -63,6 +67,9 @@ pub enum Verdict {
     Error,
     /// Scheduling gates keep kube-scheduler from trying.
     Gated,
+    /// ResourceClaims the pods get from templates do not exist yet: kube-scheduler does not try them
+    /// until kube-controller-manager's resourceclaim controller has made them.
+    ClaimsNotCreated,
     /// No profile of the configuration has the pod's schedulerName: kube-scheduler ignores it.
     OtherScheduler,
     /// A node fits: kube-scheduler would bind it on its next attempt.
@@ -74,8 +81,10 @@ pub enum Verdict {
 pub struct ReasonCount {
     /// The reason, as kube-scheduler writes it.
     pub reason: String,
-    /// How many nodes.
-    pub nodes: usize,
+    /// How many nodes; none for a PreFilter rejection, which is about the pod, not a count of nodes
+    /// (kube-scheduler's message has no count there either).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<usize>,
 }
 
 /// The pods of one workload that get the same answer.
@@ -92,6 +101,9 @@ pub struct WorkloadVerdict {
     /// For an unschedulable pod: each reason with its node count, most nodes first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reasons: Vec<ReasonCount>,
+    /// For an unschedulable pod: what must change, and why that ([`sched_core::triage::cause`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_cause: Option<RootCause>,
     /// For a pod that fits: a node it fits on (the first found, not necessarily kube-scheduler's pick).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fits_on: Option<String>,
@@ -113,7 +125,9 @@ pub struct WorkloadVerdict {
 pub struct Cause {
     /// The verdict.
     pub verdict: Verdict,
-    /// The root cause: the reasons (without counts) for an unschedulable pod, or the message.
+    /// The root cause: for an unschedulable pod, what must change (the PreFilter rejection, or the
+    /// reason of the plugin that rejects every node, else the one whose change alone opens the most
+    /// nodes; see [`sched_core::triage::cause`]), without counts; otherwise the message.
     pub cause: String,
     /// How many pods.
     pub pods: usize,
@@ -292,26 +306,6 @@ pub fn run(global: &GlobalArgs, args: &TriageArgs) -> Result<TriageOutput, Triag
     })
 }
 
-/// Reasons that usually describe the cluster rather than the pod (control-plane taints, cordoned
-/// nodes): a root cause only when nothing else rejects as many nodes.
-const BACKGROUND_REASONS: &[&str] = &["node(s) had untolerated taint", "node(s) were unschedulable"];
-
-/// The root cause of an unschedulable answer: the reason that rejects the most nodes, background
-/// reasons losing ties.
-fn root_cause(reasons: &[ReasonCount]) -> String {
-    let background = |r: &ReasonCount| BACKGROUND_REASONS.iter().any(|b| r.reason.starts_with(b));
-    reasons
-        .iter()
-        .min_by(|a, b| {
-            b.nodes
-                .cmp(&a.nodes)
-                .then(background(a).cmp(&background(b)))
-                .then_with(|| a.reason.cmp(&b.reason))
-        })
-        .map(|r| r.reason.clone())
-        .unwrap_or_default()
-}
-
 /// One shape's answer.
 struct ShapeAnswer {
     /// The evaluation (none for another scheduler's pod).
@@ -319,6 +313,7 @@ struct ShapeAnswer {
     verdict: Verdict,
     message: String,
     reasons: Vec<ReasonCount>,
+    root_cause: Option<RootCause>,
     fits_on: Option<String>,
     blockers: Vec<Blockers>,
     fixes: Vec<Fix>,
@@ -340,6 +335,7 @@ fn evaluate_shape(
                 pod.scheduler_name()
             ),
             reasons: Vec::new(),
+            root_cause: None,
             fits_on: None,
             blockers: Vec::new(),
             fixes: Vec::new(),
@@ -358,11 +354,23 @@ fn evaluate_shape(
         verdict: match e.outcome {
             Outcome::Scheduled => Verdict::Fits,
             Outcome::Unschedulable => Verdict::Unschedulable,
+            // DynamicResources' PreEnqueue, not a scheduling gate: the pod has none.
+            Outcome::Gated
+                if pod
+                    .pod
+                    .spec
+                    .as_ref()
+                    .is_none_or(|s| s.scheduling_gates.as_ref().is_none_or(Vec::is_empty))
+                    && !claims_not_created(snapshot, &pod.pod).is_empty() =>
+            {
+                Verdict::ClaimsNotCreated
+            }
             Outcome::Gated => Verdict::Gated,
             Outcome::Error => Verdict::Error,
         },
         message: e.message.clone(),
         reasons: Vec::new(),
+        root_cause: None,
         fits_on: None,
         blockers: Vec::new(),
         fixes: Vec::new(),
@@ -379,14 +387,14 @@ fn evaluate_shape(
             answer.reasons = match &e.pre_filter_message {
                 Some(m) => vec![ReasonCount {
                     reason: m.clone(),
-                    nodes: e.nodes_total,
+                    nodes: None,
                 }],
                 None => {
                     let mut r: Vec<ReasonCount> = reason_histogram(e.nodes_total, &cycle.node_statuses)
                         .into_iter()
                         .map(|(reason, nodes)| ReasonCount {
                             reason: reason.to_string(),
-                            nodes,
+                            nodes: Some(nodes),
                         })
                         .collect();
                     r.sort_by(|a, b| b.nodes.cmp(&a.nodes).then_with(|| a.reason.cmp(&b.reason)));
@@ -394,8 +402,13 @@ fn evaluate_shape(
                 }
             };
             let d = diagnose(e, fwk, &cycle.state, pod, snapshot);
+            answer.root_cause = root_cause(e.pre_filter_message.as_deref(), &d.rejections, e.nodes_total);
             answer.blockers = d.blockers;
             answer.fixes = d.fixes;
+        }
+        Outcome::Gated if answer.verdict == Verdict::ClaimsNotCreated => {
+            // The same words for every pod of a workload (kube-scheduler's name the pod): the templates.
+            answer.message = claims_not_created_headline(None, &claims_not_created(snapshot, &pod.pod));
         }
         Outcome::Gated | Outcome::Error => {}
     }
@@ -506,7 +519,7 @@ fn triage(
         // Why pods that kube-scheduler could place (or is kept from trying) are still Pending; the
         // first pod of the group speaks for it (its condition, its nomination).
         let still_pending = match (&answer.explanation, verdict) {
-            (Some(e), Verdict::Fits | Verdict::Gated) => {
+            (Some(e), Verdict::Fits | Verdict::Gated | Verdict::ClaimsNotCreated) => {
                 why_still_pending(first, e, true, snapshot, scheduler, &[], now)
             }
             (_, Verdict::OtherScheduler) => vec![PendingFinding {
@@ -517,7 +530,11 @@ fn triage(
             _ => Vec::new(),
         };
         let cause = match verdict {
-            Verdict::Unschedulable => root_cause(&answer.reasons),
+            Verdict::Unschedulable => answer
+                .root_cause
+                .as_ref()
+                .map(|c| c.reason.clone())
+                .unwrap_or_else(|| message.clone()),
             Verdict::Fits => "fits now".to_string(),
             _ => message.clone(),
         };
@@ -538,6 +555,7 @@ fn triage(
                 message
             },
             reasons: answer.reasons.clone(),
+            root_cause: answer.root_cause.clone(),
             fits_on: answer.fits_on.clone(),
             blockers: answer.blockers.clone(),
             fixes: answer.fixes.clone(),

@@ -9,18 +9,17 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Taint;
-use rayon::prelude::*;
 use sched_core::diagnosis::{DeviceClassResolver, Shortfall, pod_tolerations, shortfall_with_dra};
 use sched_core::engine::{CycleState, Framework};
 use sched_core::explain::Explanation;
 use sched_core::plugins::names;
 use sched_core::resource::{PODS, format_amount};
+use sched_core::triage::{NodeRejections, diagnostic_rejections, rejected_nodes};
 use sched_core::{PodInfo, Snapshot};
 use serde::Serialize;
 
 use crate::diagnosis::hints::{
-    MAX_NAMES, missing_share, name_list, rejecting_filters, taint_text, toleration_snippet,
-    untolerated_taints,
+    MAX_NAMES, missing_share, name_list, taint_text, toleration_snippet, untolerated_taints,
 };
 
 /// What kind of change a fix is, smallest first.
@@ -63,12 +62,16 @@ pub struct Blockers {
 }
 
 /// Every blocker per rejected node, and the fixes they allow.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Diagnosis {
     /// Nodes grouped by the set of filters that reject them, most nodes first.
     pub blockers: Vec<Blockers>,
     /// The fixes, smallest change first.
     pub fixes: Vec<Fix>,
+    /// Every rejected node's rejections (what the groups and fixes were made of; triage's root cause
+    /// reads them).
+    #[serde(skip)]
+    pub rejections: Vec<NodeRejections>,
 }
 
 /// Diagnoses an unschedulable evaluation (nothing when PreFilter rejected the pod: no node was
@@ -83,24 +86,11 @@ pub fn diagnose(
     if e.pre_filter_message.is_some() {
         return Diagnosis::default();
     }
-    let rejected: Vec<&str> = e
-        .nodes
+    let rejected = rejected_nodes(e, snapshot);
+    let rejections = diagnostic_rejections(fwk, state, pod, &rejected);
+    let per_node: Vec<(&str, Vec<&'static str>)> = rejections
         .iter()
-        .filter(|n| !n.feasible)
-        .map(|n| n.name.as_str())
-        .collect();
-    let per_node: Vec<(&str, Vec<&'static str>)> = rejected
-        .par_iter()
-        .filter_map(|name| {
-            let node = snapshot.node(name)?;
-            Some((
-                *name,
-                rejecting_filters(fwk, state, pod, node)
-                    .into_iter()
-                    .map(|(plugin, _)| plugin)
-                    .collect::<Vec<_>>(),
-            ))
-        })
+        .map(|r| (r.node.as_str(), r.plugins()))
         .collect();
 
     let mut groups: BTreeMap<Vec<&'static str>, Vec<&str>> = BTreeMap::new();
@@ -167,7 +157,11 @@ pub fn diagnose(
             .cmp(&b.kind)
             .then_with(|| b.opens.len().cmp(&a.opens.len()))
     });
-    Diagnosis { blockers, fixes }
+    Diagnosis {
+        blockers,
+        fixes,
+        rejections,
+    }
 }
 
 /// `kubectl cordon` sets spec.unschedulable and the node controller adds the

@@ -1,8 +1,10 @@
 //! The one-line verdict the commands and the renderers share: kube-scheduler's FailedScheduling
-//! message for an unschedulable pod, where a schedulable one would go, and a gated pod's gates in the
-//! words of its PodScheduled condition.
+//! message for an unschedulable pod, where a schedulable one would go, a gated pod's gates in the
+//! words of its PodScheduled condition, and, for a pod kube-scheduler does not try because its
+//! ResourceClaims are still to be made from templates, which claims and who makes them.
 
 use sched_core::diagnosis::{ERR_REASON_WAITING_FOR_GATES, SCHEDULING_GATED_MESSAGE};
+use sched_core::dra::templates::ClaimNotCreated;
 use sched_core::explain::{Explanation, Outcome};
 
 use crate::diagnosis::hints::{MAX_NAMES, name_list};
@@ -51,6 +53,34 @@ pub fn gated_headline(message: &str) -> String {
     }
 }
 
+/// One claim kube-scheduler waits for, named as kube-controller-manager's resourceclaim controller
+/// will name it in `namespace` (its `generateName` and 5 random characters, shown as `…`):
+/// `ResourceClaim ml/notebook-gpu-… (claim gpu) is not created yet: the resourceclaim controller
+/// makes it from template notebook-gpu`. Without a namespace the pod's name is left out (triage's
+/// cause, shared by the replicas of a workload).
+pub fn claim_not_created(namespace: Option<&str>, c: &ClaimNotCreated) -> String {
+    let claim = match namespace {
+        Some(ns) => format!("ResourceClaim {ns}/{}… (claim {})", c.generate_name, c.pod_claim),
+        None => format!("ResourceClaim (claim {})", c.pod_claim),
+    };
+    let template = c.template.split_once('/').map_or(c.template.as_str(), |(_, t)| t);
+    if c.template_exists {
+        format!("{claim} is not created yet: the resourceclaim controller makes it from template {template}")
+    } else {
+        format!(
+            "{claim} is not created yet, and its template {template} does not exist: the resourceclaim \
+             controller cannot make it until the ResourceClaimTemplate is created"
+        )
+    }
+}
+
+/// The headline of a pod whose ResourceClaims are still to be made: each missing claim (see
+/// [`claim_not_created`]).
+pub fn claims_not_created_headline(namespace: Option<&str>, missing: &[ClaimNotCreated]) -> String {
+    let each: Vec<String> = missing.iter().map(|c| claim_not_created(namespace, c)).collect();
+    each.join("; ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,5 +101,31 @@ mod tests {
         for (message, want) in cases {
             assert_eq!(gated_headline(message), want, "{message}");
         }
+    }
+
+    #[test]
+    fn a_claim_not_created_names_the_claim_its_template_and_who_makes_it() {
+        let claim = |template: &str, exists| ClaimNotCreated {
+            pod_claim: "gpu".into(),
+            template: template.into(),
+            template_exists: exists,
+            generate_name: "notebook-gpu-".into(),
+        };
+        assert_eq!(
+            claims_not_created_headline(Some("ml"), &[claim("ml/notebook-gpu", true)]),
+            "ResourceClaim ml/notebook-gpu-… (claim gpu) is not created yet: the resourceclaim controller \
+             makes it from template notebook-gpu"
+        );
+        assert_eq!(
+            claims_not_created_headline(Some("ml"), &[claim("ml/gone", false)]),
+            "ResourceClaim ml/notebook-gpu-… (claim gpu) is not created yet, and its template gone does not \
+             exist: the resourceclaim controller cannot make it until the ResourceClaimTemplate is created"
+        );
+        // triage's cause: the same for every replica.
+        assert_eq!(
+            claims_not_created_headline(None, &[claim("ml/notebook-gpu", true)]),
+            "ResourceClaim (claim gpu) is not created yet: the resourceclaim controller makes it from \
+             template notebook-gpu"
+        );
     }
 }

@@ -6,10 +6,9 @@
 use k8s_openapi::api::core::v1::Taint;
 pub use sched_core::diagnosis::taint_text;
 use sched_core::diagnosis::{Change, ReasonCode, Report, Shortfall, VerifiedHint};
-use sched_core::engine::{CycleState, FilterVerdict, Framework};
 use sched_core::explain::Explanation;
 use sched_core::features::FeatureGates;
-use sched_core::{NodeInfo, PodInfo, Status};
+use sched_core::{NodeInfo, PodInfo};
 use serde::Serialize;
 
 /// At most this many checked changes become hints (the smallest first).
@@ -73,24 +72,6 @@ pub struct HintInput<'a> {
     pub pod: &'a PodInfo,
     /// The findings and the checked changes.
     pub report: &'a Report,
-}
-
-/// Every filter that rejects `node` with its status, all of them run (kube-scheduler stops at the
-/// first): diagnostic mode, for hints and fixes.
-pub fn rejecting_filters(
-    framework: &Framework,
-    state: &CycleState,
-    pod: &PodInfo,
-    node: &NodeInfo,
-) -> Vec<(&'static str, Status)> {
-    framework
-        .run_all_filter_plugins(state, pod, node)
-        .into_iter()
-        .filter_map(|(name, v)| match v {
-            FilterVerdict::Ran(s) if !s.is_success() => Some((name, s)),
-            _ => None,
-        })
-        .collect()
 }
 
 /// How far a node is from fitting: the share of each request that is missing, summed.

@@ -5,6 +5,9 @@
 //! - nothing schedules it: its schedulerName names no profile of the configuration, or no
 //!   kube-scheduler holds the leader-election Lease `kube-system/kube-scheduler`;
 //! - it is gated (`spec.schedulingGates`);
+//! - its ResourceClaims are still to be made from their templates: kube-scheduler does not try it
+//!   until kube-controller-manager's resourceclaim controller has made them (not kube-scheduler's
+//!   doing);
 //! - it is nominated to a node whose victims are still terminating (a finalizer nobody removes keeps
 //!   one there forever);
 //! - it fits now although kube-scheduler's last word was "unschedulable" (the cluster changed since;
@@ -20,10 +23,12 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Event, PodCondition};
 use k8s_openapi::jiff::Timestamp;
+use sched_core::dra::templates::{ClaimNotCreated, claims_not_created};
 use sched_core::explain::{Explanation, Outcome};
 use sched_core::{PodInfo, Snapshot};
 use serde::Serialize;
 
+use crate::diagnosis::headline::claims_not_created_headline;
 use crate::diagnosis::hints::{MAX_NAMES, name_list};
 use crate::source::load::{Cluster, SCHEDULER_LEASE_NAME, SCHEDULER_LEASE_NAMESPACE};
 
@@ -47,6 +52,9 @@ pub enum PendingKind {
     NoScheduler,
     /// `spec.schedulingGates` keeps the pod out of the scheduling queue.
     Gated,
+    /// A ResourceClaim the pod gets from a template does not exist yet: kube-scheduler waits for
+    /// kube-controller-manager's resourceclaim controller to make it.
+    ClaimNotCreated,
     /// The pod is nominated to a node where pods (the preemption's victims) are still terminating.
     VictimsTerminating,
     /// The pod fits now, but kube-scheduler's last word was that it does not: the cluster changed.
@@ -244,10 +252,20 @@ pub fn why_still_pending(
             ),
         ));
     }
+    // DynamicResources' PreEnqueue keeps the pod out of the queue while a template claim has no
+    // ResourceClaim: kube-scheduler has nothing to try, so silence from it proves nothing.
+    let missing_claims = if now_verdict.outcome == Outcome::Gated {
+        claims_not_created(snapshot, &pod.pod)
+    } else {
+        Vec::new()
+    };
+    if !missing_claims.is_empty() {
+        out.push(claims_not_created_finding(pod, now_verdict, &missing_claims));
+    }
     if let Some(f) = victims_terminating(pod, snapshot, now) {
         out.push(f);
     }
-    if profile_known && gates.is_empty() && leading != Some(false) {
+    if profile_known && gates.is_empty() && missing_claims.is_empty() && leading != Some(false) {
         let condition = scheduled_condition(pod);
         let event = newest(events);
         if condition.is_none() && event.is_none() {
@@ -261,6 +279,30 @@ pub fn why_still_pending(
         }
     }
     out
+}
+
+/// The pod waits for kube-controller-manager, not for kube-scheduler: which claims, from which
+/// templates, in kube-scheduler's words too.
+fn claims_not_created_finding(
+    pod: &PodInfo,
+    verdict: &Explanation,
+    missing: &[ClaimNotCreated],
+) -> PendingFinding {
+    let stuck = if missing.iter().all(|c| c.template_exists) {
+        "the resourceclaim controller has not made them: check that kube-controller-manager runs with \
+         the resourceclaim controller (its --controllers) and what its log says about this pod"
+    } else {
+        "create the missing ResourceClaimTemplate, then the resourceclaim controller makes the claim"
+    };
+    finding(
+        PendingKind::ClaimNotCreated,
+        format!(
+            "it waits for kube-controller-manager, not for kube-scheduler: {}. kube-scheduler does not try a \
+             pod until each of its ResourceClaims exists (its words: {:?}); {stuck}",
+            claims_not_created_headline(Some(pod.namespace()), missing),
+            verdict.message
+        ),
+    )
 }
 
 fn finding(kind: PendingKind, message: String) -> PendingFinding {

@@ -25,6 +25,7 @@ fn title(c: &Cause) -> String {
             "GATED ({counts}): {}",
             crate::diagnosis::headline::gated_headline(&c.cause)
         ),
+        Verdict::ClaimsNotCreated => format!("WAITING FOR RESOURCECLAIMS ({counts}): {}", c.cause),
         Verdict::OtherScheduler => format!("NOT THIS SCHEDULER'S ({counts}): {}", c.cause),
         Verdict::Fits => format!(
             "FIT NOW ({counts}): kube-scheduler would bind them on its next attempt; \
@@ -41,7 +42,24 @@ fn workload_name(w: &WorkloadVerdict, namespaced: bool) -> String {
     }
 }
 
-fn workload_block(w: &WorkloadVerdict, namespaced: bool, wide: bool) -> String {
+/// Why the root cause is not the reason kube-scheduler counts on the most nodes (its counts name the
+/// first filter that rejected each node); nothing when they agree.
+fn root_cause_line(w: &WorkloadVerdict, nodes_total: usize) -> String {
+    let Some(cause) = &w.root_cause else {
+        return String::new();
+    };
+    let most_counted = w.reasons.first().map(|r| r.reason.as_str());
+    if most_counted == Some(cause.reason.as_str()) {
+        return String::new();
+    }
+    format!(
+        "    root cause: {} — {} (kube-scheduler counts each node under the first filter that rejected it)\n",
+        cause.reason,
+        cause.why(nodes_total)
+    )
+}
+
+fn workload_block(w: &WorkloadVerdict, namespaced: bool, wide: bool, nodes_total: usize) -> String {
     let mut out = format!(
         "  {}: {}",
         workload_name(w, namespaced),
@@ -49,12 +67,17 @@ fn workload_block(w: &WorkloadVerdict, namespaced: bool, wide: bool) -> String {
     );
     match w.verdict {
         Verdict::Unschedulable => {
+            // Counts only where they are counts: a PreFilter message is about the pod, not nodes.
             let reasons: Vec<String> = w
                 .reasons
                 .iter()
-                .map(|r| format!("{} {}", r.nodes, r.reason))
+                .map(|r| match r.nodes {
+                    Some(n) => format!("{n} {}", r.reason),
+                    None => r.reason.clone(),
+                })
                 .collect();
             out.push_str(&format!(" — {}\n", reasons.join(", ")));
+            out.push_str(&root_cause_line(w, nodes_total));
         }
         Verdict::Fits => {
             out.push_str(&format!(
@@ -151,7 +174,7 @@ pub fn report(r: &TriageReport, namespaced: bool, wide: bool) -> String {
         out.push('\n');
         let shown = if wide { c.workloads.len() } else { MAX_WORKLOADS };
         for w in c.workloads.iter().take(shown) {
-            out.push_str(&workload_block(w, namespaced, wide));
+            out.push_str(&workload_block(w, namespaced, wide, r.nodes));
         }
         if c.workloads.len() > shown {
             out.push_str(&format!(

@@ -721,6 +721,39 @@ async fn ensure_priority_classes(client: &Client) -> Result<()> {
     Ok(())
 }
 
+/// `kubectl-sched ARGS...` against `cp` (its kubeconfig), as [`run_kubectl_sched`] runs it.
+pub async fn run_kubectl_sched_on(cp: &ControlPlane, args: &[&str]) -> Result<std::process::Output> {
+    static BINARY: tokio::sync::OnceCell<PathBuf> = tokio::sync::OnceCell::const_new();
+    let binary = BINARY.get_or_try_init(kubectl_sched_binary).await?;
+    let kubeconfig = cp.kubeconfig_path().display().to_string();
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--kubeconfig", &kubeconfig]);
+    run_kubectl_sched(binary, &all).await
+}
+
+/// Every workload group of `triage -o json`'s report, with the cause it is filed under.
+pub fn triage_groups(
+    report: &serde_json::Value,
+) -> impl Iterator<Item = (&serde_json::Value, &serde_json::Value)> {
+    report["causes"].as_array().into_iter().flatten().flat_map(|c| {
+        c["workloads"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(move |w| (c, w))
+    })
+}
+
+/// A command's exit status, stdout and stderr, for a failure message.
+pub fn shown(output: &std::process::Output) -> String {
+    format!(
+        "exit {}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
 /// `$KUBECTL_SCHED_BIN` when set. Otherwise the workspace's binary, built by the cargo that runs
 /// this test (`$CARGO`; cargo releases its build lock before running tests) for this test
 /// binary's profile, so the plugin under test is never a stale leftover. Missing is a failure.

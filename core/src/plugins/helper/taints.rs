@@ -108,6 +108,22 @@ pub fn do_not_schedule_taints_filter(taint: &Taint) -> bool {
     taint.effect == EFFECT_NO_SCHEDULE || taint.effect == EFFECT_NO_EXECUTE
 }
 
+/// Who owns a taint Kubernetes itself puts on nodes (control plane, node conditions and cordon, cloud
+/// initialisation), or None for a user's taint. The one rule for every command: explain's hints and triage's fixes never
+/// propose tolerating such a taint, and triage's root cause counts a rejection by one as the
+/// cluster's background.
+pub fn system_taint_owner(key: &str) -> Option<&'static str> {
+    if key.starts_with("node.kubernetes.io/") {
+        Some("node condition")
+    } else if key.starts_with("node.cloudprovider.kubernetes.io/") {
+        Some("cloud provider")
+    } else if key == "node-role.kubernetes.io/control-plane" || key == "node-role.kubernetes.io/master" {
+        Some("control plane")
+    } else {
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

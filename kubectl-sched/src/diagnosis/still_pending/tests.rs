@@ -375,3 +375,72 @@ fn spans_read_naturally() {
     }
     assert_eq!(when(at(-25), at(0)), "2027-01-15T08:00:25Z, in 25s");
 }
+
+#[test]
+fn a_pod_waiting_for_its_resource_claim_blames_the_resourceclaim_controller_not_kube_scheduler() {
+    use k8s_openapi::api::core::v1::PodResourceClaim;
+    use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
+    use sched_core::snapshot::ClusterObjects;
+
+    let template: ResourceClaimTemplate = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "notebook-gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [
+            {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}
+        ]}}},
+    }))
+    .unwrap();
+    let notebook = pod("notebook")
+        .with(|p| {
+            p.spec.as_mut().unwrap().resource_claims = Some(vec![PodResourceClaim {
+                name: "gpu".into(),
+                resource_claim_template_name: Some("notebook-gpu".into()),
+                ..Default::default()
+            }]);
+        })
+        .obj();
+    let cases = [
+        (
+            vec![template],
+            "the resourceclaim controller makes it from template notebook-gpu",
+        ),
+        (Vec::new(), "its template notebook-gpu does not exist"),
+    ];
+    for (templates, says) in cases {
+        let snap = Arc::new(Snapshot::new(ClusterObjects {
+            nodes: vec![node("n1").cpu("4").obj()],
+            resource_claim_templates: templates,
+            ..Default::default()
+        }));
+        let info = PodInfo::new(notebook.clone());
+        let engine = Engine::default();
+        let fwk = engine
+            .framework(engine.profile("default-scheduler").unwrap(), snap.clone())
+            .unwrap();
+        let verdict = schedule(&fwk, &info, engine.schedule_options(false));
+        assert_eq!(verdict.outcome, Outcome::Gated, "{}", verdict.message);
+        // A kube-scheduler leads and has said nothing: it has nothing to try, it is not to blame.
+        let found = why_still_pending(
+            &info,
+            &verdict,
+            true,
+            &snap,
+            Some(&lease("sched-1", 3)),
+            &[],
+            at(0),
+        );
+        let kinds: Vec<PendingKind> = found.iter().map(|f| f.kind).collect();
+        assert_eq!(kinds, [PendingKind::ClaimNotCreated], "{found:#?}");
+        for part in [
+            "ResourceClaim default/notebook-gpu-… (claim gpu) is not created yet",
+            says,
+            // kube-scheduler's own words (DynamicResources' PreEnqueue).
+            r#""pod \"default/notebook\": ResourceClaim not created yet""#,
+        ] {
+            assert!(
+                found[0].message.contains(part),
+                "{:?} lacks {part:?}",
+                found[0].message
+            );
+        }
+    }
+}

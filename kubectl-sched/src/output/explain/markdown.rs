@@ -98,6 +98,10 @@ pub fn report(r: &ExplainReport) -> String {
     let title = match e.outcome {
         Outcome::Scheduled => format!("`{pod}` {}", headline(e)),
         Outcome::Unschedulable => format!("`{pod}` cannot be scheduled"),
+        // DynamicResources' PreEnqueue, not a gate: the same words as the table's headline.
+        Outcome::Gated if r.scheduling_gates.is_empty() && !r.claims_not_created.is_empty() => {
+            format!("`{pod}` waits for its ResourceClaims")
+        }
         Outcome::Gated => format!("`{pod}` is gated"),
         Outcome::Error => format!("`{pod}`: the scheduling cycle fails"),
     };
@@ -113,6 +117,16 @@ pub fn report(r: &ExplainReport) -> String {
     out.push_str(&what_if_lines(&r.what_if));
     if !e.message.is_empty() {
         let message = match e.outcome {
+            Outcome::Gated if r.scheduling_gates.is_empty() && !r.claims_not_created.is_empty() => {
+                format!(
+                    "{}\nkube-scheduler: {}",
+                    crate::diagnosis::headline::claims_not_created_headline(
+                        e.pod.split_once('/').map(|(ns, _)| ns),
+                        &r.claims_not_created
+                    ),
+                    e.message
+                )
+            }
             Outcome::Gated => crate::diagnosis::headline::gated_headline(&e.message),
             _ => e.message.clone(),
         };

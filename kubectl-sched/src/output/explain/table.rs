@@ -8,7 +8,7 @@ use sched_core::explain::{Explanation, NodeExplanation, Outcome};
 use sched_core::resource::format_amount;
 
 use crate::commands::explain::{BoundCheck, ExplainReport, NodeDetail, PendingEntry, Reach};
-use crate::diagnosis::headline::{gated_headline, headline, placement};
+use crate::diagnosis::headline::{claims_not_created_headline, gated_headline, headline, placement};
 use crate::diagnosis::hints::{Hint, MAX_NAMES, name_list};
 use crate::diagnosis::node_resources::ResourceUse;
 use crate::output::table::columns;
@@ -209,20 +209,34 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
             ));
         }
         (None, Outcome::Gated) => {
-            // The words of the pod's own PodScheduled condition (what `kubectl describe pod` shows),
-            // then the gates it waits for.
-            out.push_str(&format!(
-                "{} is gated ({context}):\n  {SCHEDULING_GATED_MESSAGE}: {}\n",
-                e.pod,
-                r.scheduling_gates.join(", ")
-            ));
+            // Scheduling gates: the words of the pod's own PodScheduled condition (what `kubectl
+            // describe pod` shows), then the gates. ResourceClaims still to be made from templates:
+            // which ones and who makes them, then kube-scheduler's own words.
+            let once = if r.scheduling_gates.is_empty() && !r.claims_not_created.is_empty() {
+                out.push_str(&format!(
+                    "{} waits for its ResourceClaims ({context}):\n  {}\n  kube-scheduler: {}\n",
+                    e.pod,
+                    claims_not_created_headline(
+                        e.pod.split_once('/').map(|(ns, _)| ns),
+                        &r.claims_not_created
+                    ),
+                    e.message
+                ));
+                "Once its claims exist"
+            } else {
+                out.push_str(&format!(
+                    "{} is gated ({context}):\n  {SCHEDULING_GATED_MESSAGE}: {}\n",
+                    e.pod,
+                    r.scheduling_gates.join(", ")
+                ));
+                "Once ungated"
+            };
             if let Some(u) = &r.once_ungated {
                 match u.outcome {
-                    Outcome::Unschedulable => out.push_str(&format!(
-                        "Once ungated, it could not be scheduled:\n  {}\n",
-                        u.message
-                    )),
-                    _ => out.push_str(&format!("Once ungated, it {}.\n", outcome_clause(u))),
+                    Outcome::Unschedulable => {
+                        out.push_str(&format!("{once}, it could not be scheduled:\n  {}\n", u.message))
+                    }
+                    _ => out.push_str(&format!("{once}, it {}.\n", outcome_clause(u))),
                 }
             }
         }
