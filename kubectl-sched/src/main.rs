@@ -13,7 +13,7 @@ mod diagnosis;
 mod output;
 mod source;
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
@@ -275,6 +275,7 @@ fn preempt_output(
 #[cfg(debug_assertions)]
 fn test_hook_pause_before_writes() -> anyhow::Result<()> {
     use anyhow::Context as _;
+    use std::io::{BufRead as _, Write as _};
     if std::env::var_os("KUBECTL_SCHED_TEST_PAUSE_BEFORE_WRITES").is_none() {
         return Ok(());
     }
