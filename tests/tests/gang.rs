@@ -288,12 +288,24 @@ async fn pods_of_a_missing_pod_group_wait_for_it() -> Result<()> {
     agree("gang-missing", &explained, &kube)?;
 
     create_gang(&lab, "later", 2).await?;
-    for (pod, _) in &explained {
-        let verdict = lab.verdict(pod, common::VERDICT_TIMEOUT).await?;
-        ensure!(
-            matches!(verdict, Verdict::Bound(_)),
-            "once its PodGroup exists the pod should be bound: {verdict:?}"
-        );
-    }
+    // Bound in the end; kube-scheduler's first attempt right after the PodGroup appears may fail
+    // (its DynamicResources PodGroupPostFilter has seen it once answer "not found"), so the binding is
+    // waited for rather than the first verdict.
+    let pods: kube::Api<Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
+    e2e::fixtures::eventually(
+        "once their PodGroup exists, both pods to be bound",
+        2 * common::VERDICT_TIMEOUT,
+        || async {
+            let bound = pods
+                .list(&ListParams::default())
+                .await?
+                .items
+                .iter()
+                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+                .count();
+            Ok((bound == explained.len()).then_some(()))
+        },
+    )
+    .await?;
     Ok(())
 }
