@@ -139,6 +139,22 @@ fn agree(scenario: &str, explained: &[(Pod, Explanation)], kube: &BTreeMap<Strin
     Ok(())
 }
 
+/// Waits until `count` pods of the scenario's namespace are bound (`what` names the wait).
+async fn wait_until_bound(lab: &Lab, count: usize, timeout: std::time::Duration, what: &str) -> Result<()> {
+    let pods: kube::Api<Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
+    e2e::fixtures::eventually(what, timeout, || async {
+        let bound = pods
+            .list(&ListParams::default())
+            .await?
+            .items
+            .iter()
+            .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+            .count();
+        Ok((bound == count).then_some(()))
+    })
+    .await
+}
+
 async fn begin(id: &str) -> Result<(Lab, Engine)> {
     let lab = Lab::begin_on(id, control_plane).await?;
     let engine = gang_engine(&lab)?;
@@ -251,20 +267,11 @@ async fn a_gang_short_of_its_quorum_is_held_until_it_is_reached() -> Result<()> 
     let kube = verdicts(&lab, &last, common::VERDICT_TIMEOUT).await?;
     agree("gang-quorum, third pod", &last, &kube)?;
     // The pod group cycle binds the three together; the bindings land one by one.
-    let pods: kube::Api<Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
-    e2e::fixtures::eventually(
-        "the quorum reached, the whole gang to be bound",
+    wait_until_bound(
+        &lab,
+        3,
         common::VERDICT_TIMEOUT,
-        || async {
-            let bound = pods
-                .list(&ListParams::default())
-                .await?
-                .items
-                .iter()
-                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
-                .count();
-            Ok((bound == 3).then_some(()))
-        },
+        "the quorum reached, the whole gang to be bound",
     )
     .await?;
     Ok(())
@@ -291,20 +298,11 @@ async fn pods_of_a_missing_pod_group_wait_for_it() -> Result<()> {
     // Bound in the end; kube-scheduler's first attempt right after the PodGroup appears may fail
     // (its DynamicResources PodGroupPostFilter has seen it once answer "not found"), so the binding is
     // waited for rather than the first verdict.
-    let pods: kube::Api<Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
-    e2e::fixtures::eventually(
-        "once their PodGroup exists, both pods to be bound",
+    wait_until_bound(
+        &lab,
+        explained.len(),
         2 * common::VERDICT_TIMEOUT,
-        || async {
-            let bound = pods
-                .list(&ListParams::default())
-                .await?
-                .items
-                .iter()
-                .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
-                .count();
-            Ok((bound == explained.len()).then_some(()))
-        },
+        "once their PodGroup exists, both pods to be bound",
     )
     .await?;
     Ok(())

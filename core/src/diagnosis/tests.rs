@@ -436,6 +436,15 @@ fn asking_no_more_than_compares_part_by_part() {
     }
 }
 
+/// The report's finding with `code`; panics listing the findings when there is none.
+fn finding_of(report: &Report, code: ReasonCode) -> &super::Finding {
+    report
+        .findings
+        .iter()
+        .find(|f| f.reason == code)
+        .unwrap_or_else(|| panic!("no {code} finding: {:#?}", report.findings))
+}
+
 /// A StatefulSet-like pod whose WaitForFirstConsumer claim no PersistentVolume can serve: the finding
 /// names the claim and each PV of its class with why it is refused (one bound to another claim, one
 /// too small, one on another node), and no hint is offered (nothing a hint could change helps).
@@ -486,11 +495,7 @@ fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
         "{}",
         explanation.message
     );
-    let finding = report
-        .findings
-        .iter()
-        .find(|f| f.reason == ReasonCode::NoVolumeForClaim)
-        .unwrap_or_else(|| panic!("no NoVolumeForClaim finding: {:#?}", report.findings));
+    let finding = finding_of(&report, ReasonCode::NoVolumeForClaim);
     assert_eq!(finding.nodes, ["n1", "n2"]);
     for expected in [
         "persistentvolumeclaim default/data",
@@ -540,16 +545,7 @@ fn volume_zone_names_the_volume_and_both_zones() {
         "{}",
         explanation.message
     );
-    let finding = report
-        .findings
-        .iter()
-        .find(|f| f.reason == ReasonCode::VolumeZoneConflict)
-        .unwrap_or_else(|| {
-            panic!(
-                "no VolumeZoneConflict finding: {:#?} ({explanation:#?})",
-                report.findings
-            )
-        });
+    let finding = finding_of(&report, ReasonCode::VolumeZoneConflict);
     assert_eq!(finding.nodes, ["b1"]);
     assert_eq!(
         finding.message,
@@ -587,11 +583,7 @@ fn node_volume_limits_names_the_driver_the_counts_and_the_limit() {
         "{}",
         explanation.message
     );
-    let finding = report
-        .findings
-        .iter()
-        .find(|f| f.reason == ReasonCode::VolumeLimitExceeded)
-        .unwrap_or_else(|| panic!("no VolumeLimitExceeded finding: {:#?}", report.findings));
+    let finding = finding_of(&report, ReasonCode::VolumeLimitExceeded);
     assert_eq!(
         finding.message,
         format!("CSI driver {DRIVER}: 2 volume(s) on the node and the pod's 1 would pass its limit of 2")
@@ -631,11 +623,7 @@ fn volume_restrictions_names_the_pod_holding_a_read_write_once_pod_claim() {
         "{}",
         explanation.message
     );
-    let finding = report
-        .findings
-        .iter()
-        .find(|f| f.reason == ReasonCode::ReadWriteOncePodInUse)
-        .unwrap_or_else(|| panic!("no ReadWriteOncePodInUse finding: {:#?}", report.findings));
+    let finding = finding_of(&report, ReasonCode::ReadWriteOncePodInUse);
     assert_eq!(
         finding.message,
         "persistentvolumeclaim default/solo is ReadWriteOncePod and in use by pod default/holder"
