@@ -8,7 +8,7 @@
 #   make difftest-versions  every differential suite against every supported release (about 25 minutes)
 #   make feature-gates  regenerate the feature-gate tables from the releases (not in make test)
 #   make lint          fmt check + clippy + the pure engine built without its features + the layering test
-#   make unit / e2e    the Rust tests without / with only the real control plane
+#   make unit / e2e    the Rust tests without / with only the real control plane (e2e: E2E_JOBS suites at a time)
 #   make deny          cargo-deny: licenses, bans, sources and advisories (RustSec, from the network or a bundle)
 #   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
 #   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
@@ -37,12 +37,14 @@ WORKSPACE_BIN := $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/n
 # tests/tests/versions.rs, which runs the version-sensitive scenarios against each (cached after the
 # first build: under a second).
 #
-# `cargo test --workspace` builds kubectl-sched's binary (its own integration tests run it) with the
-# whole workspace's features; the e2e tests are pointed at that one (KUBECTL_SCHED_BIN), since
-# building it again for them alone (`cargo build -p kubectl-sched`, what they do when not told)
-# resolves other features and compiles sched-core and kubectl-sched a second time.
+# The unit tests build kubectl-sched's binary (its own integration tests run it); the e2e tests are
+# pointed at that one (KUBECTL_SCHED_BIN), since building it again for them alone (`cargo build -p
+# kubectl-sched`, what they do when not told) resolves other features and compiles sched-core and
+# kubectl-sched a second time. The e2e suites run two at a time (tests/e2e-suites.sh, E2E_JOBS):
+# each has its own control plane and mostly waits on it.
 test: controlplanes check-cargo lint deny
-	KUBECTL_SCHED_BIN=$(WORKSPACE_BIN)/kubectl-sched $(CARGO) test --workspace
+	$(CARGO) test --workspace --exclude e2e
+	KUBECTL_SCHED_BIN=$(WORKSPACE_BIN)/kubectl-sched CARGO=$(CARGO) tests/e2e-suites.sh
 	KUBECTL_SCHED_BIN=$(WORKSPACE_BIN)/kubectl-sched $(MAKE) --no-print-directory versions-sample
 
 lint: fmt-check clippy pure-engine layers
@@ -68,7 +70,7 @@ unit: check-cargo
 	$(CARGO) test --workspace --exclude e2e
 
 e2e: controlplanes check-cargo
-	$(CARGO) test -p e2e
+	CARGO=$(CARGO) tests/e2e-suites.sh
 
 # Every differential suite (DIFF_SUITES) once per supported release (DIFF_RELEASES: every release of
 # tests/controlplane/releases and the pinned one), with KUBECTL_SCHED_K8S_RELEASE; a failing run

@@ -16,53 +16,32 @@ releases=${1:?usage: per-release.sh RELEASES SUITES [FILTER ...]}
 suites=${2:?usage: per-release.sh RELEASES SUITES [FILTER ...]}
 shift 2
 cargo=${CARGO:-cargo}
-jobs=${PER_RELEASE_JOBS:-2}
 no_dra=" ${NO_DRA_RELEASES-v1.33} "
-[[ $jobs =~ ^[1-9][0-9]*$ ]] || { echo "per-release.sh: PER_RELEASE_JOBS must be a positive integer, not '$jobs'" >&2; exit 2; }
+POOL_JOBS=${PER_RELEASE_JOBS:-2}
+# shellcheck source=tests/job-pool.sh
+source "$(dirname "${BASH_SOURCE[0]}")/job-pool.sh"
 
 # Build every suite once before the runs start, so that they do not queue on cargo's build lock.
 build_args=()
 for suite in $suites; do build_args+=(--test "$suite"); done
 "$cargo" test -p e2e "${build_args[@]}" --no-run
 
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
-
-# One release: its suites in turn; a line per failed suite in $logs/RELEASE.failed.
+# One release: its suites in turn; fails when one of them fails (the others still run).
 run_release() {
-  local release=$1 suite
+  local release=$1 suite failed=()
+  shift
   for suite in $suites; do
     if [[ $suite == dra_* && $no_dra == *" $release "* ]]; then continue; fi
     echo "per-release.sh: $suite on $release"
-    KUBECTL_SCHED_K8S_RELEASE=$release "$cargo" test -p e2e --test "$suite" -- "$@" 2>&1 \
-      || echo "$release/$suite" >>"$logs/$release.failed"
+    KUBECTL_SCHED_K8S_RELEASE=$release "$cargo" test -p e2e --test "$suite" -- "$@" 2>&1 || failed+=("$release/$suite")
   done
+  if [ "${#failed[@]}" -gt 0 ]; then
+    echo "per-release.sh: failed: ${failed[*]}"
+    return 1
+  fi
 }
 
-running=()
-running_release=()
 for release in $releases; do
-  if [ "${#running[@]}" -ge "$jobs" ]; then
-    wait "${running[0]}" || true
-    cat "$logs/${running_release[0]}.log"
-    running=("${running[@]:1}")
-    running_release=("${running_release[@]:1}")
-  fi
-  echo "per-release.sh: started $release" >&2
-  run_release "$release" "$@" >"$logs/$release.log" 2>&1 &
-  running+=("$!")
-  running_release+=("$release")
+  pool_start "$release" run_release "$release" "$@"
 done
-for i in "${!running[@]}"; do
-  wait "${running[$i]}" || true
-  cat "$logs/${running_release[$i]}.log"
-done
-
-failed=()
-for release in $releases; do
-  if [ -f "$logs/$release.failed" ]; then mapfile -t -O "${#failed[@]}" failed <"$logs/$release.failed"; fi
-done
-if [ "${#failed[@]}" -gt 0 ]; then
-  echo "per-release.sh: failed: ${failed[*]}" >&2
-  exit 1
-fi
+pool_finish
