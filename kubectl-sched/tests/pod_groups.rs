@@ -8,7 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::run;
+use common::{json, ok, run, stderr, stdout};
 use serde_json::Value;
 
 /// What kube-scheduler writes on a pod of llama that fit: two pods placed, the third does not fit,
@@ -29,24 +29,6 @@ fn sched(args: &[&str]) -> Output {
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["-n", "training", "--from", file.to_str().expect("utf-8 path")]);
     run(&all)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn ok(o: Output) -> String {
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    stdout(&o)
-}
-
-fn json(o: Output) -> Value {
-    let text = ok(o);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
 fn strings(v: &Value) -> Vec<String> {
@@ -174,6 +156,10 @@ fn workloads_unknown_names_pod_flags_and_exit_codes() {
         assert!(err.contains(error), "{args:?}: {err}");
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: one line: {err}");
     }
+
+    // kubectl's -o name: the group's pods.
+    let names = ok(sched(&["explain", "podgroup/llama", "-o", "name"]));
+    assert_eq!(names, "pod/llama-0\npod/llama-1\npod/llama-2\n");
 
     let held = sched(&["explain", "podgroup/llama", "--exit-code"]);
     assert_eq!(held.status.code(), Some(3), "{}", stderr(&held));

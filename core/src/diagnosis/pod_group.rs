@@ -25,7 +25,7 @@ use crate::plugins::gang_scheduling::{
     ERR_REASON_WAITING_FOR_QUORUM, PERMIT_TIMEOUT_SECONDS,
 };
 use crate::schedule::ScheduleOptions;
-use crate::schedule::pod_group::{GroupCycle, pod_group_cycle, runs_pod_group_cycle};
+use crate::schedule::pod_group::{GroupCycle, has_scheduling_gates, pod_group_cycle, runs_pod_group_cycle};
 use crate::snapshot::pod_groups::{PodGroupCounts, gang_min_count, pod_group_name};
 use crate::snapshot::{PodInfo, Snapshot, namespaced_key};
 
@@ -396,16 +396,8 @@ fn workload_of(group: &PodGroup) -> Option<String> {
     group.spec.workload_ref.as_ref().map(|r| r.workload_name.clone())
 }
 
-fn is_gated(pod: &PodInfo) -> bool {
-    pod.pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.scheduling_gates.as_ref())
-        .is_some_and(|g| !g.is_empty())
-}
-
 fn quorum(counts: &PodGroupCounts, min_count: Option<i32>) -> Quorum {
-    let gated = counts.pending.iter().filter(|p| is_gated(p)).count();
+    let gated = counts.pending.iter().filter(|p| has_scheduling_gates(p)).count();
     Quorum {
         min_count,
         pods: counts.all,
@@ -437,7 +429,7 @@ fn members_before_cycle(snapshot: &Snapshot, namespace: &str, name: &str) -> Vec
                 pod: p.name().to_string(),
                 state: if bound {
                     MemberState::Bound
-                } else if is_gated(p) {
+                } else if has_scheduling_gates(p) {
                     MemberState::Gated
                 } else {
                     MemberState::Pending

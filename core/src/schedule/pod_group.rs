@@ -410,7 +410,8 @@ fn without_post_filter(mut cycle: CycleResult) -> CycleResult {
     cycle
 }
 
-fn has_scheduling_gates(pod: &PodInfo) -> bool {
+/// True when the pod waits behind scheduling gates (it is not queued).
+pub fn has_scheduling_gates(pod: &PodInfo) -> bool {
     pod.pod
         .spec
         .as_ref()

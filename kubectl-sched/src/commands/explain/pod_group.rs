@@ -161,6 +161,17 @@ pub fn explain_group(
 /// verdict), when the profile runs the pod group cycle; `None` otherwise.
 pub fn pod_group_section(engine: &Engine, fwk: &Framework, pod: &PodInfo) -> Option<PodGroupReport> {
     let group = pod_group_name(&pod.pod)?;
+    // The pod explained was taken out of the cluster (it may come from -f): the group counts it,
+    // as a pending pod, the way kube-scheduler's queue has it.
+    let with_pod;
+    let fwk = if fwk.snapshot().pod(pod.namespace(), pod.name()).is_some() {
+        fwk
+    } else {
+        let mut snapshot = (**fwk.snapshot()).clone();
+        snapshot.add_pending_pod(Arc::new(pod.clone()));
+        with_pod = fwk.on_snapshot(Arc::new(snapshot)).ok()?;
+        &with_pod
+    };
     let report = diagnose_pod_group(engine, fwk, pod.namespace(), group, Depth::Summary)?;
     (!matches!(
         report.outcome,
