@@ -107,8 +107,9 @@ fn explain_podgroup_gives_the_groups_verdict_node_by_node_and_checked_fixes() {
 fn explain_podgroup_text_names_the_verdict_nodes_and_fixes() {
     let out = ok(sched(&["explain", "podgroup/llama"]));
     for expected in [
-        "PodGroup training/llama: 0 of 3 pods placeable together (minCount 3, 0 bound), 2 fit one by one: \
-         blocked by Insufficient cpu on 2 of 2 nodes",
+        "PodGroup training/llama (profile default-scheduler, 2 nodes, kube-scheduler v1.37.2 semantics): 0 of \
+         3 pods placeable together (minCount 3, 0 bound), 2 fit one by one: blocked by Insufficient cpu on 2 \
+         of 2 nodes",
         &format!("kube-scheduler: {LLAMA_MESSAGE}"),
         "made from Workload llama-wl",
         "REFUSES llama-2",
@@ -254,4 +255,30 @@ fn triage_lists_each_pod_group_once() {
         "GenericWorkload=false",
     ]));
     assert_eq!(g["pod_groups"][0]["outcome"], "GangSchedulingOff");
+}
+
+/// The README's pod group example prints what the README shows, byte for byte: regenerate the
+/// block with the binary when the output changes.
+#[test]
+fn the_readme_pod_group_example_is_the_binarys_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let marker =
+        "$ kubectl sched explain podgroup/llama -n training --from kubectl-sched/tests/fixtures/gang.yaml\n";
+    let start = readme.find(marker).expect("the example in the README") + marker.len();
+    let shown = &readme[start..start + readme[start..].find("```\n").expect("the block's end")];
+    let out = std::process::Command::new(common::BIN)
+        .args([
+            "explain",
+            "podgroup/llama",
+            "-n",
+            "training",
+            "--from",
+            "kubectl-sched/tests/fixtures/gang.yaml",
+        ])
+        .current_dir(&root)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("running kubectl-sched");
+    assert_eq!(shown, ok(out));
 }

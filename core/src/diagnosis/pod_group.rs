@@ -27,11 +27,14 @@ use crate::plugins::gang_scheduling::{
 use crate::schedule::ScheduleOptions;
 use crate::schedule::pod_group::{GroupCycle, has_scheduling_gates, pod_group_cycle, runs_pod_group_cycle};
 use crate::snapshot::pod_groups::{PodGroupCounts, gang_min_count, pod_group_name};
-use crate::snapshot::{PodInfo, Snapshot, namespaced_key};
+use crate::snapshot::{Snapshot, namespaced_key};
 
 /// At most this many nodes like the busiest one are tried for the "N more nodes" fix: each try
 /// costs one run of the group's cycle (a binary search, so about log2 of it).
 pub const MAX_ADDED_NODES: usize = 256;
+
+/// Blockers named in a group's one-line summary (`-o json` has them all).
+const MAX_SUMMARY_BLOCKERS: usize = 3;
 
 /// What the snapshot cannot show about the group, said once in every report.
 pub const PERMIT_NOT_VISIBLE: &str = "pods waiting at Permit (assumed on a node until minCount pods are \
@@ -266,6 +269,11 @@ impl PodGroupReport {
                         ": blocked by {} on {} of {nodes_total} nodes",
                         top.reason, top.nodes
                     ));
+                    // The next blockers too: the most counted is often a selector that keeps the
+                    // group off most nodes, and the one that stops it on its own nodes comes second.
+                    for b in self.blocked_by.iter().skip(1).take(MAX_SUMMARY_BLOCKERS - 1) {
+                        line.push_str(&format!(", {} on {}", b.reason, b.nodes));
+                    }
                 } else if !self.message.is_empty() {
                     line.push_str(&format!(": {}", self.message));
                 }

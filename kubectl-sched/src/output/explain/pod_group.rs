@@ -149,8 +149,8 @@ fn nodes_table(g: &PodGroupReport, wide: bool) -> String {
 }
 
 /// One group in full.
-fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool) -> String {
-    let mut out = format!("PodGroup {}: {}\n", g.key(), g.summary(nodes_total));
+fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool, context: &str) -> String {
+    let mut out = format!("PodGroup {}{context}: {}\n", g.key(), g.summary(nodes_total));
     if !g.message.is_empty() {
         out.push_str(&format!("  kube-scheduler: {}\n", g.message));
     }
@@ -192,25 +192,32 @@ fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool) -> String {
 /// `explain podgroup/NAME` or `workload/NAME` as text.
 pub fn report(r: &GroupExplainReport, wide: bool) -> String {
     let mut out = what_if_line(&r.what_if);
-    out.push_str(&format!(
-        "{} {}/{} (profile {}, {} nodes, {}):\n",
-        r.kind,
-        r.namespace,
-        r.name,
+    let context = format!(
+        " (profile {}, {} nodes, {})",
         r.profile,
         r.nodes_total,
         crate::output::semantics(r.kube_version)
-    ));
-    if r.pod_groups.is_empty() {
-        out.push_str(
-            "  no PodGroup of it exists yet (its controller makes them from its podGroupTemplates)\n",
-        );
-    }
+    );
+    // A PodGroup is its own headline; a Workload's line counts its groups, each then in full.
+    let group_context = if r.kind == "PodGroup" {
+        context.as_str()
+    } else {
+        out.push_str(&format!(
+            "Workload {}/{}{context}: {}\n",
+            r.namespace,
+            r.name,
+            plural(r.pod_groups.len(), "PodGroup", "PodGroups")
+        ));
+        if r.pod_groups.is_empty() {
+            out.push_str("  none exists yet (its controller makes them from its podGroupTemplates)\n");
+        }
+        ""
+    };
     for (i, g) in r.pod_groups.iter().enumerate() {
-        if i > 0 {
+        if i > 0 || r.kind != "PodGroup" {
             out.push('\n');
         }
-        out.push_str(&group_text(g, r.nodes_total, wide));
+        out.push_str(&group_text(g, r.nodes_total, wide, group_context));
     }
     out
 }
