@@ -339,7 +339,7 @@ pub fn diagnose_pod_group(
     if pod_group.is_none() && counts.all == 0 {
         return None;
     }
-    let min_count = pod_group.map(|g| gang_min_count(g)).flatten();
+    let min_count = pod_group.and_then(|g| gang_min_count(g));
     let mut report = PodGroupReport {
         namespace: namespace.to_string(),
         pod_group: name.to_string(),

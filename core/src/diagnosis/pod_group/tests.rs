@@ -85,6 +85,27 @@ struct Case {
     fixes: &'static [&'static str],
 }
 
+/// A group kube-scheduler places nothing of and for which nothing is to fix: held, or not a gang.
+fn held(
+    name: &'static str,
+    gang_on: bool,
+    objects: ClusterObjects,
+    outcome: GroupOutcome,
+    message: &'static str,
+) -> Case {
+    Case {
+        name,
+        gang_on,
+        objects,
+        outcome,
+        message,
+        placed: (0, 0),
+        blocked_by: &[],
+        takes: &[],
+        fixes: &[],
+    }
+}
+
 /// The group's verdict in kube-scheduler's words, node by node, and the checked fixes.
 #[test]
 fn a_group_is_diagnosed_as_its_cycle_decides_it() {
@@ -113,17 +134,13 @@ fn a_group_is_diagnosed_as_its_cycle_decides_it() {
             takes: &[("n1", &["w1"]), ("n2", &["w2"])],
             fixes: &["lower the PodGroup's minCount to 2", "add 2 more nodes like n1"],
         },
-        Case {
-            name: "a gated member leaves fewer queued pods than minCount",
-            gang_on: true,
-            objects: gated(cluster(1, 3, 3, "1"), "w3"),
-            outcome: GroupOutcome::Unschedulable,
-            message: "pod group is unschedulable, minCount (3) cannot be satisfied: 0 scheduled, 2 remaining",
-            placed: (0, 0),
-            blocked_by: &[],
-            takes: &[],
-            fixes: &[],
-        },
+        held(
+            "a gated member leaves fewer queued pods than minCount",
+            true,
+            gated(cluster(1, 3, 3, "1"), "w3"),
+            GroupOutcome::Unschedulable,
+            "pod group is unschedulable, minCount (3) cannot be satisfied: 0 scheduled, 2 remaining",
+        ),
         Case {
             name: "the whole gang fits",
             gang_on: true,
@@ -135,61 +152,41 @@ fn a_group_is_diagnosed_as_its_cycle_decides_it() {
             takes: &[("n1", &["w1", "w3"]), ("n2", &["w2"])],
             fixes: &[],
         },
-        Case {
-            name: "quorum not reached",
-            gang_on: true,
-            objects: cluster(1, 3, 2, "1"),
-            outcome: GroupOutcome::WaitingForQuorum,
-            message: "waiting for minCount pods from a gang to appear in scheduling queue",
-            placed: (0, 0),
-            blocked_by: &[],
-            takes: &[],
-            fixes: &[],
-        },
-        Case {
-            name: "the PodGroup does not exist",
-            gang_on: true,
-            objects: without_pod_group(cluster(1, 2, 2, "1")),
-            outcome: GroupOutcome::WaitingForPodGroup,
-            message: "waiting for pods's pod group \"pg\" to appear in scheduling queue",
-            placed: (0, 0),
-            blocked_by: &[],
-            takes: &[],
-            fixes: &[],
-        },
-        Case {
-            name: "every pod bound",
-            gang_on: true,
-            objects: all_bound(cluster(1, 2, 2, "1")),
-            outcome: GroupOutcome::AllScheduled,
-            message: "",
-            placed: (0, 0),
-            blocked_by: &[],
-            takes: &[],
-            fixes: &[],
-        },
-        Case {
-            name: "the basic policy",
-            gang_on: true,
-            objects: basic(cluster(1, 3, 3, "2")),
-            outcome: GroupOutcome::NotAGang,
-            message: "",
-            placed: (0, 0),
-            blocked_by: &[],
-            takes: &[],
-            fixes: &[],
-        },
-        Case {
-            name: "GenericWorkload off (v1.37's default)",
-            gang_on: false,
-            objects: cluster(1, 3, 3, "2"),
-            outcome: GroupOutcome::GangSchedulingOff,
-            message: "",
-            placed: (0, 0),
-            blocked_by: &[],
-            takes: &[],
-            fixes: &[],
-        },
+        held(
+            "quorum not reached",
+            true,
+            cluster(1, 3, 2, "1"),
+            GroupOutcome::WaitingForQuorum,
+            "waiting for minCount pods from a gang to appear in scheduling queue",
+        ),
+        held(
+            "the PodGroup does not exist",
+            true,
+            without_pod_group(cluster(1, 2, 2, "1")),
+            GroupOutcome::WaitingForPodGroup,
+            "waiting for pods's pod group \"pg\" to appear in scheduling queue",
+        ),
+        held(
+            "every pod bound",
+            true,
+            all_bound(cluster(1, 2, 2, "1")),
+            GroupOutcome::AllScheduled,
+            "",
+        ),
+        held(
+            "the basic policy",
+            true,
+            basic(cluster(1, 3, 3, "2")),
+            GroupOutcome::NotAGang,
+            "",
+        ),
+        held(
+            "GenericWorkload off (v1.37's default)",
+            false,
+            cluster(1, 3, 3, "2"),
+            GroupOutcome::GangSchedulingOff,
+            "",
+        ),
     ];
     for case in cases {
         let engine = engine(case.gang_on);
