@@ -20,7 +20,7 @@ use crate::framework::runtime::{Framework, PluginTrace};
 use crate::framework::status::{Code, Status};
 use crate::snapshot::{NodeInfo, PodInfo};
 
-mod pod_group;
+pub mod pod_group;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;

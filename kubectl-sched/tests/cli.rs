@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{BIN, drill_fixture, example, run};
+use common::{BIN, drill_fixture, example, json, ok, run, stderr, stdout};
 use serde_json::Value;
 
 /// The FailedScheduling message kube-scheduler v1.37.2 writes for shop/report-builder on this cluster
@@ -20,24 +20,6 @@ fn run_example(args: &[&str]) -> Output {
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["--from", file.to_str().expect("utf-8 path")]);
     run(&all)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn ok(o: Output) -> String {
-    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
-    stdout(&o)
-}
-
-fn json(o: Output) -> Value {
-    let text = ok(o);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
 /// Exit code 1 and exactly one line on stderr, starting with `error: `; returns that line.

@@ -10,7 +10,9 @@
 //! every rejected node explained by one explainer per plugin (named as upstream names the plugin)
 //! down to the object at fault ([`Finding`], with a stable [`ReasonCode`], docs/reasons.md), and the
 //! hints: [`Change`]s checked by applying them to a copy of the cluster and running the scheduling
-//! cycle again ([`VerifiedHint`]). explain, `explain --node`, `-o json` and triage share it.
+//! cycle again ([`VerifiedHint`]). explain, `explain --node`, `-o json` and triage share it. A pod
+//! group is diagnosed as a whole ([`diagnose_pod_group`]): its cycle's verdict, node by node, and
+//! the changes that make the whole group fit.
 //!
 //! ```
 //! use sched_core::diagnosis::{SCHEDULING_GATED_MESSAGE, Shortfall, diagnose, pod_tolerations};
@@ -35,6 +37,7 @@ mod node_ports;
 mod node_resources_fit;
 mod node_unschedulable;
 mod node_volume_limits;
+pub mod pod_group;
 mod pod_topology_spread;
 pub mod report;
 mod taint_toleration;
@@ -48,6 +51,7 @@ pub use change::{Change, taint_text, toleration_for};
 pub use finding::{Detail, DomainCount, Finding, PvRefusal, ReasonCode};
 pub use hints::VerifiedHint;
 pub use node_resources_fit::describe_shortfall;
+pub use pod_group::{Depth, PodGroupReport, diagnose_pod_group, pod_groups_of_workload};
 pub use report::{Report, diagnose_pod};
 pub use taint_toleration::{system_taint_owner, untolerated_taints};
 

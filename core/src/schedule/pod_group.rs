@@ -50,14 +50,175 @@ pub(super) enum GroupVerdict {
     PodFailed(Box<CycleResult>),
 }
 
-/// Whether the pod group cycle applies to `pod` under `fwk`: GenericWorkload on, GangScheduling
-/// in the profile, and the pod in a PodGroup with the gang policy.
+/// Whether `fwk` runs the pod group cycle at all: GenericWorkload on and GangScheduling in the
+/// profile.
+pub fn runs_pod_group_cycle(fwk: &Framework) -> bool {
+    fwk.features().generic_workload && fwk.profile.permit.iter().any(|n| n == names::GANG_SCHEDULING)
+}
+
+/// Whether the pod group cycle applies to `pod` under `fwk`: it runs the cycle, and the pod is in
+/// a PodGroup with the gang policy.
 fn gang_min_count(fwk: &Framework, pod: &PodInfo) -> Option<i32> {
-    let in_profile = fwk.profile.permit.iter().any(|n| n == names::GANG_SCHEDULING);
-    if !fwk.features().generic_workload || !in_profile {
+    if !runs_pod_group_cycle(fwk) {
         return None;
     }
     gang_of(fwk.snapshot(), pod).map(|(_, min_count)| min_count)
+}
+
+/// The group's queued pods: its pending pods without scheduling gates, `asked` (a pod explained,
+/// which may come from a file) as given in place of its namesake, in queue order.
+fn queued_members(
+    fwk: &Framework,
+    namespace: &str,
+    group: &str,
+    asked: Option<&PodInfo>,
+) -> Vec<Arc<PodInfo>> {
+    let counts = fwk.snapshot().pod_group_counts(namespace, group);
+    let mut queued: Vec<Arc<PodInfo>> = counts
+        .pending
+        .into_iter()
+        .filter(|p| asked.is_none_or(|a| p.name() != a.name()) && !has_scheduling_gates(p))
+        .collect();
+    if let Some(asked) = asked {
+        queued.push(Arc::new(asked.clone()));
+    }
+    queued.sort_by(|a, b| {
+        if fwk.queue_sort_less(a, b) {
+            std::cmp::Ordering::Less
+        } else if fwk.queue_sort_less(b, a) {
+            std::cmp::Ordering::Greater
+        } else {
+            a.name().cmp(b.name())
+        }
+    });
+    queued
+}
+
+/// What the cycle did with one queued pod of the group.
+#[derive(Debug)]
+pub struct MemberRun {
+    /// The pod.
+    pub pod: Arc<PodInfo>,
+    /// The node the cycle placed (assumed) it on; `None` when it did not fit.
+    pub placed_on: Option<String>,
+    /// For a pod that did not fit: its cycle once the group's pods before it were placed, with the
+    /// message kube-scheduler writes for it (no PostFilter part: the group cycle runs none per pod).
+    pub failure: Option<Box<CycleResult>>,
+}
+
+/// How a run over the group's members ended.
+#[derive(Debug)]
+enum Stop {
+    /// Every member was tried, or PlacementFeasible stopped the cycle.
+    Finished,
+    /// The pod asked about did not fit: its own cycle is its answer.
+    AskedFailed(Box<CycleResult>),
+    /// A pod's cycle failed with an error, or a placement could not be assumed.
+    Error(String),
+}
+
+/// One pass of the pod group cycle over `queued`: each pod placed (assumed) before the next is
+/// tried, PlacementFeasible asked after each.
+struct Run {
+    members: Vec<MemberRun>,
+    /// PlacementFeasible's last answer.
+    status: Status,
+    /// PlacementFeasible refused before any pod was tried.
+    refused_before_start: bool,
+    stop: Stop,
+    /// The snapshot with every placement assumed.
+    placed: Arc<crate::snapshot::Snapshot>,
+    /// The snapshot the first pod that did not fit was tried on.
+    first_failure_on: Option<Arc<crate::snapshot::Snapshot>>,
+}
+
+fn run_members(
+    fwk: &Framework,
+    min_count: i32,
+    scheduled: usize,
+    queued: &[Arc<PodInfo>],
+    options: ScheduleOptions,
+    asked: Option<&str>,
+) -> Run {
+    let mut progress = PlacementProgress {
+        remaining: queued.len(),
+        scheduled,
+    };
+    let mut run = Run {
+        members: Vec::new(),
+        status: placement_feasible(min_count, progress),
+        refused_before_start: false,
+        stop: Stop::Finished,
+        placed: fwk.snapshot().clone(),
+        first_failure_on: None,
+    };
+    if run.status.code() == Code::Unschedulable {
+        run.refused_before_start = true;
+        return run;
+    }
+    let mut current: Option<Framework> = None;
+    for member in queued {
+        let member_fwk = current.as_ref().unwrap_or(fwk);
+        let cycle = pod_cycle(member_fwk, member, options);
+        progress.remaining -= 1;
+        match cycle.explanation.outcome {
+            Outcome::Scheduled => {
+                progress.scheduled += 1;
+                let node = cycle.explanation.selected.first().cloned().unwrap_or_default();
+                let mut placed = (*member.pod).clone();
+                if let Some(spec) = placed.spec.as_mut() {
+                    spec.node_name = Some(node.clone());
+                }
+                let mut next = (**member_fwk.snapshot()).clone();
+                let placed = PodInfo::with_features(Arc::new(placed), member_fwk.features());
+                if let Err(e) = next.assume_pod(Arc::new(placed)) {
+                    run.stop = Stop::Error(e.to_string());
+                    return run;
+                }
+                match member_fwk.on_snapshot(Arc::new(next)) {
+                    Ok(next_fwk) => {
+                        run.placed = next_fwk.snapshot().clone();
+                        current = Some(next_fwk);
+                    }
+                    Err(e) => {
+                        run.stop = Stop::Error(e.to_string());
+                        return run;
+                    }
+                }
+                run.members.push(MemberRun {
+                    pod: member.clone(),
+                    placed_on: Some(node),
+                    failure: None,
+                });
+            }
+            Outcome::Error => {
+                run.stop = Stop::Error(cycle.explanation.message);
+                return run;
+            }
+            Outcome::Unschedulable | Outcome::Gated => {
+                // The pod's own failure is what kube-scheduler reports for it, whatever the group;
+                // the group cycle runs no PostFilter per pod, so its message has no "preemption:".
+                let failure = Box::new(without_post_filter(cycle));
+                if asked == Some(member.name()) {
+                    run.stop = Stop::AskedFailed(failure);
+                    return run;
+                }
+                if run.first_failure_on.is_none() {
+                    run.first_failure_on = Some(member_fwk.snapshot().clone());
+                }
+                run.members.push(MemberRun {
+                    pod: member.clone(),
+                    placed_on: None,
+                    failure: Some(failure),
+                });
+            }
+        }
+        run.status = placement_feasible(min_count, progress);
+        if run.status.code() == Code::Unschedulable {
+            break;
+        }
+    }
+    run
 }
 
 /// Runs the group's cycle for `pod`; `None` when it does not apply or lets the pod's own
@@ -68,85 +229,26 @@ pub(super) fn group_verdict(
     options: ScheduleOptions,
 ) -> Option<GroupVerdict> {
     let min_count = gang_min_count(fwk, pod)?;
-    let snapshot = fwk.snapshot();
     let group = pod_group_name(&pod.pod)?;
-    let counts = snapshot.pod_group_counts(pod.namespace(), group);
-    // The group's queued pods: its pending pods without scheduling gates, the pod asked about as
-    // given (it may come from a file), in queue order.
-    let mut queued: Vec<Arc<PodInfo>> = counts
-        .pending
-        .into_iter()
-        .filter(|p| p.name() != pod.name() && !has_scheduling_gates(p))
-        .collect();
-    queued.push(Arc::new(pod.clone()));
-    queued.sort_by(|a, b| {
-        if fwk.queue_sort_less(a, b) {
-            std::cmp::Ordering::Less
-        } else if fwk.queue_sort_less(b, a) {
-            std::cmp::Ordering::Greater
-        } else {
-            a.name().cmp(b.name())
-        }
-    });
-
-    let mut progress = PlacementProgress {
-        remaining: queued.len(),
-        scheduled: counts.scheduled,
-    };
-    let mut status = placement_feasible(min_count, progress);
-    if status.code() == Code::Unschedulable {
-        // Refused before any pod is tried: each pod gets the group's status, error included.
-        let mut reasons = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
-        reasons.extend(status.into_reasons());
-        return Some(GroupVerdict::Rejected(Status::with_reasons(
-            Code::Unschedulable,
-            reasons,
-        )));
+    let scheduled = fwk.snapshot().pod_group_counts(pod.namespace(), group).scheduled;
+    let queued = queued_members(fwk, pod.namespace(), group, Some(pod));
+    let run = run_members(fwk, min_count, scheduled, &queued, options, Some(pod.name()));
+    match run.stop {
+        Stop::Error(_) => return None,
+        Stop::AskedFailed(cycle) => return Some(GroupVerdict::PodFailed(cycle)),
+        Stop::Finished => {}
     }
-    let mut current: Option<Framework> = None;
-    let mut asked_tried = false;
-    for member in &queued {
-        let member_fwk = current.as_ref().unwrap_or(fwk);
-        let is_asked = member.name() == pod.name();
-        asked_tried |= is_asked;
-        let cycle = pod_cycle(member_fwk, member, options);
-        progress.remaining -= 1;
-        match cycle.explanation.outcome {
-            Outcome::Scheduled => {
-                progress.scheduled += 1;
-                let node = cycle.explanation.selected.first().cloned().unwrap_or_default();
-                let mut placed = (*member.pod).clone();
-                if let Some(spec) = placed.spec.as_mut() {
-                    spec.node_name = Some(node);
-                }
-                let mut next = (**member_fwk.snapshot()).clone();
-                let placed = PodInfo::with_features(Arc::new(placed), member_fwk.features());
-                if next.assume_pod(Arc::new(placed)).is_err() {
-                    return None;
-                }
-                let next_fwk = member_fwk.on_snapshot(Arc::new(next)).ok()?;
-                current = Some(next_fwk);
-            }
-            Outcome::Error => return None,
-            Outcome::Unschedulable | Outcome::Gated if is_asked => {
-                // The pod's own failure is what kube-scheduler reports for it, whatever the group;
-                // the group cycle runs no PostFilter per pod, so its message has no "preemption:".
-                return Some(GroupVerdict::PodFailed(Box::new(without_post_filter(cycle))));
-            }
-            Outcome::Unschedulable | Outcome::Gated => {}
-        }
-        status = placement_feasible(min_count, progress);
-        if status.code() == Code::Unschedulable {
-            break;
-        }
-    }
-    if status.code() == Code::Success {
+    if run.status.code() == Code::Success {
         return None;
     }
-    // The group cannot be placed. A pod the cycle did not reach keeps the group's reasons as they
-    // were when it stopped; a pod that fit gets the error, the reasons and PostFilter's answer.
-    let mut reasons = status.into_reasons();
-    if asked_tried {
+    let asked_tried = run.members.iter().any(|m| m.pod.name() == pod.name());
+    let mut reasons = run.status.into_reasons();
+    if run.refused_before_start {
+        // Refused before any pod is tried: each pod gets the group's status, error included.
+        reasons.insert(0, ERR_POD_GROUP_UNSCHEDULABLE.to_owned());
+    } else if asked_tried {
+        // A pod the cycle did not reach keeps the group's reasons as they were when it stopped; a
+        // pod that fit gets the error, the reasons and PostFilter's answer.
         reasons.insert(0, ERR_POD_GROUP_UNSCHEDULABLE.to_owned());
         if let Some(answer) = group_post_filter_answer(fwk, pod, group, &queued) {
             reasons.push(answer);
@@ -156,6 +258,97 @@ pub(super) fn group_verdict(
         Code::Unschedulable,
         reasons,
     )))
+}
+
+/// The pod group cycle over a whole group, as kube-scheduler runs it when it takes the group's
+/// queued pods together: what it did with each pod, and the words it writes.
+#[derive(Debug)]
+pub struct GroupCycle {
+    /// The gang policy's `minCount`.
+    pub min_count: i32,
+    /// Pods of the group already bound before the cycle.
+    pub scheduled_before: usize,
+    /// The group's queued pods (pending, without scheduling gates), in queue order.
+    pub queued: Vec<Arc<PodInfo>>,
+    /// Each pod the cycle tried, in order (pods after the point where PlacementFeasible stopped it
+    /// are not there).
+    pub members: Vec<MemberRun>,
+    /// Scheduled when the whole group can be placed (the pods that fit are bound), Unschedulable
+    /// when no pod of it is bound, Error when a pod's cycle failed.
+    pub outcome: Outcome,
+    /// What kube-scheduler writes on a pod of the group that fit, when the group cannot be placed
+    /// (`"pod group is unschedulable, minCount (3) cannot be satisfied: …"`); the error for Error;
+    /// empty when the group fits.
+    pub message: String,
+    /// What it writes on a pod the cycle did not reach (the group's reasons alone).
+    pub unreached_message: String,
+    /// The cluster with every placement of the cycle assumed.
+    pub placed: Arc<crate::snapshot::Snapshot>,
+    /// The cluster as the first pod that did not fit saw it (its group's pods before it placed).
+    pub first_failure_on: Option<Arc<crate::snapshot::Snapshot>>,
+}
+
+impl GroupCycle {
+    /// How many pods the cycle placed, one after another, before it stopped.
+    pub fn placed_count(&self) -> usize {
+        self.members.iter().filter(|m| m.placed_on.is_some()).count()
+    }
+}
+
+/// Runs the pod group cycle for the PodGroup `namespace/group`; `None` when the cycle does not
+/// apply (GenericWorkload off, no GangScheduling in the profile, no such PodGroup, or not the gang
+/// policy).
+pub fn pod_group_cycle(
+    fwk: &Framework,
+    namespace: &str,
+    group: &str,
+    options: ScheduleOptions,
+) -> Option<GroupCycle> {
+    if !runs_pod_group_cycle(fwk) {
+        return None;
+    }
+    let snapshot = fwk.snapshot();
+    let pod_group = snapshot.pod_group(namespace, group)?;
+    let min_count = crate::snapshot::pod_groups::gang_min_count(pod_group)?;
+    let scheduled_before = snapshot.pod_group_counts(namespace, group).scheduled;
+    let queued = queued_members(fwk, namespace, group, None);
+    let run = run_members(fwk, min_count, scheduled_before, &queued, options, None);
+    let (outcome, message, unreached_message) = match &run.stop {
+        Stop::Error(message) => (Outcome::Error, message.clone(), String::new()),
+        _ if run.status.code() == Code::Success => (Outcome::Scheduled, String::new(), String::new()),
+        _ => {
+            let reasons = run.status.reasons().to_vec();
+            let mut fit = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
+            fit.extend(reasons.iter().cloned());
+            let unreached = if run.refused_before_start {
+                fit.clone()
+            } else {
+                reasons
+            };
+            if !run.refused_before_start
+                && let Some(first) = queued.first()
+                && let Some(answer) = group_post_filter_answer(fwk, first, group, &queued)
+            {
+                fit.push(answer);
+            }
+            (
+                Outcome::Unschedulable,
+                Status::with_reasons(Code::Unschedulable, fit).message(),
+                Status::with_reasons(Code::Unschedulable, unreached).message(),
+            )
+        }
+    };
+    Some(GroupCycle {
+        min_count,
+        scheduled_before,
+        queued,
+        members: run.members,
+        outcome,
+        message,
+        unreached_message,
+        placed: run.placed,
+        first_failure_on: run.first_failure_on,
+    })
 }
 
 /// What the group's PodGroupPostFilter appends to its status, where it needs no victim search:
@@ -217,7 +410,8 @@ fn without_post_filter(mut cycle: CycleResult) -> CycleResult {
     cycle
 }
 
-fn has_scheduling_gates(pod: &PodInfo) -> bool {
+/// True when the pod waits behind scheduling gates (it is not queued).
+pub fn has_scheduling_gates(pod: &PodInfo) -> bool {
     pod.pod
         .spec
         .as_ref()

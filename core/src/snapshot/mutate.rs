@@ -1,6 +1,6 @@
 //! Changing a snapshot in place, as kube-scheduler's cache changes between cycles: a pod assumed on a
 //! node, a pod deleted (a preemption victim), a nomination set or cleared, a pod added to the queue, a
-//! node's object replaced (a cordon lifted).
+//! node's object replaced (a cordon lifted), a node like another added (a checked "N more nodes").
 //!
 //! Each change updates every derived structure incrementally — the node's `NodeInfo` (requests,
 //! ports, PVC counts, affinity lists), the lists of nodes with affinity pods, the affinity index when
@@ -8,11 +8,14 @@
 //! pod, not a snapshot rebuild. The result is the snapshot [`Snapshot::new`] would build from the
 //! changed objects (the simulation's property test checks that).
 //!
-//! Node order, and so kube-scheduler's rotating start index, never changes here.
+//! Node order, and so kube-scheduler's rotating start index, never changes here (an added node goes last).
 
 use std::sync::Arc;
 
 use super::{NodeInfo, PodInfo, Snapshot, namespaced_key};
+
+/// The node label that names the node itself.
+const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 
 /// Why a change could not be made.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -104,6 +107,31 @@ impl Snapshot {
         info.allocatable = NodeInfo::new(node.clone()).allocatable;
         info.node = node;
         self.refresh_node_lists(position);
+        self.affinity_index = Default::default();
+        Ok(())
+    }
+
+    /// Adds an empty node `name` made from node `template`'s object (its allocatable, labels with
+    /// `kubernetes.io/hostname` set to `name`, taints and images), after the last node: "one more
+    /// node like this one". What other objects say about the template (its ResourceSlices, CSINode)
+    /// is not copied. The affinity index is rebuilt on next use.
+    pub fn add_node_like(&mut self, template: &str, name: &str) -> Result<(), MutateError> {
+        let Some(&position) = self.node_index.get(template) else {
+            return Err(MutateError::NoSuchNode(template.to_string()));
+        };
+        let source = &self.nodes[position];
+        let mut node = (*source.node).clone();
+        node.metadata.name = Some(name.to_string());
+        node.metadata.uid = None;
+        if let Some(labels) = node.metadata.labels.as_mut()
+            && labels.contains_key(HOSTNAME_LABEL)
+        {
+            labels.insert(HOSTNAME_LABEL.to_string(), name.to_string());
+        }
+        let mut info = NodeInfo::new(Arc::new(node));
+        info.image_states = source.image_states.clone();
+        self.node_index.insert(name.to_string(), self.nodes.len());
+        self.nodes.push(Arc::new(info));
         self.affinity_index = Default::default();
         Ok(())
     }

@@ -1,5 +1,8 @@
 //! `explain`: loads the cluster, resolves the pod and its profile (`crate::source::pods`), evaluates the pod
 //! with sched-core and gathers what the output shows (bound-pod check, hints, one node in detail).
+//! `podgroup/NAME` and `workload/NAME` are explained as groups ([`pod_group`]).
+
+pub mod pod_group;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -36,6 +39,26 @@ pub enum ExplainError {
     /// A what-if flag is malformed or names something that is not there.
     #[error(transparent)]
     WhatIf(#[from] WhatIfError),
+    /// `podgroup/NAME` or `workload/NAME` names nothing.
+    #[error("{kind} \"{name}\" not found in namespace \"{namespace}\" ({origin})")]
+    NotFound {
+        /// kubectl's resource name.
+        kind: &'static str,
+        /// The name.
+        name: String,
+        /// The namespace looked in.
+        namespace: String,
+        /// The file or API server.
+        origin: String,
+    },
+    /// A flag about one pod given with `podgroup/NAME` or `workload/NAME`.
+    #[error("{flag} applies to a pod, not to {target}")]
+    NotForGroups {
+        /// The flag.
+        flag: &'static str,
+        /// The group argument.
+        target: String,
+    },
     /// `--node` names no node of the snapshot.
     #[error("node \"{node}\" not found ({origin})")]
     NodeNotFound {
@@ -164,6 +187,10 @@ pub struct ExplainReport {
     /// (the headline names them).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub claims_not_created: Vec<sched_core::dra::templates::ClaimNotCreated>,
+    /// For a pod of a pod group (when the profile runs the pod group cycle): the group's quorum and
+    /// verdict in short; `explain podgroup/NAME` has the rest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod_group: Option<sched_core::diagnosis::PodGroupReport>,
 }
 
 /// One pending pod of `--all-pending`.
@@ -186,6 +213,8 @@ pub enum PendingEntry {
 pub enum ExplainResult {
     /// One pod.
     One(Box<ExplainReport>),
+    /// `podgroup/NAME` or `workload/NAME`.
+    Group(Box<pod_group::GroupExplainReport>),
     /// `--all-pending` (in `namespace/name` order); `scope` says which namespaces were looked at.
     AllPending {
         /// The pods.
@@ -207,6 +236,7 @@ impl ExplainResult {
     pub fn all_scheduled(&self) -> bool {
         match self {
             ExplainResult::One(r) => r.explanation.outcome == Outcome::Scheduled,
+            ExplainResult::Group(g) => g.all_scheduled(),
             ExplainResult::AllPending { entries, .. } => entries.iter().all(|e| match e {
                 PendingEntry::Evaluated(e) => e.outcome == Outcome::Scheduled,
                 PendingEntry::NotHandled { .. } => true,
@@ -240,7 +270,11 @@ pub struct ExplainOutput {
 
 /// Runs `explain`.
 pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, ExplainError> {
-    let target = (!args.all_pending && args.filename.is_none())
+    let group = args.pod.as_deref().and_then(pod_group::group_target);
+    if let (Some(_), Some(arg)) = (&group, args.pod.as_deref()) {
+        refuse_pod_flags(args, arg)?;
+    }
+    let target = (!args.all_pending && args.filename.is_none() && group.is_none())
         .then_some(args.pod.as_deref())
         .flatten();
     let (loaded, cluster) = load_keeping_cluster(
@@ -263,7 +297,20 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
     let namespace = global.namespace.clone().unwrap_or(default_namespace);
     let what_if = WhatIf::from_args(&args.what_if, &namespace)?;
     let mut timings = Vec::new();
-    let result = if args.all_pending {
+    let result = if let Some(group) = &group {
+        let mut objects = objects;
+        let applied = what_if.apply_to_cluster(&mut objects)?;
+        let mut report = pod_group::explain_group(
+            &engine,
+            objects,
+            &namespace,
+            &origin,
+            group,
+            args.profile.as_deref(),
+        )?;
+        report.what_if = applied;
+        ExplainResult::Group(Box::new(report))
+    } else if args.all_pending {
         let scope = (!global.all_namespaces).then_some(namespace.as_str());
         let mut objects = objects;
         let applied = what_if.apply_to_cluster(&mut objects)?;
@@ -287,6 +334,24 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
         notes,
         timings,
     })
+}
+
+/// The flags about one pod, refused with `podgroup/NAME` and `workload/NAME` (the what-if flags
+/// that change the cluster apply to a group as to a pod).
+fn refuse_pod_flags(args: &ExplainArgs, target: &str) -> Result<(), ExplainError> {
+    let what_if = &args.what_if;
+    let given = [
+        ("--node", args.node.is_some()),
+        ("--watch", args.watch),
+        ("--set", !what_if.set.is_empty()),
+    ];
+    match given.into_iter().find(|(_, on)| *on) {
+        Some((flag, _)) => Err(ExplainError::NotForGroups {
+            flag,
+            target: target.to_string(),
+        }),
+        None => Ok(()),
+    }
 }
 
 fn explain_one(
@@ -348,6 +413,7 @@ fn explain_one(
         .map_err(ResolveError::from)?;
 
     let cycle = schedule_cycle(&fwk, &info, engine.schedule_options(true));
+    let pod_group = pod_group::pod_group_section(engine, &fwk, &info);
     let mut explanation = cycle.explanation;
     explanation.preemption =
         preemption_preview(&fwk, &info, &explanation, &cycle.node_statuses, &cycle.state);
@@ -481,6 +547,7 @@ fn explain_one(
             Vec::new()
         },
         claims_not_created,
+        pod_group,
     })
 }
 

@@ -2,7 +2,8 @@
 //! cause. Pods kube-scheduler cannot tell apart (replicas of one template) are evaluated once
 //! ([`sched_core::triage`]); shapes are evaluated in parallel, stopping at the first feasible node for
 //! pods that fit. For pods that fit nowhere, every filter runs on every node (diagnostic mode) to find
-//! every blocker and the smallest fixes ([`crate::diagnosis::fixes`]).
+//! every blocker and the smallest fixes ([`crate::diagnosis::fixes`]). The pods of a pod group that
+//! kube-scheduler decides together (gang scheduling) are triaged as one group, one line each.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::IsTerminal;
@@ -11,12 +12,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
+use sched_core::diagnosis::pod_group::{Depth, PodGroupReport, diagnose_pod_group};
 use sched_core::dra::templates::claims_not_created;
 use sched_core::engine::{Framework, ScheduleOptions, reason_histogram, schedule_cycle};
 use sched_core::explain::{Explanation, Outcome};
 use sched_core::features::KubeVersion;
 use sched_core::labels::{Selector, SelectorSyntaxError};
+use sched_core::schedule::pod_group::runs_pod_group_cycle;
 use sched_core::snapshot::PodDetail;
+use sched_core::snapshot::pod_groups::{gang_min_count, pod_group_name};
 use sched_core::triage::{
     RootCause, Workload, WorkloadError, WorkloadIndex, group_by_shape, parse_workload, root_cause,
 };
@@ -135,6 +139,20 @@ pub struct Cause {
     pub workloads: Vec<WorkloadVerdict>,
 }
 
+/// The pending pods of one pod group: kube-scheduler decides them together (all or nothing), so
+/// triage gives the group one line, never one per pod.
+#[derive(Debug, Clone, Serialize)]
+pub struct GroupTriage {
+    /// `namespace/name` of the PodGroup.
+    pub pod_group: String,
+    /// Its pending pods in the scope (names).
+    pub pods: Vec<String>,
+    /// The group in one line (the text output's).
+    pub summary: String,
+    /// The group's diagnosis (quorum, verdict, each pod, blockers).
+    pub report: PodGroupReport,
+}
+
 /// What `triage` found.
 #[derive(Debug, Clone, Serialize)]
 pub struct TriageReport {
@@ -152,18 +170,30 @@ pub struct TriageReport {
     /// The what-if changes applied.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub what_if: Vec<Applied>,
-    /// Root causes, the ones that keep the most pods pending first; pods that fit come last.
+    /// Root causes, the ones that keep the most pods pending first; pods that fit come last. Pods of
+    /// a pod group the pod group cycle decides are in `pod_groups` instead.
     pub causes: Vec<Cause>,
+    /// One entry per pod group with pending pods (when the profile runs the pod group cycle), the
+    /// groups kube-scheduler holds back first, then by name.
+    pub pod_groups: Vec<GroupTriage>,
 }
 
 impl TriageReport {
     /// Pods that cannot be scheduled now (every cause but "fits").
     pub fn stuck_pods(&self) -> usize {
-        self.causes
+        let in_causes: usize = self
+            .causes
             .iter()
             .filter(|c| c.verdict != Verdict::Fits)
             .map(|c| c.pods)
-            .sum()
+            .sum();
+        let in_groups: usize = self
+            .pod_groups
+            .iter()
+            .filter(|g| !g.report.schedulable())
+            .map(|g| g.pods.len())
+            .sum();
+        in_causes + in_groups
     }
 }
 
@@ -471,15 +501,12 @@ fn triage(
         .cloned()
         .collect();
     pending.sort_by_key(|p| p.key());
-    let shapes = group_by_shape(&pending);
+    let total = pending.len();
 
-    let done = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let reporter = progress(pending.len(), done.clone(), stop.clone(), verbosity);
     // One framework per profile: building one prepares per-snapshot state (DRA, volumes).
     let mut frameworks = HashMap::new();
-    for g in &shapes {
-        if let Ok(profile) = engine.profile_for(&g.representative().pod)
+    for pod in &pending {
+        if let Ok(profile) = engine.profile_for(&pod.pod)
             && !frameworks.contains_key(&profile.scheduler_name)
         {
             let fwk = engine
@@ -488,6 +515,12 @@ fn triage(
             frameworks.insert(profile.scheduler_name.clone(), fwk);
         }
     }
+    let (pod_groups, pending) = triage_pod_groups(engine, &frameworks, snapshot, pending);
+    let shapes = group_by_shape(&pending);
+
+    let done = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let reporter = progress(pending.len(), done.clone(), stop.clone(), verbosity);
     let answers: Vec<ShapeAnswer> = shapes
         .par_iter()
         .map(|g| {
@@ -579,11 +612,70 @@ fn triage(
     });
     Ok(TriageReport {
         scope: scope_text,
-        pods: pending.len(),
+        pods: total,
         shapes: shapes.len(),
         nodes: snapshot.nodes().len(),
         kube_version: engine.features().version,
         what_if,
         causes,
+        pod_groups,
     })
+}
+
+/// Takes the pods of pod groups the pod group cycle decides out of `pending`, and diagnoses each
+/// group once (its cycle, in parallel); returns the groups and the pods left.
+fn triage_pod_groups(
+    engine: &Engine,
+    frameworks: &HashMap<String, Framework>,
+    snapshot: &Arc<Snapshot>,
+    pending: Vec<Arc<PodInfo>>,
+) -> (Vec<GroupTriage>, Vec<Arc<PodInfo>>) {
+    let mut members: BTreeMap<(String, String), (Vec<String>, &Framework)> = BTreeMap::new();
+    let mut rest = Vec::with_capacity(pending.len());
+    for pod in pending {
+        let fwk = engine
+            .profile_for(&pod.pod)
+            .ok()
+            .and_then(|p| frameworks.get(&p.scheduler_name));
+        let group = pod_group_name(&pod.pod).map(str::to_string);
+        match (fwk, group) {
+            (Some(fwk), Some(group)) if decided_as_group(fwk, snapshot, pod.namespace(), &group) => {
+                members
+                    .entry((pod.namespace().to_string(), group))
+                    .or_insert_with(|| (Vec::new(), fwk))
+                    .0
+                    .push(pod.name().to_string());
+            }
+            _ => rest.push(pod),
+        }
+    }
+    let nodes_total = snapshot.nodes().len();
+    let mut groups: Vec<GroupTriage> = members
+        .into_par_iter()
+        .filter_map(|((namespace, group), (pods, fwk))| {
+            let report = diagnose_pod_group(engine, fwk, &namespace, &group, Depth::Summary)?;
+            Some(GroupTriage {
+                pod_group: report.key(),
+                pods,
+                summary: report.summary(nodes_total),
+                report,
+            })
+        })
+        .collect();
+    groups.sort_by(|a, b| {
+        a.report
+            .schedulable()
+            .cmp(&b.report.schedulable())
+            .then_with(|| a.pod_group.cmp(&b.pod_group))
+    });
+    (groups, rest)
+}
+
+/// True when kube-scheduler decides the pods of `namespace/group` together: the profile runs the pod
+/// group cycle and the PodGroup is a gang or does not exist yet (its pods are held for it).
+fn decided_as_group(fwk: &Framework, snapshot: &Snapshot, namespace: &str, group: &str) -> bool {
+    runs_pod_group_cycle(fwk)
+        && snapshot
+            .pod_group(namespace, group)
+            .is_none_or(|g| gang_min_count(g).is_some())
 }

@@ -48,8 +48,9 @@ pub enum PrinterError {
 #[derive(Debug, Clone, Copy)]
 pub struct NamedPods(pub &'static [&'static str]);
 
-/// `explain`'s pod (`pod`), or with `--all-pending` each pod evaluated.
-pub const EXPLAIN_PODS: NamedPods = NamedPods(&["/pod", "/*/pod"]);
+/// `explain`'s pod (`pod`), or with `--all-pending` each pod evaluated, or with `podgroup/NAME` and
+/// `workload/NAME` the groups' pods.
+pub const EXPLAIN_PODS: NamedPods = NamedPods(&["/pod", "/*/pod", "/pod_groups/*/members/*/pod"]);
 /// The pending pods `triage` triaged, cause by cause.
 pub const TRIAGE_PODS: NamedPods = NamedPods(&["/causes/*/workloads/*/pods"]);
 /// The pods `simulate` queued (placed or left pending).

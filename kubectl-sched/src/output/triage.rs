@@ -1,6 +1,6 @@
 //! `triage`'s text output: one block per root cause, the workloads it keeps pending (most pods
 //! first) with kube-scheduler's reason counts and the smallest fix; `wide` adds every blocker per node
-//! group and the pods' names.
+//! group and the pods' names. Pod groups come first, one line each.
 
 use crate::cli::TriageFormat;
 use crate::commands::triage::{Cause, TriageReport, Verdict, WorkloadVerdict};
@@ -152,6 +152,32 @@ fn no_fix_line(w: &WorkloadVerdict) -> String {
     )
 }
 
+/// The pod groups: one line each (kube-scheduler places a gang's pods all or nothing), the ones
+/// it holds back first.
+fn pod_groups_block(r: &TriageReport, namespaced: bool, wide: bool) -> String {
+    let pods: usize = r.pod_groups.iter().map(|g| g.pods.len()).sum();
+    let mut out = format!(
+        "POD GROUPS ({}, {}): all or nothing; `kubectl sched explain podgroup/NAME` says node by node why\n",
+        plural(r.pod_groups.len(), "group", "groups"),
+        plural(pods, "pending pod", "pending pods")
+    );
+    for g in &r.pod_groups {
+        let name = if namespaced {
+            g.report.pod_group.clone()
+        } else {
+            g.pod_group.clone()
+        };
+        out.push_str(&format!("  {name}: {}\n", g.summary));
+        if wide {
+            out.push_str(&format!("    pods: {}\n", g.pods.join(", ")));
+            if !g.report.message.is_empty() {
+                out.push_str(&format!("    kube-scheduler: {}\n", g.report.message));
+            }
+        }
+    }
+    out
+}
+
 /// The report as text.
 pub fn report(r: &TriageReport, namespaced: bool, wide: bool) -> String {
     let stuck = r.stuck_pods();
@@ -167,6 +193,10 @@ pub fn report(r: &TriageReport, namespaced: bool, wide: bool) -> String {
     );
     for a in &r.what_if {
         out.push_str(&format!("What if: {a}\n"));
+    }
+    if !r.pod_groups.is_empty() {
+        out.push('\n');
+        out.push_str(&pod_groups_block(r, namespaced, wide));
     }
     for c in &r.causes {
         out.push('\n');

@@ -34,3 +34,25 @@ pub fn drill_fixture() -> PathBuf {
         .join("fixtures")
         .join("preemption.yaml")
 }
+
+/// What the run printed on stdout.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What the run printed on stderr.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// stdout of a run that must exit 0.
+pub fn ok(o: Output) -> String {
+    assert_eq!(o.status.code(), Some(0), "stderr: {}", stderr(&o));
+    stdout(&o)
+}
+
+/// stdout of a run that must exit 0, as JSON.
+pub fn json(o: Output) -> serde_json::Value {
+    let text = ok(o);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}

@@ -1,7 +1,8 @@
 //! `explain`'s output: the table for people ([`table`], also `-o wide`), the block for a ticket
-//! ([`markdown`]), or the data as JSON or YAML.
+//! ([`markdown`]), or the data as JSON or YAML; a pod group's text is [`pod_group`]'s.
 
 pub mod markdown;
+pub mod pod_group;
 pub mod table;
 
 use super::Rendered;
@@ -17,6 +18,13 @@ pub fn render(result: &ExplainResult, format: ExplainFormat) -> Result<Rendered,
         (ExplainResult::One(r), ExplainFormat::Json) => json(r)?,
         (ExplainResult::One(r), ExplainFormat::Yaml) => yaml(r)?,
         (ExplainResult::One(r), ExplainFormat::Markdown) => markdown::report(r),
+        (ExplainResult::Group(g), ExplainFormat::Table) => pod_group::report(g, false),
+        (ExplainResult::Group(g), ExplainFormat::Wide) => pod_group::report(g, true),
+        (ExplainResult::Group(g), ExplainFormat::Json) => json(g)?,
+        (ExplainResult::Group(g), ExplainFormat::Yaml) => yaml(g)?,
+        (ExplainResult::Group(g), ExplainFormat::Markdown) => {
+            format!("```\n{}```\n", pod_group::report(g, false))
+        }
         (ExplainResult::AllPending { entries, .. }, ExplainFormat::Json) => json(entries)?,
         (ExplainResult::AllPending { entries, .. }, ExplainFormat::Yaml) => yaml(entries)?,
         (ExplainResult::AllPending { entries, what_if, .. }, ExplainFormat::Markdown) => {

@@ -106,7 +106,7 @@ fn finding_line(f: &Finding, with_nodes: bool) -> String {
 
 /// Why the nodes are rejected: every rejecting filter of every node (kube-scheduler names only the
 /// first), grouped by explanation.
-fn findings_section(findings: &[Finding]) -> String {
+pub(super) fn findings_section(findings: &[Finding]) -> String {
     let mut out = String::from("Why:\n");
     for f in findings.iter().take(MAX_FINDING_LINES) {
         out.push_str(&finding_line(f, true));
@@ -249,6 +249,10 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
         for f in findings {
             out.push_str(&format!("  - {}\n", f.message));
         }
+    }
+    if let Some(g) = &r.pod_group {
+        out.push('\n');
+        out.push_str(&super::pod_group::section(g, e.nodes_total));
     }
     let basis = r.once_ungated.as_ref().unwrap_or(e);
     out.push('\n');

@@ -1,0 +1,223 @@
+//! `explain podgroup/NAME` and `workload/NAME` as text: the group's verdict in one line and in
+//! kube-scheduler's words, the quorum, each pod's fate, node by node what the cycle placed and
+//! what refuses the pod left over, why, and the checked fixes. Also `explain POD`'s short "Pod
+//! group" section.
+
+use std::collections::BTreeMap;
+
+use sched_core::diagnosis::pod_group::{GroupNode, MemberState, PodGroupReport, Quorum};
+
+use super::table::{findings_section, what_if_line};
+use crate::commands::explain::pod_group::GroupExplainReport;
+use crate::output::table::{columns, plural};
+
+/// Node rows shown without `-o wide` (the nodes that took pods first).
+const MAX_NODE_ROWS: usize = 20;
+/// Pod rows shown without `-o wide`.
+const MAX_POD_ROWS: usize = 30;
+
+fn quorum_line(q: &Quorum) -> String {
+    let min = q
+        .min_count
+        .map_or_else(|| "no minCount".to_string(), |m| format!("minCount {m}"));
+    let mut line = format!(
+        "{min}; {}: {} bound, {} queued, {} gated",
+        plural(q.pods, "pod", "pods"),
+        q.scheduled,
+        q.queued,
+        q.gated
+    );
+    if !q.nominated.is_empty() {
+        let nominated: Vec<String> = q
+            .nominated
+            .iter()
+            .map(|n| format!("{} on {}", n.pod, n.node))
+            .collect();
+        line.push_str(&format!(
+            "; nominated (waiting at Permit, or after a preemption): {}",
+            nominated.join(", ")
+        ));
+    }
+    line
+}
+
+/// `explain POD`'s section for a pod of a group.
+pub fn section(g: &PodGroupReport, nodes_total: usize) -> String {
+    let mut out = format!(
+        "Pod group {}: {}\n  quorum: {}\n",
+        g.key(),
+        g.summary(nodes_total),
+        quorum_line(&g.quorum)
+    );
+    if !g.message.is_empty() {
+        out.push_str(&format!("  group verdict: {}\n", g.message));
+    }
+    out.push_str(&format!(
+        "  node by node and the smallest fix: kubectl sched explain podgroup/{} -n {}\n",
+        g.pod_group, g.namespace
+    ));
+    out
+}
+
+fn state_text(state: MemberState) -> &'static str {
+    match state {
+        MemberState::Bound => "bound",
+        MemberState::Placed => "placed",
+        MemberState::DidNotFit => "did not fit",
+        MemberState::NotReached => "not reached",
+        MemberState::Gated => "gated",
+        MemberState::Pending => "pending",
+    }
+}
+
+fn members_table(g: &PodGroupReport, wide: bool) -> String {
+    let limit = if wide { usize::MAX } else { MAX_POD_ROWS };
+    let rows: Vec<Vec<String>> = g
+        .members
+        .iter()
+        .take(limit)
+        .map(|m| {
+            vec![
+                m.pod.clone(),
+                state_text(m.state).to_string(),
+                m.node.clone().unwrap_or_else(|| "-".to_string()),
+                m.message.clone(),
+            ]
+        })
+        .collect();
+    let headers = ["POD", "STATE", "NODE", "KUBE-SCHEDULER WRITES"].map(String::from);
+    let mut out = columns(&headers, &rows);
+    if g.members.len() > limit {
+        out.push_str(&format!(
+            "  and {} more pods (-o wide lists every pod)\n",
+            g.members.len() - limit
+        ));
+    }
+    out
+}
+
+fn refusal(n: &GroupNode) -> String {
+    match &n.rejected_by {
+        Some(plugin) => format!("{plugin}: {}", n.reasons.join(", ")),
+        None => "-".to_string(),
+    }
+}
+
+fn nodes_table(g: &PodGroupReport, wide: bool) -> String {
+    let unplaced = g.first_unplaced.as_deref().unwrap_or("the next pod");
+    let mut shown: Vec<&GroupNode> = g.nodes.iter().filter(|n| !n.takes.is_empty()).collect();
+    let mut rest: Vec<&GroupNode> = g.nodes.iter().filter(|n| n.takes.is_empty()).collect();
+    if wide {
+        shown.append(&mut rest);
+    } else if shown.len() > MAX_NODE_ROWS {
+        rest.extend(shown.split_off(MAX_NODE_ROWS));
+    }
+    let rows: Vec<Vec<String>> = shown
+        .iter()
+        .map(|n| {
+            vec![
+                n.node.clone(),
+                if n.takes.is_empty() {
+                    "-".to_string()
+                } else {
+                    format!("{} ({})", n.takes.len(), n.takes.join(", "))
+                },
+                refusal(n),
+            ]
+        })
+        .collect();
+    let headers = [
+        "NODE".to_string(),
+        "TAKES".to_string(),
+        format!("REFUSES {unplaced}"),
+    ];
+    let mut out = columns(&headers, &rows);
+    // The other nodes, one line per refusal (a large cluster's nodes that took nothing).
+    let mut grouped: BTreeMap<String, usize> = BTreeMap::new();
+    for n in rest {
+        *grouped.entry(refusal(n)).or_default() += 1;
+    }
+    let mut grouped: Vec<(String, usize)> = grouped.into_iter().collect();
+    grouped.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    for (why, count) in grouped {
+        out.push_str(&format!(
+            "  {} that took no pod: {why}\n",
+            plural(count, "other node", "other nodes")
+        ));
+    }
+    out
+}
+
+/// One group in full.
+fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool, context: &str) -> String {
+    let mut out = format!("PodGroup {}{context}: {}\n", g.key(), g.summary(nodes_total));
+    if !g.message.is_empty() {
+        out.push_str(&format!("  kube-scheduler: {}\n", g.message));
+    }
+    if let Some(w) = &g.workload {
+        out.push_str(&format!("  made from Workload {w}\n"));
+    }
+    out.push_str(&format!("  quorum: {}\n", quorum_line(&g.quorum)));
+    for note in &g.not_visible {
+        out.push_str(&format!("  not in a snapshot: {note}\n"));
+    }
+    if !g.members.is_empty() {
+        out.push('\n');
+        out.push_str(&members_table(g, wide));
+    }
+    if !g.nodes.is_empty() {
+        out.push('\n');
+        out.push_str(&nodes_table(g, wide));
+    }
+    if !g.findings.is_empty() {
+        out.push('\n');
+        if let Some(pod) = &g.first_unplaced {
+            out.push_str(&format!("{pod} is the first pod the cycle could not place. "));
+        }
+        out.push_str(&findings_section(&g.findings));
+    }
+    if !g.fixes.is_empty() {
+        out.push_str("\nSmallest changes that make the whole group fit (each checked by running the group's cycle again):\n");
+        for f in &g.fixes {
+            out.push_str(&format!(
+                "  - {} (then {} placed together)\n",
+                f.description,
+                plural(f.places, "pod", "pods")
+            ));
+        }
+    }
+    out
+}
+
+/// `explain podgroup/NAME` or `workload/NAME` as text.
+pub fn report(r: &GroupExplainReport, wide: bool) -> String {
+    let mut out = what_if_line(&r.what_if);
+    let context = format!(
+        " (profile {}, {} nodes, {})",
+        r.profile,
+        r.nodes_total,
+        crate::output::semantics(r.kube_version)
+    );
+    // A PodGroup is its own headline; a Workload's line counts its groups, each then in full.
+    let group_context = if r.kind == "PodGroup" {
+        context.as_str()
+    } else {
+        out.push_str(&format!(
+            "Workload {}/{}{context}: {}\n",
+            r.namespace,
+            r.name,
+            plural(r.pod_groups.len(), "PodGroup", "PodGroups")
+        ));
+        if r.pod_groups.is_empty() {
+            out.push_str("  none exists yet (its controller makes them from its podGroupTemplates)\n");
+        }
+        ""
+    };
+    for (i, g) in r.pod_groups.iter().enumerate() {
+        if i > 0 || r.kind != "PodGroup" {
+            out.push('\n');
+        }
+        out.push_str(&group_text(g, r.nodes_total, wide, group_context));
+    }
+    out
+}
