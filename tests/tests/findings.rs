@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use common::{Lab, PodBuilder, kubectl_sched_binary, pod};
 use e2e::fixtures::wait_for;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
 use sched_core::diagnosis::Change;
@@ -213,6 +213,134 @@ async fn anti_affinity_collisions_are_named_and_the_first_hint_binds() -> Result
         "PodAntiAffinityCollision",
         &["/db-0 in topology.kubernetes.io/zone=zone-a"],
         |c| matches!(c, Change::RemovePodAntiAffinityTerm { term: 0 }),
+    )
+    .await
+}
+
+/// A user's taint on the only worker (and the control plane's on the other node): explain names the
+/// taint, proposes no toleration of the control plane's, and the first hint (tolerate the user's
+/// taint) lets kube-scheduler bind the pod to the worker.
+#[tokio::test]
+async fn a_users_taint_is_named_and_tolerating_it_binds() -> Result<()> {
+    let lab = Lab::begin("find-taint").await?;
+    lab.create_nodes([
+        lab.node("a", "4", "8Gi")
+            .taint("dedicated", "batch", "NoSchedule"),
+        lab.node("cp", "4", "8Gi")
+            .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),
+    ])
+    .await?;
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("batch-job").cpu("100m"),
+        "TaintNotTolerated",
+        &["untolerated taint dedicated=batch:NoSchedule"],
+        |c| matches!(c, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == "dedicated"),
+    )
+    .await
+}
+
+/// A node short of cpu: explain says how much is missing and free, and the first hint (lower the
+/// request to what is free) lets kube-scheduler bind the pod.
+#[tokio::test]
+async fn missing_cpu_is_named_and_lowering_the_request_binds() -> Result<()> {
+    let lab = Lab::begin("find-cpu").await?;
+    lab.create_nodes([lab.node("a", "2", "8Gi")]).await?;
+    lab.create_pods([pod("busy").cpu("1500m").on(&lab.n("a"))])
+        .await?;
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("wants-cpu").cpu("1"),
+        "InsufficientResource",
+        &["needs 500m more cpu (requests 1, 500m free)"],
+        |c| matches!(c, Change::LowerRequest { resource, to: 500 } if resource == "cpu"),
+    )
+    .await
+}
+
+/// minDomains 5 with 3 zones: explain names the constraint, the domains that exist and their
+/// counts, and the first hint (minDomains = the domains that exist) lets kube-scheduler bind the pod.
+#[tokio::test]
+async fn min_domains_beyond_the_zones_is_named_and_lowering_it_binds() -> Result<()> {
+    let lab = Lab::begin("find-spread").await?;
+    lab.create_nodes(
+        [("a", "zone-a"), ("b", "zone-b"), ("c", "zone-c")]
+            .map(|(n, z)| lab.node(n, "4", "8Gi").label(ZONE, z)),
+    )
+    .await?;
+    lab.create_pods(["a", "b", "c"].map(|n| pod(&format!("w-{n}")).label("app", "w").on(&lab.n(n))))
+        .await?;
+    let pending = pod("w-d").label("app", "w").spec(
+        "topologySpreadConstraints",
+        json!([{
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "w"}},
+            "minDomains": 5,
+        }]),
+    );
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pending,
+        "TopologySpreadMinDomains",
+        &["minDomains 5 but only 3 domain(s) exist (zone-a=1, zone-b=1, zone-c=1)"],
+        |c| {
+            matches!(
+                c,
+                Change::SetMinDomains {
+                    constraint: 0,
+                    min_domains: Some(3)
+                }
+            )
+        },
+    )
+    .await
+}
+
+/// A ReadWriteOncePod claim in use by a running pod: explain names the claim and its holder, and the
+/// first hint (delete the holder) lets kube-scheduler bind the pending pod.
+#[tokio::test]
+async fn the_holder_of_a_read_write_once_pod_claim_is_named_and_deleting_it_binds() -> Result<()> {
+    let lab = Lab::begin("find-rwop").await?;
+    lab.create_nodes([lab.node("a", "4", "8Gi")]).await?;
+    // Pre-bound both ways, so the PV binder binds them at once whatever else the cluster holds.
+    let volume = format!("{}-solo", lab.ns);
+    lab.create_cluster::<PersistentVolume>(json!({
+        "metadata": {"name": volume},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOncePod"],
+            "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": lab.ns, "name": "solo"},
+            "hostPath": {"path": "/tmp/e2e-unused"},
+        },
+    }))
+    .await?;
+    lab.create_namespaced::<PersistentVolumeClaim>(json!({
+        "metadata": {"name": "solo"},
+        "spec": {
+            "accessModes": ["ReadWriteOncePod"],
+            "storageClassName": "",
+            "volumeName": volume,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }))
+    .await?;
+    lab.wait_claim_bound("solo").await?;
+    lab.create_pods([pod("holder").claim("solo").on(&lab.n("a"))])
+        .await?;
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("wants-solo").claim("solo"),
+        "ReadWriteOncePodInUse",
+        &[
+            "persistentvolumeclaim ",
+            "/solo is ReadWriteOncePod and in use by pod ",
+            "/holder",
+        ],
+        |c| matches!(c, Change::DeletePods { pods } if pods.len() == 1 && pods[0].ends_with("/holder")),
     )
     .await
 }
