@@ -1,7 +1,7 @@
 //! Issue 30, against the real control plane: for a blocker, `kubectl sched explain` names the object
 //! at fault (a finding with its reason code) and its first hint, applied to the real cluster (the
-//! pod recreated with the changed spec, or the named pods deleted), lets the real kube-scheduler bind
-//! the pod.
+//! pod recreated with the changed spec, the named pods deleted, or the printed PersistentVolume
+//! applied with kubectl), lets the real kube-scheduler bind the pod.
 
 mod common;
 
@@ -11,9 +11,10 @@ use anyhow::{Context, Result, ensure};
 use common::{Lab, PodBuilder, kubectl_sched_binary, pod};
 use e2e::fixtures::wait_for;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use sched_core::diagnosis::Change;
+use sched_core::diagnosis::{Change, LOCAL_PATH_PLACEHOLDER};
 use serde_json::{Value, json};
 
 const ZONE: &str = "topology.kubernetes.io/zone";
@@ -57,9 +58,11 @@ async fn explain_json(lab: &Lab, pod: &str) -> Result<Value> {
     serde_json::from_str(&out).with_context(|| format!("not JSON: {out}"))
 }
 
-/// Applies `change` to the real cluster as a user would: a change to the pod's spec recreates it
-/// (most of a pod's spec is immutable), deleted pods are deleted (grace 0: no kubelet runs here).
-async fn apply_live(lab: &Lab, pending: &Pod, change: &Change) -> Result<()> {
+/// Applies `hint` (its `change`) to the real cluster as a user would: a change to the pod's spec
+/// recreates it (most of a pod's spec is immutable), deleted pods are deleted (grace 0: no kubelet
+/// runs here), a PersistentVolume is the hint's YAML with its placeholder path replaced by a
+/// directory the test makes, applied with kubectl.
+async fn apply_live(lab: &Lab, pending: &Pod, hint: &Value, change: &Change) -> Result<()> {
     let pods: Api<Pod> = Api::namespaced(lab.client.clone(), &lab.ns);
     let name = pending.metadata.name.clone().unwrap_or_default();
     let now = DeleteParams {
@@ -89,6 +92,22 @@ async fn apply_live(lab: &Lab, pending: &Pod, change: &Change) -> Result<()> {
             .delete(other, &now)
             .await
             .with_context(|| format!("deleting {key}"))?;
+    }
+    if let Change::CreatePersistentVolume { .. } = change {
+        let yaml = hint["snippet"].as_str().context("a volume hint without YAML")?;
+        ensure!(
+            yaml.contains(LOCAL_PATH_PLACEHOLDER),
+            "no placeholder path in {yaml}"
+        );
+        // No kubelet mounts it here; a user would give a directory of the node.
+        let dir = tempfile::tempdir()?;
+        let file = dir.path().join("volume.yaml");
+        let path = dir.path().display().to_string();
+        std::fs::write(&file, yaml.replace(LOCAL_PATH_PLACEHOLDER, &path))?;
+        lab.cp
+            .kubectl(&["apply", "-f", &file.display().to_string()])
+            .await
+            .context("kubectl apply of the hint's PersistentVolume")?;
     }
     ensure!(change.uncordoned_nodes().is_empty(), "no scenario here uncordons");
     Ok(())
@@ -125,7 +144,7 @@ async fn first_hint_lets_kube_scheduler_bind(
         .with_context(|| format!("no change hint in {:#}", v["hints"]))?;
     let change: Change = serde_json::from_value(hint["change"].clone())?;
     ensure!(first(&change), "first hint {change:?}");
-    apply_live(lab, &trial.pod, &change).await?;
+    apply_live(lab, &trial.pod, hint, &change).await?;
     let pods: Api<Pod> = Api::namespaced(lab.client.clone(), &lab.ns);
     let node = wait_for(
         &format!("kube-scheduler to bind {name}"),
@@ -136,7 +155,13 @@ async fn first_hint_lets_kube_scheduler_bind(
         },
     )
     .await
-    .with_context(|| lab.cp.log_tail("kube-scheduler", 20))?;
+    .with_context(|| {
+        format!(
+            "{}\n{}",
+            lab.cp.log_tail("kube-scheduler", 20),
+            lab.cp.log_tail("kube-controller-manager", 10)
+        )
+    })?;
     let expected: Vec<String> = serde_json::from_value(hint["nodes"].clone())?;
     ensure!(
         expected.contains(&node),
@@ -343,4 +368,86 @@ async fn the_holder_of_a_read_write_once_pod_claim_is_named_and_deleting_it_bind
         |c| matches!(c, Change::DeletePods { pods } if pods.len() == 1 && pods[0].ends_with("/holder")),
     )
     .await
+}
+
+/// The issue's StatefulSet pod: its WaitForFirstConsumer claim's class has no provisioner and both
+/// its volumes are bound to other claims. explain names the claim and the volumes; the first hint is
+/// the PersistentVolume that would serve it, on the node that passes every other filter (a lacks
+/// cpu), printed as YAML; applied with kubectl, the PV controller and kube-scheduler bind claim and
+/// pod.
+#[tokio::test]
+async fn a_claim_no_volume_serves_is_named_and_the_proposed_volume_binds() -> Result<()> {
+    let lab = Lab::begin("find-pv").await?;
+    lab.create_nodes([lab.node("a", "1", "8Gi"), lab.node("b", "4", "8Gi")])
+        .await?;
+    let class = format!("{}-local", lab.ns);
+    lab.create_cluster::<StorageClass>(json!({
+        "metadata": {"name": class},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }))
+    .await?;
+    let claim = |name: &str, volume: Option<&str>| {
+        json!({
+            "metadata": {"name": name},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": class,
+                "volumeName": volume,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        })
+    };
+    for (i, node) in ["a", "b"].into_iter().enumerate() {
+        let (volume, owner) = (format!("{}-pv-{i}", lab.ns), format!("data-db-{i}"));
+        lab.create_cluster::<PersistentVolume>(json!({
+            "metadata": {"name": volume},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": class,
+                "persistentVolumeReclaimPolicy": "Retain",
+                "claimRef": {"namespace": lab.ns, "name": owner},
+                "local": {"path": "/mnt/unused"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [lab.n(node)]},
+                ]}]}},
+            },
+        }))
+        .await?;
+        lab.create_namespaced::<PersistentVolumeClaim>(claim(&owner, Some(&volume)))
+            .await?;
+        lab.wait_claim_bound(&owner).await?;
+    }
+    lab.create_namespaced::<PersistentVolumeClaim>(claim("data-db-2", None))
+        .await?;
+    let (ns, b) = (lab.ns.clone(), lab.n("b"));
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("db-2").cpu("2").claim("data-db-2"),
+        "NoVolumeForClaim",
+        &[
+            &format!("persistentvolumeclaim {ns}/data-db-2"),
+            &format!("{ns}-pv-0 (bound to persistentvolumeclaim {ns}/data-db-0)"),
+            &format!("{ns}-pv-1 (bound to persistentvolumeclaim {ns}/data-db-1)"),
+        ],
+        |c| matches!(c, Change::CreatePersistentVolume { claim, .. } if claim.ends_with("/data-db-2")),
+    )
+    .await?;
+    // The pod went where the volume was proposed, and the claim is bound to that volume.
+    let live = Api::<Pod>::namespaced(lab.client.clone(), &lab.ns)
+        .get("db-2")
+        .await?;
+    ensure!(
+        live.spec.and_then(|s| s.node_name).as_deref() == Some(b.as_str()),
+        "db-2 not on {b}"
+    );
+    let bound = Api::<PersistentVolumeClaim>::namespaced(lab.client.clone(), &lab.ns)
+        .get("data-db-2")
+        .await?;
+    ensure!(
+        bound.spec.and_then(|s| s.volume_name).as_deref() == Some(format!("{ns}-data-db-2").as_str()),
+        "data-db-2 is not bound to the proposed volume"
+    );
+    Ok(())
 }

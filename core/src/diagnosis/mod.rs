@@ -50,6 +50,7 @@ pub use hints::VerifiedHint;
 pub use node_resources_fit::describe_shortfall;
 pub use report::{Report, diagnose_pod};
 pub use taint_toleration::{system_taint_owner, untolerated_taints};
+pub use volume_binding::LOCAL_PATH_PLACEHOLDER;
 
 // NodeResourcesFit: what a pod requests and how much each node lacks.
 pub use crate::plugins::node_resources::fit::{Shortfall, compute_pod_resource_request, shortfall_with_dra};
