@@ -302,10 +302,28 @@ fn scenarios() -> Vec<Scenario> {
     ]
 }
 
+/// The `local` class (no provisioner, WaitForFirstConsumer) and an unbound 10Gi ReadWriteOnce claim
+/// `name` of it.
+fn local_claim(
+    name: &str,
+) -> (
+    k8s_openapi::api::core::v1::PersistentVolumeClaim,
+    k8s_openapi::api::storage::v1::StorageClass,
+) {
+    use crate::testing::{pvc, storage_class};
+    let claim = pvc(name)
+        .storage_class("local")
+        .request("10Gi")
+        .access_modes(&["ReadWriteOnce"])
+        .obj();
+    let class = storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer");
+    (claim, class)
+}
+
 /// A `local` class (no provisioner, WaitForFirstConsumer) whose two volumes are bound to other
 /// claims, an unbound claim `data-db-2` of it, n1 with 1 cpu and n2 with 4.
 fn wffc_claim_with_every_volume_bound() -> ClusterObjects {
-    use crate::testing::{pv, pvc, storage_class};
+    use crate::testing::pv;
     const HOST: &str = "kubernetes.io/hostname";
     let bound = |name: &str, claim: &str, on: &str| {
         pv(name)
@@ -317,24 +335,15 @@ fn wffc_claim_with_every_volume_bound() -> ClusterObjects {
             .phase("Bound")
             .obj()
     };
+    let (claim, class) = local_claim("data-db-2");
     ClusterObjects {
         nodes: vec![
             node("n1").cpu("1").memory("8Gi").label(HOST, "n1").obj(),
             node("n2").cpu("4").memory("8Gi").label(HOST, "n2").obj(),
         ],
         persistent_volumes: vec![bound("pv-0", "data-db-0", "n1"), bound("pv-1", "data-db-1", "n2")],
-        persistent_volume_claims: vec![
-            pvc("data-db-2")
-                .storage_class("local")
-                .request("10Gi")
-                .access_modes(&["ReadWriteOnce"])
-                .obj(),
-        ],
-        storage_classes: vec![storage_class(
-            "local",
-            "kubernetes.io/no-provisioner",
-            "WaitForFirstConsumer",
-        )],
+        persistent_volume_claims: vec![claim],
+        storage_classes: vec![class],
         ..Default::default()
     }
 }
@@ -505,7 +514,7 @@ fn finding_of(report: &Report, code: ReasonCode) -> &super::Finding {
 /// of the claim's class, size and access modes on one node, whose path the user fills in.
 #[test]
 fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
-    use crate::testing::{pv, pvc, storage_class};
+    use crate::testing::pv;
     const HOST: &str = "kubernetes.io/hostname";
     let local = |name: &str, size: &str, on: &str| {
         pv(name)
@@ -515,6 +524,7 @@ fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
             .access_modes(&["ReadWriteOnce"])
             .node_affinity(HOST, &[on])
     };
+    let (claim, class) = local_claim("data");
     let objects = ClusterObjects {
         nodes: vec![
             node("n1").cpu("4").memory("8Gi").label(HOST, "n1").obj(),
@@ -528,18 +538,8 @@ fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
             local("pv-small", "1Gi", "n1").obj(),
             local("pv-elsewhere", "20Gi", "n9").obj(),
         ],
-        persistent_volume_claims: vec![
-            pvc("data")
-                .storage_class("local")
-                .request("10Gi")
-                .access_modes(&["ReadWriteOnce"])
-                .obj(),
-        ],
-        storage_classes: vec![storage_class(
-            "local",
-            "kubernetes.io/no-provisioner",
-            "WaitForFirstConsumer",
-        )],
+        persistent_volume_claims: vec![claim],
+        storage_classes: vec![class],
         ..Default::default()
     };
     let pending = pod("db-0").pvc("data").obj();
@@ -572,13 +572,9 @@ fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
     let names: Vec<&str> = volumes.iter().map(|v| v.volume.as_str()).collect();
     assert_eq!(names, ["pv-bound", "pv-elsewhere", "pv-small"]);
     // One volume is offered, not one per node that could hold it.
-    let [hint] = report.hints.as_slice() else {
-        panic!("one hint: {:#?}", report.hints);
-    };
-    let Change::CreatePersistentVolume { claim, node, volume } = &hint.change else {
-        panic!("hint {:?}", hint.change);
-    };
-    assert_eq!((claim.as_str(), node.as_str()), ("default/data", "n1"));
+    assert_eq!(report.hints.len(), 1, "{:#?}", report.hints);
+    let (hint, claim, node, volume) = first_hint_volume(&report, &objects, &pending);
+    assert_eq!((claim, node), ("default/data", "n1"));
     assert_eq!(hint.schedules_on, ["n1"]);
     let spec = volume.spec.as_ref().unwrap();
     assert_eq!(volume.metadata.name.as_deref(), Some("default-data"));
@@ -598,10 +594,26 @@ fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
         "{}",
         hint.description
     );
-    assert_eq!(
-        outcome_after(&objects, &pending, &hint.change),
-        Outcome::Scheduled
-    );
+}
+
+/// The report's first hint, which must create a volume that, applied to the objects, makes the pod
+/// schedulable: the hint, its claim, its node and the volume.
+fn first_hint_volume<'r>(
+    report: &'r Report,
+    objects: &ClusterObjects,
+    pending: &Pod,
+) -> (
+    &'r super::VerifiedHint,
+    &'r str,
+    &'r str,
+    &'r k8s_openapi::api::core::v1::PersistentVolume,
+) {
+    let hint = report.hints.first().expect("a hint");
+    let Change::CreatePersistentVolume { claim, node, volume } = &hint.change else {
+        panic!("hint {:?}", hint.change);
+    };
+    assert_eq!(outcome_after(objects, pending, &hint.change), Outcome::Scheduled);
+    (hint, claim, node, volume)
 }
 
 /// The claim's selector, volume mode and the existing volume names are honoured: the proposed
@@ -648,10 +660,7 @@ fn the_proposed_volume_matches_the_claims_selector_and_mode() {
     };
     let pending = pod("db-0").pvc("data").obj();
     let (_, report) = evaluate(&objects, &pending);
-    let first = report.hints.first().expect("a hint");
-    let Change::CreatePersistentVolume { volume, .. } = &first.change else {
-        panic!("hint {:?}", first.change);
-    };
+    let (_, _, _, volume) = first_hint_volume(&report, &objects, &pending);
     assert_eq!(volume.metadata.name.as_deref(), Some("default-data-2"));
     let labels = volume.metadata.labels.as_ref().unwrap();
     assert_eq!((labels["tier"].as_str(), labels["disk"].as_str()), ("db", "nvme"));
@@ -660,10 +669,6 @@ fn the_proposed_volume_matches_the_claims_selector_and_mode() {
     assert_eq!(
         spec.access_modes.as_deref(),
         Some(&["ReadWriteOncePod".to_string()][..])
-    );
-    assert_eq!(
-        outcome_after(&objects, &pending, &first.change),
-        Outcome::Scheduled
     );
 }
 
