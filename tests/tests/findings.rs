@@ -1,7 +1,7 @@
 //! Issue 30, against the real control plane: for a blocker, `kubectl sched explain` names the object
 //! at fault (a finding with its reason code) and its first hint, applied to the real cluster (the
-//! pod recreated with the changed spec, or the named pods deleted), lets the real kube-scheduler bind
-//! the pod.
+//! pod recreated with the changed spec, the named pods deleted, or the printed PersistentVolume
+//! applied with kubectl), lets the real kube-scheduler bind the pod.
 
 mod common;
 
@@ -10,10 +10,11 @@ use std::time::Duration;
 use anyhow::{Context, Result, ensure};
 use common::{Lab, PodBuilder, kubectl_sched_binary, pod};
 use e2e::fixtures::wait_for;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use kube::Api;
 use kube::api::{DeleteParams, PostParams};
-use sched_core::diagnosis::Change;
+use sched_core::diagnosis::{Change, LOCAL_PATH_PLACEHOLDER};
 use serde_json::{Value, json};
 
 const ZONE: &str = "topology.kubernetes.io/zone";
@@ -57,9 +58,11 @@ async fn explain_json(lab: &Lab, pod: &str) -> Result<Value> {
     serde_json::from_str(&out).with_context(|| format!("not JSON: {out}"))
 }
 
-/// Applies `change` to the real cluster as a user would: a change to the pod's spec recreates it
-/// (most of a pod's spec is immutable), deleted pods are deleted (grace 0: no kubelet runs here).
-async fn apply_live(lab: &Lab, pending: &Pod, change: &Change) -> Result<()> {
+/// Applies `hint` (its `change`) to the real cluster as a user would: a change to the pod's spec
+/// recreates it (most of a pod's spec is immutable), deleted pods are deleted (grace 0: no kubelet
+/// runs here), a PersistentVolume is the hint's YAML with its placeholder path replaced by a
+/// directory the test makes, applied with kubectl.
+async fn apply_live(lab: &Lab, pending: &Pod, hint: &Value, change: &Change) -> Result<()> {
     let pods: Api<Pod> = Api::namespaced(lab.client.clone(), &lab.ns);
     let name = pending.metadata.name.clone().unwrap_or_default();
     let now = DeleteParams {
@@ -89,6 +92,22 @@ async fn apply_live(lab: &Lab, pending: &Pod, change: &Change) -> Result<()> {
             .delete(other, &now)
             .await
             .with_context(|| format!("deleting {key}"))?;
+    }
+    if let Change::CreatePersistentVolume { .. } = change {
+        let yaml = hint["snippet"].as_str().context("a volume hint without YAML")?;
+        ensure!(
+            yaml.contains(LOCAL_PATH_PLACEHOLDER),
+            "no placeholder path in {yaml}"
+        );
+        // No kubelet mounts it here; a user would give a directory of the node.
+        let dir = tempfile::tempdir()?;
+        let file = dir.path().join("volume.yaml");
+        let path = dir.path().display().to_string();
+        std::fs::write(&file, yaml.replace(LOCAL_PATH_PLACEHOLDER, &path))?;
+        lab.cp
+            .kubectl(&["apply", "-f", &file.display().to_string()])
+            .await
+            .context("kubectl apply of the hint's PersistentVolume")?;
     }
     ensure!(change.uncordoned_nodes().is_empty(), "no scenario here uncordons");
     Ok(())
@@ -125,7 +144,7 @@ async fn first_hint_lets_kube_scheduler_bind(
         .with_context(|| format!("no change hint in {:#}", v["hints"]))?;
     let change: Change = serde_json::from_value(hint["change"].clone())?;
     ensure!(first(&change), "first hint {change:?}");
-    apply_live(lab, &trial.pod, &change).await?;
+    apply_live(lab, &trial.pod, hint, &change).await?;
     let pods: Api<Pod> = Api::namespaced(lab.client.clone(), &lab.ns);
     let node = wait_for(
         &format!("kube-scheduler to bind {name}"),
@@ -136,7 +155,13 @@ async fn first_hint_lets_kube_scheduler_bind(
         },
     )
     .await
-    .with_context(|| lab.cp.log_tail("kube-scheduler", 20))?;
+    .with_context(|| {
+        format!(
+            "{}\n{}",
+            lab.cp.log_tail("kube-scheduler", 20),
+            lab.cp.log_tail("kube-controller-manager", 10)
+        )
+    })?;
     let expected: Vec<String> = serde_json::from_value(hint["nodes"].clone())?;
     ensure!(
         expected.contains(&node),
@@ -215,4 +240,214 @@ async fn anti_affinity_collisions_are_named_and_the_first_hint_binds() -> Result
         |c| matches!(c, Change::RemovePodAntiAffinityTerm { term: 0 }),
     )
     .await
+}
+
+/// A user's taint on the only worker (and the control plane's on the other node): explain names the
+/// taint, proposes no toleration of the control plane's, and the first hint (tolerate the user's
+/// taint) lets kube-scheduler bind the pod to the worker.
+#[tokio::test]
+async fn a_users_taint_is_named_and_tolerating_it_binds() -> Result<()> {
+    let lab = Lab::begin("find-taint").await?;
+    lab.create_nodes([
+        lab.node("a", "4", "8Gi")
+            .taint("dedicated", "batch", "NoSchedule"),
+        lab.node("cp", "4", "8Gi")
+            .taint("node-role.kubernetes.io/control-plane", "", "NoSchedule"),
+    ])
+    .await?;
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("batch-job").cpu("100m"),
+        "TaintNotTolerated",
+        &["untolerated taint dedicated=batch:NoSchedule"],
+        |c| matches!(c, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == "dedicated"),
+    )
+    .await
+}
+
+/// A node short of cpu: explain says how much is missing and free, and the first hint (lower the
+/// request to what is free) lets kube-scheduler bind the pod.
+#[tokio::test]
+async fn missing_cpu_is_named_and_lowering_the_request_binds() -> Result<()> {
+    let lab = Lab::begin("find-cpu").await?;
+    lab.create_nodes([lab.node("a", "2", "8Gi")]).await?;
+    lab.create_pods([pod("busy").cpu("1500m").on(&lab.n("a"))])
+        .await?;
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("wants-cpu").cpu("1"),
+        "InsufficientResource",
+        &["needs 500m more cpu (requests 1, 500m free)"],
+        |c| matches!(c, Change::LowerRequest { resource, to: 500 } if resource == "cpu"),
+    )
+    .await
+}
+
+/// minDomains 5 with 3 zones: explain names the constraint, the domains that exist and their
+/// counts, and the first hint (minDomains = the domains that exist) lets kube-scheduler bind the pod.
+#[tokio::test]
+async fn min_domains_beyond_the_zones_is_named_and_lowering_it_binds() -> Result<()> {
+    let lab = Lab::begin("find-spread").await?;
+    lab.create_nodes(
+        [("a", "zone-a"), ("b", "zone-b"), ("c", "zone-c")]
+            .map(|(n, z)| lab.node(n, "4", "8Gi").label(ZONE, z)),
+    )
+    .await?;
+    lab.create_pods(["a", "b", "c"].map(|n| pod(&format!("w-{n}")).label("app", "w").on(&lab.n(n))))
+        .await?;
+    let pending = pod("w-d").label("app", "w").spec(
+        "topologySpreadConstraints",
+        json!([{
+            "maxSkew": 1,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "w"}},
+            "minDomains": 5,
+        }]),
+    );
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pending,
+        "TopologySpreadMinDomains",
+        &["minDomains 5 but only 3 domain(s) exist (zone-a=1, zone-b=1, zone-c=1)"],
+        |c| {
+            matches!(
+                c,
+                Change::SetMinDomains {
+                    constraint: 0,
+                    min_domains: Some(3)
+                }
+            )
+        },
+    )
+    .await
+}
+
+/// A ReadWriteOncePod claim in use by a running pod: explain names the claim and its holder, and the
+/// first hint (delete the holder) lets kube-scheduler bind the pending pod.
+#[tokio::test]
+async fn the_holder_of_a_read_write_once_pod_claim_is_named_and_deleting_it_binds() -> Result<()> {
+    let lab = Lab::begin("find-rwop").await?;
+    lab.create_nodes([lab.node("a", "4", "8Gi")]).await?;
+    // Pre-bound both ways, so the PV binder binds them at once whatever else the cluster holds.
+    let volume = format!("{}-solo", lab.ns);
+    lab.create_cluster::<PersistentVolume>(json!({
+        "metadata": {"name": volume},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOncePod"],
+            "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": lab.ns, "name": "solo"},
+            "hostPath": {"path": "/tmp/e2e-unused"},
+        },
+    }))
+    .await?;
+    lab.create_namespaced::<PersistentVolumeClaim>(json!({
+        "metadata": {"name": "solo"},
+        "spec": {
+            "accessModes": ["ReadWriteOncePod"],
+            "storageClassName": "",
+            "volumeName": volume,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }))
+    .await?;
+    lab.wait_claim_bound("solo").await?;
+    lab.create_pods([pod("holder").claim("solo").on(&lab.n("a"))])
+        .await?;
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("wants-solo").claim("solo"),
+        "ReadWriteOncePodInUse",
+        &[
+            "persistentvolumeclaim ",
+            "/solo is ReadWriteOncePod and in use by pod ",
+            "/holder",
+        ],
+        |c| matches!(c, Change::DeletePods { pods } if pods.len() == 1 && pods[0].ends_with("/holder")),
+    )
+    .await
+}
+
+/// The issue's StatefulSet pod: its WaitForFirstConsumer claim's class has no provisioner and both
+/// its volumes are bound to other claims. explain names the claim and the volumes; the first hint is
+/// the PersistentVolume that would serve it, on the node that passes every other filter (a lacks
+/// cpu), printed as YAML; applied with kubectl, the PV controller and kube-scheduler bind claim and
+/// pod.
+#[tokio::test]
+async fn a_claim_no_volume_serves_is_named_and_the_proposed_volume_binds() -> Result<()> {
+    let lab = Lab::begin("find-pv").await?;
+    lab.create_nodes([lab.node("a", "1", "8Gi"), lab.node("b", "4", "8Gi")])
+        .await?;
+    let class = format!("{}-local", lab.ns);
+    lab.create_cluster::<StorageClass>(json!({
+        "metadata": {"name": class},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }))
+    .await?;
+    let claim = |name: &str, volume: Option<&str>| {
+        json!({
+            "metadata": {"name": name},
+            "spec": {
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": class,
+                "volumeName": volume,
+                "resources": {"requests": {"storage": "1Gi"}},
+            },
+        })
+    };
+    for (i, node) in ["a", "b"].into_iter().enumerate() {
+        let (volume, owner) = (format!("{}-pv-{i}", lab.ns), format!("data-db-{i}"));
+        lab.create_cluster::<PersistentVolume>(json!({
+            "metadata": {"name": volume},
+            "spec": {
+                "capacity": {"storage": "1Gi"},
+                "accessModes": ["ReadWriteOnce"],
+                "storageClassName": class,
+                "persistentVolumeReclaimPolicy": "Retain",
+                "claimRef": {"namespace": lab.ns, "name": owner},
+                "local": {"path": "/mnt/unused"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [lab.n(node)]},
+                ]}]}},
+            },
+        }))
+        .await?;
+        lab.create_namespaced::<PersistentVolumeClaim>(claim(&owner, Some(&volume)))
+            .await?;
+        lab.wait_claim_bound(&owner).await?;
+    }
+    lab.create_namespaced::<PersistentVolumeClaim>(claim("data-db-2", None))
+        .await?;
+    let (ns, b) = (lab.ns.clone(), lab.n("b"));
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("db-2").cpu("2").claim("data-db-2"),
+        "NoVolumeForClaim",
+        &[
+            &format!("persistentvolumeclaim {ns}/data-db-2"),
+            &format!("{ns}-pv-0 (bound to persistentvolumeclaim {ns}/data-db-0)"),
+            &format!("{ns}-pv-1 (bound to persistentvolumeclaim {ns}/data-db-1)"),
+        ],
+        |c| matches!(c, Change::CreatePersistentVolume { claim, .. } if claim.ends_with("/data-db-2")),
+    )
+    .await?;
+    // The pod went where the volume was proposed, and the claim is bound to that volume.
+    let live = Api::<Pod>::namespaced(lab.client.clone(), &lab.ns)
+        .get("db-2")
+        .await?;
+    ensure!(
+        live.spec.and_then(|s| s.node_name).as_deref() == Some(b.as_str()),
+        "db-2 not on {b}"
+    );
+    let bound = Api::<PersistentVolumeClaim>::namespaced(lab.client.clone(), &lab.ns)
+        .get("data-db-2")
+        .await?;
+    ensure!(
+        bound.spec.and_then(|s| s.volume_name).as_deref() == Some(format!("{ns}-data-db-2").as_str()),
+        "data-db-2 is not bound to the proposed volume"
+    );
+    Ok(())
 }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeStatus, Pod, Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use serde::{Deserialize, Serialize};
 
@@ -14,6 +14,10 @@ use crate::snapshot::{ClusterObjects, Snapshot, namespaced_key};
 
 /// The taint the node lifecycle controller keeps on a cordoned node; uncordoning removes it too.
 pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+
+/// The phase the PV controller gives a new PersistentVolume with no claim (the only phase
+/// VolumeBinding matches an unbound claim to).
+const VOLUME_AVAILABLE: &str = "Available";
 
 /// One change (`-o json` writes it; a script or test reads it back).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -75,6 +79,17 @@ pub enum Change {
     DeletePods {
         /// `namespace/name` of each.
         pods: Vec<String>,
+    },
+    /// Create a PersistentVolume for an unbound claim no volume can serve: a local volume on one
+    /// node, whose `spec.local.path` is a placeholder the user replaces with a directory (or a
+    /// mounted disk) of that node.
+    CreatePersistentVolume {
+        /// The claim it is made for (`namespace/name`).
+        claim: String,
+        /// The node it is on (its node affinity).
+        node: String,
+        /// The PersistentVolume as it is applied (no status: the PV controller makes it Available).
+        volume: Box<PersistentVolume>,
     },
     /// Several changes together (a node short of cpu and memory needs both lowered).
     All {
@@ -141,6 +156,11 @@ impl Change {
             }
             Change::Uncordon { node } => format!("uncordon {node} (kubectl uncordon {node})"),
             Change::DeletePods { pods } => format!("delete or move {}", pods.join(", ")),
+            Change::CreatePersistentVolume { claim, node, volume } => format!(
+                "create persistentvolume {} for persistentvolumeclaim {claim} on node {node} (set its \
+                 spec.local.path to a directory of {node} first)",
+                volume.metadata.name.as_deref().unwrap_or("")
+            ),
             Change::All { changes } => changes
                 .iter()
                 .map(Change::describe)
@@ -162,7 +182,7 @@ impl Change {
             | Change::RemovePodAntiAffinityTerm { .. }
             | Change::RemovePodAffinityTerm { .. }
             | Change::ScheduleAnyway { .. } => 2,
-            Change::Uncordon { .. } => 3,
+            Change::Uncordon { .. } | Change::CreatePersistentVolume { .. } => 3,
             Change::DeletePods { pods } => 3 + pods.len(),
             Change::All { changes } => changes.iter().map(Change::cost).sum(),
         }
@@ -202,6 +222,12 @@ impl Change {
             (Change::DeletePods { pods }, Change::DeletePods { pods: p }) => {
                 pods.iter().all(|pod| p.contains(pod))
             }
+            // One volume for the claim is as much to ask as another on another node: of two that
+            // work, the first ranked is offered.
+            (
+                Change::CreatePersistentVolume { claim, .. },
+                Change::CreatePersistentVolume { claim: other, .. },
+            ) => claim == other,
             _ => self == other,
         }
     }
@@ -288,7 +314,10 @@ impl Change {
                 }
                 None => false,
             },
-            Change::All { .. } | Change::Uncordon { .. } | Change::DeletePods { .. } => false,
+            Change::All { .. }
+            | Change::Uncordon { .. }
+            | Change::DeletePods { .. }
+            | Change::CreatePersistentVolume { .. } => false,
         }
     }
 
@@ -321,6 +350,23 @@ impl Change {
         }
     }
 
+    /// The PersistentVolumes the change creates, as the cluster holds them once the PV controller
+    /// has seen them (phase Available).
+    pub fn created_volumes(&self) -> Vec<PersistentVolume> {
+        match self {
+            Change::CreatePersistentVolume { volume, .. } => {
+                let mut volume = (**volume).clone();
+                volume.status = Some(PersistentVolumeStatus {
+                    phase: Some(VOLUME_AVAILABLE.to_string()),
+                    ..Default::default()
+                });
+                vec![volume]
+            }
+            Change::All { changes } => changes.iter().flat_map(Change::created_volumes).collect(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The nodes the change uncordons.
     pub fn uncordoned_nodes(&self) -> Vec<String> {
         match self {
@@ -337,7 +383,8 @@ impl Change {
         let pod_changed = self.edit_pod(&mut pod);
         let deleted = self.deleted_pods();
         let uncordoned = self.uncordoned_nodes();
-        if deleted.is_empty() && uncordoned.is_empty() {
+        let created = self.created_volumes();
+        if deleted.is_empty() && uncordoned.is_empty() && created.is_empty() {
             return pod_changed.then_some((pod, None));
         }
         let mut changed = snapshot.clone();
@@ -349,6 +396,13 @@ impl Change {
             let mut object = (*snapshot.node(node)?.node).clone();
             self.edit_node(&mut object);
             changed.replace_node(Arc::new(object)).ok()?;
+        }
+        for volume in created {
+            let name = volume.metadata.name.clone()?;
+            changed.persistent_volumes.insert(
+                name,
+                Arc::new(crate::snapshot::volume::PersistentVolume::from(volume)),
+            );
         }
         Some((pod, Some(changed)))
     }
@@ -378,7 +432,10 @@ impl Change {
             );
             !deleted.contains(&key)
         });
-        changed || objects.pods.len() != before
+        let created = self.created_volumes();
+        let creates = !created.is_empty();
+        objects.persistent_volumes.extend(created);
+        changed || creates || objects.pods.len() != before
     }
 }
 

@@ -54,6 +54,7 @@ pub use node_resources_fit::describe_shortfall;
 pub use pod_group::{Depth, PodGroupReport, diagnose_pod_group, pod_groups_of_workload};
 pub use report::{Report, diagnose_pod};
 pub use taint_toleration::{system_taint_owner, untolerated_taints};
+pub use volume_binding::LOCAL_PATH_PLACEHOLDER;
 
 // NodeResourcesFit: what a pod requests and how much each node lacks.
 pub use crate::plugins::node_resources::fit::{Shortfall, compute_pod_resource_request, shortfall_with_dra};

@@ -139,10 +139,17 @@ pub fn diagnose_pod(
     };
 
     let mut groups: BTreeMap<(usize, String, ReasonCode, String), Finding> = BTreeMap::new();
-    let mut candidates: Vec<Candidate> = Vec::new();
     let mut per_node: BTreeMap<&str, Vec<&NodeRejection>> = BTreeMap::new();
     for r in &rejections {
         per_node.entry(r.node.as_str()).or_default().push(r);
+    }
+    // A change for a node that only one plugin rejects is checked first: alone it may be enough (a
+    // volume made for a node that also lacks cpu is not), and only the cheapest candidates are
+    // checked.
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut shared_candidates: Vec<Candidate> = Vec::new();
+    for r in &rejections {
+        let alone = per_node.get(r.node.as_str()).is_some_and(|rs| rs.len() == 1);
         let is_reported = reported.get(r.node.as_str()) == Some(&r.plugin);
         let explained = if r.explained.is_empty() {
             vec![Explained {
@@ -156,7 +163,12 @@ pub fn diagnose_pod(
         };
         for e in explained {
             for change in &e.changes {
-                candidates.push(Candidate {
+                let list = if alone {
+                    &mut candidates
+                } else {
+                    &mut shared_candidates
+                };
+                list.push(Candidate {
                     change: change.clone(),
                     plugin: r.plugin.to_string(),
                     reason: e.reason,
@@ -181,6 +193,7 @@ pub fn diagnose_pod(
             }
         }
     }
+    candidates.append(&mut shared_candidates);
     // A node rejected by several plugins opens only when each of them is lifted: one change per
     // plugin, together.
     for rs in per_node.values() {

@@ -266,6 +266,23 @@ fn scenarios() -> Vec<Scenario> {
             first_hint: |c| matches!(c, Change::LowerRequest { resource, to: 500 } if resource == "cpu"),
         },
         Scenario {
+            // The issue's StatefulSet: no PV of the class is available (2 exist, both bound). The
+            // volume is proposed on the node that passes every other filter (n1 lacks cpu).
+            name: "a WaitForFirstConsumer claim whose class's volumes are all bound",
+            objects: wffc_claim_with_every_volume_bound(),
+            pending: pod("db-2").cpu("2").pvc("data-db-2").obj(),
+            reason: ReasonCode::NoVolumeForClaim,
+            names: &[
+                "persistentvolumeclaim default/data-db-2",
+                "pv-0 (bound to persistentvolumeclaim default/data-db-0)",
+                "pv-1 (bound to persistentvolumeclaim default/data-db-1)",
+            ],
+            first_hint: |c| {
+                matches!(c, Change::CreatePersistentVolume { claim, node, .. }
+                    if claim == "default/data-db-2" && node == "n2")
+            },
+        },
+        Scenario {
             name: "a cordoned node and its taint",
             objects: ClusterObjects {
                 nodes: vec![
@@ -283,6 +300,52 @@ fn scenarios() -> Vec<Scenario> {
             first_hint: |c| matches!(c, Change::Uncordon { node } if node == "cordoned"),
         },
     ]
+}
+
+/// The `local` class (no provisioner, WaitForFirstConsumer) and an unbound 10Gi ReadWriteOnce claim
+/// `name` of it.
+fn local_claim(
+    name: &str,
+) -> (
+    k8s_openapi::api::core::v1::PersistentVolumeClaim,
+    k8s_openapi::api::storage::v1::StorageClass,
+) {
+    use crate::testing::{pvc, storage_class};
+    let claim = pvc(name)
+        .storage_class("local")
+        .request("10Gi")
+        .access_modes(&["ReadWriteOnce"])
+        .obj();
+    let class = storage_class("local", "kubernetes.io/no-provisioner", "WaitForFirstConsumer");
+    (claim, class)
+}
+
+/// A `local` class (no provisioner, WaitForFirstConsumer) whose two volumes are bound to other
+/// claims, an unbound claim `data-db-2` of it, n1 with 1 cpu and n2 with 4.
+fn wffc_claim_with_every_volume_bound() -> ClusterObjects {
+    use crate::testing::pv;
+    const HOST: &str = "kubernetes.io/hostname";
+    let bound = |name: &str, claim: &str, on: &str| {
+        pv(name)
+            .storage_class("local")
+            .capacity("10Gi")
+            .access_modes(&["ReadWriteOnce"])
+            .node_affinity(HOST, &[on])
+            .claim_ref("default", claim, &format!("uid-{claim}"))
+            .phase("Bound")
+            .obj()
+    };
+    let (claim, class) = local_claim("data-db-2");
+    ClusterObjects {
+        nodes: vec![
+            node("n1").cpu("1").memory("8Gi").label(HOST, "n1").obj(),
+            node("n2").cpu("4").memory("8Gi").label(HOST, "n2").obj(),
+        ],
+        persistent_volumes: vec![bound("pv-0", "data-db-0", "n1"), bound("pv-1", "data-db-1", "n2")],
+        persistent_volume_claims: vec![claim],
+        storage_classes: vec![class],
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -447,10 +510,11 @@ fn finding_of(report: &Report, code: ReasonCode) -> &super::Finding {
 
 /// A StatefulSet-like pod whose WaitForFirstConsumer claim no PersistentVolume can serve: the finding
 /// names the claim and each PV of its class with why it is refused (one bound to another claim, one
-/// too small, one on another node), and no hint is offered (nothing a hint could change helps).
+/// too small, one on another node), and the one hint is the volume that would serve it: a local PV
+/// of the claim's class, size and access modes on one node, whose path the user fills in.
 #[test]
 fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
-    use crate::testing::{pv, pvc, storage_class};
+    use crate::testing::pv;
     const HOST: &str = "kubernetes.io/hostname";
     let local = |name: &str, size: &str, on: &str| {
         pv(name)
@@ -460,6 +524,7 @@ fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
             .access_modes(&["ReadWriteOnce"])
             .node_affinity(HOST, &[on])
     };
+    let (claim, class) = local_claim("data");
     let objects = ClusterObjects {
         nodes: vec![
             node("n1").cpu("4").memory("8Gi").label(HOST, "n1").obj(),
@@ -473,18 +538,8 @@ fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
             local("pv-small", "1Gi", "n1").obj(),
             local("pv-elsewhere", "20Gi", "n9").obj(),
         ],
-        persistent_volume_claims: vec![
-            pvc("data")
-                .storage_class("local")
-                .request("10Gi")
-                .access_modes(&["ReadWriteOnce"])
-                .obj(),
-        ],
-        storage_classes: vec![storage_class(
-            "local",
-            "kubernetes.io/no-provisioner",
-            "WaitForFirstConsumer",
-        )],
+        persistent_volume_claims: vec![claim],
+        storage_classes: vec![class],
         ..Default::default()
     };
     let pending = pod("db-0").pvc("data").obj();
@@ -516,7 +571,105 @@ fn volume_binding_names_the_claim_and_why_each_volume_is_refused() {
     assert_eq!(claim, "default/data");
     let names: Vec<&str> = volumes.iter().map(|v| v.volume.as_str()).collect();
     assert_eq!(names, ["pv-bound", "pv-elsewhere", "pv-small"]);
-    assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
+    // One volume is offered, not one per node that could hold it.
+    assert_eq!(report.hints.len(), 1, "{:#?}", report.hints);
+    let (hint, claim, node, volume) = first_hint_volume(&report, &objects, &pending);
+    assert_eq!((claim, node), ("default/data", "n1"));
+    assert_eq!(hint.schedules_on, ["n1"]);
+    let spec = volume.spec.as_ref().unwrap();
+    assert_eq!(volume.metadata.name.as_deref(), Some("default-data"));
+    assert_eq!(spec.storage_class_name.as_deref(), Some("local"));
+    assert_eq!(spec.capacity.as_ref().unwrap()["storage"].0, "10Gi");
+    assert_eq!(
+        spec.access_modes.as_deref(),
+        Some(&["ReadWriteOnce".to_string()][..])
+    );
+    assert_eq!(
+        spec.local.as_ref().unwrap().path,
+        super::volume_binding::LOCAL_PATH_PLACEHOLDER
+    );
+    assert!(
+        hint.description
+            .contains("set its spec.local.path to a directory of n1 first"),
+        "{}",
+        hint.description
+    );
+}
+
+/// The report's first hint, which must create a volume that, applied to the objects, makes the pod
+/// schedulable: the hint, its claim, its node and the volume.
+fn first_hint_volume<'r>(
+    report: &'r Report,
+    objects: &ClusterObjects,
+    pending: &Pod,
+) -> (
+    &'r super::VerifiedHint,
+    &'r str,
+    &'r str,
+    &'r k8s_openapi::api::core::v1::PersistentVolume,
+) {
+    let hint = report.hints.first().expect("a hint");
+    let Change::CreatePersistentVolume { claim, node, volume } = &hint.change else {
+        panic!("hint {:?}", hint.change);
+    };
+    assert_eq!(outcome_after(objects, pending, &hint.change), Outcome::Scheduled);
+    (hint, claim, node, volume)
+}
+
+/// The claim's selector, volume mode and the existing volume names are honoured: the proposed
+/// volume carries labels the selector selects, the claim's Block mode, and a name no volume has.
+#[test]
+fn the_proposed_volume_matches_the_claims_selector_and_mode() {
+    use crate::testing::{pv, pvc, storage_class};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
+    let objects = ClusterObjects {
+        nodes: vec![node("n1").cpu("4").label("kubernetes.io/hostname", "n1").obj()],
+        persistent_volumes: vec![
+            pv("default-data")
+                .storage_class("fast")
+                .capacity("1Gi")
+                .phase("Bound")
+                .claim_ref("default", "other", "uid-other")
+                .obj(),
+        ],
+        persistent_volume_claims: vec![
+            pvc("data")
+                .storage_class("fast")
+                .request("5Gi")
+                .access_modes(&["ReadWriteOncePod"])
+                .with(|c| {
+                    let spec = c.spec.as_mut().unwrap();
+                    spec.volume_mode = Some("Block".into());
+                    spec.selector = Some(LabelSelector {
+                        match_labels: Some([("tier".to_string(), "db".to_string())].into()),
+                        match_expressions: Some(vec![LabelSelectorRequirement {
+                            key: "disk".into(),
+                            operator: "In".into(),
+                            values: Some(vec!["nvme".into(), "ssd".into()]),
+                        }]),
+                    });
+                })
+                .obj(),
+        ],
+        storage_classes: vec![storage_class(
+            "fast",
+            "kubernetes.io/no-provisioner",
+            "WaitForFirstConsumer",
+        )],
+        ..Default::default()
+    };
+    let pending = pod("db-0").pvc("data").obj();
+    let (_, report) = evaluate(&objects, &pending);
+    let (_, _, _, volume) = first_hint_volume(&report, &objects, &pending);
+    assert_eq!(volume.metadata.name.as_deref(), Some("default-data-2"));
+    let labels = volume.metadata.labels.as_ref().unwrap();
+    assert_eq!((labels["tier"].as_str(), labels["disk"].as_str()), ("db", "nvme"));
+    let spec = volume.spec.as_ref().unwrap();
+    assert_eq!(spec.volume_mode.as_deref(), Some("Block"));
+    assert_eq!(
+        spec.access_modes.as_deref(),
+        Some(&["ReadWriteOncePod".to_string()][..])
+    );
 }
 
 /// A pod whose claim is bound to a volume in zone-a, on a cluster whose only free node is in zone-b:
@@ -549,7 +702,8 @@ fn volume_zone_names_the_volume_and_both_zones() {
     assert_eq!(finding.nodes, ["b1"]);
     assert_eq!(
         finding.message,
-        "persistentvolume pv-a is in topology.kubernetes.io/zone zone-a; the node has zone-b"
+        "persistentvolume pv-a is in topology.kubernetes.io/zone zone-a; the node has zone-b: only a node \
+         in zone-a can run the pod (a bound volume does not move)"
     );
     assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
 }
@@ -586,7 +740,10 @@ fn node_volume_limits_names_the_driver_the_counts_and_the_limit() {
     let finding = finding_of(&report, ReasonCode::VolumeLimitExceeded);
     assert_eq!(
         finding.message,
-        format!("CSI driver {DRIVER}: 2 volume(s) on the node and the pod's 1 would pass its limit of 2")
+        format!(
+            "CSI driver {DRIVER}: 2 volume(s) on the node and the pod's 1 would pass its limit of 2: the pod \
+             needs a node with room for 1 more of its volumes (or 1 fewer attached here)"
+        )
     );
     assert!(report.hints.is_empty(), "no hint helps: {:?}", report.hints);
 }
@@ -638,5 +795,29 @@ fn volume_restrictions_names_the_pod_holding_a_read_write_once_pod_claim() {
     assert_eq!(
         outcome_after(&objects, &pending, &first.change),
         Outcome::Scheduled
+    );
+}
+
+/// Only the cheapest candidates are checked ([`super::hints::MAX_CANDIDATES`]): with 40 nodes short
+/// of cpu before the one that is not, the volume for that one is checked first (a change for a
+/// node only one plugin rejects goes first) and offered.
+#[test]
+fn the_volume_is_proposed_on_the_node_that_passes_every_other_filter_among_many() {
+    const HOST: &str = "kubernetes.io/hostname";
+    let mut objects = wffc_claim_with_every_volume_bound();
+    objects.nodes = (0..40)
+        .map(|i| {
+            let name = format!("a{i:02}");
+            node(&name).cpu("1").memory("8Gi").label(HOST, &name).obj()
+        })
+        .chain([node("z").cpu("4").memory("8Gi").label(HOST, "z").obj()])
+        .collect();
+    let pending = pod("db-2").cpu("2").pvc("data-db-2").obj();
+    let (_, report) = evaluate(&objects, &pending);
+    let first = report.hints.first().expect("a hint");
+    assert!(
+        matches!(&first.change, Change::CreatePersistentVolume { node, .. } if node == "z"),
+        "{:#?}",
+        report.hints
     );
 }

@@ -1,6 +1,6 @@
 //! VolumeZone explained: the PersistentVolume of the pod whose zone (or region) label the node does
 //! not match, with both values. The volume cannot move; the pod can only go where it is, so no change
-//! is proposed.
+//! is proposed (explain cannot make a node in the volume's zone): the finding says so in words.
 
 use super::finding::{Context, Detail, Explained, ReasonCode};
 use crate::NodeInfo;
@@ -21,10 +21,12 @@ pub(crate) fn explain(ctx: &Context<'_>, node: &NodeInfo) -> Vec<Explained> {
     vec![Explained {
         reason: ReasonCode::VolumeZoneConflict,
         message: format!(
-            "persistentvolume {} is in {} {}; {on_node}",
+            "persistentvolume {} is in {} {}; {on_node}: only a node in {} can run the pod (a bound \
+             volume does not move)",
             topology.pv_name,
             topology.key,
-            wanted.join(", ")
+            wanted.join(", "),
+            wanted.join(" or ")
         ),
         detail: Detail::VolumeZone {
             volume: topology.pv_name.clone(),

@@ -53,7 +53,7 @@ pub struct Hint {
     pub nodes: Vec<String>,
     /// The hint.
     pub message: String,
-    /// YAML to add to the pod, when there is some.
+    /// YAML to add to the pod (a toleration) or to apply (a PersistentVolume), when there is some.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub snippet: Option<String>,
     /// For a change: the change as data (docs/reasons.md lists the kinds).
@@ -174,9 +174,10 @@ fn finish(mut out: Vec<Hint>, e: &Explanation) -> Vec<Hint> {
 
 /// One checked change as a hint: the change, and where kube-scheduler would then put the pod.
 fn change_hint(h: &VerifiedHint) -> Hint {
-    let taints: &[Taint] = match &h.change {
-        Change::AddToleration { taints } => taints,
-        _ => &[],
+    let snippet = match &h.change {
+        Change::AddToleration { taints } if !taints.is_empty() => Some(toleration_snippet(taints)),
+        Change::CreatePersistentVolume { volume, .. } => volume_snippet(volume),
+        _ => None,
     };
     Hint {
         kind: HintKind::Change,
@@ -186,7 +187,7 @@ fn change_hint(h: &VerifiedHint) -> Hint {
             h.description,
             name_list(&h.schedules_on, MAX_NAMES)
         ),
-        snippet: (!taints.is_empty()).then(|| toleration_snippet(taints)),
+        snippet,
         change: Some(h.change.clone()),
         reason: Some(h.reason),
     }
@@ -204,6 +205,17 @@ pub fn untolerated_taints(
         tolerations,
         features.taint_toleration_comparison_operators,
     )
+}
+
+/// The PersistentVolume as YAML for `kubectl apply -f`, its placeholder path marked by a comment.
+pub fn volume_snippet(volume: &k8s_openapi::api::core::v1::PersistentVolume) -> Option<String> {
+    let yaml = yaml_serde::to_string(volume).ok()?;
+    let placeholder = sched_core::diagnosis::LOCAL_PATH_PLACEHOLDER;
+    Some(yaml.replacen(
+        placeholder,
+        &format!("{placeholder}  # replace: a directory (or mounted disk) of the node"),
+        1,
+    ))
 }
 
 /// The `tolerations:` YAML that tolerates exactly these taints.
@@ -288,6 +300,38 @@ mod tests {
             describe_shortfall(&too_big),
             "can never fit: requests 3 cpu, 2 allocatable"
         );
+    }
+
+    #[test]
+    fn a_volume_snippet_applies_as_the_volume_with_its_placeholder_marked() {
+        use k8s_openapi::api::core::v1::{LocalVolumeSource, PersistentVolume, PersistentVolumeSpec};
+        let volume = PersistentVolume {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some("shop-data".into()),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeSpec {
+                storage_class_name: Some("local".into()),
+                local: Some(LocalVolumeSource {
+                    path: sched_core::diagnosis::LOCAL_PATH_PLACEHOLDER.into(),
+                    fs_type: None,
+                }),
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let snippet = volume_snippet(&volume).unwrap();
+        assert!(
+            snippet.starts_with("apiVersion: v1\nkind: PersistentVolume\n"),
+            "{snippet}"
+        );
+        assert!(
+            snippet.contains("  # replace: a directory (or mounted disk) of the node"),
+            "{snippet}"
+        );
+        // The comment is YAML's, not part of the path: the snippet reads back as the volume.
+        let read: PersistentVolume = yaml_serde::from_str(&snippet).unwrap();
+        assert_eq!(read, volume);
     }
 
     #[test]

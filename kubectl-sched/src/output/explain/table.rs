@@ -3,7 +3,7 @@
 //! detail with its findings and `--all-pending`'s lines.
 
 use sched_core::Code;
-use sched_core::diagnosis::{Diagnosis, Finding, SCHEDULING_GATED_MESSAGE, Wants};
+use sched_core::diagnosis::{Change, Diagnosis, Finding, SCHEDULING_GATED_MESSAGE, Wants};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome};
 use sched_core::resource::format_amount;
 
@@ -72,11 +72,17 @@ pub fn node_table(e: &Explanation, score_plugins: &[(String, i64)], wide: bool) 
     columns(&headers, &rows)
 }
 
-/// One line per hint; a change's YAML (a toleration) is in `-o json` and `-o markdown`.
+/// One line per hint; a toleration's YAML is in `-o json` and `-o markdown`, a PersistentVolume's
+/// is printed under its hint (the words alone do not let a user make it).
 fn hint_lines(hints: &[Hint]) -> String {
     let mut out = String::from("Hints:\n");
     for h in hints {
         out.push_str(&format!("  - {}\n", h.message));
+        if let (Some(snippet), Some(Change::CreatePersistentVolume { .. })) = (&h.snippet, &h.change) {
+            for line in snippet.lines() {
+                out.push_str(&format!("      {line}\n"));
+            }
+        }
     }
     out
 }
