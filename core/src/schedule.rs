@@ -20,7 +20,7 @@ use crate::framework::runtime::{Framework, PluginTrace};
 use crate::framework::status::{Code, Status};
 use crate::snapshot::{NodeInfo, PodInfo};
 
-mod pod_group;
+pub mod pod_group;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;
@@ -138,8 +138,9 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
     }
 }
 
-/// One pod's own scheduling cycle, keeping its state.
-fn pod_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) -> CycleResult {
+/// One pod's own scheduling cycle, keeping its state, without its pod group's decision (the pod
+/// group cycle runs it for each pod of the group: `podGroupPodSchedulingAlgorithm`).
+pub fn pod_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) -> CycleResult {
     let snapshot = fwk.snapshot().clone();
     let all_nodes = snapshot.nodes();
     let percentage = fwk

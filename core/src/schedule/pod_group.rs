@@ -51,8 +51,8 @@ pub(super) enum GroupVerdict {
 }
 
 /// Whether the pod group cycle applies to `pod` under `fwk`: GenericWorkload on, GangScheduling
-/// in the profile, and the pod in a PodGroup with the gang policy.
-fn gang_min_count(fwk: &Framework, pod: &PodInfo) -> Option<i32> {
+/// in the profile, and the pod in a PodGroup with the gang policy; its `minCount` then.
+pub fn gang_min_count(fwk: &Framework, pod: &PodInfo) -> Option<i32> {
     let in_profile = fwk.profile.permit.iter().any(|n| n == names::GANG_SCHEDULING);
     if !fwk.features().generic_workload || !in_profile {
         return None;
@@ -95,13 +95,8 @@ pub(super) fn group_verdict(
     };
     let mut status = placement_feasible(min_count, progress);
     if status.code() == Code::Unschedulable {
-        // Refused before any pod is tried: each pod gets the group's status, error included.
-        let mut reasons = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
-        reasons.extend(status.into_reasons());
-        return Some(GroupVerdict::Rejected(Status::with_reasons(
-            Code::Unschedulable,
-            reasons,
-        )));
+        let words = GroupWords::of(fwk, pod, group, &queued, GroupStop::BeforeAnyPod, status);
+        return Some(GroupVerdict::Rejected(Status::unschedulable(&words.pod_that_fit)));
     }
     let mut current: Option<Framework> = None;
     let mut asked_tried = false;
@@ -143,19 +138,82 @@ pub(super) fn group_verdict(
     if status.code() == Code::Success {
         return None;
     }
-    // The group cannot be placed. A pod the cycle did not reach keeps the group's reasons as they
-    // were when it stopped; a pod that fit gets the error, the reasons and PostFilter's answer.
-    let mut reasons = status.into_reasons();
-    if asked_tried {
-        reasons.insert(0, ERR_POD_GROUP_UNSCHEDULABLE.to_owned());
-        if let Some(answer) = group_post_filter_answer(fwk, pod, group, &queued) {
-            reasons.push(answer);
+    let words = GroupWords::of(fwk, pod, group, &queued, GroupStop::AfterTrying, status);
+    let message = if asked_tried {
+        words.pod_that_fit
+    } else {
+        words.pod_not_reached
+    };
+    Some(GroupVerdict::Rejected(Status::unschedulable(&message)))
+}
+
+/// Where the pod group cycle stopped when the group could not be placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupStop {
+    /// PlacementFeasible refused before any pod was tried.
+    BeforeAnyPod,
+    /// After trying pods: PlacementFeasible refused, or the pods ran out short of `minCount`.
+    AfterTrying,
+}
+
+/// What kube-scheduler writes when a pod group cannot be placed (`podGroupCycle` then
+/// `submitPodGroupAlgorithmResult`), from PlacementFeasible's last status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupWords {
+    /// On a pod that fit on its own: the error, the reasons and PodGroupPostFilter's answer
+    /// (refused before any pod was tried: the error and the reasons).
+    pub pod_that_fit: String,
+    /// On a pod the cycle did not reach: the reasons as they were when it stopped (refused before
+    /// any pod was tried: as on a pod that fit).
+    pub pod_not_reached: String,
+    /// The PodGroup's `PodGroupInitiallyScheduled` condition: the group's status with
+    /// PodGroupPostFilter's answer appended.
+    pub group: String,
+}
+
+impl GroupWords {
+    /// The words for the group of `pod` (`group`, its queued pods `queued`) stopped at `stop`
+    /// with PlacementFeasible's `status`.
+    pub fn of(
+        fwk: &Framework,
+        pod: &PodInfo,
+        group: &str,
+        queued: &[Arc<PodInfo>],
+        stop: GroupStop,
+        status: Status,
+    ) -> GroupWords {
+        let reasons = status.into_reasons();
+        let with_error = || {
+            let mut with_error = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
+            with_error.extend(reasons.iter().cloned());
+            with_error
+        };
+        // The group's status: refused up front it carries the error; stopped later, only the
+        // reasons. PostFilter's answer is appended to it, and a pod that fit gets the error and
+        // that status.
+        let mut group_reasons = match stop {
+            GroupStop::BeforeAnyPod => with_error(),
+            GroupStop::AfterTrying => reasons.clone(),
+        };
+        group_reasons.extend(group_post_filter_answer(fwk, pod, group, queued));
+        let pod_that_fit = match stop {
+            GroupStop::BeforeAnyPod => with_error().join(", "),
+            GroupStop::AfterTrying => {
+                let mut fit = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
+                fit.extend(group_reasons.iter().cloned());
+                fit.join(", ")
+            }
+        };
+        let pod_not_reached = match stop {
+            GroupStop::BeforeAnyPod => pod_that_fit.clone(),
+            GroupStop::AfterTrying => reasons.join(", "),
+        };
+        GroupWords {
+            pod_that_fit,
+            pod_not_reached,
+            group: group_reasons.join(", "),
         }
     }
-    Some(GroupVerdict::Rejected(Status::with_reasons(
-        Code::Unschedulable,
-        reasons,
-    )))
 }
 
 /// What the group's PodGroupPostFilter appends to its status, where it needs no victim search:
@@ -204,7 +262,7 @@ fn group_post_filter_answer(
 
 /// A failed cycle as the pod group cycle reports it: the FailedScheduling message without the
 /// PostFilter part (`podGroupPodSchedulingAlgorithm` runs no PostFilter).
-fn without_post_filter(mut cycle: CycleResult) -> CycleResult {
+pub fn without_post_filter(mut cycle: CycleResult) -> CycleResult {
     let explanation = &mut cycle.explanation;
     if explanation.outcome == Outcome::Unschedulable && explanation.post_filter.take().is_some() {
         explanation.message = fit_error_message(
