@@ -420,10 +420,8 @@ impl Simulation<'_> {
                         *entry.nodes.entry(node.clone()).or_insert(0) += 1;
                     }
                 }
-                PodOutcome::Gated => {
-                    if entry.message.is_none() {
-                        entry.message = result.note.clone().or_else(|| result.message.clone());
-                    }
+                PodOutcome::Gated if entry.message.is_none() => {
+                    entry.message = result.note.clone().or_else(|| result.message.clone());
                 }
                 _ => {}
             }
@@ -568,7 +566,8 @@ mod tests {
         let report = simulate(objects, true);
         let no_victims = "pod group preemption: No preemption victims found for incoming preemptor";
         // (group, outcome, placed/total, message)
-        let want: [(&str, GroupOutcome, (usize, usize), Option<String>); 5] = [
+        type Row<'a> = (&'a str, GroupOutcome, (usize, usize), Option<String>);
+        let want: [Row<'_>; 5] = [
             ("default/fit", GroupOutcome::Scheduled, (2, 2), None),
             (
                 "default/big",
