@@ -12,6 +12,7 @@
 #   make deny          cargo-deny: licenses, bans, sources and advisories (RustSec, from the network or a bundle)
 #   make bench-triage  triage against explain --all-pending on a 5,000-node snapshot (minutes)
 #   make bench-simulate  simulate 10,000 pending pods on a 5,000-node snapshot, sampled and full scan (minutes)
+#   make bench-gang    explain of a 64-pod gang's pod vs a single pod on a 1,000-node snapshot (minutes)
 #   make bench         every figure of BENCHMARKS.md: kubectl-sched vs kube-scheduler on a real control plane (about 1.5 hours)
 #   make fuzz          the cargo-fuzz targets, FUZZ_SECONDS each (nightly + cargo-fuzz; 25+ minutes)
 #   make dist          static musl archives of kubectl-sched and sched-webhook, their sha256 and the krew manifest, in dist/
@@ -31,7 +32,7 @@ export KUBECTL_SCHED_K8S_BIN
 # Where cargo puts the dev profile's binaries (CARGO_TARGET_DIR and .cargo/config.toml included).
 WORKSPACE_BIN := $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/debug
 
-.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases controlplanes feature-gates check-cargo deny dra-difftest difftest-versions versions-sample bench-triage bench-simulate bench fuzz dist dist-check
+.PHONY: test lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases controlplanes feature-gates check-cargo deny dra-difftest difftest-versions versions-sample bench-triage bench-simulate bench-gang bench fuzz dist dist-check
 
 # controlplanes: the pinned release for every e2e test, and the other supported releases for
 # tests/tests/versions.rs, which runs the version-sensitive scenarios against each (cached after the
@@ -141,6 +142,11 @@ bench-triage: check-cargo
 
 bench-simulate: check-cargo
 	CARGO=$(CARGO) tests/bench-simulate.sh $(BENCH_RUNS)
+
+# explain of a pod of a 64-pod gang against a single pod's on a generated 1,000-node snapshot (issue 31's
+# acceptance ratio; minutes; not part of make test).
+bench-gang: check-cargo
+	CARGO=$(CARGO) tests/bench-gang.sh $(BENCH_RUNS)
 
 # kubectl-sched and the real kube-scheduler side by side at 100, 1,000 and 5,000 nodes, and the webhook's
 # latency (BENCHMARKS.md; BENCH_NODES=100,1000 BENCH_RUNS=5 to change; not part of make test).

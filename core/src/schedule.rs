@@ -138,8 +138,9 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
     }
 }
 
-/// One pod's own scheduling cycle, keeping its state.
-fn pod_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) -> CycleResult {
+/// One pod's own scheduling cycle, keeping its state, without its pod group's decision (the pod
+/// group cycle runs it for each pod of the group: `podGroupPodSchedulingAlgorithm`).
+pub fn pod_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) -> CycleResult {
     let snapshot = fwk.snapshot().clone();
     let all_nodes = snapshot.nodes();
     let percentage = fwk

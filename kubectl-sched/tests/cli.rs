@@ -193,7 +193,7 @@ fn the_readme_examples_are_the_binarys_output() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
     // The text just before the output block, and the command it shows.
-    let examples: [(&str, &[&str]); 2] = [
+    let examples: [(&str, &[&str]); 3] = [
         (
             "Example (the main-job command above):\n\n```\n",
             &[
@@ -208,6 +208,17 @@ fn the_readme_examples_are_the_binarys_output() {
         (
             "explain finetune -n ml --from examples/dra.yaml\n```\n\n```\n",
             &["explain", "finetune", "-n", "ml", "--from", "examples/dra.yaml"],
+        ),
+        (
+            "explain mixtral-0 -n training --from examples/gang.yaml\n```\n\n```\n",
+            &[
+                "explain",
+                "mixtral-0",
+                "-n",
+                "training",
+                "--from",
+                "examples/gang.yaml",
+            ],
         ),
     ];
     for (marker, args) in examples {

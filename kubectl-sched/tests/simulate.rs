@@ -265,3 +265,134 @@ fn the_same_seed_gives_the_same_placements_and_yaml_has_them_too() {
     let yaml: Value = yaml_serde::from_slice(&out.stdout).expect("YAML");
     assert_eq!(placements(&yaml), placements(&first));
 }
+
+/// `text` with the run's wall time ("in 20 ms:") made constant.
+fn without_millis(text: &str) -> String {
+    text.lines()
+        .map(|line| match (line.find(" in "), line.find(" ms: ")) {
+            (Some(start), Some(end))
+                if start < end && line[start + 4..end].bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                format!("{} in N ms: {}", &line[..start], &line[end + 5..])
+            }
+            _ => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The README's gang walkthrough prints what the binary prints, byte for byte but the wall time.
+#[test]
+fn the_readme_gang_walkthrough_is_the_binarys_output() {
+    let readme = std::fs::read_to_string(example("../README.md")).expect("README");
+    let marker = "$ kubectl sched simulate --from examples/gang.yaml -f examples/gang-job.yaml\n";
+    let start = readme.find(marker).expect("the gang walkthrough in the README") + marker.len();
+    let shown = &readme[start..start + readme[start..].find("```\n").expect("the block's end")];
+    let out = Command::new(BIN)
+        .args([
+            "simulate",
+            "--from",
+            "examples/gang.yaml",
+            "-f",
+            "examples/gang-job.yaml",
+        ])
+        .current_dir(example(".."))
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("running kubectl-sched");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the -f gang is placed: {}",
+        text(&out.stderr)
+    );
+    assert_eq!(without_millis(shown), without_millis(&text(&out.stdout)));
+}
+
+/// Issue 31: per pod group, -o json says placed/total, where its pods went, or kube-scheduler's
+/// words; a gang is bound whole or not at all; a Job whose template names a PodGroup of -f is
+/// that gang's pods.
+#[test]
+fn simulate_reports_each_pod_group() {
+    let gang = example("gang.yaml");
+    let job = example("gang-job.yaml");
+    let out = Command::new(BIN)
+        .args(["simulate", "-o", "json", "--from", gang.to_str().expect("utf-8")])
+        .args(["-f", job.to_str().expect("utf-8")])
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("running kubectl-sched");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(
+        text(&out.stderr).contains("PodGroup(s): evaluating with GenericWorkload on"),
+        "{}",
+        text(&out.stderr)
+    );
+    let groups: Vec<(String, String, u64, u64)> = v["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["group"].as_str().unwrap_or_default().to_owned(),
+                g["outcome"].as_str().unwrap_or_default().to_owned(),
+                g["placed"].as_u64().unwrap_or(99),
+                g["total"].as_u64().unwrap_or(99),
+            )
+        })
+        .collect();
+    let want = [
+        ("training/mixtral", "Unschedulable", 0, 6),
+        ("training/llama", "Scheduled", 4, 4),
+        ("training/bert", "Waiting", 0, 2),
+        ("training/whisper", "Scheduled", 3, 3),
+    ]
+    .map(|(g, o, p, t)| (g.to_owned(), o.to_owned(), p, t));
+    assert_eq!(groups, want);
+    let mixtral = &v["groups"][0];
+    assert_eq!(
+        mixtral["message"],
+        "minCount (6) cannot be satisfied: 0 scheduled, 5 remaining, pod group preemption: No preemption \
+         victims found for incoming preemptor"
+    );
+    assert_eq!(mixtral["min_count"], 6);
+    assert_eq!(
+        v["groups"][2]["message"],
+        "waiting for minCount pods from a gang to appear in scheduling queue"
+    );
+    // No pod of the gang that cannot be placed is bound.
+    let mixtral_bound = v["pods"]
+        .as_array()
+        .expect("pods")
+        .iter()
+        .filter(|p| {
+            p["pod"]
+                .as_str()
+                .is_some_and(|k| k.starts_with("training/mixtral-"))
+                && !p["node"].is_null()
+        })
+        .count();
+    assert_eq!(mixtral_bound, 0);
+}
+
+/// A bad PodGroup of -f is refused in one line naming the file, the document and the field.
+#[test]
+fn a_bad_pod_group_of_f_is_one_line() {
+    let dir = std::env::temp_dir().join(format!("kubectl-sched-gang-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = dir.join("bad-gang.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: PodGroup\nmetadata: {name: g}\nspec:\n  \
+         schedulingPolicy: {gang: {minCount: 0}}\n",
+    )
+    .expect("write");
+    let err = one_line_error(&simulate(&["-f", file.to_str().expect("utf-8")]));
+    assert!(
+        err.ends_with(
+            "bad-gang.yaml: document 0: PodGroup \"g\": spec.schedulingPolicy.gang.minCount: Invalid value: 0: \
+             must be greater than or equal to 1"
+        ),
+        "{err}"
+    );
+}

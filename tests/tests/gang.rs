@@ -361,3 +361,96 @@ async fn pods_of_a_missing_pod_group_wait_for_it() -> Result<()> {
     .await?;
     Ok(())
 }
+
+/// A batch with two gangs and a plain pod through `simulate`'s queue, then through the real
+/// kube-scheduler: the same pods bind — the gang that fits whole, the plain pod, and none of the
+/// gang larger than the cluster (its pods get FailedScheduling, none is bound).
+#[tokio::test]
+async fn simulate_binds_the_pods_kube_scheduler_binds() -> Result<()> {
+    use sched_core::simulate::{GroupOutcome, PodOutcome, Simulation, SimulationOptions};
+    let (lab, engine) = begin("gang-simulate").await?;
+    create_nodes(&lab, &[("a", "4"), ("b", "4")]).await?;
+    create_gang(&lab, "fits", 2).await?;
+    create_gang(&lab, "too-big", 3).await?;
+    let (mut objects, warnings) = load_from_api(&lab.client, &ApiLoadOptions::default()).await?;
+    ensure!(warnings.is_empty(), "load_from_api warned: {warnings:?}");
+    let batch = vec![
+        member(&lab, "big-1", "too-big", "3"),
+        member(&lab, "big-2", "too-big", "3"),
+        member(&lab, "big-3", "too-big", "3"),
+        member(&lab, "fit-1", "fits", "2"),
+        member(&lab, "fit-2", "fits", "2"),
+        pod("plain")
+            .cpu("1")
+            .spec("nodeSelector", json!({"gang-scenario": lab.ns})),
+    ];
+    let mut created = Vec::new();
+    for pod in &batch {
+        created.push(lab.create_pod(pod).await?);
+    }
+    objects.pods.extend(created.iter().cloned());
+
+    let mut simulation = Simulation::new(&engine, engine.snapshot(objects), SimulationOptions::default());
+    let report = simulation.run(&mut |_| {})?;
+    let in_scenario = |key: &str| key.strip_prefix(&format!("{}/", lab.ns)).map(str::to_owned);
+    let ours: std::collections::BTreeSet<String> = report
+        .pods
+        .iter()
+        .filter(|p| p.outcome == PodOutcome::Scheduled)
+        .filter_map(|p| in_scenario(&p.pod))
+        .collect();
+    let groups: Vec<(String, GroupOutcome, usize)> = report
+        .groups
+        .iter()
+        .filter_map(|g| Some((in_scenario(&g.group)?, g.outcome, g.placed)))
+        .collect();
+    eprintln!("[gang] simulate: bound {ours:?}, groups {groups:?}");
+
+    // kube-scheduler: wait for as many bindings as simulate made, then for a verdict on every other
+    // pod (a FailedScheduling), and compare the bound pods.
+    wait_until_bound(
+        &lab,
+        ours.len(),
+        common::VERDICT_TIMEOUT,
+        "kube-scheduler to bind the batch",
+    )
+    .await?;
+    for pod in &created {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        if !ours.contains(&name) {
+            let verdict = lab.verdict(pod, common::VERDICT_TIMEOUT).await?;
+            ensure!(
+                matches!(verdict, Verdict::Failed(_)),
+                "{name}: simulate leaves it pending, kube-scheduler: {verdict:?}"
+            );
+        }
+    }
+    let pods: kube::Api<Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
+    let theirs: std::collections::BTreeSet<String> = pods
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some())
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    eprintln!("[gang] kube-scheduler: bound {theirs:?}");
+    ensure!(
+        ours == theirs,
+        "MISMATCH: simulate binds {ours:?}, kube-scheduler {theirs:?}"
+    );
+    let want: std::collections::BTreeSet<String> = ["fit-1", "fit-2", "plain"].map(str::to_owned).into();
+    ensure!(
+        ours == want,
+        "the scenario should bind the fitting gang and the plain pod: {ours:?}"
+    );
+    ensure!(
+        groups
+            == [
+                ("too-big".to_owned(), GroupOutcome::Unschedulable, 0),
+                ("fits".to_owned(), GroupOutcome::Scheduled, 2),
+            ],
+        "groups: {groups:?}"
+    );
+    Ok(())
+}

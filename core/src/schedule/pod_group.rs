@@ -58,7 +58,7 @@ pub fn runs_pod_group_cycle(fwk: &Framework) -> bool {
 
 /// Whether the pod group cycle applies to `pod` under `fwk`: it runs the cycle, and the pod is in
 /// a PodGroup with the gang policy.
-fn gang_min_count(fwk: &Framework, pod: &PodInfo) -> Option<i32> {
+pub fn gang_min_count(fwk: &Framework, pod: &PodInfo) -> Option<i32> {
     if !runs_pod_group_cycle(fwk) {
         return None;
     }
@@ -130,6 +130,17 @@ struct Run {
     placed: Arc<crate::snapshot::Snapshot>,
     /// The snapshot the first pod that did not fit was tried on.
     first_failure_on: Option<Arc<crate::snapshot::Snapshot>>,
+}
+
+impl Run {
+    /// Where the cycle stopped, for the words it writes.
+    fn stop_point(&self) -> GroupStop {
+        if self.refused_before_start {
+            GroupStop::BeforeAnyPod
+        } else {
+            GroupStop::AfterTrying
+        }
+    }
 }
 
 fn run_members(
@@ -242,22 +253,82 @@ pub(super) fn group_verdict(
         return None;
     }
     let asked_tried = run.members.iter().any(|m| m.pod.name() == pod.name());
-    let mut reasons = run.status.into_reasons();
-    if run.refused_before_start {
-        // Refused before any pod is tried: each pod gets the group's status, error included.
-        reasons.insert(0, ERR_POD_GROUP_UNSCHEDULABLE.to_owned());
-    } else if asked_tried {
-        // A pod the cycle did not reach keeps the group's reasons as they were when it stopped; a
-        // pod that fit gets the error, the reasons and PostFilter's answer.
-        reasons.insert(0, ERR_POD_GROUP_UNSCHEDULABLE.to_owned());
-        if let Some(answer) = group_post_filter_answer(fwk, pod, group, &queued) {
-            reasons.push(answer);
+    let words = GroupWords::of(fwk, pod, group, &queued, run.stop_point(), run.status);
+    let message = if asked_tried {
+        words.pod_that_fit
+    } else {
+        words.pod_not_reached
+    };
+    Some(GroupVerdict::Rejected(Status::unschedulable(&message)))
+}
+
+/// Where the pod group cycle stopped when the group could not be placed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupStop {
+    /// PlacementFeasible refused before any pod was tried.
+    BeforeAnyPod,
+    /// After trying pods: PlacementFeasible refused, or the pods ran out short of `minCount`.
+    AfterTrying,
+}
+
+/// What kube-scheduler writes when a pod group cannot be placed (`podGroupCycle` then
+/// `submitPodGroupAlgorithmResult`), from PlacementFeasible's last status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupWords {
+    /// On a pod that fit on its own: the error, the reasons and PodGroupPostFilter's answer
+    /// (refused before any pod was tried: the error and the reasons).
+    pub pod_that_fit: String,
+    /// On a pod the cycle did not reach: the reasons as they were when it stopped (refused before
+    /// any pod was tried: as on a pod that fit).
+    pub pod_not_reached: String,
+    /// The PodGroup's `PodGroupInitiallyScheduled` condition: the group's status with
+    /// PodGroupPostFilter's answer appended.
+    pub group: String,
+}
+
+impl GroupWords {
+    /// The words for the group of `pod` (`group`, its queued pods `queued`) stopped at `stop`
+    /// with PlacementFeasible's `status`.
+    pub fn of(
+        fwk: &Framework,
+        pod: &PodInfo,
+        group: &str,
+        queued: &[Arc<PodInfo>],
+        stop: GroupStop,
+        status: Status,
+    ) -> GroupWords {
+        let reasons = status.into_reasons();
+        let with_error = || {
+            let mut with_error = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
+            with_error.extend(reasons.iter().cloned());
+            with_error
+        };
+        // The group's status: refused up front it carries the error; stopped later, only the
+        // reasons. PostFilter's answer is appended to it, and a pod that fit gets the error and
+        // that status.
+        let mut group_reasons = match stop {
+            GroupStop::BeforeAnyPod => with_error(),
+            GroupStop::AfterTrying => reasons.clone(),
+        };
+        group_reasons.extend(group_post_filter_answer(fwk, pod, group, queued));
+        let pod_that_fit = match stop {
+            GroupStop::BeforeAnyPod => with_error().join(", "),
+            GroupStop::AfterTrying => {
+                let mut fit = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
+                fit.extend(group_reasons.iter().cloned());
+                fit.join(", ")
+            }
+        };
+        let pod_not_reached = match stop {
+            GroupStop::BeforeAnyPod => pod_that_fit.clone(),
+            GroupStop::AfterTrying => reasons.join(", "),
+        };
+        GroupWords {
+            pod_that_fit,
+            pod_not_reached,
+            group: group_reasons.join(", "),
         }
     }
-    Some(GroupVerdict::Rejected(Status::with_reasons(
-        Code::Unschedulable,
-        reasons,
-    )))
 }
 
 /// The pod group cycle over a whole group, as kube-scheduler runs it when it takes the group's
@@ -316,27 +387,19 @@ pub fn pod_group_cycle(
     let (outcome, message, unreached_message) = match &run.stop {
         Stop::Error(message) => (Outcome::Error, message.clone(), String::new()),
         _ if run.status.code() == Code::Success => (Outcome::Scheduled, String::new(), String::new()),
-        _ => {
-            let reasons = run.status.reasons().to_vec();
-            let mut fit = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
-            fit.extend(reasons.iter().cloned());
-            let unreached = if run.refused_before_start {
-                fit.clone()
-            } else {
-                reasons
-            };
-            if !run.refused_before_start
-                && let Some(first) = queued.first()
-                && let Some(answer) = group_post_filter_answer(fwk, first, group, &queued)
-            {
-                fit.push(answer);
+        _ => match queued.first() {
+            Some(first) => {
+                let words = GroupWords::of(fwk, first, group, &queued, run.stop_point(), run.status.clone());
+                (Outcome::Unschedulable, words.pod_that_fit, words.pod_not_reached)
             }
-            (
-                Outcome::Unschedulable,
-                Status::with_reasons(Code::Unschedulable, fit).message(),
-                Status::with_reasons(Code::Unschedulable, unreached).message(),
-            )
-        }
+            // No queued pod: PlacementFeasible refused up front, and no PostFilter runs.
+            None => {
+                let mut reasons = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
+                reasons.extend(run.status.reasons().iter().cloned());
+                let message = reasons.join(", ");
+                (Outcome::Unschedulable, message.clone(), message)
+            }
+        },
     };
     Some(GroupCycle {
         min_count,
@@ -397,7 +460,7 @@ fn group_post_filter_answer(
 
 /// A failed cycle as the pod group cycle reports it: the FailedScheduling message without the
 /// PostFilter part (`podGroupPodSchedulingAlgorithm` runs no PostFilter).
-fn without_post_filter(mut cycle: CycleResult) -> CycleResult {
+pub fn without_post_filter(mut cycle: CycleResult) -> CycleResult {
     let explanation = &mut cycle.explanation;
     if explanation.outcome == Outcome::Unschedulable && explanation.post_filter.take().is_some() {
         explanation.message = fit_error_message(

@@ -23,6 +23,12 @@
 //! kube-scheduler refreshes the timestamp when it parks a pod. Equal times go by `namespace/name` (the
 //! order kube-scheduler's informer lists pods in).
 //!
+//! A pod group (GenericWorkload on, a PodGroup with the gang policy) is one entity of the queue, as
+//! kube-scheduler's `QueuedPodGroupInfo`: it sorts by the PodGroup's priority (`PodGroupPriority`,
+//! not its pods'), at the queue time of its earliest pod, and popping any of its pods takes every
+//! queued pod of the group with it ([`SchedulingQueue::take_group`]) for the pod group cycle;
+//! parked again, its pods share one queue time ([`SchedulingQueue::park_group`]).
+//!
 //! Backoff without a clock: a batch is scheduled in milliseconds and the shortest backoff is a second,
 //! so a pod moved out of the unschedulable pods is always still backing off. It waits in the backoff
 //! queue while any pod is active, and when the active queue is empty the backoff queue gives its first
@@ -51,6 +57,8 @@ fn backoff_seconds(failures: u32) -> u64 {
 #[derive(Debug, Clone)]
 struct Queued {
     pod: Arc<PodInfo>,
+    /// The entity's priority: the pod's, or its PodGroup's for a pod of a group.
+    priority: i32,
     /// Creation time (nanoseconds) for a first attempt; a sequence number past every creation time
     /// for a pod moved back.
     queued_at: i128,
@@ -59,9 +67,8 @@ struct Queued {
 
 impl Queued {
     fn order(&self, other: &Self) -> Ordering {
-        self.pod
-            .priority
-            .cmp(&other.pod.priority)
+        self.priority
+            .cmp(&other.priority)
             .then_with(|| other.queued_at.cmp(&self.queued_at))
             .then_with(|| other.key.cmp(&self.key))
     }
@@ -140,6 +147,19 @@ pub struct SchedulingQueue {
     failures: HashMap<String, u32>,
     /// The next queue time of a pod that failed (past every creation time).
     next_requeue: i128,
+    /// The pod group of each queued pod of one, by `namespace/name` of the pod.
+    group_of: HashMap<String, String>,
+    /// Each pod group's entity, by `namespace/name` of the PodGroup.
+    groups: HashMap<String, GroupEntity>,
+}
+
+/// A pod group as one entity of the queue.
+#[derive(Debug, Clone, Copy)]
+struct GroupEntity {
+    /// The PodGroup's priority.
+    priority: i32,
+    /// The group's queue time: its earliest pod's creation, or when it was parked last.
+    queued_at: i128,
 }
 
 fn creation_nanos(pod: &PodInfo) -> i128 {
@@ -153,16 +173,120 @@ fn creation_nanos(pod: &PodInfo) -> i128 {
 impl SchedulingQueue {
     /// A queue of `pods` (their first attempt).
     pub fn new(pods: impl IntoIterator<Item = Arc<PodInfo>>) -> Self {
+        Self::with_groups(pods, |_| None)
+    }
+
+    /// A queue of `pods` where `group_of` names the pod group a pod is scheduled with and that
+    /// group's priority (`None`: the pod is its own entity).
+    pub fn with_groups(
+        pods: impl IntoIterator<Item = Arc<PodInfo>>,
+        group_of: impl Fn(&PodInfo) -> Option<(String, i32)>,
+    ) -> Self {
         let mut queue = SchedulingQueue::default();
+        let pods: Vec<Arc<PodInfo>> = pods.into_iter().collect();
+        for pod in &pods {
+            let created = creation_nanos(pod);
+            queue.next_requeue = queue.next_requeue.max(created + 1);
+            if let Some((group, priority)) = group_of(pod) {
+                let entity = queue.groups.entry(group.clone()).or_insert(GroupEntity {
+                    priority,
+                    queued_at: created,
+                });
+                entity.queued_at = entity.queued_at.min(created);
+                queue.group_of.insert(pod.key(), group);
+            }
+        }
         for pod in pods {
-            queue.next_requeue = queue.next_requeue.max(creation_nanos(&pod) + 1);
-            queue.active.push(Queued {
-                key: pod.key(),
-                queued_at: creation_nanos(&pod),
-                pod,
-            });
+            let queued = queue.queued(pod.clone(), creation_nanos(&pod));
+            queue.active.push(queued);
         }
         queue
+    }
+
+    /// `pod` as an entry of the active queue: queued at `queued_at`, or at its group's time.
+    fn queued(&self, pod: Arc<PodInfo>, queued_at: i128) -> Queued {
+        let key = pod.key();
+        let (priority, queued_at) = match self.group_of.get(&key).and_then(|g| self.groups.get(g)) {
+            Some(group) => (group.priority, group.queued_at),
+            None => (pod.priority, queued_at),
+        };
+        Queued {
+            pod,
+            priority,
+            queued_at,
+            key,
+        }
+    }
+
+    /// The pod group `pod` (`namespace/name`) is scheduled with, if any.
+    pub fn group_of(&self, pod: &str) -> Option<&str> {
+        self.group_of.get(pod).map(String::as_str)
+    }
+
+    /// Takes every pod of `group` still waiting — active, backing off or parked — out of the queue:
+    /// popping one pod of a group pops the group (its `QueuedPodInfos`).
+    pub fn take_group(&mut self, group: &str) -> Vec<Arc<PodInfo>> {
+        let members: std::collections::HashSet<String> = self
+            .group_of
+            .iter()
+            .filter(|(_, g)| g.as_str() == group)
+            .map(|(key, _)| key.clone())
+            .collect();
+        let of_group = |key: &str| members.contains(key);
+        let mut taken: Vec<Arc<PodInfo>> = Vec::new();
+        let mut active = Vec::new();
+        for queued in std::mem::take(&mut self.active).into_vec() {
+            if of_group(&queued.key) {
+                taken.push(queued.pod);
+            } else {
+                active.push(queued);
+            }
+        }
+        let mut backoff = Vec::new();
+        for backing_off in std::mem::take(&mut self.backoff).into_vec() {
+            if of_group(&backing_off.queued.key) {
+                taken.push(backing_off.queued.pod);
+            } else {
+                backoff.push(backing_off);
+            }
+        }
+        let mut parked: Vec<String> = self
+            .unschedulable
+            .keys()
+            .filter(|key| of_group(key))
+            .cloned()
+            .collect();
+        parked.sort();
+        for key in parked {
+            taken.extend(self.unschedulable.remove(&key).map(|p| p.pod));
+        }
+        self.active = active.into();
+        self.backoff = backoff.into();
+        taken
+    }
+
+    /// Parks the pods of `group` that its cycle did not bind, each with the plugins that rejected
+    /// it: the group gets a queue time after every pod already queued, shared by its pods.
+    pub fn park_group(&mut self, group: &str, pods: Vec<(Arc<PodInfo>, BTreeSet<&'static str>, HintInputs)>) {
+        let queued_at = self.next_requeue;
+        self.next_requeue += 1;
+        if let Some(entity) = self.groups.get_mut(group) {
+            entity.queued_at = queued_at;
+        }
+        for (pod, plugins, inputs) in pods {
+            let key = pod.key();
+            *self.failures.entry(key.clone()).or_insert(0) += 1;
+            self.unschedulable.insert(
+                key,
+                Parked {
+                    pod,
+                    plugins,
+                    inputs,
+                    queued_at,
+                    gated: false,
+                },
+            );
+        }
     }
 
     /// The next pod to schedule: the active queue's first, else the backoff queue's.
@@ -230,7 +354,7 @@ impl SchedulingQueue {
             .unschedulable
             .iter()
             .filter(|(_, parked)| !parked.gated)
-            .filter(|(_, parked)| max_priority.is_none_or(|max| parked.pod.priority <= max))
+            .filter(|(key, parked)| max_priority.is_none_or(|max| self.priority_of(key, &parked.pod) <= max))
             .filter(|(_, parked)| parked.worth_requeuing(event))
             .map(|(key, _)| key.clone())
             .collect();
@@ -238,17 +362,22 @@ impl SchedulingQueue {
         for key in &moving {
             if let Some(parked) = self.unschedulable.remove(key) {
                 let failures = self.failures.get(key).copied().unwrap_or(1);
+                let queued = self.queued(parked.pod, parked.queued_at);
                 self.backoff.push(BackingOff {
                     backoff_seconds: backoff_seconds(failures),
-                    queued: Queued {
-                        key: key.clone(),
-                        queued_at: parked.queued_at,
-                        pod: parked.pod,
-                    },
+                    queued,
                 });
             }
         }
         moving.len()
+    }
+
+    /// The priority the queue sorts `pod` (`key`) by: its group's, or its own.
+    fn priority_of(&self, key: &str, pod: &PodInfo) -> i32 {
+        self.group_of
+            .get(key)
+            .and_then(|g| self.groups.get(g))
+            .map_or(pod.priority, |g| g.priority)
     }
 }
 

@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::resource::v1::{AllocationResult, ResourceClaimConsumerReference};
 use serde::Serialize;
 
+use super::group_cycle::GroupResult;
 use super::hints::{ClusterEvent, HintInputs};
 use super::queue::SchedulingQueue;
 use crate::action::Action;
@@ -25,11 +26,13 @@ use crate::explain::Outcome;
 use crate::framework::interface::NodeToStatus;
 use crate::framework::runtime::Framework;
 use crate::plugins::dynamic_resources::allocation_results;
+use crate::plugins::gang_scheduling::gang_of;
 use crate::plugins::scheduling_gates::SCHEDULING_GATED_MESSAGE;
 use crate::plugins::{names, pod_topology_spread};
 use crate::preemption::args::DefaultPreemptionArgs;
 use crate::preemption::evaluator;
 use crate::schedule::{ScheduleOptions, binding_plan, schedule_cycle};
+use crate::snapshot::pod_groups::pod_group_name;
 use crate::snapshot::{PodInfo, Snapshot, namespaced_key};
 
 /// Cycles allowed per queued pod before the simulation gives up (preemption loops cannot go on
@@ -119,6 +122,8 @@ pub struct Victim {
 pub struct SimulationReport {
     /// Every pod that was queued, in the order of its first attempt.
     pub pods: Vec<PodResult>,
+    /// Every pod group of the batch (GenericWorkload on), in the order its first pod was tried.
+    pub groups: Vec<GroupResult>,
     /// Pods deleted by preemption, in order.
     pub victims: Vec<Victim>,
     /// Scheduling cycles run.
@@ -153,10 +158,10 @@ pub enum SimulationError {
 
 /// SplitMix64: a small, seedable generator for the tie-breaks (reproducible across platforms).
 #[derive(Debug, Clone)]
-struct TieBreaker(u64);
+pub(super) struct TieBreaker(u64);
 
 impl TieBreaker {
-    fn pick(&mut self, n: usize) -> usize {
+    pub(super) fn pick(&mut self, n: usize) -> usize {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -168,7 +173,7 @@ impl TieBreaker {
 
 /// What a cycle set in motion, landing after the next cycle (see the module doc).
 #[derive(Debug)]
-enum Landing {
+pub(super) enum Landing {
     /// Events of a binding: the volume and claim updates of PreBind, then the pod's AssignedPod/Add.
     Events(Vec<ClusterEvent>),
     /// `prepareCandidateAsync`'s work: lower-priority nominations on `node` cleared, then `victims`
@@ -183,26 +188,49 @@ enum Landing {
 
 /// A batch simulation over one snapshot (see the module doc).
 pub struct Simulation<'e> {
-    engine: &'e Engine,
-    snapshot: Arc<Snapshot>,
-    queue: SchedulingQueue,
-    options: SimulationOptions,
-    next_start_node_index: usize,
-    ties: TieBreaker,
-    results: HashMap<String, PodResult>,
-    first_attempt_order: Vec<String>,
+    pub(super) engine: &'e Engine,
+    pub(super) snapshot: Arc<Snapshot>,
+    pub(super) queue: SchedulingQueue,
+    pub(super) options: SimulationOptions,
+    pub(super) next_start_node_index: usize,
+    pub(super) ties: TieBreaker,
+    pub(super) results: HashMap<String, PodResult>,
+    pub(super) first_attempt_order: Vec<String>,
     victims: Vec<Victim>,
-    cycles: usize,
-    tied_placements: usize,
-    evaluated_nodes: usize,
+    pub(super) cycles: usize,
+    pub(super) tied_placements: usize,
+    pub(super) evaluated_nodes: usize,
     /// What the last cycle set in motion, not landed yet.
-    in_transit: Vec<Landing>,
+    pub(super) in_transit: Vec<Landing>,
+    /// The PodGroup (`namespace/name`) of each pod of the batch that names one, GenericWorkload on.
+    pub(super) pod_groups: HashMap<String, String>,
+    /// The condition message of each group whose last cycle could not place it.
+    pub(super) group_messages: HashMap<String, String>,
 }
 
 impl<'e> Simulation<'e> {
     /// A simulation of every pending pod of `snapshot`, in queue order.
     pub fn new(engine: &'e Engine, snapshot: Snapshot, options: SimulationOptions) -> Self {
-        let queue = SchedulingQueue::new(snapshot.pending_pods.iter().cloned());
+        let generic_workload = engine.features().generic_workload;
+        let pod_groups: HashMap<String, String> = if generic_workload {
+            snapshot
+                .pending_pods
+                .iter()
+                .filter_map(|p| Some((p.key(), namespaced_key(p.namespace(), pod_group_name(&p.pod)?))))
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        // A gang's pods are one entity of the queue, at their PodGroup's priority.
+        let queue = SchedulingQueue::with_groups(snapshot.pending_pods.iter().cloned(), |p| {
+            let (group, _) = gang_of(&snapshot, p).filter(|_| generic_workload)?;
+            let priority = snapshot
+                .pod_group(p.namespace(), &group)?
+                .spec
+                .priority
+                .unwrap_or(0);
+            Some((namespaced_key(p.namespace(), &group), priority))
+        });
         Simulation {
             engine,
             snapshot: Arc::new(snapshot),
@@ -217,6 +245,8 @@ impl<'e> Simulation<'e> {
             tied_placements: 0,
             evaluated_nodes: 0,
             in_transit: Vec::new(),
+            pod_groups,
+            group_messages: HashMap::new(),
         }
     }
 
@@ -250,7 +280,13 @@ impl<'e> Simulation<'e> {
             }
             self.cycles += 1;
             let mut landing = std::mem::take(&mut self.in_transit);
-            let outcome = self.attempt(pod)?;
+            let (outcome, placed) = match self.gang_group_of(&pod) {
+                Some(group) => self.attempt_group(pod, &group)?,
+                None => {
+                    let outcome = self.attempt(pod)?;
+                    (outcome, usize::from(outcome == PodOutcome::Scheduled))
+                }
+            };
             if matches!(outcome, PodOutcome::Gated | PodOutcome::Ignored) {
                 // kube-scheduler never pops such a pod: what was in transit still is.
                 landing.append(&mut self.in_transit);
@@ -258,9 +294,7 @@ impl<'e> Simulation<'e> {
             } else {
                 self.land(landing);
             }
-            if outcome == PodOutcome::Scheduled {
-                scheduled += 1;
-            }
+            scheduled += placed;
             progress(Progress {
                 cycles: self.cycles,
                 scheduled,
@@ -286,6 +320,7 @@ impl<'e> Simulation<'e> {
         }
         Ok(SimulationReport {
             pods,
+            groups: self.group_results(),
             victims: self.victims.clone(),
             cycles: self.cycles,
             ties: self.tied_placements,
@@ -294,7 +329,7 @@ impl<'e> Simulation<'e> {
         })
     }
 
-    fn result_for(&mut self, pod: &PodInfo) -> &mut PodResult {
+    pub(super) fn result_for(&mut self, pod: &PodInfo) -> &mut PodResult {
         let key = pod.key();
         if !self.results.contains_key(&key) {
             self.first_attempt_order.push(key.clone());
@@ -313,7 +348,7 @@ impl<'e> Simulation<'e> {
     }
 
     /// One scheduling cycle for `pod`, and its consequences on the snapshot and the queue.
-    fn attempt(&mut self, pod: Arc<PodInfo>) -> Result<PodOutcome, SimulationError> {
+    pub(super) fn attempt(&mut self, pod: Arc<PodInfo>) -> Result<PodOutcome, SimulationError> {
         let fwk = match self.engine.framework_for(&pod.pod, self.snapshot.clone()) {
             Ok(fwk) => fwk,
             Err(EngineError::UnknownProfile(e)) => {
@@ -438,12 +473,7 @@ impl<'e> Simulation<'e> {
                 Ok(PodOutcome::Unschedulable)
             }
             Outcome::Gated => {
-                // kube-scheduler never tries a gated pod: its PodScheduled condition is the API
-                // server's, and the gates are only in the PreEnqueue status.
-                let result = self.result_for(&pod);
-                result.outcome = PodOutcome::Gated;
-                result.message = Some(SCHEDULING_GATED_MESSAGE.to_string());
-                result.note = Some(message);
+                self.record_gated(&pod, message);
                 Ok(PodOutcome::Gated)
             }
             Outcome::Error => {
@@ -454,6 +484,22 @@ impl<'e> Simulation<'e> {
                 Ok(PodOutcome::Error)
             }
         }
+    }
+
+    /// A pod held at PreEnqueue: kube-scheduler never tries it. Its PodScheduled condition is the
+    /// API server's for a pod with scheduling gates, and none for a pod another PreEnqueue plugin
+    /// holds (GangScheduling's quorum): PreEnqueue's words are the note.
+    pub(super) fn record_gated(&mut self, pod: &PodInfo, pre_enqueue_message: String) {
+        let has_gates = pod
+            .pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.scheduling_gates.as_ref())
+            .is_some_and(|g| !g.is_empty());
+        let result = self.result_for(pod);
+        result.outcome = PodOutcome::Gated;
+        result.message = has_gates.then(|| SCHEDULING_GATED_MESSAGE.to_string());
+        result.note = Some(pre_enqueue_message);
     }
 
     /// Reports `victims` as deleted by `preemptor`'s preemption on `node` (their deletion lands
@@ -535,7 +581,7 @@ impl<'e> Simulation<'e> {
     /// provisioning carries its selected node. Returns the events those writes cause: PreBind's
     /// PersistentVolume update (claimRef) or claim update (selected node), and for a bound PV the PV
     /// controller's claim update (volumeName).
-    fn apply_volume_actions(&mut self, actions: &[Action]) -> Vec<ClusterEvent> {
+    pub(super) fn apply_volume_actions(&mut self, actions: &[Action]) -> Vec<ClusterEvent> {
         let snapshot = Arc::make_mut(&mut self.snapshot);
         let mut events = Vec::new();
         for action in actions {
@@ -583,7 +629,7 @@ impl<'e> Simulation<'e> {
 impl Simulation<'_> {
     /// Marks the pod's claims allocated (the devices chosen in its cycle) and reserved for it, as
     /// kube-scheduler's PreBind writes them, so that later pods of the batch find those devices taken.
-    fn record_claims(&mut self, pod: &PodInfo, results: Vec<(String, AllocationResult)>) {
+    pub(super) fn record_claims(&mut self, pod: &PodInfo, results: Vec<(String, AllocationResult)>) {
         let names: Vec<String> = pod
             .pod
             .spec
@@ -643,7 +689,7 @@ fn update_claim(
 
 /// What the rejecting plugins' hints need, read from the cycle's profile: PodTopologySpread's hard
 /// constraints for the pod.
-fn hint_inputs(fwk: &Framework, pod: &PodInfo, plugins: &BTreeSet<&'static str>) -> HintInputs {
+pub(super) fn hint_inputs(fwk: &Framework, pod: &PodInfo, plugins: &BTreeSet<&'static str>) -> HintInputs {
     let spread_constraints = plugins.contains(names::POD_TOPOLOGY_SPREAD).then(|| {
         pod_topology_spread::hard_constraints_for_hints(
             fwk.profile.plugin_args.get(names::POD_TOPOLOGY_SPREAD),
@@ -656,7 +702,7 @@ fn hint_inputs(fwk: &Framework, pod: &PodInfo, plugins: &BTreeSet<&'static str>)
 }
 
 /// The plugins that rejected the pod in this cycle (PreFilter's, or each node's Filter's).
-fn rejecting_plugins(statuses: &NodeToStatus) -> BTreeSet<&'static str> {
+pub(super) fn rejecting_plugins(statuses: &NodeToStatus) -> BTreeSet<&'static str> {
     statuses
         .statuses
         .values()
@@ -668,7 +714,7 @@ fn rejecting_plugins(statuses: &NodeToStatus) -> BTreeSet<&'static str> {
 }
 
 /// `pod` as kube-scheduler assumes it: bound to `node`, its nomination gone.
-fn placed_on(pod: &PodInfo, node: &str) -> PodInfo {
+pub(super) fn placed_on(pod: &PodInfo, node: &str) -> PodInfo {
     let mut info = pod.clone();
     let mut object = (*pod.pod).clone();
     object.spec.get_or_insert_with(Default::default).node_name = Some(node.to_string());

@@ -2,7 +2,7 @@
 //! kube-scheduler's message, the victims of preemption, drained and removed nodes, and every node
 //! whose load changed (before → after). `wide` lists every pod's node and every node.
 
-use sched_core::simulate::PodOutcome;
+use sched_core::simulate::{GroupOutcome, GroupResult, PodOutcome};
 
 use crate::cli::SimulateFormat;
 use crate::commands::simulate::report::{NodeUsage, SimulateReport, SimulatedPod, Usage};
@@ -51,13 +51,40 @@ fn outcome(p: &SimulatedPod) -> String {
     }
 }
 
-/// The pod's condition message, and the note when there is one (a gated pod's gates).
+/// The pod's condition message, and the note when there is one (a gated pod's gates; alone for a
+/// pod held without a condition, as GangScheduling holds a gang short of its quorum).
 fn message_of(p: &SimulatedPod) -> String {
     let message = p.result.message.clone().unwrap_or_default();
     match &p.result.note {
+        Some(note) if message.is_empty() => note.clone(),
         Some(note) => format!("{message} ({note})"),
         None => message,
     }
+}
+
+/// A pod group's row: where its pods went, or kube-scheduler's words for why none did.
+fn group_row(g: &GroupResult) -> Vec<String> {
+    let outcome = match g.outcome {
+        GroupOutcome::Scheduled => "Scheduled",
+        GroupOutcome::Unschedulable => "Unschedulable",
+        GroupOutcome::Waiting => "Waiting",
+    };
+    let detail = match g.outcome {
+        GroupOutcome::Scheduled => g
+            .nodes
+            .iter()
+            .map(|(node, pods)| format!("{node} ({pods})"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        _ => g.message.clone().unwrap_or_default(),
+    };
+    vec![
+        g.group.clone(),
+        g.min_count.map_or("-".to_owned(), |m| m.to_string()),
+        format!("{}/{}", g.placed, g.total),
+        outcome.to_owned(),
+        detail,
+    ]
 }
 
 /// The report as text.
@@ -133,6 +160,21 @@ pub fn report(r: &SimulateReport, wide: bool) -> String {
         out.push('\n');
         out.push_str(&columns(
             &["NAMESPACE".into(), "WORKLOAD".into(), "PLACED".into()],
+            &rows,
+        ));
+    }
+
+    if !r.groups.is_empty() {
+        let rows: Vec<Vec<String>> = r.groups.iter().map(group_row).collect();
+        out.push_str("\nPod groups:\n");
+        out.push_str(&columns(
+            &[
+                "POD GROUP".into(),
+                "MINCOUNT".into(),
+                "PLACED".into(),
+                "OUTCOME".into(),
+                "NODES / MESSAGE".into(),
+            ],
             &rows,
         ));
     }

@@ -158,7 +158,12 @@ impl Release {
     /// PodGroups in the cluster and `--feature-gates` silent about the gate, GenericWorkload is
     /// turned on; the warning says so and how to evaluate without it.
     pub fn follow_cluster(&mut self, objects: &ClusterObjects) -> Option<String> {
-        let groups = objects.pod_groups.len();
+        self.follow_pod_groups(objects.pod_groups.len(), "the cluster has")
+    }
+
+    /// [`Release::follow_cluster`] for `groups` PodGroups wherever they come from (`source`: "the
+    /// cluster has", "the cluster and -f have").
+    pub fn follow_pod_groups(&mut self, groups: usize, source: &str) -> Option<String> {
         let set_by_flag = self
             .features
             .explicitly_set()
@@ -172,7 +177,7 @@ impl Release {
             .with_overrides(&format!("{GENERIC_WORKLOAD}=true"))
             .ok()?;
         Some(format!(
-            "the cluster has {groups} PodGroup(s): evaluating with {GENERIC_WORKLOAD} on, as the kube-scheduler \
+            "{source} {groups} PodGroup(s): evaluating with {GENERIC_WORKLOAD} on, as the kube-scheduler \
              that reads them runs (--feature-gates {GENERIC_WORKLOAD}=false to evaluate without gang scheduling)"
         ))
     }

@@ -16,6 +16,7 @@ use sched_core::snapshot::ClusterObjects;
 use sched_core::snapshot::load::{BadQuantity, check_node, check_pod, check_pvc};
 
 use super::SimulateError;
+use super::pod_groups::{GroupInputs, take_group_input};
 use super::progress::Progress;
 use super::report::{KeptPod, NodeChange, Origin};
 use crate::source::what_if::{Applied, WhatIf};
@@ -162,12 +163,20 @@ pub(super) struct Input {
     object: WorkloadObject,
 }
 
-/// `-f FILE...`: every object of every file, decoded and checked, before any is expanded.
-pub(super) fn read_inputs(paths: &[PathBuf], namespace: &str) -> Result<Vec<Input>, SimulateError> {
+/// `-f FILE...`: every object of every file, decoded and checked, before any is expanded; the
+/// workload API's PodGroups and Workloads apart.
+pub(super) fn read_inputs(
+    paths: &[PathBuf],
+    namespace: &str,
+) -> Result<(Vec<Input>, GroupInputs), SimulateError> {
     let mut inputs = Vec::new();
+    let mut groups = GroupInputs::default();
     for path in paths {
         let (shown, values) = read_documents(path)?;
-        for value in values {
+        for (document, value) in values.into_iter().enumerate() {
+            if take_group_input(&mut groups, &value, namespace, (&shown, document))?.is_some() {
+                continue;
+            }
             let object = WorkloadObject::from_value(value).map_err(|source| SimulateError::Workload {
                 path: shown.clone(),
                 source,
@@ -182,7 +191,7 @@ pub(super) fn read_inputs(paths: &[PathBuf], namespace: &str) -> Result<Vec<Inpu
             });
         }
     }
-    Ok(inputs)
+    Ok((inputs, groups))
 }
 
 fn expand_context<'o>(

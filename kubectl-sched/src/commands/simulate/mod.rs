@@ -5,6 +5,7 @@
 //! message, what was preempted, and how each node's load changed. Nothing is written to the cluster.
 
 pub mod changes;
+mod pod_groups;
 mod progress;
 pub mod report;
 
@@ -24,6 +25,7 @@ use crate::source::load::{LoadError, Loaded, load_keeping_cluster};
 use crate::source::pods::ResolveError;
 use crate::source::what_if::{Applied, WhatIf, WhatIfError};
 use changes::{add_inputs, add_nodes, apply_set, cordon, count_pods, drain, read_inputs, remove_node};
+use pod_groups::add_group_inputs;
 use progress::Progress;
 use report::{
     Origin, RunCounts, SimulateReport, SimulatedPod, compare, node_notes, placements, pod_name, summarize,
@@ -115,14 +117,22 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
             default_namespace,
             mut warnings,
             mut notes,
-            release,
+            mut release,
             ..
         },
         _cluster,
     ) = load_keeping_cluster(global, args.from.as_deref(), None, &detail, &args.release)?;
+    let namespace = global.namespace.clone().unwrap_or(default_namespace);
+    // Every -f object is read before the engine is built: its PodGroups turn GenericWorkload on as
+    // the cluster's do.
+    let (inputs, group_inputs) = read_inputs(&args.filenames, &namespace)?;
+    warnings.extend(release.follow_pod_groups(
+        objects.pod_groups.len() + group_inputs.pod_groups.len(),
+        "the cluster and -f have",
+    ));
+    add_group_inputs(&mut objects, group_inputs)?;
     let engine =
         Engine::for_features(args.config.as_deref(), release.features).map_err(ResolveError::from)?;
-    let namespace = global.namespace.clone().unwrap_or(default_namespace);
     let mut origins: HashMap<String, Origin> = HashMap::new();
     let now = Time(k8s_openapi::jiff::Timestamp::now());
 
@@ -161,8 +171,7 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
         node_changes.push(remove_node(&mut objects, node, &mut origins)?);
     }
 
-    // Every -f object is read and its pods counted before any pod is built.
-    let inputs = read_inputs(&args.filenames, &namespace)?;
+    // Every -f object's pods are counted before any pod is built.
     let total = count_pods(
         &objects,
         &inputs,
@@ -265,6 +274,7 @@ pub fn run(global: &GlobalArgs, args: &SimulateArgs) -> Result<SimulateOutput, S
             !(args.filenames.is_empty() && args.drain.is_empty() && args.remove_node.is_empty()),
         ),
         workloads: placements(&pods, &workload_of),
+        groups: outcome.groups,
         nodes: compare(&before, &after, &changed_nodes),
         pods,
         victims: outcome.victims,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use sched_core::features::KubeVersion;
 use sched_core::framework::FeatureGates;
 use sched_core::resource::Resource;
-use sched_core::simulate::{PodOutcome, PodResult, Victim};
+use sched_core::simulate::{GroupResult, PodOutcome, PodResult, Victim};
 use sched_core::snapshot::requests::calculate_resource;
 use sched_core::snapshot::{ClusterObjects, is_terminal};
 use sched_core::{NodeInfo, Snapshot};
@@ -157,6 +157,9 @@ pub struct SimulateReport {
     pub kube_version: KubeVersion,
     /// Per workload: placed / total.
     pub workloads: Vec<WorkloadPlacement>,
+    /// Per pod group (GenericWorkload on): placed / total, where its pods went or why none did.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<GroupResult>,
     /// Every simulated pod, in the order of its first attempt.
     pub pods: Vec<SimulatedPod>,
     /// Pods deleted by preemption.
