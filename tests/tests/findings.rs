@@ -451,3 +451,65 @@ async fn a_claim_no_volume_serves_is_named_and_the_proposed_volume_binds() -> Re
     );
     Ok(())
 }
+
+/// A claim bound to a volume in zone-a whose only zone-a node carries a user's taint (the zone-b
+/// nodes are free): explain names the volume and both zones, offers nothing for the zone-b nodes (a
+/// bound volume does not move), and the first hint (tolerate the zone-a node's taint) lets
+/// kube-scheduler bind the pod there.
+#[tokio::test]
+async fn a_volume_in_another_zone_is_named_and_the_zone_a_nodes_fix_binds() -> Result<()> {
+    let lab = Lab::begin("find-vzone").await?;
+    lab.create_nodes([
+        lab.node("a", "4", "8Gi")
+            .label(ZONE, "zone-a")
+            .taint("dedicated", "db", "NoSchedule"),
+        lab.node("b", "4", "8Gi").label(ZONE, "zone-b"),
+        lab.node("c", "4", "8Gi").label(ZONE, "zone-b"),
+    ])
+    .await?;
+    // Pre-bound both ways, so the PV binder binds them at once whatever else the cluster holds.
+    let volume = format!("{}-zonal", lab.ns);
+    lab.create_cluster::<PersistentVolume>(json!({
+        "metadata": {"name": volume, "labels": {ZONE: "zone-a"}},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "persistentVolumeReclaimPolicy": "Retain",
+            "claimRef": {"namespace": lab.ns, "name": "data"},
+            "hostPath": {"path": "/tmp/e2e-unused"},
+        },
+    }))
+    .await?;
+    lab.create_namespaced::<PersistentVolumeClaim>(json!({
+        "metadata": {"name": "data"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": "",
+            "volumeName": volume,
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }))
+    .await?;
+    lab.wait_claim_bound("data").await?;
+    let a = lab.n("a");
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("db-0").cpu("100m").claim("data"),
+        "VolumeZoneConflict",
+        &[
+            &format!("persistentvolume {volume} is in topology.kubernetes.io/zone zone-a"),
+            "the node has zone-b",
+        ],
+        |c| matches!(c, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == "dedicated"),
+    )
+    .await?;
+    let live = Api::<Pod>::namespaced(lab.client.clone(), &lab.ns)
+        .get("db-0")
+        .await?;
+    ensure!(
+        live.spec.and_then(|s| s.node_name).as_deref() == Some(a.as_str()),
+        "db-0 not on {a}"
+    );
+    Ok(())
+}

@@ -299,7 +299,95 @@ fn scenarios() -> Vec<Scenario> {
             names: &["cordoned (spec.unschedulable)"],
             first_hint: |c| matches!(c, Change::Uncordon { node } if node == "cordoned"),
         },
+        Scenario {
+            // VolumeZone has no hint of its own (a bound volume does not move): the zone-b nodes'
+            // changes cannot help, so the first hint is the fix of the one zone-a node, its taint.
+            name: "a volume in zone-a whose only zone-a node carries a user's taint",
+            objects: volume_in_zone_a_and_a_tainted_zone_a_node(),
+            pending: pod("db-0").cpu("1").pvc("data").obj(),
+            reason: ReasonCode::VolumeZoneConflict,
+            names: &[
+                "persistentvolume pv-a is in topology.kubernetes.io/zone zone-a; the node has zone-b",
+                "only a node in zone-a can run the pod",
+            ],
+            first_hint: |c| matches!(c, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == USER_TAINT),
+        },
+        Scenario {
+            // NodeVolumeLimits has no hint of its own (the attach limit is the node's): the first
+            // hint is the fix of the node with room, its taint.
+            name: "a node at its CSI driver's attach limit and one with room but a user's taint",
+            objects: one_node_at_the_attach_limit_and_a_tainted_one_with_room(),
+            pending: pod("p").pvc("c3").obj(),
+            reason: ReasonCode::VolumeLimitExceeded,
+            names: &[
+                "CSI driver disk.csi.example.com: 2 volume(s) on the node and the pod's 1 would pass its limit of 2",
+            ],
+            first_hint: |c| matches!(c, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == USER_TAINT),
+        },
     ]
+}
+
+/// The taint a user puts on a node (tolerable, unlike the control plane's).
+const USER_TAINT: &str = "dedicated";
+
+/// A claim `data` bound to `pv-a` in zone-a; `a1`, the only zone-a node, tainted `dedicated=db`;
+/// `b1` and `b2` in zone-b, free.
+fn volume_in_zone_a_and_a_tainted_zone_a_node() -> ClusterObjects {
+    use crate::testing::{pv, pvc};
+    let mut nodes = zones(&[("b1", "zone-b"), ("b2", "zone-b")]);
+    nodes.push(
+        node("a1")
+            .cpu("4")
+            .memory("8Gi")
+            .label(ZONE, "zone-a")
+            .taint(USER_TAINT, "db", "NoSchedule")
+            .obj(),
+    );
+    ClusterObjects {
+        nodes,
+        persistent_volumes: vec![
+            pv("pv-a")
+                .label(ZONE, "zone-a")
+                .capacity("10Gi")
+                .phase("Bound")
+                .claim_ref("default", "data", "uid-data")
+                .obj(),
+        ],
+        persistent_volume_claims: vec![pvc("data").bound("pv-a").request("10Gi").obj()],
+        ..Default::default()
+    }
+}
+
+/// A CSI driver allowing 2 volumes per node: `n1` holds 2 (pods e1, e2), `n2` none but is tainted
+/// `dedicated=db`; claim `c3` (bound to a volume of the driver) is free for a pod.
+fn one_node_at_the_attach_limit_and_a_tainted_one_with_room() -> ClusterObjects {
+    use crate::testing::{csi_node, pv, pvc};
+    const DRIVER: &str = "disk.csi.example.com";
+    ClusterObjects {
+        nodes: vec![
+            node("n1").cpu("4").memory("8Gi").obj(),
+            node("n2")
+                .cpu("4")
+                .memory("8Gi")
+                .taint(USER_TAINT, "db", "NoSchedule")
+                .obj(),
+        ],
+        csi_nodes: vec![
+            csi_node("n1", &[(DRIVER, Some(2))]),
+            csi_node("n2", &[(DRIVER, Some(2))]),
+        ],
+        persistent_volumes: (1..=3)
+            .map(|i| pv(&format!("pv{i}")).csi(DRIVER, &format!("h{i}")).obj())
+            .collect(),
+        persistent_volume_claims: (1..=3)
+            .map(|i| pvc(&format!("c{i}")).bound(&format!("pv{i}")).obj())
+            .collect(),
+        pods: vec![
+            pod("e1").node("n1").pvc("c1").obj(),
+            pod("e2").node("n1").pvc("c2").obj(),
+        ],
+        ..Default::default()
+    }
 }
 
 /// The `local` class (no provisioner, WaitForFirstConsumer) and an unbound 10Gi ReadWriteOnce claim
