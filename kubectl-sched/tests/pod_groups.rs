@@ -282,3 +282,22 @@ fn the_readme_pod_group_example_is_the_binarys_output() {
         .expect("running kubectl-sched");
     assert_eq!(shown, ok(out));
 }
+
+/// A pod its group holds at PreEnqueue (short of minCount) is headlined as held before the queue,
+/// in GangScheduling's words: not as gated by an empty list of scheduling gates, and without a tie
+/// hint for a pod that has no selected node.
+#[test]
+fn a_pod_short_of_its_quorum_is_held_before_the_queue_not_gated() {
+    for format in ["table", "markdown"] {
+        let out = sched(&["explain", "waiting-0", "-o", format]);
+        let text = stdout(&out);
+        assert!(
+            text.contains("is held before the scheduling queue")
+                && text.contains("waiting for minCount pods from a gang to appear in scheduling queue"),
+            "{format}: {text}"
+        );
+        for wrong in ["scheduling gates", "Once ungated", "share the top score"] {
+            assert!(!text.contains(wrong), "{format} says {wrong:?}: {text}");
+        }
+    }
+}

@@ -132,7 +132,8 @@ fn finish(mut out: Vec<Hint>, e: &Explanation) -> Vec<Hint> {
             reason: None,
         });
     }
-    if e.tie {
+    // A tie needs two nodes at the top; a pod held before the queue has no selected node.
+    if e.tie && e.selected.len() > 1 {
         out.push(Hint {
             kind: HintKind::Tie,
             nodes: e.selected.clone(),

@@ -102,6 +102,10 @@ pub fn report(r: &ExplainReport) -> String {
         Outcome::Gated if r.scheduling_gates.is_empty() && !r.claims_not_created.is_empty() => {
             format!("`{pod}` waits for its ResourceClaims")
         }
+        // Another PreEnqueue plugin (GangScheduling's quorum), as the table's headline says.
+        Outcome::Gated if r.scheduling_gates.is_empty() && r.claims_not_created.is_empty() => {
+            format!("`{pod}` is held before the scheduling queue")
+        }
         Outcome::Gated => format!("`{pod}` is gated"),
         Outcome::Error => format!("`{pod}`: the scheduling cycle fails"),
     };
@@ -133,7 +137,10 @@ pub fn report(r: &ExplainReport) -> String {
         out.push_str(&code_block(&message, "", ""));
         out.push('\n');
     }
+    let held = r.scheduling_gates.is_empty() && r.claims_not_created.is_empty();
     let basis = match &r.once_ungated {
+        // Held before the queue: nothing to ungate; the nodes are evaluated past PreEnqueue.
+        Some(u) if held => u,
         Some(u) => {
             out.push_str(&format!("Once ungated, it {}:\n\n", ungated_clause(u)));
             if !u.message.is_empty() {

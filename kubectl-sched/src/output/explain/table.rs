@@ -218,7 +218,16 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
             // Scheduling gates: the words of the pod's own PodScheduled condition (what `kubectl
             // describe pod` shows), then the gates. ResourceClaims still to be made from templates:
             // which ones and who makes them, then kube-scheduler's own words.
-            let once = if r.scheduling_gates.is_empty() && !r.claims_not_created.is_empty() {
+            let once = if r.scheduling_gates.is_empty() && r.claims_not_created.is_empty() {
+                // Held by another PreEnqueue plugin (GangScheduling's quorum): its words, and no
+                // condition on the pod, which kube-scheduler writes only once it tries the pod.
+                out.push_str(&format!(
+                    "{} is held before the scheduling queue ({context}):\n  {}\n  kube-scheduler has not \
+                     tried it and writes no condition on it until then.\n",
+                    e.pod, e.message
+                ));
+                None
+            } else if r.scheduling_gates.is_empty() && !r.claims_not_created.is_empty() {
                 out.push_str(&format!(
                     "{} waits for its ResourceClaims ({context}):\n  {}\n  kube-scheduler: {}\n",
                     e.pod,
@@ -228,16 +237,16 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
                     ),
                     e.message
                 ));
-                "Once its claims exist"
+                Some("Once its claims exist")
             } else {
                 out.push_str(&format!(
                     "{} is gated ({context}):\n  {SCHEDULING_GATED_MESSAGE}: {}\n",
                     e.pod,
                     r.scheduling_gates.join(", ")
                 ));
-                "Once ungated"
+                Some("Once ungated")
             };
-            if let Some(u) = &r.once_ungated {
+            if let (Some(once), Some(u)) = (once, &r.once_ungated) {
                 match u.outcome {
                     Outcome::Unschedulable => {
                         out.push_str(&format!("{once}, it could not be scheduled:\n  {}\n", u.message))
