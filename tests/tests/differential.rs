@@ -20,8 +20,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use common::scenarios::{self, HOSTNAME, ZONE, bound_claim, bound_claim_with, zoned_nodes};
-use common::{HIGH, HIGH_NEVER, LOW, Lab, PAUSE_IMAGE, Verdict, kubectl_sched_binary, pod};
-use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use common::{CSI_DRIVER, HIGH, HIGH_NEVER, LOW, Lab, PAUSE_IMAGE, Verdict, kubectl_sched_binary, pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use sched_core::explain::Outcome;
 use serde_json::{Value, json};
@@ -585,46 +585,6 @@ async fn wait_for_first_consumer_without_volumes() -> Result<()> {
     trial.expect_failed(&["2 node(s) didn't find available persistent volumes to bind"])
 }
 
-/// The CSI driver of the volume-limit scenarios (no driver runs: its objects are made by hand).
-const CSI_DRIVER: &str = "csi.example.com";
-
-/// A CSINode for `node` allowing `count` volumes of [`CSI_DRIVER`], and for each claim a CSI volume
-/// `<ns>-<claim>` bound to it.
-async fn csi_volumes(lab: &Lab, node: &str, count: i32, claims: &[&str]) -> Result<()> {
-    lab.create_cluster::<k8s_openapi::api::storage::v1::CSINode>(json!({
-        "metadata": {"name": node},
-        "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": node, "allocatable": {"count": count}}]},
-    }))
-    .await?;
-    for claim in claims {
-        let pv_name = format!("{}-{claim}", lab.ns);
-        lab.create_cluster::<PersistentVolume>(json!({
-            "metadata": {"name": pv_name},
-            "spec": {
-                "capacity": {"storage": "1Gi"},
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": "",
-                "persistentVolumeReclaimPolicy": "Retain",
-                "claimRef": {"namespace": lab.ns, "name": claim},
-                "csi": {"driver": CSI_DRIVER, "volumeHandle": pv_name},
-            },
-        }))
-        .await?;
-        lab.create_namespaced::<PersistentVolumeClaim>(json!({
-            "metadata": {"name": claim},
-            "spec": {
-                "accessModes": ["ReadWriteOnce"],
-                "storageClassName": "",
-                "volumeName": pv_name,
-                "resources": {"requests": {"storage": "1Gi"}},
-            },
-        }))
-        .await?;
-        lab.wait_claim_bound(claim).await?;
-    }
-    Ok(())
-}
-
 /// A VolumeAttachment of `claim`'s volume to `node`, as the attach-detach controller would leave
 /// one. Created without a status (not reported attached): kube-scheduler counts it all the same.
 async fn attach(lab: &Lab, claim: &str, node: &str) -> Result<()> {
@@ -643,7 +603,7 @@ async fn csi_volume_limit() -> Result<()> {
     let lab = Lab::begin("csilimit").await?;
     lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi").cordoned()])
         .await?;
-    csi_volumes(&lab, &lab.n("n1"), 1, &["used", "data"]).await?;
+    lab.create_csi_volumes(&lab.n("n1"), 1, &["used", "data"]).await?;
     lab.create_pods([pod("owner").claim("used").on(&lab.n("n1"))])
         .await?;
     let trial = lab.trial(pod("p").claim("data")).await?;
@@ -662,7 +622,7 @@ async fn csi_volume_limit_counts_attachments_no_pod_uses() -> Result<()> {
     let n1 = lab.n("n1");
     lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi").cordoned()])
         .await?;
-    csi_volumes(&lab, &n1, 2, &["used", "left", "data"]).await?;
+    lab.create_csi_volumes(&n1, 2, &["used", "left", "data"]).await?;
     lab.create_pods([pod("owner").claim("used").on(&n1)]).await?;
     attach(&lab, "used", &n1).await?;
     attach(&lab, "left", &n1).await?;
@@ -681,7 +641,7 @@ async fn csi_volume_limit_counts_an_attached_pod_volume_once() -> Result<()> {
     let n1 = lab.n("n1");
     lab.create_nodes([lab.node("n1", "4", "4Gi"), lab.node("n2", "4", "4Gi").cordoned()])
         .await?;
-    csi_volumes(&lab, &n1, 2, &["used", "data"]).await?;
+    lab.create_csi_volumes(&n1, 2, &["used", "data"]).await?;
     lab.create_pods([pod("owner").claim("used").on(&n1)]).await?;
     attach(&lab, "used", &n1).await?;
     let trial = lab.trial(pod("p").claim("data")).await?;

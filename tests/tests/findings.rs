@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use common::{Lab, PodBuilder, kubectl_sched_binary, pod};
+use common::{CSI_DRIVER, Lab, PodBuilder, kubectl_sched_binary, pod};
 use e2e::fixtures::wait_for;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
@@ -170,6 +170,24 @@ async fn first_hint_lets_kube_scheduler_bind(
     Ok(())
 }
 
+/// Whether the hint's change is the toleration of the `dedicated` taint alone (the user's taint of
+/// the scenarios here).
+fn tolerates_dedicated(change: &Change) -> bool {
+    matches!(change, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == "dedicated")
+}
+
+/// Fails unless kube-scheduler bound the scenario's pod `name` to `node` (where the hint said).
+async fn ensure_bound_to(lab: &Lab, name: &str, node: &str) -> Result<()> {
+    let live = Api::<Pod>::namespaced(lab.client.clone(), &lab.ns)
+        .get(name)
+        .await?;
+    ensure!(
+        live.spec.and_then(|s| s.node_name).as_deref() == Some(node),
+        "{name} not on {node}"
+    );
+    Ok(())
+}
+
 /// A required node affinity to a zone no node has: explain says which zones the nodes have, and
 /// dropping the requirement lets kube-scheduler bind the pod.
 #[tokio::test]
@@ -260,7 +278,7 @@ async fn a_users_taint_is_named_and_tolerating_it_binds() -> Result<()> {
         pod("batch-job").cpu("100m"),
         "TaintNotTolerated",
         &["untolerated taint dedicated=batch:NoSchedule"],
-        |c| matches!(c, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == "dedicated"),
+        tolerates_dedicated,
     )
     .await
 }
@@ -435,13 +453,7 @@ async fn a_claim_no_volume_serves_is_named_and_the_proposed_volume_binds() -> Re
     )
     .await?;
     // The pod went where the volume was proposed, and the claim is bound to that volume.
-    let live = Api::<Pod>::namespaced(lab.client.clone(), &lab.ns)
-        .get("db-2")
-        .await?;
-    ensure!(
-        live.spec.and_then(|s| s.node_name).as_deref() == Some(b.as_str()),
-        "db-2 not on {b}"
-    );
+    ensure_bound_to(&lab, "db-2", &b).await?;
     let bound = Api::<PersistentVolumeClaim>::namespaced(lab.client.clone(), &lab.ns)
         .get("data-db-2")
         .await?;
@@ -501,15 +513,47 @@ async fn a_volume_in_another_zone_is_named_and_the_zone_a_nodes_fix_binds() -> R
             &format!("persistentvolume {volume} is in topology.kubernetes.io/zone zone-a"),
             "the node has zone-b",
         ],
-        |c| matches!(c, Change::AddToleration { taints } if taints.len() == 1 && taints[0].key == "dedicated"),
+        tolerates_dedicated,
     )
     .await?;
-    let live = Api::<Pod>::namespaced(lab.client.clone(), &lab.ns)
-        .get("db-0")
-        .await?;
-    ensure!(
-        live.spec.and_then(|s| s.node_name).as_deref() == Some(a.as_str()),
-        "db-0 not on {a}"
-    );
+    ensure_bound_to(&lab, "db-0", &a).await?;
+    Ok(())
+}
+
+/// a at its CSI driver's attach limit (CSINode `allocatable.count` 2, two pods there holding a volume
+/// each), b with room but a user's taint: explain names the driver, the counts and the limit, and the
+/// first hint (tolerate b's taint; the attach limit is the node's, no hint of its own) lets
+/// kube-scheduler bind the pod to b.
+#[tokio::test]
+async fn a_node_at_its_attach_limit_is_named_and_the_node_with_rooms_fix_binds() -> Result<()> {
+    let lab = Lab::begin("find-vlimit").await?;
+    lab.create_nodes([
+        lab.node("a", "4", "8Gi"),
+        lab.node("b", "4", "8Gi").taint("dedicated", "db", "NoSchedule"),
+    ])
+    .await?;
+    let (a, b) = (lab.n("a"), lab.n("b"));
+    lab.create_csi_volumes(&a, 2, &["data-0", "data-1"]).await?;
+    lab.create_csi_volumes(&b, 2, &["data-2"]).await?;
+    lab.create_pods([
+        pod("holder-0").claim("data-0").on(&a),
+        pod("holder-1").claim("data-1").on(&a),
+    ])
+    .await?;
+    first_hint_lets_kube_scheduler_bind(
+        &lab,
+        pod("db-2").cpu("100m").claim("data-2"),
+        "VolumeLimitExceeded",
+        &[
+            &format!(
+                "CSI driver {CSI_DRIVER}: 2 volume(s) on the node and the pod's 1 would pass its limit of 2"
+            ),
+            // No hint can change the limit: the finding says what would have to.
+            "the pod needs a node with room for 1 more of its volumes (or 1 fewer attached here)",
+        ],
+        tolerates_dedicated,
+    )
+    .await?;
+    ensure_bound_to(&lab, "db-2", &b).await?;
     Ok(())
 }

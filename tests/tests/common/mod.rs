@@ -38,6 +38,10 @@ use sched_core::snapshot::kube::{ApiLoadOptions, load_from_api};
 use serde_json::{Value, json};
 use tokio::sync::{Mutex, MutexGuard};
 
+/// The CSI driver of the volume-limit scenarios (no driver runs: its objects are made by hand;
+/// kube-scheduler's NodeVolumeLimits reads only the CSINode and the volumes).
+pub const CSI_DRIVER: &str = "csi.example.com";
+
 /// Value of the test label on every node the lab creates.
 pub const TEST_NAME: &str = "differential";
 /// How long kube-scheduler gets to bind the pod or report FailedScheduling.
@@ -543,6 +547,43 @@ impl Lab {
             .create(&PostParams::default(), &object)
             .await
             .with_context(|| format!("creating {value}"))
+    }
+
+    /// A CSINode for `node` allowing `count` volumes of [`CSI_DRIVER`], and for each claim a CSI
+    /// volume `<ns>-<claim>` pre-bound to it both ways (so the PV binder binds them at once), bound.
+    pub async fn create_csi_volumes(&self, node: &str, count: i32, claims: &[&str]) -> Result<()> {
+        self.create_cluster::<k8s_openapi::api::storage::v1::CSINode>(json!({
+            "metadata": {"name": node},
+            "spec": {"drivers": [{"name": CSI_DRIVER, "nodeID": node, "allocatable": {"count": count}}]},
+        }))
+        .await?;
+        for claim in claims {
+            let pv_name = format!("{}-{claim}", self.ns);
+            self.create_cluster::<k8s_openapi::api::core::v1::PersistentVolume>(json!({
+                "metadata": {"name": pv_name},
+                "spec": {
+                    "capacity": {"storage": "1Gi"},
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "",
+                    "persistentVolumeReclaimPolicy": "Retain",
+                    "claimRef": {"namespace": self.ns, "name": claim},
+                    "csi": {"driver": CSI_DRIVER, "volumeHandle": pv_name},
+                },
+            }))
+            .await?;
+            self.create_namespaced::<PersistentVolumeClaim>(json!({
+                "metadata": {"name": claim},
+                "spec": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "storageClassName": "",
+                    "volumeName": pv_name,
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }))
+            .await?;
+            self.wait_claim_bound(claim).await?;
+        }
+        Ok(())
     }
 
     /// Waits for the PV binder to bind the claim `name` of the scenario's namespace.
