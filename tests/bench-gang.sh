@@ -2,8 +2,9 @@
 # Gang benchmark (issue 31's acceptance): on a generated 1,000-node cluster with a 64-pod gang added
 # (a PodGroup of minCount 64 and its 64 pending pods, which turn GenericWorkload on), `kubectl sched
 # explain` of a gang pod — the pod group cycle places the 64 pods one after the other — against explain
-# of a single pending pod outside the gang, on the same file, in the same run. Prints the median wall
-# time of each (file loading included, as a user waits for it) and their ratio.
+# of a single pending pod outside the gang, and `explain podgroup/llama` (the whole group, node by node,
+# its fixes checked), on the same file, in the same run. Prints the median wall time of each (file
+# loading included, as a user waits for it), their ratios, and triage's line for the gang.
 # Usage: tests/bench-gang.sh [RUNS]   (env: BENCH_DIR, default /tmp/kubectl-sched-bench; CARGO;
 # CARGO_TARGET_DIR). Not part of `make test`: it takes minutes.
 set -euo pipefail
@@ -47,18 +48,27 @@ json.dump(cluster, open(sys.argv[2], "w"))
 PY
 read -r single_ns single_pod <"$dir/single-pod"
 
-seconds() { # runs "$@", prints wall seconds; output to /dev/null
-  local start end
+seconds() { # runs "$@", prints wall seconds; output to /dev/null. Exit 3 is explain's "not
+  # schedulable" (--exit-code is not given, so it should not occur); anything else non-zero stops the bench.
+  local start end status=0
   start=$(date +%s.%N)
-  "$@" >/dev/null 2>&1 || true
+  "$@" >/dev/null 2>"$dir/last.err" || status=$?
   end=$(date +%s.%N)
+  if [ "$status" -ne 0 ]; then
+    echo "bench-gang.sh: '$*' failed (exit $status): $(head -c 500 "$dir/last.err")" >&2
+    exit 1
+  fi
   awk -v a="$start" -v b="$end" 'BEGIN {printf "%.2f\n", b - a}'
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
-"$bin" explain llama-0 -n gang-bench --from "$snapshot" 2>/dev/null | head -2
+"$bin" explain llama-0 -n gang-bench --from "$snapshot" 2>/dev/null | sed -n 1,2p
 gang=$(for _ in $(seq "$runs"); do seconds "$bin" explain llama-0 -n gang-bench --from "$snapshot"; done | median)
 single=$(for _ in $(seq "$runs"); do seconds "$bin" explain "$single_pod" -n "$single_ns" --from "$snapshot"; done | median)
+group=$(for _ in $(seq "$runs"); do seconds "$bin" explain podgroup/llama -n gang-bench --from "$snapshot"; done | median)
 echo "explain of a gang pod (64-pod gang, 1,000 nodes): median ${gang} s over $runs run(s)"
+echo "explain podgroup/llama (the whole group): median ${group} s over $runs run(s)"
 echo "explain of a single pod ($single_ns/$single_pod, same file): median ${single} s over $runs run(s)"
-awk -v g="$gang" -v s="$single" 'BEGIN {printf "ratio gang/single: %.2f\n", g / s}'
+awk -v g="$gang" -v p="$group" -v s="$single" 'BEGIN {printf "ratio gang pod/single: %.2f; group/single: %.2f\n", g / s, p / s}'
+echo "triage -n gang-bench (the gang's line):"
+"$bin" triage -n gang-bench --from "$snapshot" 2>/dev/null | grep -i llama || { echo "bench-gang.sh: triage has no line for llama" >&2; exit 1; }

@@ -274,19 +274,30 @@ impl SchedulingQueue {
             entity.queued_at = queued_at;
         }
         for (pod, plugins, inputs) in pods {
-            let key = pod.key();
-            *self.failures.entry(key.clone()).or_insert(0) += 1;
-            self.unschedulable.insert(
-                key,
-                Parked {
-                    pod,
-                    plugins,
-                    inputs,
-                    queued_at,
-                    gated: false,
-                },
-            );
+            self.park(pod, plugins, inputs, queued_at);
         }
+    }
+
+    /// Counts a failure of `pod` and parks it as unschedulable, queued at `queued_at`.
+    fn park(
+        &mut self,
+        pod: Arc<PodInfo>,
+        plugins: BTreeSet<&'static str>,
+        inputs: HintInputs,
+        queued_at: i128,
+    ) {
+        let key = pod.key();
+        *self.failures.entry(key.clone()).or_insert(0) += 1;
+        self.unschedulable.insert(
+            key,
+            Parked {
+                pod,
+                plugins,
+                inputs,
+                queued_at,
+                gated: false,
+            },
+        );
     }
 
     /// The next pod to schedule: the active queue's first, else the backoff queue's.
@@ -309,20 +320,9 @@ impl SchedulingQueue {
         plugins: BTreeSet<&'static str>,
         inputs: HintInputs,
     ) {
-        let key = pod.key();
-        *self.failures.entry(key.clone()).or_insert(0) += 1;
         let queued_at = self.next_requeue;
         self.next_requeue += 1;
-        self.unschedulable.insert(
-            key,
-            Parked {
-                pod,
-                plugins,
-                inputs,
-                queued_at,
-                gated: false,
-            },
-        );
+        self.park(pod, plugins, inputs, queued_at);
     }
 
     /// Replaces a parked pod's object (its nomination changed), keeping its plugins.
