@@ -800,23 +800,13 @@ fn volume_zone_names_the_volume_and_both_zones() {
 /// finding names the driver, both counts and the limit.
 #[test]
 fn node_volume_limits_names_the_driver_the_counts_and_the_limit() {
-    use crate::testing::{csi_node, pv, pvc};
     const DRIVER: &str = "disk.csi.example.com";
-    let objects = ClusterObjects {
-        nodes: vec![node("n1").cpu("4").memory("8Gi").obj()],
-        csi_nodes: vec![csi_node("n1", &[(DRIVER, Some(2))])],
-        persistent_volumes: (1..=3)
-            .map(|i| pv(&format!("pv{i}")).csi(DRIVER, &format!("h{i}")).obj())
-            .collect(),
-        persistent_volume_claims: (1..=3)
-            .map(|i| pvc(&format!("c{i}")).bound(&format!("pv{i}")).obj())
-            .collect(),
-        pods: vec![
-            pod("e1").node("n1").pvc("c1").obj(),
-            pod("e2").node("n1").pvc("c2").obj(),
-        ],
-        ..Default::default()
-    };
+    // The attach-limit cluster without its second node: n1 alone, at the limit.
+    let mut objects = one_node_at_the_attach_limit_and_a_tainted_one_with_room();
+    objects.nodes.retain(|n| n.metadata.name.as_deref() == Some("n1"));
+    objects
+        .csi_nodes
+        .retain(|n| n.metadata.name.as_deref() == Some("n1"));
     let pending = pod("p").pvc("c3").obj();
     let (explanation, report) = evaluate(&objects, &pending);
     assert_eq!(
