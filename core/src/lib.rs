@@ -55,6 +55,7 @@ mod schedule_tests;
 #[cfg(feature = "kube")]
 pub mod apply;
 pub mod engine;
+pub mod node_pools;
 pub mod simulate;
 pub mod triage;
 

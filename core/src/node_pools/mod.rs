@@ -1,0 +1,12 @@
+//! The node pools that make nodes: Karpenter's NodePools (`karpenter.sh/v1`) and their instance
+//! types. The question this module answers is the one an operator asks when no node fits a pod:
+//! would a new node of this pool take it, and if not, why not — in Karpenter's own words, since those
+//! are what its events say.
+//!
+//! Karpenter's provisioner is not kube-scheduler: it reasons on label requirements
+//! ([`requirements`]), a pool's taints and limits, and the instance types its cloud provider offers,
+//! and only then launches a node on which kube-scheduler runs its filters.
+
+pub mod requirements;
+
+pub use requirements::{Incompatible, Operator, Requirement, RequirementError, Requirements};
