@@ -67,7 +67,14 @@ const LAYERS: Layers = &[
     // hints checked by running the engine again) is a tool too; triage may build on it.
     (
         "tools",
-        &["engine", "simulate", "triage", "apply", "diagnosis::*", "node_pools"],
+        &[
+            "engine",
+            "simulate",
+            "triage",
+            "apply",
+            "diagnosis::*",
+            "node_pools",
+        ],
     ),
     // The façades the binaries use instead of plugin internals: re-exports only, imported by nothing in
     // sched-core.

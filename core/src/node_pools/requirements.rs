@@ -42,11 +42,20 @@ const RESTRICTED_LABELS: &[&str] = &[HOSTNAME_LABEL];
 
 /// `v1.NormalizedLabels`: deprecated keys read as their successors.
 const NORMALIZED_LABELS: &[(&str, &str)] = &[
-    ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone"),
+    (
+        "failure-domain.beta.kubernetes.io/zone",
+        "topology.kubernetes.io/zone",
+    ),
     ("beta.kubernetes.io/arch", "kubernetes.io/arch"),
     ("beta.kubernetes.io/os", "kubernetes.io/os"),
-    ("beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type"),
-    ("failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region"),
+    (
+        "beta.kubernetes.io/instance-type",
+        "node.kubernetes.io/instance-type",
+    ),
+    (
+        "failure-domain.beta.kubernetes.io/region",
+        "topology.kubernetes.io/region",
+    ),
 ];
 
 /// What a requirement cannot be built from.
@@ -262,7 +271,8 @@ impl Requirement {
         {
             return false;
         }
-        let allowed = |v: &String, excluded: &BTreeSet<String>| !excluded.contains(v) && within_bounds(v, gte, lte);
+        let allowed =
+            |v: &String, excluded: &BTreeSet<String>| !excluded.contains(v) && within_bounds(v, gte, lte);
         match (self.complement, other.complement) {
             (true, true) => true,
             (true, false) => other.values.iter().any(|v| allowed(v, &self.values)),
@@ -377,7 +387,10 @@ impl Requirements {
 
     /// The requirement of `key`; an undefined key allows any value (`Exists`).
     pub fn get(&self, key: &str) -> Requirement {
-        self.0.get(key).cloned().unwrap_or_else(|| Requirement::exists(key))
+        self.0
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| Requirement::exists(key))
     }
 
     /// The requirements, by key.
@@ -414,7 +427,8 @@ impl Requirements {
     /// every one of them before it gives up on a pod.
     pub fn for_pod(pod: &Pod, term: usize) -> Result<Self, RequirementError> {
         let spec = pod.spec.as_ref();
-        let mut requirements = Self::from_labels(spec.and_then(|s| s.node_selector.as_ref()).into_iter().flatten());
+        let mut requirements =
+            Self::from_labels(spec.and_then(|s| s.node_selector.as_ref()).into_iter().flatten());
         let terms = spec
             .and_then(|s| s.affinity.as_ref())
             .and_then(|a| a.node_affinity.as_ref())
@@ -528,7 +542,10 @@ mod tests {
     #[test]
     fn display_reads_as_karpenter_prints() {
         let cases = [
-            (req("kubernetes.io/arch", "In", &["arm64", "amd64"]), "kubernetes.io/arch In [amd64 arm64]"),
+            (
+                req("kubernetes.io/arch", "In", &["arm64", "amd64"]),
+                "kubernetes.io/arch In [amd64 arm64]",
+            ),
             (req("team", "NotIn", &["b"]), "team NotIn [b]"),
             (req("team", "Exists", &[]), "team Exists"),
             (req("team", "DoesNotExist", &[]), "team DoesNotExist"),
@@ -555,14 +572,54 @@ mod tests {
     #[test]
     fn intersections_follow_set_algebra() {
         let cases = [
-            (req("k", "In", &["a", "b"]), req("k", "In", &["b", "c"]), true, "k In [b]"),
-            (req("k", "In", &["a"]), req("k", "In", &["c"]), false, "k DoesNotExist"),
-            (req("k", "In", &["a", "b"]), req("k", "NotIn", &["a"]), true, "k In [b]"),
-            (req("k", "NotIn", &["a"]), req("k", "NotIn", &["b"]), true, "k NotIn [a b]"),
-            (req("k", "Exists", &[]), req("k", "DoesNotExist", &[]), false, "k DoesNotExist"),
-            (req("k", "Gt", &["4"]), req("k", "In", &["3", "8"]), true, "k In [8]"),
-            (req("k", "Gt", &["4"]), req("k", "Lt", &["3"]), false, "k DoesNotExist"),
-            (req("k", "Gt", &["1"]), req("k", "Lt", &["9"]), true, "k Exists >=2 <=8"),
+            (
+                req("k", "In", &["a", "b"]),
+                req("k", "In", &["b", "c"]),
+                true,
+                "k In [b]",
+            ),
+            (
+                req("k", "In", &["a"]),
+                req("k", "In", &["c"]),
+                false,
+                "k DoesNotExist",
+            ),
+            (
+                req("k", "In", &["a", "b"]),
+                req("k", "NotIn", &["a"]),
+                true,
+                "k In [b]",
+            ),
+            (
+                req("k", "NotIn", &["a"]),
+                req("k", "NotIn", &["b"]),
+                true,
+                "k NotIn [a b]",
+            ),
+            (
+                req("k", "Exists", &[]),
+                req("k", "DoesNotExist", &[]),
+                false,
+                "k DoesNotExist",
+            ),
+            (
+                req("k", "Gt", &["4"]),
+                req("k", "In", &["3", "8"]),
+                true,
+                "k In [8]",
+            ),
+            (
+                req("k", "Gt", &["4"]),
+                req("k", "Lt", &["3"]),
+                false,
+                "k DoesNotExist",
+            ),
+            (
+                req("k", "Gt", &["1"]),
+                req("k", "Lt", &["9"]),
+                true,
+                "k Exists >=2 <=8",
+            ),
         ];
         for (a, b, intersects, merged) in cases {
             assert_eq!(a.has_intersection(&b), intersects, "{a} ∩ {b}");
