@@ -564,6 +564,45 @@ impl ControlPlane {
         }
     }
 
+    /// Starts another program beside the components (a controller the test compares against, such
+    /// as Karpenter), in their process group so that the watchdog ends it with them; its output goes
+    /// to `<name>.log` in the control plane's directory, whose path is returned. `program` runs with
+    /// the test's environment: give it variables through `/usr/bin/env` if it needs its own.
+    pub fn spawn_beside(
+        &self,
+        name: &'static str,
+        program: &Path,
+        args: &[OsString],
+    ) -> Result<PathBuf, Error> {
+        let log = self.dir.join(format!("{name}.log"));
+        let mut processes = self.lock_processes();
+        if processes.component(name).is_some() {
+            return Err(Error::AlreadyRunning(name.to_owned()));
+        }
+        processes.components.push(Component::spawn(
+            name,
+            program,
+            args,
+            log.clone(),
+            Some(self.group),
+        )?);
+        Ok(log)
+    }
+
+    /// Fails with the tail of its log if the program started by [`Self::spawn_beside`] as `name`
+    /// has exited.
+    pub fn check_beside(&self, name: &str) -> Result<(), Error> {
+        match self.lock_processes().component(name) {
+            Some(component) => component.check_running(),
+            None => Err(Error::Startup {
+                component: name.to_owned(),
+                reason: "was never started".to_owned(),
+                log: PathBuf::new(),
+                tail: String::new(),
+            }),
+        }
+    }
+
     /// kube-scheduler's process id while it runs (for reading its memory from /proc).
     pub fn scheduler_pid(&self) -> Option<u32> {
         self.lock_processes().component("kube-scheduler").map(|c| c.pid)
@@ -811,7 +850,7 @@ fn spawn_scheduler(
 
 /// `N` distinct loopback ports free right now. All listeners are held until every port is picked,
 /// so the kernel cannot hand the same port out twice.
-fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
+pub(crate) fn free_ports<const N: usize>() -> Result<[u16; N], Error> {
     let mut listeners = Vec::with_capacity(N);
     let mut ports = [0u16; N];
     for port in &mut ports {

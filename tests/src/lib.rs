@@ -17,6 +17,7 @@ mod binaries;
 mod control_plane;
 mod error;
 pub mod fixtures;
+pub mod karpenter;
 pub mod latency;
 mod pki;
 mod process;

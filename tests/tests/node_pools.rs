@@ -1,0 +1,216 @@
+//! Node pools against the real Karpenter: a control plane with kube-scheduler (which marks the pods
+//! unschedulable, as Karpenter waits for), Karpenter v1.14.0's KWOK provider beside it with the
+//! instance types of a file, two NodePools and pending pods. For each pod, sched-core's
+//! `scale_up_for_pod` (on the NodePools as the API server stored them and the same instance types)
+//! predicts what Karpenter then does: the pool and instance type of the node it launches, or the
+//! error of its `FailedScheduling` event, byte for byte.
+//!
+//! Karpenter listens on every interface: this suite runs in a network namespace of its own
+//! (`tests/e2e-suites.sh` does that; see `e2e::karpenter`).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use e2e::karpenter::Karpenter;
+use e2e::{ControlPlane, Options};
+use k8s_openapi::api::core::v1::{Event, Pod};
+use kube::Api;
+use kube::api::ListParams;
+use sched_core::node_pools::{NodePool, PoolState, by_weight, parse_instance_types, scale_up_for_pod};
+use serde_json::Value;
+
+/// The instance types Karpenter launches from (KWOK format): 4 and 16 cpus, amd64/linux.
+const INSTANCE_TYPES: &str = r#"[
+  {"name": "c-4x-amd64-linux", "architecture": "amd64", "operatingSystems": ["linux"],
+   "resources": {"cpu": "4", "memory": "16Gi"},
+   "offerings": [
+     {"Price": 0.2, "Available": true, "Requirements": [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]}]},
+     {"Price": 0.1, "Available": true, "Requirements": [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-b"]}]}]},
+  {"name": "c-16x-amd64-linux", "architecture": "amd64", "operatingSystems": ["linux"],
+   "resources": {"cpu": "16", "memory": "64Gi"},
+   "offerings": [
+     {"Price": 0.8, "Available": true, "Requirements": [
+        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]}]}]}
+]"#;
+
+/// Two pools: `general` (on-demand amd64, tainted team=ml, 100 cpus) and `capped` (any type, at
+/// most 2 cpus: every instance type breaches it), and the pods of the scenario.
+const OBJECTS: &str = r#"
+apiVersion: karpenter.kwok.sh/v1alpha1
+kind: KWOKNodeClass
+metadata: {name: default}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  weight: 10
+  template:
+    spec:
+      requirements:
+      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      nodeClassRef: {name: default, kind: KWOKNodeClass, group: karpenter.kwok.sh}
+      taints: [{key: team, value: ml, effect: NoSchedule}]
+  limits: {cpu: "100"}
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: capped}
+spec:
+  weight: 1
+  template:
+    spec:
+      requirements: []
+      nodeClassRef: {name: default, kind: KWOKNodeClass, group: karpenter.kwok.sh}
+  limits: {cpu: "2"}
+"#;
+
+/// The pending pods: the name, its toleration of team=ml, its node selector, its cpu.
+const PODS: &[(&str, bool, Option<(&str, &str)>, &str)] = &[
+    ("fits", true, None, "2"),
+    ("huge", true, None, "1000"),
+    ("untolerated", false, None, "1"),
+    ("arm", true, Some(("kubernetes.io/arch", "arm64")), "1"),
+    ("unknown-label", true, Some(("tier", "db")), "1"),
+];
+
+fn pod_yaml(name: &str, tolerates: bool, selector: Option<(&str, &str)>, cpu: &str) -> String {
+    let toleration = if tolerates {
+        "  tolerations: [{key: team, operator: Equal, value: ml, effect: NoSchedule}]\n"
+    } else {
+        ""
+    };
+    let selector = selector.map_or(String::new(), |(k, v)| format!("  nodeSelector: {{{k}: {v}}}\n"));
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}, namespace: default}}\nspec:\n{toleration}{selector}  \
+         containers: [{{name: c, image: registry.k8s.io/pause:3.10, resources: {{requests: {{cpu: \"{cpu}\"}}}}}}]\n"
+    )
+}
+
+/// What Karpenter did for a pod.
+#[derive(Debug, PartialEq)]
+enum Karpentered {
+    /// Launched a node: its pool and instance type.
+    Launched { pool: String, instance_type: String },
+    /// Its FailedScheduling event, without the prefix.
+    Failed(String),
+}
+
+const KARPENTER_TIMEOUT: Duration = Duration::from_secs(60);
+const FAILED_PREFIX: &str = "Failed to schedule pod, ";
+const NOMINATED_PREFIX: &str = "Pod should schedule on: nodeclaim/";
+
+/// Waits for Karpenter's event on `pod` (its FailedScheduling, or Nominated with the NodeClaim, whose
+/// node then carries the pool and instance type labels).
+async fn karpenter_verdict(cp: &ControlPlane, pod: &str) -> Result<Karpentered> {
+    let events: Api<Event> = Api::namespaced(cp.client()?, "default");
+    let deadline = Instant::now() + KARPENTER_TIMEOUT;
+    loop {
+        cp.check_beside("karpenter")?;
+        let list = events
+            .list(&ListParams::default().fields(&format!("involvedObject.name={pod}")))
+            .await?;
+        for event in list.items {
+            let message = event.message.unwrap_or_default();
+            if let Some(error) = message.strip_prefix(FAILED_PREFIX) {
+                return Ok(Karpentered::Failed(error.to_owned()));
+            }
+            if let Some(claim) = message.strip_prefix(NOMINATED_PREFIX) {
+                let claim = claim.split(',').next().unwrap_or_default().trim();
+                let json = cp.kubectl(&["get", "nodeclaim", claim, "-o", "json"]).await?;
+                let claim: Value = serde_json::from_str(&json)?;
+                let labels = &claim["metadata"]["labels"];
+                let label = |key: &str| labels[key].as_str().unwrap_or_default().to_owned();
+                let instance_type = label("node.kubernetes.io/instance-type");
+                if instance_type.is_empty() {
+                    // Launched a moment ago: the provider fills the type in when it creates the node.
+                    continue;
+                }
+                return Ok(Karpentered::Launched {
+                    pool: label("karpenter.sh/nodepool"),
+                    instance_type,
+                });
+            }
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "no Karpenter event on pod {pod} in {KARPENTER_TIMEOUT:?}; Karpenter's log: {}",
+                cp.dir().join("karpenter.log").display()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn scale_up_predictions_agree_with_karpenter() -> Result<()> {
+    let cp = ControlPlane::start(Options::new().with_scheduler(None)).await?;
+    let types_file = cp.dir().join("instance-types.json");
+    std::fs::write(&types_file, INSTANCE_TYPES)?;
+    let _karpenter = Karpenter::start(&cp, &types_file).await?;
+    cp.kubectl(&["create", "serviceaccount", "default", "-n", "default"])
+        .await
+        .ok();
+
+    let mut manifest = OBJECTS.to_owned();
+    for (name, tolerates, selector, cpu) in PODS {
+        manifest.push_str(&pod_yaml(name, *tolerates, *selector, cpu));
+    }
+    let manifest_file = cp.dir().join("scenario.yaml");
+    std::fs::write(&manifest_file, &manifest)?;
+    cp.kubectl(&["apply", "-f", &manifest_file.to_string_lossy()])
+        .await?;
+
+    // The prediction, from the objects the API server stored.
+    let pools_json: Value = serde_json::from_str(&cp.kubectl(&["get", "nodepools", "-o", "json"]).await?)?;
+    let mut pools = pools_json["items"]
+        .as_array()
+        .context("a NodePool list")?
+        .iter()
+        .map(|item| NodePool::from_json(item.clone()))
+        .collect::<Result<Vec<_>, _>>()?;
+    by_weight(&mut pools);
+    let instance_types = parse_instance_types(INSTANCE_TYPES)?;
+    let states: Vec<PoolState<'_>> = pools
+        .iter()
+        .map(|pool| PoolState {
+            pool,
+            remaining: pool.remaining([]),
+        })
+        .collect();
+    let pods: Api<Pod> = Api::namespaced(cp.client()?, "default");
+
+    let mut disagreements = Vec::new();
+    for (name, ..) in PODS {
+        let pod = pods.get(name).await?;
+        let predicted = match scale_up_for_pod(&pod, &states, &instance_types).outcome {
+            Ok(node) => Karpentered::Launched {
+                pool: node.pool,
+                instance_type: node.instance_types.first().cloned().unwrap_or_default(),
+            },
+            Err(error) => Karpentered::Failed(error),
+        };
+        let actual = karpenter_verdict(&cp, name).await?;
+        println!("{name}: Karpenter {actual:?}");
+        if predicted != actual {
+            disagreements.push(format!(
+                "{name}:\n  predicted {predicted:?}\n  Karpenter {actual:?}"
+            ));
+        }
+    }
+    if !disagreements.is_empty() {
+        bail!(
+            "{} of {} pods disagree:\n{}",
+            disagreements.len(),
+            PODS.len(),
+            disagreements.join("\n")
+        );
+    }
+    Ok(())
+}
