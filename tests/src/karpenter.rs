@@ -74,7 +74,8 @@ pub fn karpenter_dir() -> Result<PathBuf, Error> {
 /// The network interfaces of this process's network namespace (`/proc/self/net/dev`: sysfs shows
 /// the namespace that mounted it).
 fn network_interfaces() -> Result<Vec<String>, Error> {
-    let dev = std::fs::read_to_string("/proc/self/net/dev").map_err(Error::io("reading /proc/self/net/dev"))?;
+    let dev =
+        std::fs::read_to_string("/proc/self/net/dev").map_err(Error::io("reading /proc/self/net/dev"))?;
     let mut names: Vec<String> = dev
         .lines()
         .skip(2)

@@ -71,8 +71,16 @@ spec:
   limits: {cpu: "2"}
 "#;
 
-/// The pending pods: the name, its toleration of team=ml, its node selector, its cpu.
-const PODS: &[(&str, bool, Option<(&str, &str)>, &str)] = &[
+/// A pending pod: its name, whether it tolerates team=ml, its node selector, its cpu.
+type PendingPod = (
+    &'static str,
+    bool,
+    Option<(&'static str, &'static str)>,
+    &'static str,
+);
+
+/// The pending pods.
+const PODS: &[PendingPod] = &[
     ("fits", true, None, "2"),
     ("huge", true, None, "1000"),
     ("untolerated", false, None, "1"),
