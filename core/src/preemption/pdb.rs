@@ -199,7 +199,7 @@ pub fn split_units_by_violation<T>(
 /// Charges the budgets covering `pod`; true when one goes below zero.
 fn charge(pod: &PodInfo, pdbs: &PdbIndex, charging: BudgetCharging, charged: &mut Vec<(usize, i64)>) -> bool {
     let mut violates = false;
-    if !pod.labels().is_some_and(|l| !l.is_empty()) {
+    if pod.labels().is_none_or(|l| l.is_empty()) {
         return false;
     }
     for (i, pdb) in pdbs.in_namespace(pod.namespace()) {

@@ -509,3 +509,364 @@ fn select_victims(
             .collect(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::explain::Outcome;
+    use crate::features::FeatureGates;
+    use crate::framework::profile::SchedulerConfig;
+    use crate::framework::runtime::Framework;
+    use crate::plugins::in_tree_registry_with;
+    use crate::schedule::ScheduleOptions;
+    use crate::schedule::pod_group::{GroupCycle, pod_group_cycle};
+    use crate::snapshot::ClusterObjects;
+    use crate::testing::{PodGroupBuilder, gang, node, pdb, pod};
+
+    /// The group cycle of `pg` with GenericWorkload on (and PodGroupPreemptionPolicy when `policy_gate`).
+    fn cycle(objects: &ClusterObjects, policy_gate: bool) -> GroupCycle {
+        let overrides = if policy_gate {
+            "GenericWorkload=true,PodGroupPreemptionPolicy=true"
+        } else {
+            "GenericWorkload=true"
+        };
+        let features = FeatureGates::v1_37().with_overrides(overrides).expect("gates");
+        let registry = in_tree_registry_with(features);
+        let config = SchedulerConfig::default_config(&registry);
+        let profile = config.profile("default-scheduler").expect("default profile");
+        let snapshot = Arc::new(Snapshot::with_features(objects.clone(), features));
+        let fwk = Framework::new(profile, &registry, snapshot).expect("framework");
+        pod_group_cycle(&fwk, "default", "pg", ScheduleOptions::default()).expect("a gang")
+    }
+
+    /// Nodes `n1`, `n2` of 4 cpus; the gang `pg` (priority 100) of `members` pods asking `cpu` each;
+    /// `running` pods already bound; `groups` other PodGroups.
+    fn cluster(
+        group: PodGroupBuilder,
+        members: &[&str],
+        cpu: &str,
+        running: Vec<k8s_openapi::api::core::v1::Pod>,
+        groups: Vec<PodGroupBuilder>,
+    ) -> ClusterObjects {
+        let mut pods: Vec<_> = members
+            .iter()
+            .map(|name| pod(name).pod_group("pg").priority(100).cpu(cpu).obj())
+            .collect();
+        pods.extend(running);
+        ClusterObjects {
+            nodes: vec![
+                node("n1").cpu("4").memory("8Gi").pods("110").obj(),
+                node("n2").cpu("4").memory("8Gi").pods("110").obj(),
+            ],
+            pods,
+            pod_groups: std::iter::once(group.priority(100))
+                .chain(groups)
+                .map(PodGroupBuilder::obj)
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn names(p: &GroupPreemption) -> Vec<&str> {
+        let mut v: Vec<&str> = p.victim_pods().map(|p| p.name()).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// PodGroupEvaluator.Preempt's answers, each with the victims it chooses and the words kube-scheduler
+    /// appends to the group's status.
+    #[test]
+    fn the_group_preempts_what_its_placement_needs() {
+        let low = |name: &str, n: &str, prio: i32, cpu: &str| pod(name).priority(prio).cpu(cpu).node(n);
+        // (case, cluster, PodGroupPreemptionPolicy on, outcome, victims, message)
+        let cases = [
+            (
+                "both nodes are needed: one lower-priority pod goes from each",
+                cluster(
+                    gang("pg", 2),
+                    &["a", "b"],
+                    "3",
+                    vec![low("l1", "n1", 0, "2").obj(), low("l2", "n2", 0, "2").obj()],
+                    vec![],
+                ),
+                false,
+                GroupPreemptionOutcome::Found,
+                vec!["l1", "l2"],
+                "pod group preemption: found a placement for podgroup, preempting 2 victims",
+            ),
+            (
+                "the more important victim is reprieved once the group fits without it",
+                cluster(
+                    gang("pg", 1),
+                    &["a"],
+                    "3",
+                    vec![
+                        low("keep", "n1", 50, "1").obj(),
+                        low("go", "n1", 10, "1").obj(),
+                        low("big", "n2", 60, "3").obj(),
+                    ],
+                    vec![],
+                ),
+                false,
+                GroupPreemptionOutcome::Found,
+                vec!["go"],
+                "pod group preemption: found a placement for podgroup, preempting 1 victims",
+            ),
+            (
+                "equal priorities: the older pod is reprieved",
+                cluster(
+                    gang("pg", 1),
+                    &["a"],
+                    "3",
+                    vec![
+                        low("old", "n1", 0, "1").start_time(100).obj(),
+                        low("young", "n1", 0, "1").start_time(200).obj(),
+                        low("big", "n2", 60, "3").obj(),
+                    ],
+                    vec![],
+                ),
+                false,
+                GroupPreemptionOutcome::Found,
+                vec!["young"],
+                "pod group preemption: found a placement for podgroup, preempting 1 victims",
+            ),
+            (
+                "a victim a budget protects is reprieved first, whatever its age",
+                {
+                    let mut c = cluster(
+                        gang("pg", 1),
+                        &["a"],
+                        "3",
+                        vec![
+                            low("old", "n1", 0, "1").start_time(100).obj(),
+                            low("young", "n1", 0, "1")
+                                .start_time(200)
+                                .label("app", "db")
+                                .obj(),
+                            low("big", "n2", 60, "3").obj(),
+                        ],
+                        vec![],
+                    );
+                    c.pod_disruption_budgets = vec![pdb("db").selector("app", "db").obj()];
+                    c
+                },
+                false,
+                GroupPreemptionOutcome::Found,
+                vec!["old"],
+                "pod group preemption: found a placement for podgroup, preempting 1 victims",
+            ),
+            (
+                "disruptionMode All: the victim group's pods go together, from both nodes",
+                cluster(
+                    gang("pg", 1),
+                    &["a"],
+                    "3",
+                    vec![
+                        low("w1", "n1", 0, "2").pod_group("low").obj(),
+                        low("w2", "n2", 0, "2").pod_group("low").obj(),
+                    ],
+                    vec![gang("low", 2).priority(0).disruption_all()],
+                ),
+                false,
+                GroupPreemptionOutcome::Found,
+                vec!["w1", "w2"],
+                "pod group preemption: found a placement for podgroup, preempting 2 victims",
+            ),
+            (
+                "disruptionMode Single: only the pod on the group's node goes",
+                cluster(
+                    gang("pg", 1),
+                    &["a"],
+                    "3",
+                    vec![
+                        low("w1", "n1", 0, "2").pod_group("low").obj(),
+                        low("w2", "n2", 0, "3").pod_group("low").obj(),
+                    ],
+                    vec![gang("low", 2).priority(0)],
+                ),
+                false,
+                GroupPreemptionOutcome::Found,
+                vec!["w1"],
+                "pod group preemption: found a placement for podgroup, preempting 1 victims",
+            ),
+            (
+                "a pod weighs as its PodGroup: a high-priority group's pod of priority 0 is no victim",
+                cluster(
+                    gang("pg", 2),
+                    &["a", "b"],
+                    "3",
+                    vec![
+                        low("w1", "n1", 0, "2").pod_group("high").obj(),
+                        low("w2", "n2", 0, "2").pod_group("high").obj(),
+                    ],
+                    vec![gang("high", 2).priority(1000)],
+                ),
+                false,
+                GroupPreemptionOutcome::NoVictims,
+                vec![],
+                "pod group preemption: No preemption victims found for incoming preemptor",
+            ),
+            (
+                "removing every lower-priority pod does not make room: the cycle's reasons",
+                cluster(
+                    gang("pg", 3),
+                    &["a", "b", "c"],
+                    "3",
+                    vec![low("l1", "n1", 0, "1").obj()],
+                    vec![],
+                ),
+                false,
+                GroupPreemptionOutcome::DoesNotHelp,
+                vec![],
+                "pod group preemption: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
+            ),
+            (
+                "a member says Never (PodGroupPreemptionPolicy off): not eligible",
+                {
+                    let mut c = cluster(
+                        gang("pg", 2),
+                        &["a", "b"],
+                        "3",
+                        vec![low("l1", "n1", 0, "2").obj(), low("l2", "n2", 0, "2").obj()],
+                        vec![],
+                    );
+                    c.pods[1].spec.get_or_insert_default().preemption_policy = Some("Never".into());
+                    c
+                },
+                false,
+                GroupPreemptionOutcome::NotEligible,
+                vec![],
+                "pod group preemption: not eligible due to preemptionPolicy=Never.",
+            ),
+            (
+                "the PodGroup says Never (PodGroupPreemptionPolicy on): not eligible",
+                cluster(
+                    gang("pg", 2).preemption_policy("Never"),
+                    &["a", "b"],
+                    "3",
+                    vec![low("l1", "n1", 0, "2").obj(), low("l2", "n2", 0, "2").obj()],
+                    vec![],
+                ),
+                true,
+                GroupPreemptionOutcome::NotEligible,
+                vec![],
+                "pod group preemption: not eligible due to preemptionPolicy=Never.",
+            ),
+            (
+                "the PodGroup says Never but the gate is off: its pods decide",
+                cluster(
+                    gang("pg", 2).preemption_policy("Never"),
+                    &["a", "b"],
+                    "3",
+                    vec![low("l1", "n1", 0, "2").obj(), low("l2", "n2", 0, "2").obj()],
+                    vec![],
+                ),
+                false,
+                GroupPreemptionOutcome::Found,
+                vec!["l1", "l2"],
+                "pod group preemption: found a placement for podgroup, preempting 2 victims",
+            ),
+            (
+                "a member's nominated node still has a victim terminating: the group waits",
+                {
+                    let mut c = cluster(
+                        gang("pg", 2),
+                        &["a", "b"],
+                        "3",
+                        vec![
+                            low("l1", "n1", 0, "2").preempted().obj(),
+                            low("l2", "n2", 0, "2").obj(),
+                        ],
+                        vec![],
+                    );
+                    c.pods[0].status.get_or_insert_default().nominated_node_name = Some("n1".into());
+                    c
+                },
+                false,
+                GroupPreemptionOutcome::Ongoing,
+                vec![],
+                "pod group preemption: ongoing preemption on nominated nodes",
+            ),
+        ];
+        for (case, objects, policy_gate, outcome, victims, message) in cases {
+            let cycle = cycle(&objects, policy_gate);
+            assert_eq!(cycle.outcome, Outcome::Unschedulable, "{case}");
+            let preemption = cycle.preemption.as_deref().expect("PodGroupPostFilter ran");
+            assert_eq!(preemption.outcome, outcome, "{case}");
+            assert_eq!(names(preemption), victims, "{case}");
+            assert_eq!(preemption.status.message(), message, "{case}");
+            assert!(
+                cycle.message.ends_with(&format!(", {message}")),
+                "{case}: the group's words end with PodGroupPostFilter's: {}",
+                cycle.message
+            );
+        }
+    }
+
+    /// Every pod the cycle placed is nominated to its node, each node taking what its victims freed.
+    #[test]
+    fn the_group_is_nominated_where_its_cycle_placed_it() {
+        let objects = cluster(
+            gang("pg", 2),
+            &["a", "b"],
+            "3",
+            vec![
+                pod("l1").priority(0).cpu("2").node("n1").obj(),
+                pod("l2").priority(0).cpu("2").node("n2").obj(),
+            ],
+            vec![],
+        );
+        let cycle = cycle(&objects, false);
+        let preemption = cycle.preemption.expect("PodGroupPostFilter ran");
+        let mut nominated: Vec<&str> = preemption.nominations.iter().map(|(_, n)| n.as_str()).collect();
+        nominated.sort_unstable();
+        assert_eq!(nominated, ["n1", "n2"]);
+        let pods: Vec<&str> = preemption.nominations.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(pods, ["a", "b"]);
+        assert_eq!(
+            cycle.message,
+            // Waiting on its preemption, the group's status is written as it is: no error before it.
+            "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining, \
+             pod group preemption: found a placement for podgroup, preempting 2 victims"
+        );
+    }
+
+    /// Importance: priority, then groups before pods, then bigger groups, then the earlier start.
+    #[test]
+    fn importance_ranks_groups_by_size_and_pods_by_age() {
+        let v = |kind, n: usize, prio, start| GroupVictim {
+            pods: (0..n)
+                .map(|i| Arc::new(PodInfo::new(pod(&format!("p{i}")).obj())))
+                .collect(),
+            priority: prio,
+            kind,
+            whole_group: None,
+            earliest_start_nanos: start,
+            pdb_violations: 0,
+        };
+        let mut victims = [
+            v(VictimKind::Pod, 1, 0, 5),
+            v(VictimKind::Pod, 1, 0, 1),
+            v(VictimKind::PodGroup, 2, 0, 9),
+            v(VictimKind::PodGroup, 3, 0, 9),
+            v(VictimKind::Pod, 1, 5, 9),
+        ];
+        victims.sort_by(group_importance_order);
+        let order: Vec<(i32, VictimKind, usize, i128)> = victims
+            .iter()
+            .map(|v| (v.priority, v.kind, v.pods.len(), v.earliest_start_nanos))
+            .collect();
+        assert_eq!(
+            order,
+            [
+                (5, VictimKind::Pod, 1, 9),
+                (0, VictimKind::PodGroup, 3, 9),
+                (0, VictimKind::PodGroup, 2, 9),
+                (0, VictimKind::Pod, 1, 1),
+                (0, VictimKind::Pod, 1, 5),
+            ]
+        );
+    }
+}

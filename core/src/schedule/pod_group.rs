@@ -276,7 +276,8 @@ pub enum GroupStop {
 #[derive(Debug, Clone)]
 pub struct GroupWords {
     /// On a pod that fit on its own: the error, the reasons and PodGroupPostFilter's answer
-    /// (refused before any pod was tried: the error and the reasons).
+    /// (refused before any pod was tried: the error and the reasons; the group waiting on its
+    /// preemption: the reasons and the answer, without the error).
     pub pod_that_fit: String,
     /// On a pod the cycle did not reach: the reasons as they were when it stopped (refused before
     /// any pod was tried: as on a pod that fit).
@@ -284,8 +285,7 @@ pub struct GroupWords {
     /// The PodGroup's `PodGroupInitiallyScheduled` condition: the group's status with
     /// PodGroupPostFilter's answer appended.
     pub group: String,
-    /// What PodGroupPostFilter decided (`None` when DefaultPreemption is not in the profile: no
-    /// plugin answers, and kube-scheduler appends an empty reason).
+    /// What DefaultPreemption's PodGroupPostFilter decided (`None` when it is not in the profile).
     pub preemption: Option<Box<GroupPreemption>>,
 }
 
@@ -313,15 +313,13 @@ impl GroupWords {
             GroupStop::BeforeAnyPod => with_error(),
             GroupStop::AfterTrying => reasons.clone(),
         };
-        let preemption = super::pod_group_preemption::group_post_filter(fwk, pod.namespace(), group, queued);
-        group_reasons.push(
-            preemption
-                .as_ref()
-                .map(|p| p.status.message())
-                .unwrap_or_default(),
-        );
+        let answer = super::pod_group_preemption::group_post_filter(fwk, pod.namespace(), group, queued);
+        group_reasons.push(answer.status.message());
+        // A group waiting on its preemption: the pods that fit get the group's status as it is.
+        let waiting_on_preemption = answer.status.is_success();
         let pod_that_fit = match stop {
             GroupStop::BeforeAnyPod => with_error().join(", "),
+            GroupStop::AfterTrying if waiting_on_preemption => group_reasons.join(", "),
             GroupStop::AfterTrying => {
                 let mut fit = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
                 fit.extend(group_reasons.iter().cloned());
@@ -336,7 +334,7 @@ impl GroupWords {
             pod_that_fit,
             pod_not_reached,
             group: group_reasons.join(", "),
-            preemption: preemption.map(Box::new),
+            preemption: answer.preemption.map(Box::new),
         }
     }
 }
@@ -584,7 +582,8 @@ mod tests {
                 "a",
                 Outcome::Unschedulable,
                 "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 \
-                 remaining, pod group preemption: not eligible due to preemptionPolicy=Never.",
+                 remaining, deallocation and deletion of ResourceClaims completed, pod group \
+                 preemption: not eligible due to preemptionPolicy=Never.",
             ),
             (
                 "a lower-priority pod runs but preempting it does not help: the cycle's words again",
@@ -592,7 +591,8 @@ mod tests {
                 "a",
                 Outcome::Unschedulable,
                 "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 \
-                 remaining, pod group preemption: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
+                 remaining, deallocation and deletion of ResourceClaims completed, pod group \
+                 preemption: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
             ),
             (
                 "a gated member leaves fewer queued pods than minCount: refused before any is tried",

@@ -73,23 +73,76 @@ fn attempt(
     GroupAttempt { status, assignments }
 }
 
-/// What PodGroupPostFilter decides for the gang `namespace/group` whose queued pods are `queued`;
-/// `None` when no PostFilter plugin runs (DefaultPreemption not in the profile) or the group is
-/// not a gang.
+/// DynamicResources' PodGroupPostFilter answer once it has deallocated what it could (the group's
+/// pod-level claims; the claims themselves are not modelled here).
+pub const DRA_POD_GROUP_POST_FILTER: &str = "deallocation and deletion of ResourceClaims completed";
+
+/// What the PodGroupPostFilter plugins answer together (`RunPodGroupPostFilterPlugins`).
+#[derive(Debug, Clone)]
+pub struct PostFilterAnswer {
+    /// The status kube-scheduler appends to the group's (Success: the group waits on preemption).
+    pub status: Status,
+    /// DefaultPreemption's decision, when it ran.
+    pub preemption: Option<GroupPreemption>,
+}
+
+/// `RunPodGroupPostFilterPlugins` for the gang `namespace/group` whose queued pods are `queued`:
+/// the profile's PostFilter plugins that have a PodGroupPostFilter (DynamicResources, then
+/// DefaultPreemption) in order; the first Success or UnschedulableAndUnresolvable answers alone,
+/// otherwise the Unschedulable reasons are joined. With none of them, an Unschedulable without
+/// words.
 pub fn group_post_filter(
     fwk: &Framework,
     namespace: &str,
     group: &str,
     queued: &[Arc<PodInfo>],
-) -> Option<GroupPreemption> {
-    if !fwk
-        .profile
-        .post_filter
-        .iter()
-        .any(|n| n == names::DEFAULT_PREEMPTION)
-    {
-        return None;
+) -> PostFilterAnswer {
+    let mut reasons: Vec<String> = Vec::new();
+    let mut preemption = None;
+    for plugin in &fwk.profile.post_filter {
+        let status = match plugin.as_str() {
+            names::DYNAMIC_RESOURCES if fwk.features().dynamic_resource_allocation => {
+                Status::unschedulable(DRA_POD_GROUP_POST_FILTER)
+            }
+            names::DEFAULT_PREEMPTION => match default_preemption(fwk, namespace, group, queued) {
+                Some(p) => {
+                    let status = p.status.clone();
+                    preemption = Some(p);
+                    status
+                }
+                None => continue,
+            },
+            _ => continue,
+        };
+        match status.code() {
+            Code::Success | Code::UnschedulableAndUnresolvable => {
+                return PostFilterAnswer { status, preemption };
+            }
+            Code::Unschedulable => reasons.extend(status.reasons().iter().cloned()),
+            _ => {
+                let status = Status::error(format!(
+                    "error in {plugin:?} PodGroupPostFilter plugins: {}",
+                    status.message()
+                ));
+                return PostFilterAnswer { status, preemption };
+            }
+        }
     }
+    let status = if reasons.is_empty() {
+        Status::new(Code::Unschedulable, String::new())
+    } else {
+        Status::new(Code::Unschedulable, reasons.join(", "))
+    };
+    PostFilterAnswer { status, preemption }
+}
+
+/// DefaultPreemption's PodGroupPostFilter; `None` when the group is not a gang.
+fn default_preemption(
+    fwk: &Framework,
+    namespace: &str,
+    group: &str,
+    queued: &[Arc<PodInfo>],
+) -> Option<GroupPreemption> {
     let pod_group = fwk.snapshot().pod_group(namespace, group)?.clone();
     let min_count = gang_min_count(&pod_group)?;
     let preemptor = GroupPreemptor::new(

@@ -41,6 +41,31 @@ fn quorum_line(q: &Quorum) -> String {
     line
 }
 
+/// The group's preemption (PodGroupPostFilter): its words, the victims node by node, the
+/// nominations; empty when it did not run.
+fn preemption_text(g: &PodGroupReport) -> String {
+    let Some(p) = &g.preemption else {
+        return String::new();
+    };
+    let mut out = format!(
+        "  preemption for the group: {}
+",
+        p.message
+    );
+    for line in p.victim_lines() {
+        out.push_str(&format!("    would preempt on {line}\n"));
+    }
+    if !p.nominations.is_empty() {
+        let nominated: Vec<String> = p
+            .nominations
+            .iter()
+            .map(|n| format!("{} on {}", n.pod, n.node))
+            .collect();
+        out.push_str(&format!("    nominates {}\n", nominated.join(", ")));
+    }
+    out
+}
+
 /// `explain POD`'s section for a pod of a group.
 pub fn section(g: &PodGroupReport, nodes_total: usize) -> String {
     let mut out = format!(
@@ -52,6 +77,7 @@ pub fn section(g: &PodGroupReport, nodes_total: usize) -> String {
     if !g.message.is_empty() {
         out.push_str(&format!("  group verdict: {}\n", g.message));
     }
+    out.push_str(&preemption_text(g));
     out.push_str(&format!(
         "  node by node and the smallest fix: kubectl sched explain podgroup/{} -n {}\n",
         g.pod_group, g.namespace
@@ -154,6 +180,7 @@ fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool, context: &str)
     if !g.message.is_empty() {
         out.push_str(&format!("  kube-scheduler: {}\n", g.message));
     }
+    out.push_str(&preemption_text(g));
     if let Some(w) = &g.workload {
         out.push_str(&format!("  made from Workload {w}\n"));
     }
