@@ -28,6 +28,8 @@ use crate::source::load::{
 };
 use crate::source::pods::{ResolveError, Subject, subject};
 
+pub mod pod_group;
+
 /// The field manager of every write, and the events' reporting controller.
 pub const FIELD_MANAGER: &str = "kubectl-sched";
 
@@ -51,6 +53,20 @@ pub enum PreemptError {
         /// The error.
         message: String,
     },
+    /// The pod belongs to a gang: kube-scheduler preempts for its whole group, never for the pod
+    /// alone (the caller drills the group instead).
+    #[error(
+        "pod {pod} belongs to the gang PodGroup {group}: preemption is the group's (preempt podgroup/{group})"
+    )]
+    GangPod {
+        /// `namespace/name`.
+        pod: String,
+        /// The PodGroup's name.
+        group: String,
+    },
+    /// `podgroup/NAME` names a PodGroup that neither exists nor is named by a pod.
+    #[error("podgroup {0}: neither the PodGroup nor a pod naming it exists")]
+    PodGroupNotFound(String),
     /// Execution was refused: no confirmation possible, or no cluster to write to (exit code 2).
     #[error("{0}")]
     Refused(String),
@@ -421,6 +437,17 @@ fn evaluate(
     let fwk = engine
         .framework(profile, snapshot.clone())
         .map_err(ResolveError::from)?;
+    // A pending gang pod is preempted for with its group (the pod group cycle runs no PostFilter per
+    // pod).
+    if bound_to.is_none()
+        && sched_core::schedule::pod_group::gang_min_count(&fwk, &info).is_some()
+        && let Some(group) = sched_core::snapshot::pod_groups::pod_group_name(&info.pod)
+    {
+        return Err(PreemptError::GangPod {
+            pod: info.key(),
+            group: group.to_string(),
+        });
+    }
     let cycle = schedule_cycle(&fwk, &info, engine.schedule_options(false));
     let e = &cycle.explanation;
     let runs_default_preemption = fwk
@@ -725,59 +752,80 @@ impl Planned {
                 "there is no cluster to execute on (the cluster was read from a file)".into(),
             ));
         };
-        let options = ApplyOptions {
-            dry_run_server: self.report.dry_run == DryRunView::Server,
-            ..ApplyOptions::new(FIELD_MANAGER)
-        };
         let plan = &self.report.preemption.actions;
-        let total = plan.len();
-        let results = cluster.execute(plan, &options, |i, r| progress(i, total, r));
-        // Where the run stopped: a blocked eviction, or a failed write (failed events do not stop it:
-        // they are best-effort, and the results show them).
-        let stop = results.iter().position(|r| match &r.outcome {
-            ApplyOutcome::PdbBlocked { .. } => true,
-            ApplyOutcome::Failed(_) => !matches!(r.action, Action::Event(_)),
-            _ => false,
-        });
-        let done = results.iter().filter(|r| r.outcome.is_success()).count();
-        let not_run = results
-            .iter()
-            .filter(|r| matches!(r.outcome, ApplyOutcome::NotRun))
-            .count();
-        let outcome = match stop {
-            Some(i) => {
-                let (reason, advice) = match (&results[i].outcome, &results[i].action) {
-                    (ApplyOutcome::PdbBlocked { message }, Action::EvictPod { pod }) => {
-                        let budgets = blocking_budgets(&self.report, &pod.key());
-                        (
-                            format!(
-                                "{}: blocked by {budgets} (HTTP 429): {message}",
-                                results[i].action.describe()
-                            ),
-                            advice_after_refused_eviction(&budgets),
-                        )
-                    }
-                    // Running again cannot grant a missing permission: name it and its role.
-                    _ => match crate::source::rbac::denied_write(&results[i]) {
-                        Some(denied) => (results[i].message(), denied.advice()),
-                        None => (results[i].message(), ADVICE_RUN_AGAIN.to_string()),
-                    },
-                };
-                Err(PreemptError::Incomplete {
-                    step: i + 1,
-                    total,
-                    reason,
-                    done,
-                    not_run,
-                    advice,
-                })
-            }
-            None => Ok(()),
-        };
-        self.report.complete = Some(stop.is_none());
+        let report = &self.report;
+        let (results, outcome) = run_plan(
+            cluster,
+            plan,
+            report.dry_run == DryRunView::Server,
+            |pod| blocking_budgets(report, pod),
+            &mut progress,
+        );
+        self.report.complete = Some(outcome.is_ok());
         self.report.results = Some(results);
         outcome
     }
+}
+
+/// Runs `plan` on `cluster` (with dryRun=All when `dry_run_server`), reporting each action to
+/// `progress` (index, plan length, result): the results, and [`PreemptError::Incomplete`] when the
+/// run stopped early — at a refused eviction (`budgets` names the budgets covering a pod, by
+/// `namespace/name`) or a failed write (failed events do not stop it: they are best-effort, and the
+/// results show them).
+pub fn run_plan(
+    cluster: &Cluster,
+    plan: &[Action],
+    dry_run_server: bool,
+    budgets: impl Fn(&str) -> String,
+    mut progress: impl FnMut(usize, usize, &ActionResult),
+) -> (Vec<ActionResult>, Result<(), PreemptError>) {
+    let options = ApplyOptions {
+        dry_run_server,
+        ..ApplyOptions::new(FIELD_MANAGER)
+    };
+    let total = plan.len();
+    let results = cluster.execute(plan, &options, |i, r| progress(i, total, r));
+    let stop = results.iter().position(|r| match &r.outcome {
+        ApplyOutcome::PdbBlocked { .. } => true,
+        ApplyOutcome::Failed(_) => !matches!(r.action, Action::Event(_)),
+        _ => false,
+    });
+    let done = results.iter().filter(|r| r.outcome.is_success()).count();
+    let not_run = results
+        .iter()
+        .filter(|r| matches!(r.outcome, ApplyOutcome::NotRun))
+        .count();
+    let outcome = match stop {
+        Some(i) => {
+            let (reason, advice) = match (&results[i].outcome, &results[i].action) {
+                (ApplyOutcome::PdbBlocked { message }, Action::EvictPod { pod }) => {
+                    let budgets = budgets(&pod.key());
+                    (
+                        format!(
+                            "{}: blocked by {budgets} (HTTP 429): {message}",
+                            results[i].action.describe()
+                        ),
+                        advice_after_refused_eviction(&budgets),
+                    )
+                }
+                // Running again cannot grant a missing permission: name it and its role.
+                _ => match crate::source::rbac::denied_write(&results[i]) {
+                    Some(denied) => (results[i].message(), denied.advice()),
+                    None => (results[i].message(), ADVICE_RUN_AGAIN.to_string()),
+                },
+            };
+            Err(PreemptError::Incomplete {
+                step: i + 1,
+                total,
+                reason,
+                done,
+                not_run,
+                advice,
+            })
+        }
+        None => Ok(()),
+    };
+    (results, outcome)
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use sched_core::diagnosis::pod_group::preemption::GroupPreemptionView;
 use sched_core::diagnosis::pod_group::{GroupNode, MemberState, PodGroupReport, Quorum};
 
 use super::table::{findings_section, what_if_line};
@@ -43,15 +44,11 @@ fn quorum_line(q: &Quorum) -> String {
 
 /// The group's preemption (PodGroupPostFilter): its words, the victims node by node, the
 /// nominations; empty when it did not run.
-fn preemption_text(g: &PodGroupReport) -> String {
-    let Some(p) = &g.preemption else {
+pub fn preemption_text(preemption: Option<&GroupPreemptionView>) -> String {
+    let Some(p) = preemption else {
         return String::new();
     };
-    let mut out = format!(
-        "  preemption for the group: {}
-",
-        p.message
-    );
+    let mut out = format!("  preemption for the group: {}\n", p.message);
     for line in p.victim_lines() {
         out.push_str(&format!("    would preempt on {line}\n"));
     }
@@ -77,7 +74,7 @@ pub fn section(g: &PodGroupReport, nodes_total: usize) -> String {
     if !g.message.is_empty() {
         out.push_str(&format!("  group verdict: {}\n", g.message));
     }
-    out.push_str(&preemption_text(g));
+    out.push_str(&preemption_text(g.preemption.as_ref()));
     out.push_str(&format!(
         "  node by node and the smallest fix: kubectl sched explain podgroup/{} -n {}\n",
         g.pod_group, g.namespace
@@ -180,7 +177,7 @@ fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool, context: &str)
     if !g.message.is_empty() {
         out.push_str(&format!("  kube-scheduler: {}\n", g.message));
     }
-    out.push_str(&preemption_text(g));
+    out.push_str(&preemption_text(g.preemption.as_ref()));
     if let Some(w) = &g.workload {
         out.push_str(&format!("  made from Workload {w}\n"));
     }
