@@ -614,3 +614,75 @@ async fn a_gang_that_preemption_cannot_place_keeps_its_victims() -> Result<()> {
     );
     Ok(())
 }
+
+/// `preempt podgroup/NAME --yes` executes the group's plan: the victims sched-core chose are
+/// deleted (the pod it spares stays) and each pod of the gang is nominated to its node. The gang's
+/// pods name a scheduler that does not run, so kube-scheduler leaves them (and their victims) alone
+/// and only the command acts; `--profile default-scheduler` drills them as kube-scheduler's default
+/// profile would.
+#[tokio::test]
+async fn preempt_podgroup_deletes_the_victims_and_nominates_the_gang() -> Result<()> {
+    let (lab, _engine) = begin("gang-preempt-cli").await?;
+    create_nodes(&lab, &[("a", "4"), ("b", "4")]).await?;
+    let low =
+        |name: &str, cpu: &str, node: &str| pod(name).cpu(cpu).priority_class(common::LOW).on(&lab.n(node));
+    lab.create_pods([
+        low("l-a", "2", "a"),
+        low("l-small", "1", "a"),
+        low("l-b", "2", "b"),
+    ])
+    .await?;
+    create_gang_with_priority(&lab, "train", 2, common::HIGH.0).await?;
+    let members = ["w1", "w2"].map(|n| {
+        member(&lab, n, "train", "3")
+            .priority_class(common::HIGH)
+            .spec("schedulerName", json!("not-running"))
+    });
+    lab.create_pods(members).await?;
+    let (json, stderr) = kubectl_sched_json(
+        &lab,
+        &[
+            "preempt",
+            "podgroup/train",
+            "--profile",
+            "default-scheduler",
+            "--yes",
+        ],
+    )
+    .await?;
+    eprintln!("[gang] preempt podgroup/train: {}\n{stderr}", json["preemption"]);
+    ensure!(
+        json["situation"] == "planned" && json["complete"] == true,
+        "preempt podgroup/train should plan and complete: {json}"
+    );
+    let mut victims: Vec<String> = json["preemption"]["nodes"]
+        .as_array()
+        .context("victims per node")?
+        .iter()
+        .flat_map(|n| n["victims"].as_array().into_iter().flatten())
+        .filter_map(|v| v["name"].as_str().map(str::to_owned))
+        .collect();
+    victims.sort();
+    ensure!(victims == ["l-a", "l-b"], "victims: {victims:?}");
+    let left = pod_names(&lab).await?;
+    ensure!(
+        left == ["l-small", "w1", "w2"],
+        "the victims should be gone and the spared pod left: {left:?}"
+    );
+    let pods: kube::Api<Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
+    let mut nominated = Vec::new();
+    for name in ["w1", "w2"] {
+        let live = pods.get(name).await?;
+        nominated.push(
+            live.status
+                .and_then(|s| s.nominated_node_name)
+                .unwrap_or_default(),
+        );
+    }
+    nominated.sort();
+    ensure!(
+        nominated == [lab.n("a"), lab.n("b")],
+        "each gang pod should be nominated to its node: {nominated:?}"
+    );
+    Ok(())
+}
