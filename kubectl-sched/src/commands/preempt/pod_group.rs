@@ -138,11 +138,6 @@ pub fn plan_group(
     group: &str,
     stdin_is_terminal: bool,
 ) -> Result<GroupPlanned, PreemptError> {
-    if args.filename.is_some() {
-        return Err(PreemptError::Refused(
-            "-f drills a pod from a file; a PodGroup is read from the cluster (or --from)".into(),
-        ));
-    }
     if args.node.is_some() {
         return Err(PreemptError::Refused(
             "--node: a pod group's preemption has no node to choose (its domain is the whole cluster)".into(),

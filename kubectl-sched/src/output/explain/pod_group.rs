@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use sched_core::diagnosis::pod_group::preemption::GroupPreemptionView;
 use sched_core::diagnosis::pod_group::{GroupNode, MemberState, PodGroupReport, Quorum};
+use sched_core::preemption::pod_group::GroupPreemptionOutcome;
 
 use super::table::{findings_section, what_if_line};
 use crate::commands::explain::pod_group::GroupExplainReport;
@@ -42,10 +43,16 @@ fn quorum_line(q: &Quorum) -> String {
     line
 }
 
-/// The group's preemption (PodGroupPostFilter): its words, the victims node by node, the
-/// nominations; empty when it did not run.
+/// The group's preemption (PodGroupPostFilter) when it acts: its words, the victims node by node,
+/// the nominations. Empty when it did not run or preempts nothing (its words end the group's
+/// verdict anyway).
 pub fn preemption_text(preemption: Option<&GroupPreemptionView>) -> String {
-    let Some(p) = preemption else {
+    let Some(p) = preemption.filter(|p| {
+        matches!(
+            p.outcome,
+            GroupPreemptionOutcome::Found | GroupPreemptionOutcome::Ongoing
+        )
+    }) else {
         return String::new();
     };
     let mut out = format!("  preemption for the group: {}\n", p.message);
