@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use super::hints::{ClusterEvent, HintInputs};
+use super::hints::HintInputs;
 use super::simulation::{Landing, PodOutcome, Simulation, Victim, with_nomination};
 use crate::preemption::pod_group::{GroupPreemption, GroupPreemptionOutcome};
 use crate::snapshot::PodInfo;
@@ -73,15 +73,7 @@ impl Simulation<'_> {
         for key in members {
             self.queue.set_gated(key, false);
         }
-        let snapshot = Arc::make_mut(&mut self.snapshot);
-        let deleted: Vec<Arc<PodInfo>> = victims
-            .iter()
-            .filter_map(|v| snapshot.remove_pod(v.namespace(), v.name()))
-            .collect();
-        for victim in deleted {
-            self.queue
-                .on_event(&ClusterEvent::AssignedPodDelete(victim), None);
-        }
+        self.delete_victims(victims);
     }
 }
 

@@ -574,6 +574,11 @@ impl<'e> Simulation<'e> {
             self.queue
                 .on_event(&ClusterEvent::AssignedPodDelete(pod.clone()), Some(pod.priority));
         }
+        self.delete_victims(victims);
+    }
+
+    /// Deletes `victims` from the snapshot, each an AssignedPod/Delete for the queue.
+    pub(super) fn delete_victims(&mut self, victims: &[Arc<PodInfo>]) {
         let snapshot = Arc::make_mut(&mut self.snapshot);
         let deleted: Vec<Arc<PodInfo>> = victims
             .iter()

@@ -326,43 +326,22 @@ pub fn plan(
     stdin_is_terminal: bool,
 ) -> Result<Planned, PreemptError> {
     let dry_run_mode = effective_dry_run(args)?;
-    // Refused before anything is read: a script must not depend on whether this run has victims.
-    if dry_run_mode == DryRun::None && !args.yes && !stdin_is_terminal {
-        return Err(PreemptError::Refused(
-            "refusing to preempt without confirmation: stdin is not a terminal; add --yes to execute, or \
-             --dry-run=client to only print the plan"
-                .into(),
-        ));
-    }
+    refuse_without_confirmation(dry_run_mode, args, stdin_is_terminal)?;
     let target = args.filename.is_none().then_some(args.pod.as_deref()).flatten();
-    let detail = evaluation_detail(global, target);
-    let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail, &args.release)?;
-    let Loaded {
+    let Session {
         objects,
         origin,
-        default_namespace,
         warnings,
         notes,
-        release,
-    } = loaded;
-    let engine =
-        Engine::for_features(args.config.as_deref(), release.features).map_err(ResolveError::from)?;
-    let namespace = global.namespace.clone().unwrap_or(default_namespace);
+        engine,
+        namespace,
+        cluster,
+    } = Session::open(global, args, target)?;
     let evaluation = evaluate(&engine, args, objects, &namespace, &origin)?;
 
-    let dry_run_view = match dry_run_mode {
-        DryRun::None => DryRunView::None,
-        DryRun::Client => DryRunView::Client,
-        DryRun::Server => DryRunView::Server,
-    };
+    let dry_run_view = DryRunView::of(dry_run_mode);
     let executable = evaluation.situation == Situation::Planned && !evaluation.preemption.actions.is_empty();
-    let next = match dry_run_mode {
-        _ if !executable => Next::PrintOnly,
-        DryRun::Client => Next::PrintOnly,
-        DryRun::Server => Next::Execute,
-        DryRun::None if args.yes => Next::Execute,
-        DryRun::None => Next::Confirm,
-    };
+    let next = Next::after(executable, dry_run_mode, args.yes);
     let mode = removal(args);
     let Evaluation {
         preemption,
@@ -395,6 +374,87 @@ pub fn plan(
             preemptor,
         },
     })
+}
+
+/// Refused before anything is read: a script must not depend on whether this run has victims.
+fn refuse_without_confirmation(
+    dry_run_mode: DryRun,
+    args: &PreemptArgs,
+    stdin_is_terminal: bool,
+) -> Result<(), PreemptError> {
+    if dry_run_mode == DryRun::None && !args.yes && !stdin_is_terminal {
+        return Err(PreemptError::Refused(
+            "refusing to preempt without confirmation: stdin is not a terminal; add --yes to execute, or \
+             --dry-run=client to only print the plan"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The cluster a drill reads, with the engine of its release and the namespace it looks in.
+struct Session {
+    objects: ClusterObjects,
+    origin: String,
+    warnings: Vec<String>,
+    notes: Vec<String>,
+    engine: Engine,
+    namespace: String,
+    cluster: Option<Cluster>,
+}
+
+impl Session {
+    /// Loads the cluster (or `--from`) for a drill about `target`, keeping the connection to write
+    /// to.
+    fn open(global: &GlobalArgs, args: &PreemptArgs, target: Option<&str>) -> Result<Self, PreemptError> {
+        let detail = evaluation_detail(global, target);
+        let (loaded, cluster) =
+            load_keeping_cluster(global, args.from.as_deref(), None, &detail, &args.release)?;
+        let Loaded {
+            objects,
+            origin,
+            default_namespace,
+            warnings,
+            notes,
+            release,
+        } = loaded;
+        let engine =
+            Engine::for_features(args.config.as_deref(), release.features).map_err(ResolveError::from)?;
+        Ok(Session {
+            objects,
+            origin,
+            warnings,
+            notes,
+            engine,
+            namespace: global.namespace.clone().unwrap_or(default_namespace),
+            cluster,
+        })
+    }
+}
+
+impl DryRunView {
+    /// The view of the effective `--dry-run`.
+    fn of(mode: DryRun) -> Self {
+        match mode {
+            DryRun::None => DryRunView::None,
+            DryRun::Client => DryRunView::Client,
+            DryRun::Server => DryRunView::Server,
+        }
+    }
+}
+
+impl Next {
+    /// What follows a drill: a plan that can be executed is executed (`--yes`, `--dry-run=server`) or
+    /// confirmed first; anything else is printed.
+    fn after(executable: bool, dry_run_mode: DryRun, yes: bool) -> Self {
+        match dry_run_mode {
+            _ if !executable => Next::PrintOnly,
+            DryRun::Client => Next::PrintOnly,
+            DryRun::Server => Next::Execute,
+            DryRun::None if yes => Next::Execute,
+            DryRun::None => Next::Confirm,
+        }
+    }
 }
 
 fn removal(args: &PreemptArgs) -> VictimRemoval {

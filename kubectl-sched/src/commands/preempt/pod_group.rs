@@ -22,9 +22,9 @@ use sched_core::preemption::pod_group::GroupPreemptionOutcome;
 use sched_core::{ClusterObjects, Engine, PodInfo};
 use serde::Serialize;
 
-use super::{DryRunView, Next, PreemptError, removal, run_plan};
-use crate::cli::{DryRun, GlobalArgs, PreemptArgs};
-use crate::source::load::{Cluster, Loaded, evaluation_detail, keep_until_exit, load_keeping_cluster};
+use super::{DryRunView, Next, PreemptError, Session, removal, run_plan};
+use crate::cli::{GlobalArgs, PreemptArgs};
+use crate::source::load::{Cluster, keep_until_exit};
 use crate::source::pods::ResolveError;
 
 /// How `preempt` names a PodGroup.
@@ -144,44 +144,23 @@ pub fn plan_group(
         ));
     }
     let dry_run_mode = super::effective_dry_run(args)?;
-    if dry_run_mode == DryRun::None && !args.yes && !stdin_is_terminal {
-        return Err(PreemptError::Refused(
-            "refusing to preempt without confirmation: stdin is not a terminal; add --yes to execute, or \
-             --dry-run=client to only print the plan"
-                .into(),
-        ));
-    }
-    let detail = evaluation_detail(global, None);
-    let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail, &args.release)?;
-    let Loaded {
+    super::refuse_without_confirmation(dry_run_mode, args, stdin_is_terminal)?;
+    let Session {
         objects,
-        default_namespace,
         warnings,
         notes,
-        release,
+        engine,
+        namespace,
+        cluster,
         ..
-    } = loaded;
-    let engine =
-        Engine::for_features(args.config.as_deref(), release.features).map_err(ResolveError::from)?;
-    let namespace = global.namespace.clone().unwrap_or(default_namespace);
+    } = Session::open(global, args, None)?;
     let mode = removal(args);
-    let report = evaluate_group(&engine, objects, &namespace, group, args.profile.as_deref(), mode)?;
     let report = GroupPreemptReport {
-        dry_run: match dry_run_mode {
-            DryRun::None => DryRunView::None,
-            DryRun::Client => DryRunView::Client,
-            DryRun::Server => DryRunView::Server,
-        },
-        ..report
+        dry_run: DryRunView::of(dry_run_mode),
+        ..evaluate_group(&engine, objects, &namespace, group, args.profile.as_deref(), mode)?
     };
     let executable = report.situation == GroupSituation::Planned && !report.actions.is_empty();
-    let next = match dry_run_mode {
-        _ if !executable => Next::PrintOnly,
-        DryRun::Client => Next::PrintOnly,
-        DryRun::Server => Next::Execute,
-        DryRun::None if args.yes => Next::Execute,
-        DryRun::None => Next::Confirm,
-    };
+    let next = Next::after(executable, dry_run_mode, args.yes);
     Ok(GroupPlanned {
         report,
         next,
