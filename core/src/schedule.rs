@@ -21,6 +21,7 @@ use crate::framework::status::{Code, Status};
 use crate::snapshot::{NodeInfo, PodInfo};
 
 pub mod pod_group;
+pub mod pod_group_preemption;
 
 /// kube-scheduler's `minFeasibleNodesToFind`.
 pub const MIN_FEASIBLE_NODES_TO_FIND: usize = 100;

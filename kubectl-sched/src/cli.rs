@@ -460,7 +460,8 @@ execution refused (no --yes without a terminal, or no cluster with --from/-f); 3
 the pod fit (not eligible, or no candidate node)."
 )]
 pub struct PreemptArgs {
-    /// The pending pod that should preempt (NAME, or pod/NAME).
+    /// The pending pod that should preempt (NAME, or pod/NAME), or podgroup/NAME: the gang whose
+    /// workload-aware preemption to drill (a pod of a gang drills its group).
     #[arg(required_unless_present = "filename", conflicts_with = "filename")]
     pub pod: Option<String>,
     /// Read the cluster from a snapshot file instead of the API server (implies --dry-run=client).

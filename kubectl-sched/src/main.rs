@@ -176,7 +176,14 @@ fn complete(console: Console, words: &[String]) -> anyhow::Result<u8> {
 /// `preempt`: the drill printed; when it is to be executed, the plan first, the confirmation on a
 /// terminal, the cluster read again, then each step as it completes and what was done.
 fn preempt(console: Console, global: &GlobalArgs, args: &PreemptArgs) -> anyhow::Result<u8> {
-    let mut planned = commands::preempt::plan(global, args, std::io::stdin().is_terminal())?;
+    if let Some(group) = commands::preempt::pod_group::named_group(args) {
+        return preempt_group(console, global, args, group);
+    }
+    let mut planned = match commands::preempt::plan(global, args, std::io::stdin().is_terminal()) {
+        // A gang pod: kube-scheduler preempts for its whole group.
+        Err(PreemptError::GangPod { group, .. }) => return preempt_group(console, global, args, &group),
+        other => other?,
+    };
     console.messages(&planned);
     match std::mem::replace(&mut planned.next, Next::PrintOnly) {
         Next::PrintOnly => {
@@ -247,6 +254,72 @@ fn preempt(console: Console, global: &GlobalArgs, args: &PreemptArgs) -> anyhow:
                 output::preempt::summary(&planned.report).into_bytes()
             } else {
                 preempt_output(&planned.report, args)?
+            };
+            console.emit(&text)?;
+            outcome?;
+            write_error.map_or(Ok(0), Err)
+        }
+    }
+}
+
+/// `preempt podgroup/NAME` (or a gang pod): the group's drill printed; when it is to be executed,
+/// the plan, the confirmation on a terminal, the cluster read again, then each step as it
+/// completes.
+fn preempt_group(
+    console: Console,
+    global: &GlobalArgs,
+    args: &PreemptArgs,
+    group: &str,
+) -> anyhow::Result<u8> {
+    use output::preempt::pod_group as out;
+    let mut planned =
+        commands::preempt::pod_group::plan_group(global, args, group, std::io::stdin().is_terminal())?;
+    console.messages(&planned);
+    let render = |report: &commands::preempt::pod_group::GroupPreemptReport| {
+        output::printer::render(
+            &args.output,
+            |format| out::render(report, format).map(output::Rendered::from),
+            output::printer::PREEMPT_GROUP_PODS,
+        )
+        .map(|rendered| rendered.stdout)
+    };
+    match std::mem::replace(&mut planned.next, Next::PrintOnly) {
+        Next::PrintOnly => {
+            console.emit(&render(&planned.report)?)?;
+            Ok(planned.report.exit_code())
+        }
+        next @ (Next::Confirm | Next::Execute) => {
+            let table = args.output == Output::Format(PreemptFormat::Table);
+            if table && planned.report.dry_run != DryRunView::Server {
+                console.emit(out::report(&planned.report).as_bytes())?;
+            }
+            if matches!(next, Next::Confirm) {
+                if !console.confirm(&out::question(&planned.report))? {
+                    console.emit(b"preemption is cancelled: nothing was changed\n")?;
+                    return Ok(0);
+                }
+                if let Err(e) = planned.recheck(args) {
+                    if matches!(e, PreemptError::Changed { replanned: true, .. }) {
+                        console.emit(&render(&planned.report)?)?;
+                    }
+                    return Err(e.into());
+                }
+            }
+            let mut write_error = None;
+            let outcome = planned.execute(|i, total, result| {
+                let line = output::preempt::progress(i, total, result);
+                if table {
+                    if let Err(e) = console.emit(format!("{line}\n").as_bytes()) {
+                        write_error.get_or_insert(e);
+                    }
+                } else {
+                    eprintln!("{line}");
+                }
+            });
+            let text = if table {
+                out::summary(&planned.report).into_bytes()
+            } else {
+                render(&planned.report)?
             };
             console.emit(&text)?;
             outcome?;

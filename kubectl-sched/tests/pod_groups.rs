@@ -301,3 +301,140 @@ fn a_pod_short_of_its_quorum_is_held_before_the_queue_not_gated() {
         }
     }
 }
+
+/// examples/gang-preempt.yaml, from the workspace root.
+fn preempt_example(args: &[&str]) -> Output {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let file = root.join("examples").join("gang-preempt.yaml");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["-n", "research", "--from", file.to_str().expect("utf-8 path")]);
+    run(&all)
+}
+
+/// `preempt podgroup/NAME` (and `preempt` of a gang's pod, which drills its group) plans the
+/// group's workload-aware preemption: the victims node by node, the spared pod left out, each pod
+/// of the group nominated, and the plan (each victim removed, then the nominations), not executed
+/// on a file.
+#[test]
+fn preempt_podgroup_plans_the_groups_victims_per_node() {
+    for target in ["podgroup/train", "train-1"] {
+        let v = json(preempt_example(&["preempt", target, "-o", "json"]));
+        assert_eq!(v["pod_group"], "research/train", "{target}");
+        assert_eq!(v["situation"], "planned", "{target}");
+        assert_eq!(v["dry_run"], "client", "{target}");
+        let p = &v["preemption"];
+        assert_eq!(
+            p["message"],
+            "pod group preemption: found a placement for podgroup, preempting 3 victims"
+        );
+        let per_node: Vec<(String, Vec<String>)> = p["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .map(|n| {
+                let names = n["victims"]
+                    .as_array()
+                    .expect("victims")
+                    .iter()
+                    .map(|v| v["name"].as_str().expect("name").to_string())
+                    .collect();
+                (n["node"].as_str().expect("node").to_string(), names)
+            })
+            .collect();
+        assert_eq!(
+            per_node,
+            [
+                ("gpu-1".to_string(), vec!["batch-a".to_string()]),
+                (
+                    "gpu-2".to_string(),
+                    vec!["batch-b".to_string(), "batch-c".to_string()]
+                ),
+            ],
+            "{target}: logger is spared"
+        );
+        let kinds: Vec<&str> = v["actions"]
+            .as_array()
+            .expect("actions")
+            .iter()
+            .map(|a| a["kind"].as_str().expect("kind"))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "SetPodCondition",
+                "DeletePod",
+                "Event",
+                "SetPodCondition",
+                "DeletePod",
+                "Event",
+                "SetPodCondition",
+                "DeletePod",
+                "Event",
+                "SetNominatedNodeName",
+                "SetNominatedNodeName"
+            ],
+            "{target}"
+        );
+        assert_eq!(
+            v["actions"][0]["condition"]["message"],
+            "default-scheduler: preempting to accommodate a higher priority podgroup"
+        );
+    }
+    // -o name: the victims.
+    let names = ok(preempt_example(&["preempt", "podgroup/train", "-o", "name"]));
+    assert_eq!(names, "pod/batch-a\npod/batch-b\npod/batch-c\n");
+}
+
+/// What `preempt podgroup/NAME` refuses: an unknown group (exit 1), `--node` (a group's domain is
+/// the whole cluster) and `-f` with it (exit 2), each in one line.
+#[test]
+fn preempt_podgroup_refuses_what_does_not_apply() {
+    // (args, exit code, words in the error)
+    let cases: [(&[&str], i32, &str); 3] = [
+        (
+            &["preempt", "podgroup/nope"],
+            1,
+            "podgroup research/nope: neither the PodGroup nor a pod",
+        ),
+        (
+            &["preempt", "podgroup/train", "--node", "gpu-1"],
+            2,
+            "--node: a pod group's preemption",
+        ),
+        (
+            &["preempt", "podgroup/train", "-f", "-"],
+            2,
+            "cannot be used with",
+        ),
+    ];
+    for (args, code, words) in cases {
+        let out = preempt_example(args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(words), "{args:?}: {err}");
+    }
+}
+
+/// The README's group preemption example prints what the binary prints.
+#[test]
+fn the_readme_group_preemption_example_is_the_binarys_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    let marker = "$ kubectl sched preempt podgroup/train -n research --from examples/gang-preempt.yaml\n";
+    let start = readme.find(marker).expect("the example in the README") + marker.len();
+    let shown = &readme[start..start + readme[start..].find("```\n").expect("the block's end")];
+    let out = std::process::Command::new(common::BIN)
+        .args([
+            "preempt",
+            "podgroup/train",
+            "-n",
+            "research",
+            "--from",
+            "examples/gang-preempt.yaml",
+        ])
+        .current_dir(&root)
+        .env("KUBECONFIG", "/nonexistent/kubeconfig")
+        .output()
+        .expect("running kubectl-sched");
+    assert_eq!(shown, ok(out));
+}

@@ -454,3 +454,235 @@ async fn simulate_binds_the_pods_kube_scheduler_binds() -> Result<()> {
     );
     Ok(())
 }
+
+/// A PodGroup `name` with the gang policy and the priority class `class` (admission resolves its
+/// `spec.priority` from it, as for a pod).
+async fn create_gang_with_priority(lab: &Lab, name: &str, min_count: i32, class: &str) -> Result<PodGroup> {
+    lab.create_namespaced(json!({
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"priorityClassName": class, "schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }))
+    .await
+}
+
+/// What sched-core's group preemption decides for the PodGroup `group` on the cluster `objects`:
+/// the victims' names (sorted) and PodGroupPostFilter's words.
+fn predicted_group_preemption(
+    lab: &Lab,
+    engine: &Engine,
+    objects: sched_core::ClusterObjects,
+    group: &str,
+) -> Result<(Vec<String>, String)> {
+    use sched_core::diagnosis::pod_group::{Depth, diagnose_pod_group};
+    let snapshot = std::sync::Arc::new(engine.snapshot(objects));
+    let profile = engine.profile("default-scheduler")?;
+    let fwk = engine.framework(profile, snapshot)?;
+    let report = diagnose_pod_group(engine, &fwk, &lab.ns, group, Depth::Summary).context("the group")?;
+    let preemption = report
+        .preemption
+        .context("sched-core runs no PodGroupPostFilter")?;
+    let mut victims: Vec<String> = preemption
+        .nodes
+        .iter()
+        .flat_map(|n| n.victims.iter().map(|v| v.name.clone()))
+        .collect();
+    victims.sort();
+    Ok((victims, preemption.message))
+}
+
+/// The names of the scenario's pods that exist now, sorted.
+async fn pod_names(lab: &Lab) -> Result<Vec<String>> {
+    let pods: kube::Api<Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
+    let mut names: Vec<String> = pods
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// Workload-aware preemption: a gang of two 3-cpu pods where one node is free and the other holds
+/// two lower-priority pods (2 and 1 cpu). The pod group cycle places one pod and not the other;
+/// PodGroupPostFilter removes every lower-priority pod, places the group, and reprieves what the
+/// placement leaves room for. sched-core's victims are the pods kube-scheduler deletes, the words on
+/// each pod are kube-scheduler's, and the gang then binds.
+#[tokio::test]
+async fn a_gang_preempts_lower_priority_pods_then_binds() -> Result<()> {
+    let (lab, engine) = begin("gang-preempt").await?;
+    create_nodes(&lab, &[("a", "4"), ("b", "4")]).await?;
+    let low = |name: &str, cpu: &str| pod(name).cpu(cpu).priority_class(common::LOW).on(&lab.n("b"));
+    lab.create_pods([low("l-big", "2"), low("l-small", "1")]).await?;
+    create_gang_with_priority(&lab, "train", 2, common::HIGH.0).await?;
+    let (objects, warnings) = load_from_api(&lab.client, &ApiLoadOptions::default()).await?;
+    ensure!(warnings.is_empty(), "load_from_api warned: {warnings:?}");
+    let pods = ["w1", "w2"].map(|n| member(&lab, n, "train", "3").priority_class(common::HIGH));
+    let explained = create_and_explain(&lab, &engine, pods.into()).await?;
+    let mut with_gang = objects;
+    with_gang.pods.extend(explained.iter().map(|(p, _)| p.clone()));
+    let (victims, words) = predicted_group_preemption(&lab, &engine, with_gang, "train")?;
+    eprintln!("[gang] gang-preempt: sched-core preempts {victims:?}: {words:?}");
+    ensure!(
+        words == "pod group preemption: found a placement for podgroup, preempting 1 victims",
+        "sched-core's PodGroupPostFilter: {words:?}"
+    );
+
+    let kube = verdicts(&lab, &explained, common::VERDICT_TIMEOUT).await?;
+    ensure!(
+        kube.values()
+            .any(|v| matches!(v, Verdict::Failed(m) if m.ends_with(&words))),
+        "kube-scheduler should write its group preemption on the pod that fit: {kube:?}"
+    );
+    agree("gang-preempt", &explained, &kube)?;
+
+    // The victims go, the gang binds on the next cycle: both gang pods and the reprieved pod remain.
+    wait_until_bound(
+        &lab,
+        3,
+        common::VERDICT_TIMEOUT,
+        "the victims gone, the gang and the reprieved pod to be bound",
+    )
+    .await?;
+    let left = pod_names(&lab).await?;
+    let deleted: Vec<String> = ["l-big", "l-small"]
+        .into_iter()
+        .filter(|n| !left.iter().any(|l| l == n))
+        .map(str::to_owned)
+        .collect();
+    eprintln!("[gang] gang-preempt: kube-scheduler deleted {deleted:?}, pods left {left:?}");
+    ensure!(
+        deleted == victims,
+        "MISMATCH victims: sched-core {victims:?}, kube-scheduler deleted {deleted:?}"
+    );
+    Ok(())
+}
+
+/// A gang of three 2-cpu pods on one 4-cpu node with a lower-priority 1-cpu pod: preempting it
+/// makes room for two pods, not three. kube-scheduler preempts nothing and writes the cycle's
+/// words again after "pod group preemption: "; sched-core's words are the same, byte for byte, on
+/// each pod and on the PodGroup's condition.
+#[tokio::test]
+async fn a_gang_that_preemption_cannot_place_keeps_its_victims() -> Result<()> {
+    let (lab, engine) = begin("gang-preempt-no-help").await?;
+    create_nodes(&lab, &[("a", "4")]).await?;
+    lab.create_pods([pod("l1").cpu("1").priority_class(common::LOW).on(&lab.n("a"))])
+        .await?;
+    create_gang_with_priority(&lab, "train", 3, common::HIGH.0).await?;
+    let pods = ["w1", "w2", "w3"].map(|n| member(&lab, n, "train", "2").priority_class(common::HIGH));
+    let explained = create_and_explain(&lab, &engine, pods.into()).await?;
+    let kube = verdicts(&lab, &explained, common::VERDICT_TIMEOUT).await?;
+    ensure!(
+        kube.values().any(|v| matches!(
+            v,
+            Verdict::Failed(m) if m.contains("pod group preemption: minCount (3) cannot be satisfied")
+        )),
+        "the scenario should exercise a group preemption that does not help: {kube:?}"
+    );
+    agree("gang-preempt-no-help", &explained, &kube)?;
+
+    // The PodGroup's condition: the group's status with PodGroupPostFilter's answer, which is what
+    // the pod that fit carries after "pod group is unschedulable, ".
+    let groups: kube::Api<PodGroup> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
+    let condition = groups
+        .get("train")
+        .await?
+        .status
+        .and_then(|s| s.conditions)
+        .into_iter()
+        .flatten()
+        .find(|c| c.type_ == "PodGroupInitiallyScheduled")
+        .context("kube-scheduler wrote no PodGroupInitiallyScheduled condition")?;
+    let ours = explained
+        .iter()
+        .find_map(|(_, e)| e.message.strip_prefix("pod group is unschedulable, "))
+        .context("sched-core: no pod carries the group's words")?;
+    eprintln!(
+        "[gang] gang-preempt-no-help PodGroup condition\n  kube-scheduler: {:?}\n  sched-core:     {ours:?}",
+        condition.message
+    );
+    ensure!(
+        condition.status == "False" && condition.message == ours,
+        "MISMATCH PodGroup condition: kube-scheduler {condition:?}, sched-core {ours:?}"
+    );
+    ensure!(
+        pod_names(&lab).await?.contains(&"l1".to_owned()),
+        "no victim should be deleted"
+    );
+    Ok(())
+}
+
+/// `preempt podgroup/NAME --yes` executes the group's plan: the victims sched-core chose are
+/// deleted (the pod it spares stays) and each pod of the gang is nominated to its node. The gang's
+/// pods name a scheduler that does not run, so kube-scheduler leaves them (and their victims) alone
+/// and only the command acts; `--profile default-scheduler` drills them as kube-scheduler's default
+/// profile would.
+#[tokio::test]
+async fn preempt_podgroup_deletes_the_victims_and_nominates_the_gang() -> Result<()> {
+    let (lab, _engine) = begin("gang-preempt-cli").await?;
+    create_nodes(&lab, &[("a", "4"), ("b", "4")]).await?;
+    let low =
+        |name: &str, cpu: &str, node: &str| pod(name).cpu(cpu).priority_class(common::LOW).on(&lab.n(node));
+    lab.create_pods([
+        low("l-a", "2", "a"),
+        low("l-small", "1", "a"),
+        low("l-b", "2", "b"),
+    ])
+    .await?;
+    create_gang_with_priority(&lab, "train", 2, common::HIGH.0).await?;
+    let members = ["w1", "w2"].map(|n| {
+        member(&lab, n, "train", "3")
+            .priority_class(common::HIGH)
+            .spec("schedulerName", json!("not-running"))
+    });
+    lab.create_pods(members).await?;
+    let (json, stderr) = kubectl_sched_json(
+        &lab,
+        &[
+            "preempt",
+            "podgroup/train",
+            "--profile",
+            "default-scheduler",
+            "--yes",
+        ],
+    )
+    .await?;
+    eprintln!("[gang] preempt podgroup/train: {}\n{stderr}", json["preemption"]);
+    ensure!(
+        json["situation"] == "planned" && json["complete"] == true,
+        "preempt podgroup/train should plan and complete: {json}"
+    );
+    let mut victims: Vec<String> = json["preemption"]["nodes"]
+        .as_array()
+        .context("victims per node")?
+        .iter()
+        .flat_map(|n| n["victims"].as_array().into_iter().flatten())
+        .filter_map(|v| v["name"].as_str().map(str::to_owned))
+        .collect();
+    victims.sort();
+    ensure!(victims == ["l-a", "l-b"], "victims: {victims:?}");
+    let left = pod_names(&lab).await?;
+    ensure!(
+        left == ["l-small", "w1", "w2"],
+        "the victims should be gone and the spared pod left: {left:?}"
+    );
+    let pods: kube::Api<Pod> = kube::Api::namespaced(lab.client.clone(), &lab.ns);
+    let mut nominated = Vec::new();
+    for name in ["w1", "w2"] {
+        let live = pods.get(name).await?;
+        nominated.push(
+            live.status
+                .and_then(|s| s.nominated_node_name)
+                .unwrap_or_default(),
+        );
+    }
+    nominated.sort();
+    ensure!(
+        nominated == [lab.n("a"), lab.n("b")],
+        "each gang pod should be nominated to its node: {nominated:?}"
+    );
+    Ok(())
+}

@@ -10,6 +10,8 @@
 //! only, assumed on a node for up to 5 minutes) — a pending pod's `nominatedNodeName` is the only
 //! trace, and is reported as such.
 
+pub mod preemption;
+
 use std::sync::Arc;
 
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
@@ -230,6 +232,9 @@ pub struct PodGroupReport {
     pub fixes: Vec<GroupFix>,
     /// What the snapshot cannot see.
     pub not_visible: Vec<String>,
+    /// When the group cannot be placed: its workload-aware preemption (PodGroupPostFilter) — the
+    /// victims node by node and the nominations, or why none.
+    pub preemption: Option<preemption::GroupPreemptionView>,
 }
 
 impl PodGroupReport {
@@ -358,6 +363,7 @@ pub fn diagnose_pod_group(
         findings: Vec::new(),
         fixes: Vec::new(),
         not_visible: vec![PERMIT_NOT_VISIBLE.to_string()],
+        preemption: None,
     };
     if !runs_pod_group_cycle(fwk) {
         return Some(report);
@@ -459,6 +465,10 @@ fn fill_from_cycle(report: &mut PodGroupReport, cycle: &GroupCycle) {
         Outcome::Error => GroupOutcome::Error,
     };
     report.message = cycle.message.clone();
+    report.preemption = cycle
+        .preemption
+        .as_deref()
+        .map(preemption::GroupPreemptionView::of);
     report.unreached_message = cycle.unreached_message.clone();
     report.fit_one_by_one = cycle.placed_count();
     report.placeable_together = if cycle.outcome == Outcome::Scheduled {

@@ -111,7 +111,8 @@ pub struct FeatureGates {
     pub topology_aware_workload_scheduling: bool,
     /// `InterPodAffinityHostnameFastPath` (alpha, off; not modelled).
     pub inter_pod_affinity_hostname_fast_path: bool,
-    /// `PodGroupPreemptionPolicy` (alpha, off; not modelled).
+    /// `PodGroupPreemptionPolicy` (alpha, off): a pod group's preemption policy is its PodGroup's
+    /// `spec.preemptionPolicy` instead of its pods'.
     pub pod_group_preemption_policy: bool,
     /// `CompositePodGroup` (alpha, off; not modelled).
     pub composite_pod_group: bool,

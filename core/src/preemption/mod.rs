@@ -6,6 +6,7 @@
 //! - [`candidate`]: victims' importance and `pickOneNodeForPreemption`'s criteria;
 //! - [`pdb`]: PodDisruptionBudget accounting;
 //! - [`plan`]: the chosen candidate's side effects as actions;
+//! - [`pod_group`]: workload-aware preemption, the whole cluster's victims for a pod group;
 //! - [`ties`]: what rests on the arbitrary order of equally important victims (other victim sets, nodes,
 //!   messages).
 //!
@@ -17,6 +18,7 @@ pub mod candidate;
 pub mod evaluator;
 pub mod pdb;
 pub mod plan;
+pub mod pod_group;
 #[cfg(test)]
 mod release_tests;
 #[cfg(test)]

@@ -163,41 +163,65 @@ pub fn split_by_violation<T>(
     pdbs: &PdbIndex,
     charging: BudgetCharging,
 ) -> (Vec<T>, Vec<T>) {
+    let (violating, non_violating) = split_units_by_violation(victims, |v| vec![pod_of(v)], pdbs, charging);
+    (violating.into_iter().map(|(v, _)| v).collect(), non_violating)
+}
+
+/// [`split_by_violation`] for victims of several pods (a pod group preempted as a whole): a victim
+/// violates when any of its pods does (it is preempted whole or not at all), and comes with the
+/// number of its pods that do.
+pub fn split_units_by_violation<T>(
+    victims: Vec<T>,
+    pods_of: impl for<'a> Fn(&'a T) -> Vec<&'a PodInfo>,
+    pdbs: &PdbIndex,
+    charging: BudgetCharging,
+) -> (Vec<(T, usize)>, Vec<T>) {
     // Remaining budget of the PDBs charged so far (few per node, so a list beats a map).
     let mut charged: Vec<(usize, i64)> = Vec::new();
     let mut violating = Vec::new();
     let mut non_violating = Vec::new();
     for v in victims {
-        let pod = pod_of(&v);
-        let mut violates = false;
-        if pod.labels().is_some_and(|l| !l.is_empty()) {
-            for (i, pdb) in pdbs.in_namespace(pod.namespace()) {
-                if !pdb.charges(pod) {
-                    continue;
-                }
-                let left = match charged.iter_mut().find(|(j, _)| *j == i) {
-                    Some((_, left)) => left,
-                    None => {
-                        charged.push((i, i64::from(pdb.disruptions_allowed)));
-                        &mut charged.last_mut().expect("just pushed").1
-                    }
-                };
-                *left -= 1;
-                if *left < 0 {
-                    violates = true;
-                    if charging == BudgetCharging::UntilFirstViolation {
-                        break;
-                    }
-                }
+        let mut violating_pods = 0;
+        for pod in pods_of(&v) {
+            if charge(pod, pdbs, charging, &mut charged) {
+                violating_pods += 1;
             }
         }
-        if violates {
-            violating.push(v);
+        if violating_pods > 0 {
+            violating.push((v, violating_pods));
         } else {
             non_violating.push(v);
         }
     }
     (violating, non_violating)
+}
+
+/// Charges the budgets covering `pod`; true when one goes below zero.
+fn charge(pod: &PodInfo, pdbs: &PdbIndex, charging: BudgetCharging, charged: &mut Vec<(usize, i64)>) -> bool {
+    let mut violates = false;
+    if pod.labels().is_none_or(|l| l.is_empty()) {
+        return false;
+    }
+    for (i, pdb) in pdbs.in_namespace(pod.namespace()) {
+        if !pdb.charges(pod) {
+            continue;
+        }
+        let left = match charged.iter_mut().find(|(j, _)| *j == i) {
+            Some((_, left)) => left,
+            None => {
+                charged.push((i, i64::from(pdb.disruptions_allowed)));
+                &mut charged.last_mut().expect("just pushed").1
+            }
+        };
+        *left -= 1;
+        if *left < 0 {
+            violates = true;
+            if charging == BudgetCharging::UntilFirstViolation {
+                break;
+            }
+        }
+    }
+    violates
 }
 
 #[cfg(test)]

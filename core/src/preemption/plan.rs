@@ -24,7 +24,10 @@ use serde::Serialize;
 
 use crate::action::{Action, EventSpec, ObjectRef, PodConditionPatch};
 use crate::preemption::candidate::Victim;
+use std::sync::Arc;
+
 use crate::preemption::evaluator::{CONDITION_DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER};
+use crate::preemption::pod_group::{CLUSTER_CANDIDATE, POD_GROUP_PREEMPTOR_TYPE};
 use crate::snapshot::{PodInfo, Snapshot};
 
 /// Event reason on a victim.
@@ -136,31 +139,12 @@ pub fn prepare_candidate(
         clear_lower_nominations(&mut actions);
     }
     for v in victims.iter().filter(|v| !v.pod.is_terminating()) {
-        let victim = pod_ref(&v.pod);
-        match execution.removal {
-            VictimRemoval::Delete => {
-                actions.push(Action::SetPodCondition {
-                    pod: victim.clone(),
-                    condition: PodConditionPatch {
-                        type_: CONDITION_DISRUPTION_TARGET.to_string(),
-                        status: "True".to_string(),
-                        reason: REASON_PREEMPTION_BY_SCHEDULER.to_string(),
-                        message: disruption_message(profile),
-                    },
-                });
-                actions.push(Action::DeletePod { pod: victim.clone() });
-            }
-            VictimRemoval::Evict => actions.push(Action::EvictPod { pod: victim.clone() }),
-        }
-        actions.push(Action::Event(EventSpec {
-            regarding: victim,
-            related: Some(preemptor_ref.clone()),
-            type_: "Normal".to_string(),
-            reason: EVENT_REASON_PREEMPTED.to_string(),
-            action: EVENT_ACTION_PREEMPTING.to_string(),
+        let removal = VictimWords {
+            disruption: disruption_message(profile),
             note: preempted_note(preemptor.uid(), node),
-            reporting_controller: Some(profile.to_string()),
-        }));
+            related: Some(preemptor_ref.clone()),
+        };
+        actions.extend(victim_actions(&v.pod, profile, execution.removal, removal));
     }
     if !execution.async_preemption {
         clear_lower_nominations(&mut actions);
@@ -187,6 +171,85 @@ pub fn prepare_candidate(
             message: failed_scheduling_message.to_string(),
         },
     });
+    actions
+}
+
+/// What the executor writes about one victim: the DisruptionTarget message, the `Preempted` note,
+/// and the preemptor the event relates to.
+struct VictimWords {
+    disruption: String,
+    note: String,
+    related: Option<ObjectRef>,
+}
+
+/// The removal of one victim (`PreemptPod`): the DisruptionTarget condition then DELETE, or an
+/// Eviction, then the `Preempted` event.
+fn victim_actions(
+    victim: &PodInfo,
+    profile: &str,
+    removal: VictimRemoval,
+    words: VictimWords,
+) -> Vec<Action> {
+    let victim = pod_ref(victim);
+    let mut actions = Vec::new();
+    match removal {
+        VictimRemoval::Delete => {
+            actions.push(Action::SetPodCondition {
+                pod: victim.clone(),
+                condition: PodConditionPatch {
+                    type_: CONDITION_DISRUPTION_TARGET.to_string(),
+                    status: "True".to_string(),
+                    reason: REASON_PREEMPTION_BY_SCHEDULER.to_string(),
+                    message: words.disruption,
+                },
+            });
+            actions.push(Action::DeletePod { pod: victim.clone() });
+        }
+        VictimRemoval::Evict => actions.push(Action::EvictPod { pod: victim.clone() }),
+    }
+    actions.push(Action::Event(EventSpec {
+        regarding: victim,
+        related: words.related,
+        type_: "Normal".to_string(),
+        reason: EVENT_REASON_PREEMPTED.to_string(),
+        action: EVENT_ACTION_PREEMPTING.to_string(),
+        note: words.note,
+        reporting_controller: Some(profile.to_string()),
+    }));
+    actions
+}
+
+/// The actions that carry out a pod group's preemption (`actuatePodGroupPreemption`, then the
+/// failure handler of each pod of the group): every victim removed as for a pod (skipping those
+/// already terminating), with the executor's words for a `podgroup` preemptor (`… a higher priority
+/// podgroup`, `Preempted by podgroup <uid> on node cluster`: the group's candidate is the whole
+/// cluster), then each pod of the group nominated to the node its cycle placed it on. The victims'
+/// events name no related object (the recorder here relates pods only). `group_uid` is the
+/// PodGroup's UID; `profile` the group's scheduler name.
+pub fn prepare_group_candidate(
+    victims: &[Arc<PodInfo>],
+    nominations: &[(Arc<PodInfo>, String)],
+    group_uid: &str,
+    profile: &str,
+    removal: VictimRemoval,
+) -> Vec<Action> {
+    let mut actions = Vec::new();
+    for victim in victims.iter().filter(|v| !v.is_terminating()) {
+        let words = VictimWords {
+            disruption: format!(
+                "{profile}: preempting to accommodate a higher priority {POD_GROUP_PREEMPTOR_TYPE}"
+            ),
+            note: format!("Preempted by {POD_GROUP_PREEMPTOR_TYPE} {group_uid} on node {CLUSTER_CANDIDATE}"),
+            related: None,
+        };
+        actions.extend(victim_actions(victim, profile, removal, words));
+    }
+    for (pod, node) in nominations {
+        actions.push(Action::SetNominatedNodeName {
+            pod: pod_ref(pod),
+            node: node.clone(),
+        });
+    }
     actions
 }
 

@@ -12,32 +12,28 @@
 //! before any pod is tried, every pod gets the prefix and the reasons, without PostFilter's part.
 //!
 //! Modelled: one PodGroup with the gang policy, without topology placements (TopologyAware-
-//! WorkloadScheduling, alpha) or composite groups (CompositePodGroup, alpha). Of the group's
-//! preemption, the two answers that need no victim search: a group not eligible
-//! (preemptionPolicy Never) and a cluster with no lower-priority pod. Where lower-priority pods
-//! run, kube-scheduler searches victims for the whole group; that search is not modelled, and the
-//! message then stops before "pod group preemption".
+//! WorkloadScheduling, alpha) or composite groups (CompositePodGroup, alpha). The group's
+//! preemption (PodGroupPostFilter) is [`crate::preemption::pod_group`], run by
+//! [`super::pod_group_preemption`] with this cycle as the group's scheduling function.
 
 use std::sync::Arc;
 
 use super::{CycleResult, ScheduleOptions, pod_cycle};
 use crate::explain::Outcome;
+use crate::framework::cycle_state::CycleState;
 use crate::framework::fit_error::fit_error_message;
 use crate::framework::runtime::Framework;
 use crate::framework::status::{Code, Status};
 use crate::plugins::gang_scheduling::{PlacementProgress, gang_of, placement_feasible};
 use crate::plugins::names;
-use crate::preemption::evaluator::NOT_ELIGIBLE_PREEMPTION_POLICY_NEVER;
+use crate::preemption::pod_group::GroupPreemption;
 use crate::snapshot::PodInfo;
 use crate::snapshot::pod_groups::pod_group_name;
 
 /// `errPodGroupUnschedulable`: what kube-scheduler puts before the group's reasons on a pod the
 /// group holds back.
 pub const ERR_POD_GROUP_UNSCHEDULABLE: &str = "pod group is unschedulable";
-/// What DefaultPreemption's PodGroupPostFilter puts before its answer.
-pub const POD_GROUP_PREEMPTION_PREFIX: &str = "pod group preemption: ";
-/// PodGroupPostFilter, no running pod has a lower priority than the group.
-pub const NO_POD_GROUP_PREEMPTION_VICTIMS: &str = "No preemption victims found for incoming preemptor";
+pub use crate::preemption::pod_group::{NO_POD_GROUP_PREEMPTION_VICTIMS, POD_GROUP_PREEMPTION_PREFIX};
 
 /// What the pod group cycle decides for the pod asked about, when it overrides the pod's own
 /// cycle.
@@ -104,11 +100,13 @@ pub struct MemberRun {
     /// For a pod that did not fit: its cycle once the group's pods before it were placed, with the
     /// message kube-scheduler writes for it (no PostFilter part: the group cycle runs none per pod).
     pub failure: Option<Box<CycleResult>>,
+    /// For a pod placed: the state of its cycle (what the group's preemption filters it with).
+    pub state: Option<CycleState>,
 }
 
 /// How a run over the group's members ended.
 #[derive(Debug)]
-enum Stop {
+pub(super) enum Stop {
     /// Every member was tried, or PlacementFeasible stopped the cycle.
     Finished,
     /// The pod asked about did not fit: its own cycle is its answer.
@@ -119,13 +117,13 @@ enum Stop {
 
 /// One pass of the pod group cycle over `queued`: each pod placed (assumed) before the next is
 /// tried, PlacementFeasible asked after each.
-struct Run {
-    members: Vec<MemberRun>,
+pub(super) struct Run {
+    pub(super) members: Vec<MemberRun>,
     /// PlacementFeasible's last answer.
-    status: Status,
+    pub(super) status: Status,
     /// PlacementFeasible refused before any pod was tried.
     refused_before_start: bool,
-    stop: Stop,
+    pub(super) stop: Stop,
     /// The snapshot with every placement assumed.
     placed: Arc<crate::snapshot::Snapshot>,
     /// The snapshot the first pod that did not fit was tried on.
@@ -143,7 +141,7 @@ impl Run {
     }
 }
 
-fn run_members(
+pub(super) fn run_members(
     fwk: &Framework,
     min_count: i32,
     scheduled: usize,
@@ -200,6 +198,7 @@ fn run_members(
                     pod: member.clone(),
                     placed_on: Some(node),
                     failure: None,
+                    state: Some(cycle.state),
                 });
             }
             Outcome::Error => {
@@ -221,6 +220,7 @@ fn run_members(
                     pod: member.clone(),
                     placed_on: None,
                     failure: Some(failure),
+                    state: None,
                 });
             }
         }
@@ -273,10 +273,11 @@ pub enum GroupStop {
 
 /// What kube-scheduler writes when a pod group cannot be placed (`podGroupCycle` then
 /// `submitPodGroupAlgorithmResult`), from PlacementFeasible's last status.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct GroupWords {
     /// On a pod that fit on its own: the error, the reasons and PodGroupPostFilter's answer
-    /// (refused before any pod was tried: the error and the reasons).
+    /// (refused before any pod was tried: the error and the reasons; the group waiting on its
+    /// preemption: the reasons and the answer, without the error).
     pub pod_that_fit: String,
     /// On a pod the cycle did not reach: the reasons as they were when it stopped (refused before
     /// any pod was tried: as on a pod that fit).
@@ -284,6 +285,8 @@ pub struct GroupWords {
     /// The PodGroup's `PodGroupInitiallyScheduled` condition: the group's status with
     /// PodGroupPostFilter's answer appended.
     pub group: String,
+    /// What DefaultPreemption's PodGroupPostFilter decided (`None` when it is not in the profile).
+    pub preemption: Option<Box<GroupPreemption>>,
 }
 
 impl GroupWords {
@@ -310,9 +313,13 @@ impl GroupWords {
             GroupStop::BeforeAnyPod => with_error(),
             GroupStop::AfterTrying => reasons.clone(),
         };
-        group_reasons.extend(group_post_filter_answer(fwk, pod, group, queued));
+        let answer = super::pod_group_preemption::group_post_filter(fwk, pod.namespace(), group, queued);
+        group_reasons.push(answer.status.message());
+        // A group waiting on its preemption: the pods that fit get the group's status as it is.
+        let waiting_on_preemption = answer.status.is_success();
         let pod_that_fit = match stop {
             GroupStop::BeforeAnyPod => with_error().join(", "),
+            GroupStop::AfterTrying if waiting_on_preemption => group_reasons.join(", "),
             GroupStop::AfterTrying => {
                 let mut fit = vec![ERR_POD_GROUP_UNSCHEDULABLE.to_owned()];
                 fit.extend(group_reasons.iter().cloned());
@@ -327,6 +334,7 @@ impl GroupWords {
             pod_that_fit,
             pod_not_reached,
             group: group_reasons.join(", "),
+            preemption: answer.preemption.map(Box::new),
         }
     }
 }
@@ -357,6 +365,9 @@ pub struct GroupCycle {
     pub placed: Arc<crate::snapshot::Snapshot>,
     /// The cluster as the first pod that did not fit saw it (its group's pods before it placed).
     pub first_failure_on: Option<Arc<crate::snapshot::Snapshot>>,
+    /// When the group cannot be placed: what its PodGroupPostFilter (workload-aware preemption)
+    /// decided — the victims and nominations, or why there are none.
+    pub preemption: Option<Box<GroupPreemption>>,
 }
 
 impl GroupCycle {
@@ -384,12 +395,14 @@ pub fn pod_group_cycle(
     let scheduled_before = snapshot.pod_group_counts(namespace, group).scheduled;
     let queued = queued_members(fwk, namespace, group, None);
     let run = run_members(fwk, min_count, scheduled_before, &queued, options, None);
+    let mut preemption = None;
     let (outcome, message, unreached_message) = match &run.stop {
         Stop::Error(message) => (Outcome::Error, message.clone(), String::new()),
         _ if run.status.code() == Code::Success => (Outcome::Scheduled, String::new(), String::new()),
         _ => match queued.first() {
             Some(first) => {
                 let words = GroupWords::of(fwk, first, group, &queued, run.stop_point(), run.status.clone());
+                preemption = words.preemption;
                 (Outcome::Unschedulable, words.pod_that_fit, words.pod_not_reached)
             }
             // No queued pod: PlacementFeasible refused up front, and no PostFilter runs.
@@ -411,51 +424,8 @@ pub fn pod_group_cycle(
         unreached_message,
         placed: run.placed,
         first_failure_on: run.first_failure_on,
+        preemption,
     })
-}
-
-/// What the group's PodGroupPostFilter appends to its status, where it needs no victim search:
-/// `None` when lower-priority pods run (the search is not modelled). Without DefaultPreemption in
-/// the profile no plugin answers, and kube-scheduler appends an empty reason.
-fn group_post_filter_answer(
-    fwk: &Framework,
-    pod: &PodInfo,
-    group: &str,
-    unscheduled: &[Arc<PodInfo>],
-) -> Option<String> {
-    if !fwk
-        .profile
-        .post_filter
-        .iter()
-        .any(|n| n == names::DEFAULT_PREEMPTION)
-    {
-        return Some(String::new());
-    }
-    let snapshot = fwk.snapshot();
-    let pod_group = snapshot.pod_group(pod.namespace(), group)?;
-    // resolvePreemptionPolicy with PodGroupPreemptionPolicy off (alpha): Never when any pod of
-    // the group says so.
-    let never = unscheduled
-        .iter()
-        .any(|p| p.pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref()) == Some("Never"));
-    if never {
-        return Some(format!(
-            "{POD_GROUP_PREEMPTION_PREFIX}{NOT_ELIGIBLE_PREEMPTION_POLICY_NEVER}"
-        ));
-    }
-    let group_priority = pod_group.spec.priority.unwrap_or(0);
-    // GetPodPriority: a pod of an existing PodGroup weighs as its group, any other as itself.
-    let victim_priority =
-        |p: &PodInfo| match pod_group_name(&p.pod).and_then(|name| snapshot.pod_group(p.namespace(), name)) {
-            Some(their_group) => their_group.spec.priority.unwrap_or(0),
-            None => p.priority,
-        };
-    let any_victim = snapshot
-        .nodes()
-        .iter()
-        .flat_map(|node| node.pods.iter())
-        .any(|p| victim_priority(p) < group_priority);
-    (!any_victim).then(|| format!("{POD_GROUP_PREEMPTION_PREFIX}{NO_POD_GROUP_PREEMPTION_VICTIMS}"))
 }
 
 /// A failed cycle as the pod group cycle reports it: the FailedScheduling message without the
@@ -612,14 +582,17 @@ mod tests {
                 "a",
                 Outcome::Unschedulable,
                 "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 \
-                 remaining, pod group preemption: not eligible due to preemptionPolicy=Never.",
+                 remaining, deallocation and deletion of ResourceClaims completed, pod group \
+                 preemption: not eligible due to preemptionPolicy=Never.",
             ),
             (
-                "a lower-priority pod runs: the victim search is not modelled, the words stop before it",
+                "a lower-priority pod runs but preempting it does not help: the cycle's words again",
                 with_running_pod(cluster(3, &["a", "b", "c"], "2", true)),
                 "a",
                 Outcome::Unschedulable,
-                "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
+                "pod group is unschedulable, minCount (3) cannot be satisfied: 2 scheduled, 0 \
+                 remaining, deallocation and deletion of ResourceClaims completed, pod group \
+                 preemption: minCount (3) cannot be satisfied: 2 scheduled, 0 remaining",
             ),
             (
                 "a gated member leaves fewer queued pods than minCount: refused before any is tried",

@@ -13,8 +13,10 @@
 //! cycle assumes the group's pods before any reaches Permit, so a group that reaches `minCount`
 //! passes it and one that does not is rejected before it.
 //!
-//! Not modelled: the group's victim search (workload-aware preemption): a rejected group nominates
-//! no node and deletes no pod; basic-policy PodGroups, whose pods are scheduled one by one.
+//! A group that cannot be placed runs its PodGroupPostFilter (workload-aware preemption,
+//! [`super::group_preemption`]): its victims are deleted after the cycle and its pods, nominated,
+//! are placed by a later cycle. Not modelled: basic-policy PodGroups, whose pods are scheduled one
+//! by one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -314,7 +316,11 @@ impl Simulation<'_> {
             parked.push((member.clone(), plugins, inputs));
         }
         self.group_messages.insert(group.to_owned(), words.group);
+        let waiting = self.start_group_preemption(group, words.preemption.as_deref(), &mut parked);
         self.queue.park_group(group, parked);
+        for key in waiting {
+            self.queue.set_gated(&key, true);
+        }
         Ok((PodOutcome::Unschedulable, 0))
     }
 

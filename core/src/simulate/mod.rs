@@ -10,6 +10,7 @@
 
 pub mod drain;
 pub mod group_cycle;
+mod group_preemption;
 pub mod hints;
 pub mod queue;
 pub mod simulation;

@@ -184,6 +184,12 @@ pub(super) enum Landing {
         node: String,
         victims: Vec<Arc<PodInfo>>,
     },
+    /// A pod group's preemption: `victims` deleted across the cluster; the group's pods
+    /// (`namespace/name`) wait for it, gated.
+    GroupPreemption {
+        members: Vec<String>,
+        victims: Vec<Arc<PodInfo>>,
+    },
 }
 
 /// A batch simulation over one snapshot (see the module doc).
@@ -196,7 +202,7 @@ pub struct Simulation<'e> {
     pub(super) ties: TieBreaker,
     pub(super) results: HashMap<String, PodResult>,
     pub(super) first_attempt_order: Vec<String>,
-    victims: Vec<Victim>,
+    pub(super) victims: Vec<Victim>,
     pub(super) cycles: usize,
     pub(super) tied_placements: usize,
     pub(super) evaluated_nodes: usize,
@@ -539,6 +545,9 @@ impl<'e> Simulation<'e> {
                     node,
                     victims,
                 } => self.land_preemption(&preemptor, priority, &node, &victims),
+                Landing::GroupPreemption { members, victims } => {
+                    self.land_group_preemption(&members, &victims);
+                }
             }
         }
     }
@@ -565,6 +574,11 @@ impl<'e> Simulation<'e> {
             self.queue
                 .on_event(&ClusterEvent::AssignedPodDelete(pod.clone()), Some(pod.priority));
         }
+        self.delete_victims(victims);
+    }
+
+    /// Deletes `victims` from the snapshot, each an AssignedPod/Delete for the queue.
+    pub(super) fn delete_victims(&mut self, victims: &[Arc<PodInfo>]) {
         let snapshot = Arc::make_mut(&mut self.snapshot);
         let deleted: Vec<Arc<PodInfo>> = victims
             .iter()
@@ -725,7 +739,7 @@ pub(super) fn placed_on(pod: &PodInfo, node: &str) -> PodInfo {
     info
 }
 
-fn with_nomination(pod: &PodInfo, node: &str) -> PodInfo {
+pub(super) fn with_nomination(pod: &PodInfo, node: &str) -> PodInfo {
     let mut info = pod.clone();
     let mut object = (*pod.pod).clone();
     object

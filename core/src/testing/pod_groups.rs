@@ -63,3 +63,34 @@ impl PodGroupBuilder {
         self.0
     }
 }
+
+// --- workload-aware preemption: the group's priority, policy and disruption mode ---
+
+impl PodGroupBuilder {
+    /// `spec.priority` (as admission resolves it from `priorityClassName`).
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.0.spec.priority = Some(priority);
+        self
+    }
+
+    /// `spec.preemptionPolicy` ("Never" or "PreemptLowerPriority"; read under PodGroupPreemptionPolicy).
+    pub fn preemption_policy(mut self, policy: &str) -> Self {
+        self.0.spec.preemption_policy = Some(policy.to_string());
+        self
+    }
+
+    /// `spec.disruptionMode.all`: its pods are preempted together or not at all.
+    pub fn disruption_all(mut self) -> Self {
+        self.0.spec.disruption_mode = Some(k8s_openapi::api::scheduling::v1beta1::DisruptionMode {
+            all: Some(Default::default()),
+            ..Default::default()
+        });
+        self
+    }
+
+    /// `metadata.uid`.
+    pub fn uid(mut self, uid: &str) -> Self {
+        self.0.metadata.uid = Some(uid.to_string());
+        self
+    }
+}

@@ -53,6 +53,7 @@ macro_rules! messages {
 
 messages!(explain::ExplainOutput, timings);
 messages!(preempt::Planned);
+messages!(preempt::pod_group::GroupPlanned);
 messages!(simulate::SimulateOutput);
 messages!(snapshot::SnapshotOutput);
 messages!(triage::TriageOutput);

@@ -28,6 +28,8 @@ use crate::source::load::{
 };
 use crate::source::pods::{ResolveError, Subject, subject};
 
+pub mod pod_group;
+
 /// The field manager of every write, and the events' reporting controller.
 pub const FIELD_MANAGER: &str = "kubectl-sched";
 
@@ -51,6 +53,20 @@ pub enum PreemptError {
         /// The error.
         message: String,
     },
+    /// The pod belongs to a gang: kube-scheduler preempts for its whole group, never for the pod
+    /// alone (the caller drills the group instead).
+    #[error(
+        "pod {pod} belongs to the gang PodGroup {group}: preemption is the group's (preempt podgroup/{group})"
+    )]
+    GangPod {
+        /// `namespace/name`.
+        pod: String,
+        /// The PodGroup's name.
+        group: String,
+    },
+    /// `podgroup/NAME` names a PodGroup that neither exists nor is named by a pod.
+    #[error("podgroup {0}: neither the PodGroup nor a pod naming it exists")]
+    PodGroupNotFound(String),
     /// Execution was refused: no confirmation possible, or no cluster to write to (exit code 2).
     #[error("{0}")]
     Refused(String),
@@ -310,43 +326,22 @@ pub fn plan(
     stdin_is_terminal: bool,
 ) -> Result<Planned, PreemptError> {
     let dry_run_mode = effective_dry_run(args)?;
-    // Refused before anything is read: a script must not depend on whether this run has victims.
-    if dry_run_mode == DryRun::None && !args.yes && !stdin_is_terminal {
-        return Err(PreemptError::Refused(
-            "refusing to preempt without confirmation: stdin is not a terminal; add --yes to execute, or \
-             --dry-run=client to only print the plan"
-                .into(),
-        ));
-    }
+    refuse_without_confirmation(dry_run_mode, args, stdin_is_terminal)?;
     let target = args.filename.is_none().then_some(args.pod.as_deref()).flatten();
-    let detail = evaluation_detail(global, target);
-    let (loaded, cluster) = load_keeping_cluster(global, args.from.as_deref(), None, &detail, &args.release)?;
-    let Loaded {
+    let Session {
         objects,
         origin,
-        default_namespace,
         warnings,
         notes,
-        release,
-    } = loaded;
-    let engine =
-        Engine::for_features(args.config.as_deref(), release.features).map_err(ResolveError::from)?;
-    let namespace = global.namespace.clone().unwrap_or(default_namespace);
+        engine,
+        namespace,
+        cluster,
+    } = Session::open(global, args, target)?;
     let evaluation = evaluate(&engine, args, objects, &namespace, &origin)?;
 
-    let dry_run_view = match dry_run_mode {
-        DryRun::None => DryRunView::None,
-        DryRun::Client => DryRunView::Client,
-        DryRun::Server => DryRunView::Server,
-    };
+    let dry_run_view = DryRunView::of(dry_run_mode);
     let executable = evaluation.situation == Situation::Planned && !evaluation.preemption.actions.is_empty();
-    let next = match dry_run_mode {
-        _ if !executable => Next::PrintOnly,
-        DryRun::Client => Next::PrintOnly,
-        DryRun::Server => Next::Execute,
-        DryRun::None if args.yes => Next::Execute,
-        DryRun::None => Next::Confirm,
-    };
+    let next = Next::after(executable, dry_run_mode, args.yes);
     let mode = removal(args);
     let Evaluation {
         preemption,
@@ -379,6 +374,87 @@ pub fn plan(
             preemptor,
         },
     })
+}
+
+/// Refused before anything is read: a script must not depend on whether this run has victims.
+fn refuse_without_confirmation(
+    dry_run_mode: DryRun,
+    args: &PreemptArgs,
+    stdin_is_terminal: bool,
+) -> Result<(), PreemptError> {
+    if dry_run_mode == DryRun::None && !args.yes && !stdin_is_terminal {
+        return Err(PreemptError::Refused(
+            "refusing to preempt without confirmation: stdin is not a terminal; add --yes to execute, or \
+             --dry-run=client to only print the plan"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+/// The cluster a drill reads, with the engine of its release and the namespace it looks in.
+struct Session {
+    objects: ClusterObjects,
+    origin: String,
+    warnings: Vec<String>,
+    notes: Vec<String>,
+    engine: Engine,
+    namespace: String,
+    cluster: Option<Cluster>,
+}
+
+impl Session {
+    /// Loads the cluster (or `--from`) for a drill about `target`, keeping the connection to write
+    /// to.
+    fn open(global: &GlobalArgs, args: &PreemptArgs, target: Option<&str>) -> Result<Self, PreemptError> {
+        let detail = evaluation_detail(global, target);
+        let (loaded, cluster) =
+            load_keeping_cluster(global, args.from.as_deref(), None, &detail, &args.release)?;
+        let Loaded {
+            objects,
+            origin,
+            default_namespace,
+            warnings,
+            notes,
+            release,
+        } = loaded;
+        let engine =
+            Engine::for_features(args.config.as_deref(), release.features).map_err(ResolveError::from)?;
+        Ok(Session {
+            objects,
+            origin,
+            warnings,
+            notes,
+            engine,
+            namespace: global.namespace.clone().unwrap_or(default_namespace),
+            cluster,
+        })
+    }
+}
+
+impl DryRunView {
+    /// The view of the effective `--dry-run`.
+    fn of(mode: DryRun) -> Self {
+        match mode {
+            DryRun::None => DryRunView::None,
+            DryRun::Client => DryRunView::Client,
+            DryRun::Server => DryRunView::Server,
+        }
+    }
+}
+
+impl Next {
+    /// What follows a drill: a plan that can be executed is executed (`--yes`, `--dry-run=server`) or
+    /// confirmed first; anything else is printed.
+    fn after(executable: bool, dry_run_mode: DryRun, yes: bool) -> Self {
+        match dry_run_mode {
+            _ if !executable => Next::PrintOnly,
+            DryRun::Client => Next::PrintOnly,
+            DryRun::Server => Next::Execute,
+            DryRun::None if yes => Next::Execute,
+            DryRun::None => Next::Confirm,
+        }
+    }
 }
 
 fn removal(args: &PreemptArgs) -> VictimRemoval {
@@ -421,6 +497,17 @@ fn evaluate(
     let fwk = engine
         .framework(profile, snapshot.clone())
         .map_err(ResolveError::from)?;
+    // A pending gang pod is preempted for with its group (the pod group cycle runs no PostFilter per
+    // pod).
+    if bound_to.is_none()
+        && sched_core::schedule::pod_group::gang_min_count(&fwk, &info).is_some()
+        && let Some(group) = sched_core::snapshot::pod_groups::pod_group_name(&info.pod)
+    {
+        return Err(PreemptError::GangPod {
+            pod: info.key(),
+            group: group.to_string(),
+        });
+    }
     let cycle = schedule_cycle(&fwk, &info, engine.schedule_options(false));
     let e = &cycle.explanation;
     let runs_default_preemption = fwk
@@ -725,59 +812,80 @@ impl Planned {
                 "there is no cluster to execute on (the cluster was read from a file)".into(),
             ));
         };
-        let options = ApplyOptions {
-            dry_run_server: self.report.dry_run == DryRunView::Server,
-            ..ApplyOptions::new(FIELD_MANAGER)
-        };
         let plan = &self.report.preemption.actions;
-        let total = plan.len();
-        let results = cluster.execute(plan, &options, |i, r| progress(i, total, r));
-        // Where the run stopped: a blocked eviction, or a failed write (failed events do not stop it:
-        // they are best-effort, and the results show them).
-        let stop = results.iter().position(|r| match &r.outcome {
-            ApplyOutcome::PdbBlocked { .. } => true,
-            ApplyOutcome::Failed(_) => !matches!(r.action, Action::Event(_)),
-            _ => false,
-        });
-        let done = results.iter().filter(|r| r.outcome.is_success()).count();
-        let not_run = results
-            .iter()
-            .filter(|r| matches!(r.outcome, ApplyOutcome::NotRun))
-            .count();
-        let outcome = match stop {
-            Some(i) => {
-                let (reason, advice) = match (&results[i].outcome, &results[i].action) {
-                    (ApplyOutcome::PdbBlocked { message }, Action::EvictPod { pod }) => {
-                        let budgets = blocking_budgets(&self.report, &pod.key());
-                        (
-                            format!(
-                                "{}: blocked by {budgets} (HTTP 429): {message}",
-                                results[i].action.describe()
-                            ),
-                            advice_after_refused_eviction(&budgets),
-                        )
-                    }
-                    // Running again cannot grant a missing permission: name it and its role.
-                    _ => match crate::source::rbac::denied_write(&results[i]) {
-                        Some(denied) => (results[i].message(), denied.advice()),
-                        None => (results[i].message(), ADVICE_RUN_AGAIN.to_string()),
-                    },
-                };
-                Err(PreemptError::Incomplete {
-                    step: i + 1,
-                    total,
-                    reason,
-                    done,
-                    not_run,
-                    advice,
-                })
-            }
-            None => Ok(()),
-        };
-        self.report.complete = Some(stop.is_none());
+        let report = &self.report;
+        let (results, outcome) = run_plan(
+            cluster,
+            plan,
+            report.dry_run == DryRunView::Server,
+            |pod| blocking_budgets(report, pod),
+            &mut progress,
+        );
+        self.report.complete = Some(outcome.is_ok());
         self.report.results = Some(results);
         outcome
     }
+}
+
+/// Runs `plan` on `cluster` (with dryRun=All when `dry_run_server`), reporting each action to
+/// `progress` (index, plan length, result): the results, and [`PreemptError::Incomplete`] when the
+/// run stopped early — at a refused eviction (`budgets` names the budgets covering a pod, by
+/// `namespace/name`) or a failed write (failed events do not stop it: they are best-effort, and the
+/// results show them).
+pub fn run_plan(
+    cluster: &Cluster,
+    plan: &[Action],
+    dry_run_server: bool,
+    budgets: impl Fn(&str) -> String,
+    mut progress: impl FnMut(usize, usize, &ActionResult),
+) -> (Vec<ActionResult>, Result<(), PreemptError>) {
+    let options = ApplyOptions {
+        dry_run_server,
+        ..ApplyOptions::new(FIELD_MANAGER)
+    };
+    let total = plan.len();
+    let results = cluster.execute(plan, &options, |i, r| progress(i, total, r));
+    let stop = results.iter().position(|r| match &r.outcome {
+        ApplyOutcome::PdbBlocked { .. } => true,
+        ApplyOutcome::Failed(_) => !matches!(r.action, Action::Event(_)),
+        _ => false,
+    });
+    let done = results.iter().filter(|r| r.outcome.is_success()).count();
+    let not_run = results
+        .iter()
+        .filter(|r| matches!(r.outcome, ApplyOutcome::NotRun))
+        .count();
+    let outcome = match stop {
+        Some(i) => {
+            let (reason, advice) = match (&results[i].outcome, &results[i].action) {
+                (ApplyOutcome::PdbBlocked { message }, Action::EvictPod { pod }) => {
+                    let budgets = budgets(&pod.key());
+                    (
+                        format!(
+                            "{}: blocked by {budgets} (HTTP 429): {message}",
+                            results[i].action.describe()
+                        ),
+                        advice_after_refused_eviction(&budgets),
+                    )
+                }
+                // Running again cannot grant a missing permission: name it and its role.
+                _ => match crate::source::rbac::denied_write(&results[i]) {
+                    Some(denied) => (results[i].message(), denied.advice()),
+                    None => (results[i].message(), ADVICE_RUN_AGAIN.to_string()),
+                },
+            };
+            Err(PreemptError::Incomplete {
+                step: i + 1,
+                total,
+                reason,
+                done,
+                not_run,
+                advice,
+            })
+        }
+        None => Ok(()),
+    };
+    (results, outcome)
 }
 
 #[cfg(test)]

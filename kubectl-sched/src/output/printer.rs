@@ -57,6 +57,8 @@ pub const TRIAGE_PODS: NamedPods = NamedPods(&["/causes/*/workloads/*/pods"]);
 pub const SIMULATE_PODS: NamedPods = NamedPods(&["/pods/*/pod"]);
 /// The pods `preempt` removes (its victims).
 pub const PREEMPT_PODS: NamedPods = NamedPods(&["/victims"]);
+/// The pods `preempt podgroup/NAME` removes (its victims, node by node).
+pub const PREEMPT_GROUP_PODS: NamedPods = NamedPods(&["/preemption/nodes/*/victims"]);
 
 /// What a command's `-o` asks: its own rendering (`own`), or one of kubectl's printers over the document
 /// its `-o json` rendering prints (so that a template sees exactly that document).

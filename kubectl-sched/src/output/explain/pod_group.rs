@@ -5,7 +5,9 @@
 
 use std::collections::BTreeMap;
 
+use sched_core::diagnosis::pod_group::preemption::GroupPreemptionView;
 use sched_core::diagnosis::pod_group::{GroupNode, MemberState, PodGroupReport, Quorum};
+use sched_core::preemption::pod_group::GroupPreemptionOutcome;
 
 use super::table::{findings_section, what_if_line};
 use crate::commands::explain::pod_group::GroupExplainReport;
@@ -41,6 +43,33 @@ fn quorum_line(q: &Quorum) -> String {
     line
 }
 
+/// The group's preemption (PodGroupPostFilter) when it acts: its words, the victims node by node,
+/// the nominations. Empty when it did not run or preempts nothing (its words end the group's
+/// verdict anyway).
+pub fn preemption_text(preemption: Option<&GroupPreemptionView>) -> String {
+    let Some(p) = preemption.filter(|p| {
+        matches!(
+            p.outcome,
+            GroupPreemptionOutcome::Found | GroupPreemptionOutcome::Ongoing
+        )
+    }) else {
+        return String::new();
+    };
+    let mut out = format!("  preemption for the group: {}\n", p.message);
+    for line in p.victim_lines() {
+        out.push_str(&format!("    would preempt on {line}\n"));
+    }
+    if !p.nominations.is_empty() {
+        let nominated: Vec<String> = p
+            .nominations
+            .iter()
+            .map(|n| format!("{} on {}", n.pod, n.node))
+            .collect();
+        out.push_str(&format!("    nominates {}\n", nominated.join(", ")));
+    }
+    out
+}
+
 /// `explain POD`'s section for a pod of a group.
 pub fn section(g: &PodGroupReport, nodes_total: usize) -> String {
     let mut out = format!(
@@ -52,6 +81,7 @@ pub fn section(g: &PodGroupReport, nodes_total: usize) -> String {
     if !g.message.is_empty() {
         out.push_str(&format!("  group verdict: {}\n", g.message));
     }
+    out.push_str(&preemption_text(g.preemption.as_ref()));
     out.push_str(&format!(
         "  node by node and the smallest fix: kubectl sched explain podgroup/{} -n {}\n",
         g.pod_group, g.namespace
@@ -154,6 +184,7 @@ fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool, context: &str)
     if !g.message.is_empty() {
         out.push_str(&format!("  kube-scheduler: {}\n", g.message));
     }
+    out.push_str(&preemption_text(g.preemption.as_ref()));
     if let Some(w) = &g.workload {
         out.push_str(&format!("  made from Workload {w}\n"));
     }

@@ -2,6 +2,7 @@
 //! chosen node and the plan; after a run, each step's outcome), the confirmation question, the progress
 //! lines, and the choice of format.
 
+pub mod pod_group;
 pub mod random;
 
 use sched_core::action::Action;
