@@ -20,7 +20,7 @@
 
 use std::sync::Arc;
 
-use super::{CycleResult, ScheduleOptions, pod_cycle};
+use super::{CycleResult, ScheduleOptions, placement, pod_cycle};
 use crate::explain::Outcome;
 use crate::framework::fit_error::fit_error_message;
 use crate::framework::runtime::Framework;
@@ -48,6 +48,8 @@ pub(super) enum GroupVerdict {
     Rejected(Status),
     /// The pod itself did not fit once the group's pods before it were placed: its cycle then.
     PodFailed(Box<CycleResult>),
+    /// The group fits in a placement (TopologyAwareWorkloadScheduling): the pod's cycle there.
+    InPlacement(Box<CycleResult>),
 }
 
 /// Whether `fwk` runs the pod group cycle at all: GenericWorkload on and GangScheduling in the
@@ -108,7 +110,7 @@ pub struct MemberRun {
 
 /// How a run over the group's members ended.
 #[derive(Debug)]
-enum Stop {
+pub(super) enum Stop {
     /// Every member was tried, or PlacementFeasible stopped the cycle.
     Finished,
     /// The pod asked about did not fit: its own cycle is its answer.
@@ -119,22 +121,22 @@ enum Stop {
 
 /// One pass of the pod group cycle over `queued`: each pod placed (assumed) before the next is
 /// tried, PlacementFeasible asked after each.
-struct Run {
-    members: Vec<MemberRun>,
+pub(super) struct Run {
+    pub(super) members: Vec<MemberRun>,
     /// PlacementFeasible's last answer.
-    status: Status,
+    pub(super) status: Status,
     /// PlacementFeasible refused before any pod was tried.
     refused_before_start: bool,
-    stop: Stop,
+    pub(super) stop: Stop,
     /// The snapshot with every placement assumed.
-    placed: Arc<crate::snapshot::Snapshot>,
+    pub(super) placed: Arc<crate::snapshot::Snapshot>,
     /// The snapshot the first pod that did not fit was tried on.
-    first_failure_on: Option<Arc<crate::snapshot::Snapshot>>,
+    pub(super) first_failure_on: Option<Arc<crate::snapshot::Snapshot>>,
 }
 
 impl Run {
     /// Where the cycle stopped, for the words it writes.
-    fn stop_point(&self) -> GroupStop {
+    pub(super) fn stop_point(&self) -> GroupStop {
         if self.refused_before_start {
             GroupStop::BeforeAnyPod
         } else {
@@ -143,7 +145,7 @@ impl Run {
     }
 }
 
-fn run_members(
+pub(super) fn run_members(
     fwk: &Framework,
     min_count: i32,
     scheduled: usize,
@@ -243,6 +245,20 @@ pub(super) fn group_verdict(
     let group = pod_group_name(&pod.pod)?;
     let scheduled = fwk.snapshot().pod_group_counts(pod.namespace(), group).scheduled;
     let queued = queued_members(fwk, pod.namespace(), group, Some(pod));
+    if placement::tries_placements(fwk) {
+        let cycle = placement::run_placements(
+            fwk,
+            pod.namespace(),
+            group,
+            min_count,
+            scheduled,
+            &queued,
+            options,
+        );
+        return Some(placement::placement_verdict(
+            fwk, pod, group, &queued, cycle, options,
+        ));
+    }
     let run = run_members(fwk, min_count, scheduled, &queued, options, Some(pod.name()));
     match run.stop {
         Stop::Error(_) => return None,
@@ -357,6 +373,9 @@ pub struct GroupCycle {
     pub placed: Arc<crate::snapshot::Snapshot>,
     /// The cluster as the first pod that did not fit saw it (its group's pods before it placed).
     pub first_failure_on: Option<Arc<crate::snapshot::Snapshot>>,
+    /// The placements tried (TopologyAwareWorkloadScheduling on); `members` are then the chosen
+    /// placement's, or the first one's when none fits.
+    pub placements: Option<placement::PlacementCycle>,
 }
 
 impl GroupCycle {
@@ -383,6 +402,17 @@ pub fn pod_group_cycle(
     let min_count = crate::snapshot::pod_groups::gang_min_count(pod_group)?;
     let scheduled_before = snapshot.pod_group_counts(namespace, group).scheduled;
     let queued = queued_members(fwk, namespace, group, None);
+    if placement::tries_placements(fwk) {
+        return Some(placement::group_cycle_over_placements(
+            fwk,
+            namespace,
+            group,
+            min_count,
+            scheduled_before,
+            queued,
+            options,
+        ));
+    }
     let run = run_members(fwk, min_count, scheduled_before, &queued, options, None);
     let (outcome, message, unreached_message) = match &run.stop {
         Stop::Error(message) => (Outcome::Error, message.clone(), String::new()),
@@ -411,13 +441,14 @@ pub fn pod_group_cycle(
         unreached_message,
         placed: run.placed,
         first_failure_on: run.first_failure_on,
+        placements: None,
     })
 }
 
 /// What the group's PodGroupPostFilter appends to its status, where it needs no victim search:
 /// `None` when lower-priority pods run (the search is not modelled). Without DefaultPreemption in
 /// the profile no plugin answers, and kube-scheduler appends an empty reason.
-fn group_post_filter_answer(
+pub(super) fn group_post_filter_answer(
     fwk: &Framework,
     pod: &PodInfo,
     group: &str,

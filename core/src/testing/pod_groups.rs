@@ -3,7 +3,8 @@
 
 use k8s_openapi::api::core::v1::PodSchedulingGroup;
 use k8s_openapi::api::scheduling::v1beta1::{
-    BasicSchedulingPolicy, GangSchedulingPolicy, PodGroup, PodGroupSchedulingPolicy, PodGroupSpec,
+    BasicSchedulingPolicy, GangSchedulingPolicy, PodGroup, PodGroupSchedulingConstraints,
+    PodGroupSchedulingPolicy, PodGroupSpec, TopologyConstraint,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
@@ -49,6 +50,15 @@ impl PodGroupBuilder {
             basic: Some(BasicSchedulingPolicy::default()),
             gang: None,
         };
+        self
+    }
+
+    /// `spec.schedulingConstraints.topology`: the group must land in one domain of `key`
+    /// (TopologyAwareWorkloadScheduling).
+    pub fn topology(mut self, key: &str) -> Self {
+        self.0.spec.scheduling_constraints = Some(PodGroupSchedulingConstraints {
+            topology: Some(vec![TopologyConstraint { key: key.to_string() }]),
+        });
         self
     }
 
