@@ -11,6 +11,7 @@
 pub mod drain;
 pub mod group_cycle;
 pub mod hints;
+mod placement;
 pub mod queue;
 pub mod simulation;
 pub mod workloads;
