@@ -607,13 +607,24 @@ mod tests {
         }
     }
 
+    /// (case, cluster, asked, outcome, node or message, placement chosen, placements tied)
+    type Case<'a> = (
+        &'a str,
+        ClusterObjects,
+        &'a str,
+        Outcome,
+        &'a str,
+        Option<&'a str>,
+        usize,
+    );
+
     /// Each scenario as kube-scheduler v1.37.2 decides it with TopologyAwareWorkloadScheduling on:
     /// the placement chosen (or none), and the words on the pod asked about.
     #[test]
     fn the_group_lands_in_one_domain_or_gets_the_placement_words() {
         let three = ["a", "b", "c"];
         // (case, cluster, asked, outcome, node prefix or message, placement chosen, tied)
-        let cases: Vec<(&str, ClusterObjects, &str, Outcome, &str, Option<&str>, usize)> = vec![
+        let cases: Vec<Case<'_>> = vec![
             (
                 "fits one zone only: the group goes there, not split",
                 cluster(
