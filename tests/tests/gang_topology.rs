@@ -238,7 +238,7 @@ async fn a_group_that_fits_no_single_zone_binds_no_pod() -> Result<()> {
         "the scenario should exercise the placement words on the two pods that fit: {kube:?}"
     );
 
-    let (json, _) = kubectl_sched_json(&s.lab, &["explain", "podgroup/train"]).await?;
+    let (json, _) = common::kubectl_sched_json(&s.lab, &["explain", "podgroup/train"]).await?;
     let group = &json["pod_groups"][0];
     ensure!(
         group["outcome"] == "Unschedulable",
@@ -280,35 +280,4 @@ async fn a_group_without_constraint_is_one_placement() -> Result<()> {
         "the scenario should exercise the one-placement words: {kube:?}"
     );
     Ok(())
-}
-
-/// Runs kubectl-sched against the control plane in the scenario's namespace with `-o json`.
-async fn kubectl_sched_json(lab: &Lab, args: &[&str]) -> Result<(serde_json::Value, String)> {
-    let output = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        tokio::process::Command::new(common::kubectl_sched_binary().await?)
-            .args(["--kubeconfig"])
-            .arg(lab.cp.kubeconfig_path())
-            .args(args)
-            .args(["-n", &lab.ns, "-o", "json"])
-            .env_remove("KUBECONFIG")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .with_context(|| format!("kubectl-sched {args:?} took too long"))??;
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    ensure!(
-        matches!(output.status.code(), Some(0 | 3)),
-        "kubectl-sched {args:?}: {}\n{stderr}",
-        output.status
-    );
-    let json = serde_json::from_slice(&output.stdout).with_context(|| {
-        format!(
-            "kubectl-sched {args:?} -o json printed {:?}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })?;
-    Ok((json, stderr))
 }

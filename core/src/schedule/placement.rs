@@ -519,17 +519,14 @@ pub(super) fn group_cycle_over_placements(
 mod tests {
     use std::sync::Arc;
 
-    use k8s_openapi::api::core::v1::Pod;
-
     use super::*;
     use crate::explain::{Explanation, Outcome};
     use crate::features::FeatureGates;
     use crate::framework::profile::SchedulerConfig;
     use crate::plugins::in_tree_registry_with;
     use crate::schedule::pod_group::pod_group_cycle;
-    use crate::schedule::schedule;
     use crate::snapshot::ClusterObjects;
-    use crate::testing::{gang, node, pod};
+    use crate::testing::{explain_named, gang, node, pod};
 
     const ZONE: &str = "topology.kubernetes.io/zone";
 
@@ -554,18 +551,7 @@ mod tests {
     }
 
     fn explain(tas: bool, objects: &ClusterObjects, asked: &str) -> Explanation {
-        let fwk = framework(tas, objects);
-        let pod: Pod = objects
-            .pods
-            .iter()
-            .find(|p| p.metadata.name.as_deref() == Some(asked))
-            .expect("asked pod")
-            .clone();
-        schedule(
-            &fwk,
-            &PodInfo::with_features(Arc::new(pod), fwk.features()),
-            ScheduleOptions::default(),
-        )
+        explain_named(&framework(tas, objects), objects, asked)
     }
 
     /// Nodes `(name, zone, cpu)`, PodGroup `pg` (gang `min_count`, topology on the zone key unless
@@ -623,6 +609,16 @@ mod tests {
     #[test]
     fn the_group_lands_in_one_domain_or_gets_the_placement_words() {
         let three = ["a", "b", "c"];
+        // Two 2-cpu nodes in two zones: the cluster holds the group of three, no zone does.
+        let no_single_zone = || {
+            cluster(
+                &[("a1", Some("zone-a"), "2"), ("b1", Some("zone-b"), "2")],
+                3,
+                Some(ZONE),
+                &three,
+                &[],
+            )
+        };
         // (case, cluster, asked, outcome, node prefix or message, placement chosen, tied)
         let cases: Vec<Case<'_>> = vec![
             (
@@ -642,13 +638,7 @@ mod tests {
             ),
             (
                 "fits no single zone: a pod that fit gets the group's words",
-                cluster(
-                    &[("a1", Some("zone-a"), "2"), ("b1", Some("zone-b"), "2")],
-                    3,
-                    Some(ZONE),
-                    &three,
-                    &[],
-                ),
+                no_single_zone(),
                 "a",
                 Outcome::Unschedulable,
                 "pod group is unschedulable, pod group is unschedulable, 0/2 placements are available, \
@@ -659,13 +649,7 @@ mod tests {
             ),
             (
                 "fits no single zone: the pod that did not fit in the first zone, its nodes only",
-                cluster(
-                    &[("a1", Some("zone-a"), "2"), ("b1", Some("zone-b"), "2")],
-                    3,
-                    Some(ZONE),
-                    &three,
-                    &[],
-                ),
+                no_single_zone(),
                 "c",
                 Outcome::Unschedulable,
                 "0/1 nodes are available: 1 Insufficient cpu.",

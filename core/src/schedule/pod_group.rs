@@ -517,15 +517,12 @@ pub fn has_scheduling_gates(pod: &PodInfo) -> bool {
 mod tests {
     use std::sync::Arc;
 
-    use k8s_openapi::api::core::v1::Pod;
-
     use crate::explain::{Explanation, Outcome};
     use crate::features::FeatureGates;
     use crate::framework::profile::SchedulerConfig;
     use crate::framework::runtime::Framework;
     use crate::plugins::in_tree_registry_with;
-    use crate::schedule::{ScheduleOptions, schedule};
-    use crate::snapshot::{ClusterObjects, PodInfo, Snapshot};
+    use crate::snapshot::{ClusterObjects, Snapshot};
     use crate::testing::{gang, node, pod};
 
     /// v1.37.1's gates, with GenericWorkload on when `gang_on`.
@@ -546,17 +543,7 @@ mod tests {
         let profile = config.profile("default-scheduler").expect("default profile");
         let snapshot = Arc::new(Snapshot::with_features(objects.clone(), features));
         let fwk = Framework::new(profile, &registry, snapshot).expect("framework");
-        let pod: Pod = objects
-            .pods
-            .iter()
-            .find(|p| p.metadata.name.as_deref() == Some(asked))
-            .expect("asked pod")
-            .clone();
-        schedule(
-            &fwk,
-            &PodInfo::with_features(Arc::new(pod), &features),
-            ScheduleOptions::default(),
-        )
+        crate::testing::explain_named(&fwk, objects, asked)
     }
 
     /// One 4-cpu node, PodGroup `pg` (gang, `min_count`) and `members` pending pods of it asking

@@ -9,6 +9,26 @@ use k8s_openapi::api::scheduling::v1beta1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::PodBuilder;
+use crate::explain::Explanation;
+use crate::framework::runtime::Framework;
+use crate::schedule::{ScheduleOptions, schedule};
+use crate::snapshot::{ClusterObjects, PodInfo};
+
+/// Explains the pod named `asked` of `objects` with `fwk` (a framework over those objects), as
+/// `explain` does.
+pub fn explain_named(fwk: &Framework, objects: &ClusterObjects, asked: &str) -> Explanation {
+    let pod = objects
+        .pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(asked))
+        .expect("asked pod")
+        .clone();
+    schedule(
+        fwk,
+        &PodInfo::with_features(std::sync::Arc::new(pod), fwk.features()),
+        ScheduleOptions::default(),
+    )
+}
 
 impl PodBuilder {
     /// `spec.schedulingGroup.podGroupName`: the pod belongs to this PodGroup (in its namespace).
