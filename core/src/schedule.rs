@@ -20,6 +20,7 @@ use crate::framework::runtime::{Framework, PluginTrace};
 use crate::framework::status::{Code, Status};
 use crate::snapshot::{NodeInfo, PodInfo};
 
+pub mod placement;
 pub mod pod_group;
 pub mod pod_group_preemption;
 
@@ -120,15 +121,26 @@ fn verdicts(trace: Vec<PluginTrace>) -> Vec<FilterVerdict> {
 /// whole, or with its own cycle's once the group's pods before it are placed.
 pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) -> CycleResult {
     let mut cycle = pod_cycle(fwk, pod, options);
-    if cycle.explanation.outcome != Outcome::Scheduled {
+    // Over placements (TopologyAwareWorkloadScheduling) a pod that fits nowhere alone is still
+    // reported from a placement: its "0/N nodes" counts that placement's nodes.
+    let in_placements =
+        cycle.explanation.outcome == Outcome::Unschedulable && placement::tries_placements(fwk);
+    if cycle.explanation.outcome != Outcome::Scheduled && !in_placements {
         return cycle;
     }
     match pod_group::group_verdict(fwk, pod, options) {
         None => cycle,
-        Some(pod_group::GroupVerdict::PodFailed(in_group)) => *in_group,
+        Some(
+            pod_group::GroupVerdict::PodFailed(in_group) | pod_group::GroupVerdict::InPlacement(in_group),
+        ) => *in_group,
         Some(pod_group::GroupVerdict::Rejected(status)) => {
             let explanation = &mut cycle.explanation;
-            explanation.outcome = Outcome::Unschedulable;
+            explanation.outcome = if status.code() == Code::Error {
+                Outcome::Error
+            } else {
+                Outcome::Unschedulable
+            };
+            explanation.post_filter = None;
             explanation.message = status.message();
             explanation.selected.clear();
             explanation.selected_score = None;
@@ -143,7 +155,9 @@ pub fn schedule_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) 
 /// group cycle runs it for each pod of the group: `podGroupPodSchedulingAlgorithm`).
 pub fn pod_cycle(fwk: &Framework, pod: &PodInfo, options: ScheduleOptions) -> CycleResult {
     let snapshot = fwk.snapshot().clone();
-    let all_nodes = snapshot.nodes();
+    // A pod group cycle's placement (TopologyAwareWorkloadScheduling) limits the candidates.
+    let placement_nodes = snapshot.nodes_in_placement();
+    let all_nodes: &[Arc<NodeInfo>] = &placement_nodes;
     let percentage = fwk
         .profile
         .percentage_of_nodes_to_score

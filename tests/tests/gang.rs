@@ -209,7 +209,7 @@ async fn a_gang_larger_than_the_cluster_binds_no_pod() -> Result<()> {
     agree("gang-too-big", &explained, &kube)?;
 
     // The same through the CLI, without --feature-gates: the cluster's PodGroup turns the gate on.
-    let (json, stderr) = kubectl_sched_json(&lab, &["explain", "w1"]).await?;
+    let (json, stderr) = common::kubectl_sched_json(&lab, &["explain", "w1"]).await?;
     ensure!(
         stderr.contains("PodGroup(s): evaluating with GenericWorkload on"),
         "explain should say why it evaluates with GenericWorkload on: {stderr}"
@@ -225,7 +225,7 @@ async fn a_gang_larger_than_the_cluster_binds_no_pod() -> Result<()> {
 
     // explain podgroup/train: the group's verdict is what kube-scheduler wrote on the pods that fit,
     // and each pod's words are the ones on its PodScheduled condition.
-    let (json, _) = kubectl_sched_json(&lab, &["explain", "podgroup/train"]).await?;
+    let (json, _) = common::kubectl_sched_json(&lab, &["explain", "podgroup/train"]).await?;
     let group = &json["pod_groups"][0];
     ensure!(
         group["outcome"] == "Unschedulable",
@@ -258,45 +258,13 @@ async fn a_gang_larger_than_the_cluster_binds_no_pod() -> Result<()> {
         );
     }
     // triage: the gang is one group, not three pods.
-    let (json, _) = kubectl_sched_json(&lab, &["triage"]).await?;
+    let (json, _) = common::kubectl_sched_json(&lab, &["triage"]).await?;
     let groups = json["pod_groups"].as_array().context("pod_groups")?;
     ensure!(
         groups.len() == 1 && groups[0]["pods"].as_array().map(Vec::len) == Some(3),
         "triage should list the gang once: {json}"
     );
     Ok(())
-}
-
-/// Runs kubectl-sched against the control plane in the scenario's namespace with `-o json`: the
-/// document and stderr (exit 0, or triage's 3 for pods that cannot be scheduled).
-async fn kubectl_sched_json(lab: &Lab, args: &[&str]) -> Result<(serde_json::Value, String)> {
-    let output = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        tokio::process::Command::new(common::kubectl_sched_binary().await?)
-            .args(["--kubeconfig"])
-            .arg(lab.cp.kubeconfig_path())
-            .args(args)
-            .args(["-n", &lab.ns, "-o", "json"])
-            .env_remove("KUBECONFIG")
-            .stdin(std::process::Stdio::null())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .with_context(|| format!("kubectl-sched {args:?} took too long"))??;
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    ensure!(
-        matches!(output.status.code(), Some(0 | 3)),
-        "kubectl-sched {args:?}: {}\n{stderr}",
-        output.status
-    );
-    let json = serde_json::from_slice(&output.stdout).with_context(|| {
-        format!(
-            "kubectl-sched {args:?} -o json printed {:?}",
-            String::from_utf8_lossy(&output.stdout)
-        )
-    })?;
-    Ok((json, stderr))
 }
 
 /// Two pods of minCount 3: both are held at PreEnqueue, where kube-scheduler writes nothing;

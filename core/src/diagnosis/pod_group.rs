@@ -235,6 +235,9 @@ pub struct PodGroupReport {
     /// When the group cannot be placed: its workload-aware preemption (PodGroupPostFilter) — the
     /// victims node by node and the nominations, or why none.
     pub preemption: Option<preemption::GroupPreemptionView>,
+    /// The topology placements the cycle tried (TopologyAwareWorkloadScheduling on), the domain
+    /// it chooses or why the group fits in none.
+    pub placements: Option<PlacementReport>,
 }
 
 impl PodGroupReport {
@@ -257,6 +260,20 @@ impl PodGroupReport {
     /// The group in one line, after its name: triage's line, explain's headline.
     /// `nodes_total` is the cluster's node count.
     pub fn summary(&self, nodes_total: usize) -> String {
+        let mut line = self.outcome_summary(nodes_total);
+        if let Some(placements) = &self.placements
+            && matches!(
+                self.outcome,
+                GroupOutcome::Schedulable | GroupOutcome::Unschedulable
+            )
+        {
+            line.push_str(&format!("; {}", placements.summary()));
+        }
+        line
+    }
+
+    /// The summary without the placements.
+    fn outcome_summary(&self, nodes_total: usize) -> String {
         let queued = self.quorum.queued;
         let min = self.quorum.min_count.unwrap_or(0);
         match self.outcome {
@@ -364,6 +381,7 @@ pub fn diagnose_pod_group(
         fixes: Vec::new(),
         not_visible: vec![PERMIT_NOT_VISIBLE.to_string()],
         preemption: None,
+        placements: None,
     };
     if !runs_pod_group_cycle(fwk) {
         return Some(report);
@@ -396,6 +414,7 @@ pub fn diagnose_pod_group(
         return Some(report);
     };
     fill_from_cycle(&mut report, &cycle);
+    report.placements = placement_report(&cycle);
     if depth == Depth::Full && cycle.outcome == Outcome::Unschedulable {
         report.nodes = group_nodes(&cycle);
         report.findings = first_failure_findings(engine, fwk, &cycle);
@@ -689,6 +708,9 @@ fn more_nodes(
         places,
     })
 }
+
+mod placements;
+pub use placements::{DomainVerdict, FIRST_PLACEMENT_VARIES, PlacementReport, placement_report};
 
 #[cfg(test)]
 mod tests;

@@ -107,7 +107,8 @@ pub struct FeatureGates {
     /// `InPlacePodVerticalScalingSchedulerPreemption` (alpha, off; not modelled:
     /// DeferredPodScheduling is not implemented).
     pub in_place_pod_vertical_scaling_scheduler_preemption: bool,
-    /// `TopologyAwareWorkloadScheduling` (alpha, off; not modelled).
+    /// `TopologyAwareWorkloadScheduling` (alpha, off): the pod group cycle tries the group in one
+    /// topology domain at a time ([`crate::schedule::placement`]).
     pub topology_aware_workload_scheduling: bool,
     /// `InterPodAffinityHostnameFastPath` (alpha, off; not modelled).
     pub inter_pod_affinity_hostname_fast_path: bool,

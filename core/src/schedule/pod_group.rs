@@ -18,7 +18,7 @@
 
 use std::sync::Arc;
 
-use super::{CycleResult, ScheduleOptions, pod_cycle};
+use super::{CycleResult, ScheduleOptions, placement, pod_cycle};
 use crate::explain::Outcome;
 use crate::framework::cycle_state::CycleState;
 use crate::framework::fit_error::fit_error_message;
@@ -44,6 +44,8 @@ pub(super) enum GroupVerdict {
     Rejected(Status),
     /// The pod itself did not fit once the group's pods before it were placed: its cycle then.
     PodFailed(Box<CycleResult>),
+    /// The group fits in a placement (TopologyAwareWorkloadScheduling): the pod's cycle there.
+    InPlacement(Box<CycleResult>),
 }
 
 /// Whether `fwk` runs the pod group cycle at all: GenericWorkload on and GangScheduling in the
@@ -125,14 +127,14 @@ pub(super) struct Run {
     refused_before_start: bool,
     pub(super) stop: Stop,
     /// The snapshot with every placement assumed.
-    placed: Arc<crate::snapshot::Snapshot>,
+    pub(super) placed: Arc<crate::snapshot::Snapshot>,
     /// The snapshot the first pod that did not fit was tried on.
-    first_failure_on: Option<Arc<crate::snapshot::Snapshot>>,
+    pub(super) first_failure_on: Option<Arc<crate::snapshot::Snapshot>>,
 }
 
 impl Run {
     /// Where the cycle stopped, for the words it writes.
-    fn stop_point(&self) -> GroupStop {
+    pub(super) fn stop_point(&self) -> GroupStop {
         if self.refused_before_start {
             GroupStop::BeforeAnyPod
         } else {
@@ -243,6 +245,20 @@ pub(super) fn group_verdict(
     let group = pod_group_name(&pod.pod)?;
     let scheduled = fwk.snapshot().pod_group_counts(pod.namespace(), group).scheduled;
     let queued = queued_members(fwk, pod.namespace(), group, Some(pod));
+    if placement::tries_placements(fwk) {
+        let cycle = placement::run_placements(
+            fwk,
+            pod.namespace(),
+            group,
+            min_count,
+            scheduled,
+            &queued,
+            options,
+        );
+        return Some(placement::placement_verdict(
+            fwk, pod, group, &queued, cycle, options,
+        ));
+    }
     let run = run_members(fwk, min_count, scheduled, &queued, options, Some(pod.name()));
     match run.stop {
         Stop::Error(_) => return None,
@@ -368,6 +384,9 @@ pub struct GroupCycle {
     /// When the group cannot be placed: what its PodGroupPostFilter (workload-aware preemption)
     /// decided — the victims and nominations, or why there are none.
     pub preemption: Option<Box<GroupPreemption>>,
+    /// The placements tried (TopologyAwareWorkloadScheduling on); `members` are then the chosen
+    /// placement's, or the first one's when none fits.
+    pub placements: Option<placement::PlacementCycle>,
 }
 
 impl GroupCycle {
@@ -394,6 +413,17 @@ pub fn pod_group_cycle(
     let min_count = crate::snapshot::pod_groups::gang_min_count(pod_group)?;
     let scheduled_before = snapshot.pod_group_counts(namespace, group).scheduled;
     let queued = queued_members(fwk, namespace, group, None);
+    if placement::tries_placements(fwk) {
+        return Some(placement::group_cycle_over_placements(
+            fwk,
+            namespace,
+            group,
+            min_count,
+            scheduled_before,
+            queued,
+            options,
+        ));
+    }
     let run = run_members(fwk, min_count, scheduled_before, &queued, options, None);
     let mut preemption = None;
     let (outcome, message, unreached_message) = match &run.stop {
@@ -425,6 +455,7 @@ pub fn pod_group_cycle(
         placed: run.placed,
         first_failure_on: run.first_failure_on,
         preemption,
+        placements: None,
     })
 }
 
@@ -456,15 +487,12 @@ pub fn has_scheduling_gates(pod: &PodInfo) -> bool {
 mod tests {
     use std::sync::Arc;
 
-    use k8s_openapi::api::core::v1::Pod;
-
     use crate::explain::{Explanation, Outcome};
     use crate::features::FeatureGates;
     use crate::framework::profile::SchedulerConfig;
     use crate::framework::runtime::Framework;
     use crate::plugins::in_tree_registry_with;
-    use crate::schedule::{ScheduleOptions, schedule};
-    use crate::snapshot::{ClusterObjects, PodInfo, Snapshot};
+    use crate::snapshot::{ClusterObjects, Snapshot};
     use crate::testing::{gang, node, pod};
 
     /// v1.37.1's gates, with GenericWorkload on when `gang_on`.
@@ -485,17 +513,7 @@ mod tests {
         let profile = config.profile("default-scheduler").expect("default profile");
         let snapshot = Arc::new(Snapshot::with_features(objects.clone(), features));
         let fwk = Framework::new(profile, &registry, snapshot).expect("framework");
-        let pod: Pod = objects
-            .pods
-            .iter()
-            .find(|p| p.metadata.name.as_deref() == Some(asked))
-            .expect("asked pod")
-            .clone();
-        schedule(
-            &fwk,
-            &PodInfo::with_features(Arc::new(pod), &features),
-            ScheduleOptions::default(),
-        )
+        crate::testing::explain_named(&fwk, objects, asked)
     }
 
     /// One 4-cpu node, PodGroup `pg` (gang, `min_count`) and `members` pending pods of it asking

@@ -24,6 +24,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::hints::{ClusterEvent, HintInputs};
+use super::placement::GroupPlacement;
 use super::simulation::{
     Landing, PodOutcome, Simulation, SimulationError, hint_inputs, placed_on, rejecting_plugins,
 };
@@ -199,7 +200,15 @@ impl Simulation<'_> {
             return Ok((PodOutcome::Error, 0));
         }
 
+        let placement = self.group_placement(&first, &group_name, min_count, counts.scheduled, &queued)?;
+        if let GroupPlacement::Refused { message, error } = &placement {
+            // TopologyPlacementGenerator found no placement: no pod is tried.
+            return Ok(self.refuse_group(group, &queued, message, *error));
+        }
         let saved = self.snapshot.clone();
+        if let GroupPlacement::Domain(nodes, _) = &placement {
+            self.snapshot = Arc::new(saved.with_placement(nodes.iter().map(String::as_str)));
+        }
         let mut progress = PlacementProgress {
             remaining: queued.len(),
             scheduled: counts.scheduled,
@@ -246,6 +255,7 @@ impl Simulation<'_> {
         }
 
         if status.code() == Code::Success {
+            Arc::make_mut(&mut self.snapshot).forget_placement();
             let mut placed = 0;
             let mut parked = Vec::new();
             for (member, outcome) in queued.iter().zip(tried) {
@@ -290,7 +300,10 @@ impl Simulation<'_> {
         } else {
             GroupStop::AfterTrying
         };
-        let words = GroupWords::of(&fwk, &first, &group_name, &queued, stop, status);
+        let words = match &placement {
+            GroupPlacement::Domain(_, cycle) => cycle.words(&fwk, &first, &group_name, &queued),
+            _ => GroupWords::of(&fwk, &first, &group_name, &queued, stop, status),
+        };
         drop(fwk);
         let mut parked = Vec::new();
         for (i, member) in queued.iter().enumerate() {
@@ -322,6 +335,36 @@ impl Simulation<'_> {
             self.queue.set_gated(&key, true);
         }
         Ok((PodOutcome::Unschedulable, 0))
+    }
+
+    /// Every queued pod of a group no placement was generated for gets `message` untried
+    /// (Unschedulable, parked with its group; Error when the generator failed).
+    fn refuse_group(
+        &mut self,
+        group: &str,
+        queued: &[Arc<PodInfo>],
+        message: &str,
+        error: bool,
+    ) -> (PodOutcome, usize) {
+        let outcome = if error {
+            PodOutcome::Error
+        } else {
+            PodOutcome::Unschedulable
+        };
+        let mut parked = Vec::new();
+        for member in queued {
+            let result = self.result_for(member);
+            result.attempts += 1;
+            result.outcome = outcome;
+            result.node = None;
+            result.message = Some(message.to_owned());
+            parked.push((member.clone(), BTreeSet::new(), HintInputs::default()));
+        }
+        self.group_messages.insert(group.to_owned(), message.to_owned());
+        if !error {
+            self.queue.park_group(group, parked);
+        }
+        (outcome, 0)
     }
 
     /// One pod's own cycle within its group's, on the snapshot with the group's pods before it

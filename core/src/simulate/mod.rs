@@ -12,6 +12,7 @@ pub mod drain;
 pub mod group_cycle;
 mod group_preemption;
 pub mod hints;
+mod placement;
 pub mod queue;
 pub mod simulation;
 pub mod workloads;

@@ -13,6 +13,7 @@ pub mod kube;
 pub mod load;
 pub mod mutate;
 pub mod node_info;
+pub mod placement;
 pub mod pod_groups;
 pub mod pod_info;
 pub mod requests;
@@ -281,6 +282,8 @@ pub struct Snapshot {
     pub allocated: AllocatedState,
     /// The feature gates its pods' requests were summed with ([`Snapshot::with_features`]).
     features: FeatureGates,
+    /// The nodes a pod group cycle's placement limits scheduling to ([`placement`]); `None`: all.
+    placement: Option<Arc<NameSet>>,
 }
 
 fn by_name<
@@ -529,6 +532,7 @@ impl Snapshot {
             workloads: by_namespaced_name(workloads),
             pod_groups: by_namespaced_name(pod_groups),
             features,
+            placement: None,
         }
     }
 

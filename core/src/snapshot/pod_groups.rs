@@ -30,6 +30,19 @@ pub fn gang_min_count(group: &PodGroup) -> Option<i32> {
         .map(|gang| gang.min_count)
 }
 
+/// The topology key a PodGroup's pods must share a domain of (`spec.schedulingConstraints.topology`;
+/// the API allows one constraint, TopologyPlacementGenerator reads the first).
+pub fn topology_key(group: &PodGroup) -> Option<&str> {
+    group
+        .spec
+        .scheduling_constraints
+        .as_ref()?
+        .topology
+        .as_ref()?
+        .first()
+        .map(|c| c.key.as_str())
+}
+
 /// What the scheduler's pod group state counts of one group.
 #[derive(Debug, Clone, Default)]
 pub struct PodGroupCounts {

@@ -3,11 +3,32 @@
 
 use k8s_openapi::api::core::v1::PodSchedulingGroup;
 use k8s_openapi::api::scheduling::v1beta1::{
-    BasicSchedulingPolicy, GangSchedulingPolicy, PodGroup, PodGroupSchedulingPolicy, PodGroupSpec,
+    BasicSchedulingPolicy, GangSchedulingPolicy, PodGroup, PodGroupSchedulingConstraints,
+    PodGroupSchedulingPolicy, PodGroupSpec, TopologyConstraint,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::PodBuilder;
+use crate::explain::Explanation;
+use crate::framework::runtime::Framework;
+use crate::schedule::{ScheduleOptions, schedule};
+use crate::snapshot::{ClusterObjects, PodInfo};
+
+/// Explains the pod named `asked` of `objects` with `fwk` (a framework over those objects), as
+/// `explain` does.
+pub fn explain_named(fwk: &Framework, objects: &ClusterObjects, asked: &str) -> Explanation {
+    let pod = objects
+        .pods
+        .iter()
+        .find(|p| p.metadata.name.as_deref() == Some(asked))
+        .expect("asked pod")
+        .clone();
+    schedule(
+        fwk,
+        &PodInfo::with_features(std::sync::Arc::new(pod), fwk.features()),
+        ScheduleOptions::default(),
+    )
+}
 
 impl PodBuilder {
     /// `spec.schedulingGroup.podGroupName`: the pod belongs to this PodGroup (in its namespace).
@@ -49,6 +70,15 @@ impl PodGroupBuilder {
             basic: Some(BasicSchedulingPolicy::default()),
             gang: None,
         };
+        self
+    }
+
+    /// `spec.schedulingConstraints.topology`: the group must land in one domain of `key`
+    /// (TopologyAwareWorkloadScheduling).
+    pub fn topology(mut self, key: &str) -> Self {
+        self.0.spec.scheduling_constraints = Some(PodGroupSchedulingConstraints {
+            topology: Some(vec![TopologyConstraint { key: key.to_string() }]),
+        });
         self
     }
 

@@ -389,6 +389,7 @@ pub fn load_keeping_cluster(
             let mut warnings = report.warnings();
             warnings.extend(release.warning.clone());
             warnings.extend(release.follow_cluster(&objects));
+            warnings.extend(release.follow_topology(&objects));
             let loaded = Loaded {
                 objects,
                 origin: path.display().to_string(),
@@ -406,6 +407,7 @@ pub fn load_keeping_cluster(
                 Release::choose(release, &VersionSource::Server(version)).map_err(LoadError::Release)?;
             warnings.extend(release.warning.clone());
             warnings.extend(release.follow_cluster(&objects));
+            warnings.extend(release.follow_topology(&objects));
             let summary = format!(
                 "listed {} object(s) from {} in {:.0} ms (the latest state, {}, decoded while listing{})",
                 objects.len(),

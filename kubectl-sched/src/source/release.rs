@@ -183,6 +183,46 @@ impl Release {
     }
 }
 
+/// The gate under which kube-apiserver keeps a PodGroup's topology constraint and kube-scheduler
+/// places the group in one topology domain (alpha in v1.37).
+const TOPOLOGY_AWARE_WORKLOAD_SCHEDULING: &str = "TopologyAwareWorkloadScheduling";
+
+impl Release {
+    /// What the cluster's PodGroups say of TopologyAwareWorkloadScheduling: kube-apiserver drops a
+    /// PodGroup's `spec.schedulingConstraints` unless the gate is on, so a PodGroup that has them
+    /// comes from a cluster that runs with it (kube-scheduler's gates are set alike). With
+    /// `--feature-gates` silent about it (and GenericWorkload on, which it needs) the gate is turned
+    /// on; the warning says so.
+    pub fn follow_topology(&mut self, objects: &ClusterObjects) -> Option<String> {
+        let constrained = objects
+            .pod_groups
+            .iter()
+            .filter(|g| sched_core::snapshot::pod_groups::topology_key(g).is_some())
+            .count();
+        let set_by_flag = self
+            .features
+            .explicitly_set()
+            .iter()
+            .any(|(name, _)| *name == TOPOLOGY_AWARE_WORKLOAD_SCHEDULING);
+        if constrained == 0
+            || self.features.topology_aware_workload_scheduling
+            || set_by_flag
+            || !self.features.generic_workload
+        {
+            return None;
+        }
+        self.features = self
+            .features
+            .with_overrides(&format!("{TOPOLOGY_AWARE_WORKLOAD_SCHEDULING}=true"))
+            .ok()?;
+        Some(format!(
+            "{constrained} PodGroup(s) keep a topology constraint, which kube-apiserver keeps only with \
+             {TOPOLOGY_AWARE_WORKLOAD_SCHEDULING} on: evaluating with it on (--feature-gates \
+             {TOPOLOGY_AWARE_WORKLOAD_SCHEDULING}=false to evaluate without topology placement)"
+        ))
+    }
+}
+
 /// `--feature-gates` over the release's defaults, in kube-scheduler's syntax and words (a gate the
 /// release does not have, or may not change, is refused as its kube-scheduler refuses it).
 fn with_feature_gates(features: FeatureGates, text: &str) -> Result<FeatureGates, ReleaseError> {
@@ -253,6 +293,55 @@ mod tests {
         VersionSource::File {
             path: "snap.yaml".into(),
             recorded: recorded.map(str::to_string),
+        }
+    }
+
+    /// A PodGroup with a topology constraint turns TopologyAwareWorkloadScheduling on (once
+    /// GenericWorkload is), unless the flag names the gate.
+    #[test]
+    fn topology_constraints_turn_topology_placement_on_unless_the_flag_decides() {
+        use sched_core::testing::gang;
+        let server = VersionSource::Server(Some(info("1", "37", "v1.37.2")));
+        let constrained = ClusterObjects {
+            pod_groups: vec![gang("train", 3).topology("zone").obj()],
+            ..Default::default()
+        };
+        let plain = ClusterObjects {
+            pod_groups: vec![gang("train", 3).obj()],
+            ..Default::default()
+        };
+        // (case, --feature-gates, objects, gate on after, warned)
+        let cases = [
+            ("a constrained PodGroup", None, &constrained, true, true),
+            ("no constraint", None, &plain, false, false),
+            (
+                "the flag turns it off",
+                Some("TopologyAwareWorkloadScheduling=false"),
+                &constrained,
+                false,
+                false,
+            ),
+            (
+                "GenericWorkload kept off by the flag",
+                Some("GenericWorkload=false"),
+                &constrained,
+                false,
+                false,
+            ),
+        ];
+        for (case, gates, objects, on, warned) in cases {
+            let mut release = Release::choose(
+                &ReleaseArgs {
+                    kube_version: None,
+                    feature_gates: gates.map(str::to_string),
+                },
+                &server,
+            )
+            .expect("release");
+            release.follow_cluster(objects);
+            let warning = release.follow_topology(objects);
+            assert_eq!(release.features.topology_aware_workload_scheduling, on, "{case}");
+            assert_eq!(warning.is_some(), warned, "{case}: {warning:?}");
         }
     }
 

@@ -903,3 +903,35 @@ pub async fn run_kubectl_sched_within(
     .with_context(|| format!("kubectl-sched {} took more than {limit:?}", args.join(" ")))?
     .with_context(|| format!("running {}", binary.display()))
 }
+
+/// Runs kubectl-sched against the control plane in the scenario's namespace with `-o json`: the
+/// document and stderr (exit 0, or triage's 3 for pods that cannot be scheduled).
+pub async fn kubectl_sched_json(lab: &Lab, args: &[&str]) -> Result<(serde_json::Value, String)> {
+    let output = tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        tokio::process::Command::new(kubectl_sched_binary().await?)
+            .args(["--kubeconfig"])
+            .arg(lab.cp.kubeconfig_path())
+            .args(args)
+            .args(["-n", &lab.ns, "-o", "json"])
+            .env_remove("KUBECONFIG")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .with_context(|| format!("kubectl-sched {args:?} took too long"))??;
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    ensure!(
+        matches!(output.status.code(), Some(0 | 3)),
+        "kubectl-sched {args:?}: {}\n{stderr}",
+        output.status
+    );
+    let json = serde_json::from_slice(&output.stdout).with_context(|| {
+        format!(
+            "kubectl-sched {args:?} -o json printed {:?}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    })?;
+    Ok((json, stderr))
+}

@@ -603,6 +603,20 @@ pub(crate) fn new(
     }))
 }
 
+/// The scorer of Fit's PlacementScore (TopologyAwareWorkloadScheduling): MostAllocated over the
+/// resources its args score, whatever its node strategy (`NewFit`'s `placementScorer`), so that the
+/// placement the group fills best wins.
+pub(crate) fn placement_scorer(
+    args: Option<&serde_json::Value>,
+) -> Result<ResourceAllocationScorer, PluginError> {
+    let args = decode_args::<NodeResourcesFitArgs>(NAME, args)?.defaulted();
+    Ok(ResourceAllocationScorer {
+        resources: args.scoring_strategy.unwrap_or_default().resources,
+        function: ScoringFunction::MostAllocated,
+        mode: RequestMode::NonZero,
+    })
+}
+
 impl Plugin for Fit {
     fn name(&self) -> &'static str {
         NAME

@@ -142,20 +142,51 @@ impl ResourceAllocationScorer {
         }
         let (requested, allocated, allocatable) =
             self.node_allocatable_request_with_dra(node, pod_requests, dra);
-        let score = match &self.function {
+        let score = self.score_amounts(&requested, &allocated, &allocatable);
+        (score, Status::success())
+    }
+
+    /// A whole placement's score (`scorePlacement`, TopologyAwareWorkloadScheduling): the requests
+    /// of the group's pods placed there (`pod_requests`, one list per pod) plus what the
+    /// placement's `nodes` already hold, against their summed allocatable, through the scoring
+    /// function. Upstream passes its running sum as the "pod request" when it reads each node; only
+    /// whether a scalar resource is requested depends on it, so the sum is passed here too.
+    pub(crate) fn placement_score(&self, pod_requests: &[Vec<i64>], nodes: &[&NodeInfo]) -> i64 {
+        let n = self.resources.len();
+        let mut requested = vec![0_i64; n];
+        for pod in pod_requests {
+            for (sum, request) in requested.iter_mut().zip(pod) {
+                *sum = sum.saturating_add(*request);
+            }
+        }
+        let (mut allocated, mut allocatable) = (vec![0_i64; n], vec![0_i64; n]);
+        for node in nodes {
+            let (_, node_allocated, node_allocatable) =
+                self.node_allocatable_request_with_dra(node, &requested, None);
+            for i in 0..n {
+                allocatable[i] = allocatable[i].saturating_add(node_allocatable[i]);
+                allocated[i] = allocated[i].saturating_add(node_allocated[i]);
+                requested[i] = requested[i].saturating_add(node_allocated[i]);
+            }
+        }
+        self.score_amounts(&requested, &allocated, &allocatable)
+    }
+
+    /// The scoring function over per-resource (requested, allocated, allocatable) amounts.
+    fn score_amounts(&self, requested: &[i64], allocated: &[i64], allocatable: &[i64]) -> i64 {
+        match &self.function {
             ScoringFunction::LeastAllocated => {
-                weighted_mean(&self.resources, &requested, &allocatable, least_requested_score)
+                weighted_mean(&self.resources, requested, allocatable, least_requested_score)
             }
             ScoringFunction::MostAllocated => {
-                weighted_mean(&self.resources, &requested, &allocatable, most_requested_score)
+                weighted_mean(&self.resources, requested, allocatable, most_requested_score)
             }
             ScoringFunction::RequestedToCapacityRatio(shape) => {
-                requested_to_capacity_ratio_score(&self.resources, shape, &requested, &allocatable)
+                requested_to_capacity_ratio_score(&self.resources, shape, requested, allocatable)
             }
-            ScoringFunction::Balanced => balanced_resource_scorer(&requested, &allocated, &allocatable),
-            ScoringFunction::BalancedWithPod => balanced_resource_score(&requested, &allocatable),
-        };
-        (score, Status::success())
+            ScoringFunction::Balanced => balanced_resource_scorer(requested, allocated, allocatable),
+            ScoringFunction::BalancedWithPod => balanced_resource_score(requested, allocatable),
+        }
     }
 
     /// Per configured resource: (node requested + pod request, node requested, node allocatable).

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use sched_core::diagnosis::pod_group::preemption::GroupPreemptionView;
-use sched_core::diagnosis::pod_group::{GroupNode, MemberState, PodGroupReport, Quorum};
+use sched_core::diagnosis::pod_group::{GroupNode, MemberState, PlacementReport, PodGroupReport, Quorum};
 use sched_core::preemption::pod_group::GroupPreemptionOutcome;
 
 use super::table::{findings_section, what_if_line};
@@ -178,6 +178,59 @@ fn nodes_table(g: &PodGroupReport, wide: bool) -> String {
     out
 }
 
+/// The topology domains the cycle tried (TopologyAwareWorkloadScheduling): the chosen one, or
+/// per domain what stops the group there.
+fn placements_table(p: &PlacementReport) -> String {
+    let key = p.topology_key.as_deref().unwrap_or("(no topology constraint)");
+    let mut out = format!("Placements by {key}: {}\n", p.summary());
+    if p.domains.is_empty() {
+        return out;
+    }
+    let rows: Vec<Vec<String>> = p
+        .domains
+        .iter()
+        .map(|d| {
+            let why = if d.fits {
+                match &d.score {
+                    Some(s) => format!(
+                        "fits; score {} (PodGroupPodsCount {}, NodeResourcesFit {})",
+                        s.total,
+                        s.pod_group_pods_count,
+                        s.node_resources_fit
+                            .map_or_else(|| "-".to_string(), |v| v.to_string())
+                    ),
+                    None => "fits".to_string(),
+                }
+            } else {
+                match (&d.first_unplaced, &d.first_unplaced_message) {
+                    (Some(pod), Some(message)) => format!("{}; {pod}: {message}", d.status),
+                    _ => d.status.clone(),
+                }
+            };
+            let chosen = if p.chosen.as_deref() == Some(d.domain.as_str()) {
+                "*"
+            } else {
+                ""
+            };
+            vec![
+                format!(
+                    "{}{chosen}",
+                    if d.domain.is_empty() { "(all)" } else { &d.domain }
+                ),
+                d.nodes.to_string(),
+                d.placed.to_string(),
+                why,
+            ]
+        })
+        .collect();
+    let headers = ["DOMAIN", "NODES", "PLACED", "WHOLE GROUP"].map(String::from);
+    out.push_str(&columns(&headers, &rows));
+    if let Some(note) = &p.note {
+        out.push_str(&format!("  note: {note}\n"));
+    }
+    out
+}
+
 /// One group in full.
 fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool, context: &str) -> String {
     let mut out = format!("PodGroup {}{context}: {}\n", g.key(), g.summary(nodes_total));
@@ -191,6 +244,10 @@ fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool, context: &str)
     out.push_str(&format!("  quorum: {}\n", quorum_line(&g.quorum)));
     for note in &g.not_visible {
         out.push_str(&format!("  not in a snapshot: {note}\n"));
+    }
+    if let Some(p) = &g.placements {
+        out.push('\n');
+        out.push_str(&placements_table(p));
     }
     if !g.members.is_empty() {
         out.push('\n');
