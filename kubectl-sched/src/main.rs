@@ -6,12 +6,7 @@
 //! (a refused preemption has its own codes; usage errors exit 2, from clap, as does a release that
 //! cannot be evaluated with).
 
-mod cli;
-mod commands;
-mod console;
-mod diagnosis;
-mod output;
-mod source;
+use kubectl_sched::{cli, commands, console, output, source};
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

@@ -284,6 +284,22 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
         &evaluation_detail(global, target),
         &args.release,
     )?;
+    run_loaded(global, args, loaded, cluster)
+}
+
+/// Runs `explain` on a cluster already loaded (by [`run`] from a listing or a file, or handed in by
+/// the in-cluster explainer from its watch-fed snapshot); `cluster` is the connection the live facts
+/// (kube-scheduler's Lease, FailedScheduling events) are read through, none for a file.
+pub fn run_loaded(
+    global: &GlobalArgs,
+    args: &ExplainArgs,
+    loaded: Loaded,
+    cluster: Option<Cluster>,
+) -> Result<ExplainOutput, ExplainError> {
+    let group = args.pod.as_deref().and_then(pod_group::group_target);
+    if let (Some(_), Some(arg)) = (&group, args.pod.as_deref()) {
+        refuse_pod_flags(args, arg)?;
+    }
     let Loaded {
         objects,
         origin,
