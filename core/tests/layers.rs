@@ -101,6 +101,9 @@ const WEBHOOK_LAYERS: Layers = &[
     ("router", &["mutate"]),
     // The listeners (TLS webhook port, admin port) that serve the router and the health endpoints.
     ("serving", &["serving"]),
+    // The in-cluster explainer: its watch-fed snapshot, the aggregated API and its ports (it shares
+    // the foundations, never the admission path).
+    ("explainer", &["explainer"]),
     // What starts it all: the flags (which name every layer's defaults), the start-up errors, the
     // commands, and `server`, the one path naming the router and the listeners together.
     ("start", &["config", "error", "run", "server"]),
