@@ -73,6 +73,18 @@ fn run(cli: &Cli, console: Console) -> anyhow::Result<u8> {
     let global = &cli.global;
     match &cli.command {
         Command::Explain(args) => {
+            match commands::explain::via::route(global, args)? {
+                commands::explain::via::Route::Served(out) => {
+                    console.messages(&*out);
+                    let answer = &out.explanation.answer;
+                    if let Some(line) = &answer.nothing_found {
+                        eprintln!("{line}");
+                    }
+                    console.emit(answer.stdout.as_bytes())?;
+                    return Ok(answer.exit_code);
+                }
+                commands::explain::via::Route::Local(notes) => notes.iter().for_each(|n| console.note(n)),
+            }
             let mut out = console.report(
                 "explain",
                 || commands::explain::run(global, args),

@@ -6,11 +6,11 @@
 //! `kubectl sched explain` prints from a listing of the same objects, byte for byte.
 
 use clap::Parser;
-use serde::{Deserialize, Serialize};
 
-use crate::cli::{Cli, Command, JsonFormat, Output, TemplateSource};
+use crate::cli::{Cli, Command};
 use crate::commands::explain::{ExplainError, run_loaded};
 use crate::output::printer::PrinterError;
+use crate::source::explainer::{ExplainRequest, ServedAnswer};
 use crate::source::load::{Cluster, FromServer, LoadError, Loaded};
 use sched_core::ClusterObjects;
 
@@ -46,25 +46,6 @@ impl ServedError {
     }
 }
 
-/// What one `explain` of one pod asks for: the parameters the aggregated API accepts. Everything
-/// else `explain` can do (files, what-if edits, `--watch`, groups) stays with the CLI's listing.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExplainRequest {
-    /// The pod's namespace.
-    pub namespace: String,
-    /// The pod.
-    pub pod: String,
-    /// `-o` as the user wrote it (`table`, `wide`, `json`, `yaml`, `name`, `jsonpath=…`); None: the
-    /// table.
-    pub output: Option<String>,
-    /// `--node`.
-    pub node: Option<String>,
-    /// `--profile`.
-    pub profile: Option<String>,
-    /// `--exit-code`.
-    pub exit_code: bool,
-}
-
 /// The CLI's command line for `request` (after the program name).
 pub fn explain_argv(request: &ExplainRequest) -> Vec<String> {
     let mut argv = vec![
@@ -88,45 +69,6 @@ pub fn explain_argv(request: &ExplainRequest) -> Vec<String> {
         argv.push("--exit-code".to_string());
     }
     argv
-}
-
-/// `-o` back as the text that parses into `output`; None for `jsonpath-file=FILE` (a file on the
-/// user's machine, which a server cannot read).
-pub fn output_flag<F: JsonFormat>(output: &Output<F>) -> Option<String> {
-    match output {
-        Output::Format(format) => format.to_possible_value().map(|v| v.get_name().to_string()),
-        Output::Name => Some("name".to_string()),
-        Output::JsonPath {
-            source: TemplateSource::Inline(template),
-            as_json,
-        } => Some(format!(
-            "{}={template}",
-            if *as_json { "jsonpath-as-json" } else { "jsonpath" }
-        )),
-        Output::JsonPath {
-            source: TemplateSource::File(_),
-            ..
-        } => None,
-    }
-}
-
-/// A served command's answer: what the CLI would print where, and its exit code.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServedAnswer {
-    /// The text for stdout.
-    pub stdout: String,
-    /// A line for stderr instead of an empty table.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nothing_found: Option<String>,
-    /// Warnings (stderr, always).
-    #[serde(default)]
-    pub warnings: Vec<String>,
-    /// Notes (stderr, `-v 1`).
-    #[serde(default)]
-    pub notes: Vec<String>,
-    /// The process exit code the CLI ends with.
-    pub exit_code: u8,
 }
 
 /// Runs `explain` as `request` asks on `objects` (the server's snapshot), with `from` saying where

@@ -3,6 +3,7 @@
 //! `podgroup/NAME` and `workload/NAME` are explained as groups ([`pod_group`]).
 
 pub mod pod_group;
+pub mod via;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -58,6 +59,12 @@ pub enum ExplainError {
         flag: &'static str,
         /// The group argument.
         target: String,
+    },
+    /// `--via cluster` with a flag the cluster's explainer does not take.
+    #[error("--via cluster: the cluster's explainer does not take {flag}; use --via local")]
+    NotServed {
+        /// The flag.
+        flag: &'static str,
     },
     /// `--node` names no node of the snapshot.
     #[error("node \"{node}\" not found ({origin})")]

@@ -63,6 +63,14 @@ pub enum LoadError {
     /// `--feature-gates`): a usage error. Not transparent, so that `main` finds it in the chain.
     #[error("{0}")]
     Release(#[source] ReleaseError),
+    /// `--via cluster`, and the cluster's explainer cannot be asked.
+    #[error("{server}: --via cluster: {why}")]
+    Unavailable {
+        /// The API server URL.
+        server: String,
+        /// Why (not installed, not Available).
+        why: String,
+    },
     /// A bounded lookup got no answer in time.
     #[error("{server}: {what}: timed out after {after:?} without an answer")]
     Timeout {

@@ -25,7 +25,8 @@ use kube::Client;
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use kubectl_sched::served::{ExplainRequest, ServedError, explain};
+use kubectl_sched::served::{ServedError, explain};
+use kubectl_sched::source::explainer::ExplainRequest;
 use kubectl_sched::source::load::FromServer;
 
 use super::identity::{Identity, REQUIRED_RESOURCE, REQUIRED_VERB, RequestHeaderConfig, may_read_pods};
