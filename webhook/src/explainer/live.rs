@@ -28,7 +28,8 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 
 use sched_core::ClusterObjects;
-use sched_core::snapshot::kube::is_forbidden_or_missing;
+use sched_core::features::api_versions::{read_only_where_served, scheduler_reads_at};
+use sched_core::snapshot::kube::{is_forbidden_or_missing, server_version, short_reason};
 use sched_core::snapshot::{Listing, ObjectKind, Prune};
 
 /// Objects per LIST page of a (re-)list: bounds the transient memory of one decoded page.
@@ -46,8 +47,9 @@ pub enum WatchState {
     Watching,
     /// The last attempt failed (it is retried with backoff), since then.
     Failing(Instant, String),
-    /// An optional kind not served or not readable: empty, with this warning.
-    Skipped(String),
+    /// An optional kind not served or not readable: empty, with this warning (none where a listing
+    /// says nothing either).
+    Skipped(Option<String>),
 }
 
 /// How current the snapshot is, as answers report it.
@@ -137,7 +139,7 @@ impl Records {
         for (kind, state, _) in states.iter() {
             match state {
                 WatchState::Watching => {}
-                WatchState::Skipped(warning) => warnings.push(warning.clone()),
+                WatchState::Skipped(warning) => warnings.extend(warning.clone()),
                 WatchState::Listing(since) => {
                     stale_since = Some(stale_since.map_or(*since, |s| s.min(*since)));
                     warnings.push(format!(
@@ -200,17 +202,28 @@ where
         + Sync
         + 'static,
 {
+    let api_client = client.clone();
     let api: Api<K> = Api::all(client);
     if kind.listing() == Listing::Optional
         && let Err(e) = api.list_metadata(&ListParams::default().limit(1)).await
         && is_forbidden_or_missing(&e)
     {
-        let warning = format!(
-            "cannot list {} ({}): {}; continuing without them",
-            kind.kind(),
-            kind.api_version(),
-            sched_core::api_error::describe(&e)
-        );
+        // As a listing: a kind the server does not serve, where its own kube-scheduler does not read
+        // it either, is no loss and no warning (`sched_core::snapshot::kube`'s `settle`).
+        let missing = matches!(&e, kube::Error::Api(s) if s.code == 404);
+        let silent = missing
+            && (read_only_where_served(kind.kind())
+                || server_version(&api_client)
+                    .await
+                    .is_some_and(|v| !scheduler_reads_at(v, kind.kind(), kind.api_version())));
+        let warning = (!silent).then(|| {
+            format!(
+                "cannot list {} ({}): {}; continuing without them",
+                kind.kind(),
+                kind.api_version(),
+                short_reason(&e)
+            )
+        });
         // An empty, complete store: readers see no objects of the kind.
         writer.apply_watcher_event(&watcher::Event::Init);
         writer.apply_watcher_event(&watcher::Event::InitDone);
