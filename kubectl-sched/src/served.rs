@@ -10,7 +10,7 @@ use clap::Parser;
 use crate::cli::{Cli, Command};
 use crate::commands::explain::{ExplainError, run_loaded};
 use crate::output::printer::PrinterError;
-use crate::source::explainer::{ExplainRequest, ServedAnswer};
+use crate::source::explainer::{ExplainRequest, ServedAnswer, output_flag};
 use crate::source::load::{Cluster, FromServer, LoadError, Loaded};
 use sched_core::ClusterObjects;
 
@@ -46,29 +46,48 @@ impl ServedError {
     }
 }
 
-/// The CLI's command line for `request` (after the program name).
+/// The CLI's command line for `request` (after the program name). Every value is attached to its
+/// flag (`--namespace=…`) and the pod comes after `--`, so that no value a user sends can be read as
+/// a flag of its own (`--from=/etc/…` as a pod name is a pod name).
 pub fn explain_argv(request: &ExplainRequest) -> Vec<String> {
     let mut argv = vec![
         "explain".to_string(),
-        request.pod.clone(),
-        "-n".to_string(),
-        request.namespace.clone(),
+        format!("--namespace={}", request.namespace),
     ];
     let options = [
-        ("-o", request.output.as_ref()),
+        ("--output", request.output.as_ref()),
         ("--node", request.node.as_ref()),
         ("--profile", request.profile.as_ref()),
     ];
     for (flag, value) in options {
         if let Some(value) = value {
-            argv.push(flag.to_string());
-            argv.push(value.clone());
+            argv.push(format!("{flag}={value}"));
         }
     }
     if request.exit_code {
         argv.push("--exit-code".to_string());
     }
+    argv.push("--".to_string());
+    argv.push(request.pod.clone());
     argv
+}
+
+/// The longest name Kubernetes accepts (a DNS subdomain).
+const MAX_NAME: usize = 253;
+
+/// Refuses a namespace or pod name Kubernetes would not accept (lowercase letters, digits, `-`
+/// and `.`), before it reaches a command line.
+fn check_name(what: &str, name: &str) -> Result<(), ServedError> {
+    let valid = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    if valid {
+        Ok(())
+    } else {
+        Err(ServedError::Usage(format!("invalid {what} name {name:?}")))
+    }
 }
 
 /// Runs `explain` as `request` asks on `objects` (the server's snapshot), with `from` saying where
@@ -81,6 +100,8 @@ pub fn explain(
     from: FromServer,
     kubeconfig: Option<&std::path::Path>,
 ) -> Result<ServedAnswer, ServedError> {
+    check_name("namespace", &request.namespace)?;
+    check_name("pod", &request.pod)?;
     let mut argv = vec!["kubectl-sched".to_string()];
     if let Some(path) = kubeconfig {
         argv.push("--kubeconfig".to_string());
@@ -91,6 +112,12 @@ pub fn explain(
     let Command::Explain(args) = &cli.command else {
         return Err(ServedError::Usage("not an explain command line".to_string()));
     };
+    // A file named in `-o jsonpath-file=` would be read on the server.
+    if output_flag(&args.output).is_none() {
+        return Err(ServedError::Usage(
+            "-o jsonpath-file is read where the CLI runs; send the template (-o jsonpath=…)".to_string(),
+        ));
+    }
     let loaded =
         Loaded::from_server(objects, from, &args.release).map_err(|e| ServedError::Load(Box::new(e)))?;
     // The live facts are read as the listing reads them; without a connection the answer would lack
@@ -117,4 +144,71 @@ fn usage_line(err: &clap::Error) -> String {
     let text = err.to_string();
     let first = text.lines().next().unwrap_or_default();
     first.strip_prefix("error: ").unwrap_or(first).trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(request: &ExplainRequest) -> Result<crate::cli::ExplainArgs, String> {
+        let mut argv = vec!["kubectl-sched".to_string()];
+        argv.extend(explain_argv(request));
+        let cli = Cli::try_parse_from(argv).map_err(|e| usage_line(&e))?;
+        match cli.command {
+            Command::Explain(args) => Ok(args),
+            _ => Err("not explain".to_string()),
+        }
+    }
+
+    /// Whatever a user sends, it stays the value it was sent as: nothing becomes `--from`, `-f` or
+    /// `--config` (files on the server).
+    #[test]
+    fn values_never_become_flags() {
+        let cases = [
+            ("a pod named like a flag", "--from=/etc/passwd", None, None),
+            ("a node named like a flag", "p", Some("--from=/etc/passwd"), None),
+            (
+                "an output that smuggles a flag",
+                "p",
+                None,
+                Some("json --config=/etc/x"),
+            ),
+        ];
+        for (name, pod, node, output) in cases {
+            let request = ExplainRequest {
+                namespace: "ns".into(),
+                pod: pod.into(),
+                node: node.map(str::to_string),
+                output: output.map(str::to_string),
+                ..ExplainRequest::default()
+            };
+            match parsed(&request) {
+                Ok(args) => {
+                    assert_eq!(args.pod.as_deref(), Some(pod), "{name}");
+                    assert_eq!(args.node.as_deref(), node, "{name}");
+                    assert!(
+                        args.from.is_none() && args.filename.is_none() && args.config.is_none(),
+                        "{name}"
+                    );
+                }
+                // Refused as a bad value is as good: nothing was read.
+                Err(message) => assert!(!message.is_empty(), "{name}"),
+            }
+        }
+    }
+
+    #[test]
+    fn names_kubernetes_would_refuse_are_refused() {
+        let cases = [
+            ("a pod", "web-0", true),
+            ("dots", "a.b", true),
+            ("a flag", "--from=x", false),
+            ("a slash", "a/b", false),
+            ("upper case", "Web", false),
+            ("empty", "", false),
+        ];
+        for (name, value, ok) in cases {
+            assert_eq!(check_name("pod", value).is_ok(), ok, "{name}");
+        }
+    }
 }

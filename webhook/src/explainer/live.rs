@@ -357,3 +357,104 @@ impl Drop for LiveSnapshot {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    use super::*;
+
+    fn pod(namespace: &str, name: &str) -> Arc<Pod> {
+        Arc::new(Pod {
+            metadata: ObjectMeta {
+                namespace: Some(namespace.into()),
+                name: Some(name.into()),
+                ..ObjectMeta::default()
+            },
+            ..Pod::default()
+        })
+    }
+
+    /// etcd's key order is `namespace/name` as bytes: `a-b/x` comes before `a/x` ('-' < '/'),
+    /// which ordering by namespace, then name, would get wrong.
+    #[test]
+    fn objects_come_in_list_order() {
+        let cases: &[(&str, &[(&str, &str)], &[&str])] = &[
+            (
+                "by name within a namespace",
+                &[("a", "y"), ("a", "x")],
+                &["a/x", "a/y"],
+            ),
+            (
+                "a namespace that extends another",
+                &[("a", "x"), ("a-b", "x")],
+                &["a-b/x", "a/x"],
+            ),
+            (
+                "digits before letters",
+                &[("n", "p10"), ("n", "p9"), ("n", "pa")],
+                &["n/p10", "n/p9", "n/pa"],
+            ),
+        ];
+        for (name, items, want) in cases {
+            let got: Vec<String> = in_list_order(items.iter().map(|(ns, n)| pod(ns, n)).collect())
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{}/{}",
+                        p.metadata.namespace.as_deref().unwrap_or_default(),
+                        p.metadata.name.as_deref().unwrap_or_default()
+                    )
+                })
+                .collect();
+            assert_eq!(got, *want, "{name}");
+        }
+    }
+
+    #[test]
+    fn freshness_follows_the_watches() {
+        let records = Records::new();
+        assert!(!records.listed(), "nothing listed yet");
+        assert!(!records.freshness().in_sync);
+        for &kind in ObjectKind::ALL {
+            records.set(kind, WatchState::Watching);
+        }
+        assert!(records.listed());
+        let node = Node {
+            metadata: ObjectMeta {
+                name: Some("n".into()),
+                resource_version: Some("42".into()),
+                ..ObjectMeta::default()
+            },
+            ..Node::default()
+        };
+        records.applied(&node);
+        let fresh = records.freshness();
+        assert!(fresh.in_sync && fresh.warnings.is_empty() && fresh.resource_version == 42);
+        assert!(fresh.since_last_event.is_some());
+        // A re-list (410 Gone) makes the snapshot out of sync, with a warning naming the kind; the
+        // component stays ready (it has listed once) and answers from the previous state.
+        records.set(ObjectKind::Pod, WatchState::Listing(Instant::now()));
+        let relisting = records.freshness();
+        assert!(records.listed() && !relisting.in_sync);
+        assert!(
+            relisting.warnings.iter().any(|w| w.contains("Pod")),
+            "{:?}",
+            relisting.warnings
+        );
+        records.set(
+            ObjectKind::Pod,
+            WatchState::Failing(Instant::now(), "connection refused".into()),
+        );
+        assert!(
+            records
+                .freshness()
+                .warnings
+                .iter()
+                .any(|w| w.contains("connection refused"))
+        );
+        records.set(ObjectKind::Pod, WatchState::Watching);
+        assert!(records.freshness().in_sync);
+    }
+}
