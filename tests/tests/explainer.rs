@@ -16,7 +16,8 @@
 //!   SubjectAccessReview);
 //! - a call straight to the explainer's port with forged identity headers gets no answer: without
 //!   the front proxy's certificate the TLS handshake fails;
-//! - a pod created, then deleted, is explained, then not found, within a bounded wait.
+//! - a pod created, then deleted, is explained, then not found, within a bounded wait;
+//! - after kube-apiserver is killed and started again, answers resume and follow new pods.
 
 mod common;
 
@@ -572,6 +573,40 @@ async fn the_explainer_follows_pods_created_and_deleted() -> Result<()> {
     eprintln!(
         "deleted → not found through the cluster in {:.2} s",
         deleted.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// kube-apiserver killed and started again (every watch broken, re-listed once the server is back):
+/// the explainer answers again, and a pod created after the restart is explained through the cluster
+/// within a bounded wait.
+#[tokio::test]
+async fn answers_resume_after_an_api_server_restart() -> Result<()> {
+    let lab = Lab::begin_on("explainer-restart", control_plane).await?;
+    explainer(lab.cp).await?;
+    lab.create_nodes([lab.node("n1", "2", "4Gi")]).await?;
+    ensure!(
+        lab.cp.stop_component(e2e::KUBE_APISERVER),
+        "kube-apiserver was not running"
+    );
+    lab.cp.start_component(e2e::KUBE_APISERVER).await?;
+    let restarted = Instant::now();
+    lab.create_pod(&pod("after-restart").cpu("3")).await?;
+    eventually("the explainer to answer after the restart", START, || async {
+        let out = cli(
+            lab.cp,
+            &["explain", "after-restart", "-n", &lab.ns, "--via", "cluster"],
+        )
+        .await?;
+        Ok(
+            (out.status.code() == Some(0) && String::from_utf8_lossy(&out.stdout).contains("after-restart"))
+                .then_some(()),
+        )
+    })
+    .await?;
+    eprintln!(
+        "kube-apiserver restarted → a new pod explained through the cluster in {:.2} s",
+        restarted.elapsed().as_secs_f64()
     );
     Ok(())
 }

@@ -483,7 +483,7 @@ mod tests {
             argv.extend_from_slice(extra);
             Cli::try_parse_from(argv).map(|cli| match cli.command {
                 Command::Serve(args) => args,
-                Command::Certs(_) => panic!("serve expected"),
+                Command::Certs(_) | Command::Explainer(_) => panic!("serve expected"),
             })
         };
         let args = serve(&[]).expect("defaults");

@@ -169,11 +169,14 @@ fn authenticated(
     state: &ExplainerState,
     proxy: &ProxyName,
     headers: &HeaderMap,
-) -> Result<Identity, Response> {
+) -> Result<Identity, Box<Response>> {
     if !state.requestheader.allows_proxy(proxy.0.as_deref()) {
-        return Err(unauthorized());
+        return Err(Box::new(unauthorized()));
     }
-    state.requestheader.identity(headers).ok_or_else(unauthorized)
+    state
+        .requestheader
+        .identity(headers)
+        .ok_or_else(|| Box::new(unauthorized()))
 }
 
 /// The query parameters of a GET, as an [`ExplainRequest`].
@@ -181,17 +184,17 @@ fn request_of(
     namespace: String,
     name: String,
     query: &HashMap<String, String>,
-) -> Result<ExplainRequest, Response> {
+) -> Result<ExplainRequest, Box<Response>> {
     let known = ["output", "node", "profile", "exitCode"];
     if let Some(unknown) = query.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(status(
+        return Err(Box::new(status(
             StatusCode::BAD_REQUEST,
             "BadRequest",
             &format!(
                 "unknown query parameter {unknown:?} (known: {})",
                 known.join(", ")
             ),
-        ));
+        )));
     }
     Ok(ExplainRequest {
         namespace,
@@ -222,7 +225,7 @@ async fn pod_explanation(
 ) -> Response {
     let identity = match authenticated(&state, &proxy, &headers) {
         Ok(identity) => identity,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     match may_read_pods(&state.client, &identity, &namespace).await {
         Ok(true) => {}
@@ -257,7 +260,7 @@ async fn pod_explanation(
     }
     let request = match request_of(namespace.clone(), name.clone(), &query) {
         Ok(r) => r,
-        Err(refusal) => return refusal,
+        Err(refusal) => return *refusal,
     };
     let Ok(Ok(_slot)) = tokio::time::timeout(QUEUE_WAIT, state.slots.acquire()).await else {
         return status(

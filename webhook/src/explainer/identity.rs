@@ -197,7 +197,13 @@ mod tests {
 
     #[test]
     fn identity_from_headers() {
-        let cases: &[(&str, &[(&str, &str)], Option<(&str, &[&str], &[(&str, &str)])>)] = &[
+        /// Headers sent, and the user, groups and extra attributes expected (None: no identity).
+        type Case<'a> = (
+            &'a str,
+            &'a [(&'a str, &'a str)],
+            Option<(&'a str, &'a [&'a str], &'a [(&'a str, &'a str)])>,
+        );
+        let cases: &[Case<'_>] = &[
             ("no user", &[("x-remote-group", "g")], None),
             ("empty user", &[("x-remote-user", "")], None),
             (

@@ -380,7 +380,9 @@ mod tests {
     /// which ordering by namespace, then name, would get wrong.
     #[test]
     fn objects_come_in_list_order() {
-        let cases: &[(&str, &[(&str, &str)], &[&str])] = &[
+        /// (namespace, name) pairs as a store hands them, and the keys in list order.
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
+        let cases: &[Case<'_>] = &[
             (
                 "by name within a namespace",
                 &[("a", "y"), ("a", "x")],
