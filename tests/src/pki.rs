@@ -50,8 +50,8 @@ pub(crate) struct PkiFiles {
 /// The common name of the front proxy's client certificate (`--requestheader-allowed-names`).
 pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
 
-/// A CA certificate and its issuer.
-fn new_ca(common_name: &str) -> Result<(rcgen::Certificate, Issuer<'static, KeyPair>), Error> {
+/// A CA certificate, its key (PEM) and its issuer.
+fn new_ca(common_name: &str) -> Result<(rcgen::Certificate, String, Issuer<'static, KeyPair>), Error> {
     let key = KeyPair::generate()?;
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params.distinguished_name = subject(common_name, None);
@@ -62,7 +62,8 @@ fn new_ca(common_name: &str) -> Result<(rcgen::Certificate, Issuer<'static, KeyP
         KeyUsagePurpose::DigitalSignature,
     ];
     let cert = params.self_signed(&key)?;
-    Ok((cert, Issuer::new(params, key)))
+    let key_pem = key.serialize_pem();
+    Ok((cert, key_pem, Issuer::new(params, key)))
 }
 
 fn subject(common_name: &str, organization: Option<&str>) -> DistinguishedName {
@@ -78,17 +79,7 @@ fn subject(common_name: &str, organization: Option<&str>) -> DistinguishedName {
 pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
     std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
 
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.distinguished_name = subject("kubectl-sched-e2e-ca", None);
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, &ca_key);
+    let (ca_cert, ca_key_pem, issuer) = new_ca("kubectl-sched-e2e-ca")?;
 
     let serving_key = KeyPair::generate()?;
     let mut serving = CertificateParams::new(SERVING_NAMES.map(String::from).to_vec())?;
@@ -106,7 +97,7 @@ pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
 
     let service_account_key = KeyPair::generate()?;
 
-    let (front_proxy_ca, front_proxy_issuer) = new_ca("kubectl-sched-e2e-front-proxy-ca")?;
+    let (front_proxy_ca, _, front_proxy_issuer) = new_ca("kubectl-sched-e2e-front-proxy-ca")?;
     let front_proxy_key = KeyPair::generate()?;
     let mut front_proxy = CertificateParams::new(Vec::<String>::new())?;
     front_proxy.distinguished_name = subject(FRONT_PROXY_CLIENT, None);
@@ -129,7 +120,7 @@ pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
     };
     let contents = [
         (&files.ca_cert, ca_cert.pem()),
-        (&files.ca_key, ca_key.serialize_pem()),
+        (&files.ca_key, ca_key_pem),
         (&files.serving_cert, serving_cert.pem()),
         (&files.serving_key, serving_key.serialize_pem()),
         (&files.admin_cert, admin_cert.pem()),

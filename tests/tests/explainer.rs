@@ -21,7 +21,6 @@
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
@@ -31,13 +30,12 @@ use e2e::{ControlPlane, Options};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, PostParams};
 use kube::{Api, Client};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::OnceCell;
 
-use common::{Lab, kubectl_sched_binary, pod, run_kubectl_sched};
+use common::{Lab, kubectl_sched_binary, pod, run_kubectl_sched, tls_connector as connector};
 use sched_webhook::certs;
 use sched_webhook::config::{Cli, Command};
 
@@ -428,24 +426,6 @@ async fn a_user_learns_nothing_of_a_namespace_they_cannot_read() -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// A TLS client trusting `ca_pem`, presenting `client` (certificate and key PEM) when given.
-fn connector(ca_pem: &str, client: Option<(&str, &str)>) -> Result<tokio_rustls::TlsConnector> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from_pem_slice(ca_pem.as_bytes())?)?;
-    let builder =
-        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()?
-            .with_root_certificates(roots);
-    let config = match client {
-        Some((cert, key)) => builder.with_client_auth_cert(
-            vec![CertificateDer::from_pem_slice(cert.as_bytes())?],
-            PrivateKeyDer::from_pem_slice(key.as_bytes())?,
-        )?,
-        None => builder.with_no_client_auth(),
-    };
-    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 
 /// A GET with forged identity headers straight to the explainer's port: the status line, or the

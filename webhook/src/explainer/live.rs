@@ -12,7 +12,6 @@
 //! probed once at start and left empty with a warning, as a listing does; a required one (nodes,
 //! pods) keeps being retried and keeps the component unready.
 
-use std::hash::Hash;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -190,9 +189,13 @@ fn in_list_order<K: Resource + Clone>(items: Vec<Arc<K>>) -> Vec<K> {
     keyed.into_iter().map(|(_, o)| (*o).clone()).collect()
 }
 
-/// Runs one kind's watch into its store until the task is aborted.
-async fn watch_kind<K>(client: Client, mut writer: Writer<K>, kind: ObjectKind, records: Arc<Records>)
-where
+/// What a watched kind is: a k8s-openapi type the engine prunes.
+trait Watched:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Prune + Send + Sync + 'static
+{
+}
+
+impl<K> Watched for K where
     K: Resource<DynamicType = ()>
         + Clone
         + DeserializeOwned
@@ -200,8 +203,17 @@ where
         + Prune
         + Send
         + Sync
-        + 'static,
+        + 'static
 {
+}
+
+/// Runs one kind's watch into its store until the task is aborted.
+async fn watch_kind<K: Watched>(
+    client: Client,
+    mut writer: Writer<K>,
+    kind: ObjectKind,
+    records: Arc<Records>,
+) {
     let api_client = client.clone();
     let api: Api<K> = Api::all(client);
     if kind.listing() == Listing::Optional
@@ -256,24 +268,13 @@ where
     }
 }
 
-/// Keeps the key type of a store apart from the row's other columns in the generated code.
-fn spawn_watch<K>(
+/// Starts one kind's watch on the current runtime.
+fn spawn_watch<K: Watched>(
     client: &Client,
     writer: Writer<K>,
     kind: ObjectKind,
     records: &Arc<Records>,
-) -> JoinHandle<()>
-where
-    K: Resource<DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + std::fmt::Debug
-        + Prune
-        + Send
-        + Sync
-        + 'static,
-    K::DynamicType: Eq + Hash + Clone,
-{
+) -> JoinHandle<()> {
     tokio::spawn(watch_kind(client.clone(), writer, kind, records.clone()))
 }
 
