@@ -298,8 +298,9 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
     let left = kubectl(&cp, &["get", "deployment", "-n", NAMESPACE, "sched-webhook"]).await?;
     ensure!(!left.ok, "the dry run created the Deployment");
 
-    // Every variant restricts who may connect to the pods.
-    for (name, docs, _) in &rendered {
+    // Every variant of the webhook restricts who may connect to the pods. (The explainer's port
+    // refuses, in the TLS handshake, every client but the API server's front proxy.)
+    for (name, docs, _) in rendered.iter().filter(|(name, _, _)| *name != "explainer") {
         check_network_policy(docs).with_context(|| format!("the NetworkPolicy of {name}"))?;
     }
     let (_, narrowed, _) = &rendered[4];
