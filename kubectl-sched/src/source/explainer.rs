@@ -151,6 +151,13 @@ pub enum Availability {
     Unknown(String),
 }
 
+/// How long `--via auto` waits for the APIService before it lists the cluster.
+pub const AVAILABILITY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn is_forbidden(err: &kube::Error) -> bool {
+    matches!(err, kube::Error::Api(status) if status.code == 403)
+}
+
 /// True for errors after which a listing may still answer: the explainer did not (5xx, 429, no
 /// connection), as opposed to an answer of its own (a 403, a pod not found).
 pub fn is_unanswered(err: &kube::Error) -> bool {
@@ -161,10 +168,18 @@ pub fn is_unanswered(err: &kube::Error) -> bool {
 }
 
 impl Cluster {
-    /// Whether the explainer's APIService is Available (one GET).
+    /// Whether the explainer's APIService is Available (one GET, bounded by
+    /// [`AVAILABILITY_TIMEOUT`]: a listing must not wait long on a question about the explainer).
     pub fn explainer_availability(&self) -> Availability {
         let api: kube::Api<APIService> = kube::Api::all(self.client());
-        match self.block_on(api.get_opt(API_SERVICE)) {
+        let answer = self
+            .block_on(async { tokio::time::timeout(AVAILABILITY_TIMEOUT, api.get_opt(API_SERVICE)).await });
+        let Ok(answer) = answer else {
+            return Availability::Unavailable(format!(
+                "the APIService {API_SERVICE} could not be read within {AVAILABILITY_TIMEOUT:?}"
+            ));
+        };
+        match answer {
             Ok(None) => Availability::Unavailable(format!("the APIService {API_SERVICE} is not installed")),
             Ok(Some(service)) => {
                 let condition = service
@@ -185,7 +200,13 @@ impl Cluster {
                     )),
                 }
             }
-            Err(e) => Availability::Unknown(format!(
+            // A user who may not read APIServices (a namespace's user) may still ask the explainer:
+            // the API server decides.
+            Err(e @ kube::Error::Api(_)) if is_forbidden(&e) => Availability::Unknown(format!(
+                "cannot read the APIService {API_SERVICE}: {}",
+                sched_core::api_error::describe(&e)
+            )),
+            Err(e) => Availability::Unavailable(format!(
                 "cannot read the APIService {API_SERVICE}: {}",
                 sched_core::api_error::describe(&e)
             )),
