@@ -124,10 +124,14 @@ pub fn route(global: &GlobalArgs, args: &ExplainArgs) -> Result<Route, ExplainEr
                 notes,
             })))
         }
-        Err(e) if args.via == Via::Auto && is_unanswered(&e) => Ok(Route::Local(vec![format!(
-            "explain: listing the cluster (the cluster's explainer did not answer: {})",
-            sched_core::api_error::describe(&e)
-        )])),
+        // Under auto, an explainer not known to be there (the APIService could not be read) may
+        // not be: any refusal then means "list", as does an explainer that did not answer.
+        Err(e) if args.via == Via::Auto && (is_unanswered(&e) || availability != Availability::Available) => {
+            Ok(Route::Local(vec![format!(
+                "explain: listing the cluster (the cluster's explainer did not answer: {})",
+                sched_core::api_error::describe(&e)
+            )]))
+        }
         Err(e) => Err(ExplainError::Load(Box::new(cluster.served_error(&request, e)))),
     }
 }
