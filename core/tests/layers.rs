@@ -108,6 +108,9 @@ const WEBHOOK_LAYERS: Layers = &[
     ("router", &["mutate"]),
     // The listeners (TLS webhook port, admin port) that serve the router and the health endpoints.
     ("serving", &["serving"]),
+    // The in-cluster explainer: its watch-fed snapshot, the aggregated API and its ports (it shares
+    // the foundations, never the admission path).
+    ("explainer", &["explainer"]),
     // What starts it all: the flags (which name every layer's defaults), the start-up errors, the
     // commands, and `server`, the one path naming the router and the listeners together.
     ("start", &["config", "error", "run", "server"]),
@@ -1015,21 +1018,25 @@ fn blanking_keeps_lifetimes_offsets_and_lines() {
 /// kubectl-sched's layers, lowest first: the clap structs declare; where the cluster and the subject
 /// come from (`source`: loading, the pods named, the release to evaluate with, what-if edits); the diagnosis built on
 /// the engine's answers; the commands that resolve arguments into results; the renderers, one per
-/// command; the console that prints any command's result and errors. `main.rs` (the crate root)
-/// matches each subcommand to its run, renderer and exit code.
+/// command; a command run on a snapshot handed in and rendered (`served`, for the in-cluster
+/// explainer); the console that prints any command's result and errors. `lib.rs` (the library's root)
+/// lists them; `main.rs` matches each subcommand to its run, renderer and exit code.
 const CLI_LAYERS: Layers = &[
     ("declare", &["cli"]),
     ("sources", &["source::*", "source"]),
     ("diagnosis", &["diagnosis::*", "diagnosis"]),
     ("commands", &["commands::*", "commands"]),
     ("output", &["output::*", "output"]),
+    // A command run on a cluster handed in (the in-cluster explainer's snapshot) and rendered.
+    ("served", &["served"]),
     ("console", &["console"]),
 ];
 
 #[test]
 fn kubectl_sched_layers_run_one_way() {
     let root = crate_root().join("../kubectl-sched");
-    let files = read_crate_from(&root.join("src/main.rs"));
+    let mut files = read_crate_from(&root.join("src/lib.rs"));
+    files.extend(read_crate_from(&root.join("src/main.rs")));
     assert!(
         files.len() > 20,
         "read only {} files of kubectl-sched",

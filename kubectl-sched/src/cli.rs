@@ -251,12 +251,29 @@ pub struct ExplainArgs {
     /// With --watch: stop after this long, e.g. 30s, 10m (default: no limit).
     #[arg(long, value_name = "DURATION", requires = "watch", value_parser = parse_duration)]
     pub watch_timeout: Option<Duration>,
+    /// Where the answer comes from: `cluster` asks the cluster's explainer (the aggregated API
+    /// sched.kubectl-sched.io, README "In the cluster"), `local` lists the cluster and evaluates here,
+    /// `auto` asks the explainer when its APIService is Available and lists otherwise (`-v 1` says
+    /// which). The output is the same either way.
+    #[arg(long, value_enum, value_name = "WHERE", default_value = "auto")]
+    pub via: Via,
     /// Which kube-scheduler release decides.
     #[command(flatten)]
     pub release: ReleaseArgs,
     /// Changes to the cluster and the pod, made in memory before the evaluation.
     #[command(flatten)]
     pub what_if: WhatIfArgs,
+}
+
+/// `--via`: where `explain` takes its answer from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Via {
+    /// The cluster's explainer when its APIService is Available, else a listing.
+    Auto,
+    /// The cluster's explainer (an error when it cannot answer).
+    Cluster,
+    /// A listing of the cluster, evaluated here.
+    Local,
 }
 
 /// What-if changes, made in memory to the loaded cluster and the pod before it is evaluated: nothing is

@@ -6,12 +6,7 @@
 //! (a refused preemption has its own codes; usage errors exit 2, from clap, as does a release that
 //! cannot be evaluated with).
 
-mod cli;
-mod commands;
-mod console;
-mod diagnosis;
-mod output;
-mod source;
+use kubectl_sched::{cli, commands, console, output, source};
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -78,6 +73,18 @@ fn run(cli: &Cli, console: Console) -> anyhow::Result<u8> {
     let global = &cli.global;
     match &cli.command {
         Command::Explain(args) => {
+            match commands::explain::via::route(global, args)? {
+                commands::explain::via::Route::Served(out) => {
+                    console.messages(&*out);
+                    let answer = &out.explanation.answer;
+                    if let Some(line) = &answer.nothing_found {
+                        eprintln!("{line}");
+                    }
+                    console.emit(answer.stdout.as_bytes())?;
+                    return Ok(answer.exit_code);
+                }
+                commands::explain::via::Route::Local(notes) => notes.iter().for_each(|n| console.note(n)),
+            }
             let mut out = console.report(
                 "explain",
                 || commands::explain::run(global, args),

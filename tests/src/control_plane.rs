@@ -43,6 +43,7 @@ pub struct Options {
     release: Option<String>,
     feature_gates: Option<String>,
     runtime_config: Option<String>,
+    aggregation_layer: bool,
 }
 
 /// The flags kube-scheduler is started with besides those every start has, kept for
@@ -74,6 +75,7 @@ impl Default for Options {
             release: None,
             feature_gates: None,
             runtime_config: None,
+            aggregation_layer: false,
         }
     }
 }
@@ -88,6 +90,15 @@ impl Options {
 
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Starts kube-apiserver with an aggregation layer, as kubeadm sets it up: the front proxy's
+    /// client CA and allowed name (`--requestheader-*`, published in the
+    /// `kube-system/extension-apiserver-authentication` ConfigMap) and its client certificate
+    /// (`--proxy-client-*`), so that APIServices can be served by extension API servers.
+    pub fn with_aggregation_layer(mut self) -> Self {
+        self.aggregation_layer = true;
+        self
     }
 
     /// Also runs kube-scheduler, with this KubeSchedulerConfiguration (YAML; `None` for the
@@ -349,6 +360,9 @@ impl ControlPlane {
         }
         if let Some(config) = &options.runtime_config {
             apiserver_flags.extend(flags([("runtime-config", config.clone())]));
+        }
+        if options.aggregation_layer {
+            apiserver_flags.extend(aggregation_args(&pki));
         }
         if !options.webhook_client_certs.is_empty() {
             let config = write_admission_config(&dir, &options.webhook_client_certs)?;
@@ -946,6 +960,21 @@ fn apiserver_args(dir: &Path, pki: &PkiFiles, port: u16, etcd_port: u16) -> Vec<
         // Anything the apiserver generates goes to the temporary directory, not /var/run.
         ("cert-dir", path(&dir.join("kube-apiserver-certs"))),
         ("allow-privileged", "true".into()),
+    ])
+}
+
+/// kube-apiserver's aggregation-layer flags (kubeadm's): the front proxy's CA, name and headers, and
+/// its client certificate.
+fn aggregation_args(pki: &PkiFiles) -> Vec<OsString> {
+    let path = |p: &Path| p.display().to_string();
+    flags([
+        ("requestheader-client-ca-file", path(&pki.front_proxy_ca_cert)),
+        ("requestheader-allowed-names", pki::FRONT_PROXY_CLIENT.into()),
+        ("requestheader-username-headers", "X-Remote-User".into()),
+        ("requestheader-group-headers", "X-Remote-Group".into()),
+        ("requestheader-extra-headers-prefix", "X-Remote-Extra-".into()),
+        ("proxy-client-cert-file", path(&pki.front_proxy_client_cert)),
+        ("proxy-client-key-file", path(&pki.front_proxy_client_key)),
     ])
 }
 

@@ -36,6 +36,34 @@ pub(crate) struct PkiFiles {
     /// The public half, which kube-apiserver verifies tokens with (it reads no PKCS#8 private
     /// key there).
     pub service_account_pub: PathBuf,
+    /// The aggregation layer's front-proxy CA (kube-apiserver's `--requestheader-client-ca-file`),
+    /// a CA of its own as kubeadm makes it: a client certificate of the cluster CA must not pass for
+    /// the front proxy.
+    pub front_proxy_ca_cert: PathBuf,
+    /// The front proxy's client certificate (`--proxy-client-cert-file`), common name
+    /// [`FRONT_PROXY_CLIENT`].
+    pub front_proxy_client_cert: PathBuf,
+    /// Its key (`--proxy-client-key-file`).
+    pub front_proxy_client_key: PathBuf,
+}
+
+/// The common name of the front proxy's client certificate (`--requestheader-allowed-names`).
+pub const FRONT_PROXY_CLIENT: &str = "front-proxy-client";
+
+/// A CA certificate, its key (PEM) and its issuer.
+fn new_ca(common_name: &str) -> Result<(rcgen::Certificate, String, Issuer<'static, KeyPair>), Error> {
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name = subject(common_name, None);
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let cert = params.self_signed(&key)?;
+    let key_pem = key.serialize_pem();
+    Ok((cert, key_pem, Issuer::new(params, key)))
 }
 
 fn subject(common_name: &str, organization: Option<&str>) -> DistinguishedName {
@@ -51,17 +79,7 @@ fn subject(common_name: &str, organization: Option<&str>) -> DistinguishedName {
 pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
     std::fs::create_dir_all(dir).map_err(Error::io(format!("creating {}", dir.display())))?;
 
-    let ca_key = KeyPair::generate()?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-    ca_params.distinguished_name = subject("kubectl-sched-e2e-ca", None);
-    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca_params.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, &ca_key);
+    let (ca_cert, ca_key_pem, issuer) = new_ca("kubectl-sched-e2e-ca")?;
 
     let serving_key = KeyPair::generate()?;
     let mut serving = CertificateParams::new(SERVING_NAMES.map(String::from).to_vec())?;
@@ -79,6 +97,14 @@ pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
 
     let service_account_key = KeyPair::generate()?;
 
+    let (front_proxy_ca, _, front_proxy_issuer) = new_ca("kubectl-sched-e2e-front-proxy-ca")?;
+    let front_proxy_key = KeyPair::generate()?;
+    let mut front_proxy = CertificateParams::new(Vec::<String>::new())?;
+    front_proxy.distinguished_name = subject(FRONT_PROXY_CLIENT, None);
+    front_proxy.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    front_proxy.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let front_proxy_cert = front_proxy.signed_by(&front_proxy_key, &front_proxy_issuer)?;
+
     let files = PkiFiles {
         ca_cert: dir.join("ca.crt"),
         ca_key: dir.join("ca.key"),
@@ -88,16 +114,22 @@ pub(crate) fn write(dir: &Path) -> Result<PkiFiles, Error> {
         admin_key: dir.join("admin.key"),
         service_account_key: dir.join("sa.key"),
         service_account_pub: dir.join("sa.pub"),
+        front_proxy_ca_cert: dir.join("front-proxy-ca.crt"),
+        front_proxy_client_cert: dir.join("front-proxy-client.crt"),
+        front_proxy_client_key: dir.join("front-proxy-client.key"),
     };
     let contents = [
         (&files.ca_cert, ca_cert.pem()),
-        (&files.ca_key, ca_key.serialize_pem()),
+        (&files.ca_key, ca_key_pem),
         (&files.serving_cert, serving_cert.pem()),
         (&files.serving_key, serving_key.serialize_pem()),
         (&files.admin_cert, admin_cert.pem()),
         (&files.admin_key, admin_key.serialize_pem()),
         (&files.service_account_key, service_account_key.serialize_pem()),
         (&files.service_account_pub, service_account_key.public_key_pem()),
+        (&files.front_proxy_ca_cert, front_proxy_ca.pem()),
+        (&files.front_proxy_client_cert, front_proxy_cert.pem()),
+        (&files.front_proxy_client_key, front_proxy_key.serialize_pem()),
     ];
     for (path, pem) in contents {
         std::fs::write(path, pem).map_err(Error::io(format!("writing {}", path.display())))?;

@@ -187,6 +187,8 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
         ("self-signed", copy.join("overlays/self-signed")),
         ("control-plane-cidr", control_plane_cidr_overlay(&copy)?),
         ("self-signed-mtls", copy.join("overlays/self-signed-mtls")),
+        // The in-cluster explainer (its own namespace, cert-manager's certificate).
+        ("explainer", deploy.join("explainer")),
     ];
     let mut rendered = Vec::new();
     for (name, dir) in &variants {
@@ -200,10 +202,14 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
     // A server-side dry run creates nothing, so the namespaced objects of one apply cannot find a
     // namespace created by the same apply: the Namespace of the output is applied for real first.
     let (_, base_docs, _) = &rendered[0];
+    let (_, explainer_docs, _) = rendered.last().context("the explainer's output")?;
     let namespace_file = work.path().join("namespace.json");
     write_list(
         &namespace_file,
-        &[find(base_docs, "Namespace", NAMESPACE)?.clone()],
+        &[
+            find(base_docs, "Namespace", NAMESPACE)?.clone(),
+            find(explainer_docs, "Namespace", "sched-explainer")?.clone(),
+        ],
     )?;
     kubectl_ok(
         &cp,
@@ -292,8 +298,9 @@ async fn kustomize_output_of_deploy_base_and_every_overlay_passes_a_server_side_
     let left = kubectl(&cp, &["get", "deployment", "-n", NAMESPACE, "sched-webhook"]).await?;
     ensure!(!left.ok, "the dry run created the Deployment");
 
-    // Every variant restricts who may connect to the pods.
-    for (name, docs, _) in &rendered {
+    // Every variant of the webhook restricts who may connect to the pods. (The explainer's port
+    // refuses, in the TLS handshake, every client but the API server's front proxy.)
+    for (name, docs, _) in rendered.iter().filter(|(name, _, _)| *name != "explainer") {
         check_network_policy(docs).with_context(|| format!("the NetworkPolicy of {name}"))?;
     }
     let (_, narrowed, _) = &rendered[4];

@@ -28,8 +28,7 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::api::PostParams;
 use kube::{Api, Client};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::pki_types::ServerName;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -47,6 +46,9 @@ const PAUSE: &str = "registry.k8s.io/pause:3.10";
 const WAIT: Duration = Duration::from_secs(60);
 
 use e2e::fixtures::eventually;
+
+mod common;
+use common::tls_connector as connector;
 
 /// Every admission request a replica has answered.
 fn requests(state: &AppState) -> u64 {
@@ -77,24 +79,6 @@ fn pod_with_claim(name: &str) -> Result<Pod> {
             "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "missing"}}],
         },
     }))?)
-}
-
-/// A TLS client trusting `ca_pem`, presenting `client` (certificate and key PEM) when given.
-fn connector(ca_pem: &str, client: Option<(&str, &str)>) -> Result<tokio_rustls::TlsConnector> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(CertificateDer::from_pem_slice(ca_pem.as_bytes())?)?;
-    let builder =
-        rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_safe_default_protocol_versions()?
-            .with_root_certificates(roots);
-    let config = match client {
-        Some((cert, key)) => builder.with_client_auth_cert(
-            vec![CertificateDer::from_pem_slice(cert.as_bytes())?],
-            PrivateKeyDer::from_pem_slice(key.as_bytes())?,
-        )?,
-        None => builder.with_no_client_auth(),
-    };
-    Ok(tokio_rustls::TlsConnector::from(Arc::new(config)))
 }
 
 /// POSTs an AdmissionReview of a pod without claims straight to `port` over HTTPS/1.1: the status

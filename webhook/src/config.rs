@@ -25,6 +25,41 @@ pub enum Command {
     Serve(ServeArgs),
     /// Generate a CA and a serving certificate; optionally install the MutatingWebhookConfiguration.
     Certs(CertsArgs),
+    /// Serve `kubectl sched explain` as the aggregated API sched.kubectl-sched.io/v1alpha1, from a
+    /// snapshot kept current by watches (a Deployment of its own; see docs/architecture.md).
+    Explainer(ExplainerArgs),
+}
+
+/// `explainer`.
+#[derive(Debug, Args)]
+pub struct ExplainerArgs {
+    /// Address of the API port (TLS; only the API server's front proxy gets through the handshake).
+    #[arg(long, env = "SCHED_EXPLAINER_LISTEN", default_value = "0.0.0.0:6443")]
+    pub listen: SocketAddr,
+    /// Address of the admin port: /healthz, /readyz (plain HTTP).
+    #[arg(long, env = "SCHED_EXPLAINER_ADMIN_LISTEN", default_value = "127.0.0.1:8081")]
+    pub admin_listen: SocketAddr,
+    /// Serving certificate (PEM), for the name the APIService's Service has.
+    #[arg(long, env = "SCHED_EXPLAINER_TLS_CERT")]
+    pub tls_cert: PathBuf,
+    /// Serving key (PEM).
+    #[arg(long, env = "SCHED_EXPLAINER_TLS_KEY")]
+    pub tls_key: PathBuf,
+    /// Where to write the front proxy's client CA read from the API server's
+    /// kube-system/extension-apiserver-authentication ConfigMap (a writable directory).
+    #[arg(long, env = "SCHED_EXPLAINER_WORK_DIR", default_value = "/tmp")]
+    pub work_dir: PathBuf,
+    /// Open connections on the API port; one more is closed as soon as it is accepted.
+    #[arg(long, env = "SCHED_EXPLAINER_MAX_CONNECTIONS", default_value_t = crate::explainer::serve::DEFAULT_MAX_CONNECTIONS,
+          value_parser = clap::value_parser!(u32).range(1..=4096).map(|n| n as usize))]
+    pub max_connections: usize,
+    /// Explanations evaluated at once (each copies the snapshot); more wait up to 10 s, then 429.
+    #[arg(long, env = "SCHED_EXPLAINER_CONCURRENT_EVALUATIONS", default_value_t = crate::explainer::api::DEFAULT_CONCURRENT_EVALUATIONS,
+          value_parser = clap::value_parser!(u32).range(1..=64).map(|n| n as usize))]
+    pub concurrent_evaluations: usize,
+    /// Kubeconfig (default: $KUBECONFIG, then ~/.kube/config, then the in-cluster ServiceAccount).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
 }
 
 /// `serve`.
@@ -448,7 +483,7 @@ mod tests {
             argv.extend_from_slice(extra);
             Cli::try_parse_from(argv).map(|cli| match cli.command {
                 Command::Serve(args) => args,
-                Command::Certs(_) => panic!("serve expected"),
+                Command::Certs(_) | Command::Explainer(_) => panic!("serve expected"),
             })
         };
         let args = serve(&[]).expect("defaults");

@@ -22,6 +22,10 @@ pub enum StartError {
     /// The scheduler configuration is invalid.
     #[error("failed to load the scheduler configuration: {0}")]
     SchedulerConfig(String),
+    /// The explainer cannot authenticate the front proxy (no aggregation layer, or its settings
+    /// cannot be read).
+    #[error("explainer: {0}")]
+    Explainer(#[from] crate::explainer::identity::IdentityError),
     /// A listener could not be bound or served.
     #[error("failed to serve on {address}: {source}")]
     Io {

@@ -14,6 +14,9 @@
 //!  admin port (plain HTTP, loopback by default): /healthz /readyz /metrics
 //! ```
 //!
+//! `sched-webhook explainer` runs the same binary as a second Deployment: [`explainer`] serves
+//! `kubectl sched explain` as an aggregated API from a watch-fed snapshot.
+//!
 //! Admission writes nothing to the cluster; see [`controller`] for why the writes wait until the API
 //! server has stored the pod.
 
@@ -24,6 +27,7 @@ pub mod config;
 pub mod controller;
 pub mod deadline;
 pub mod error;
+pub mod explainer;
 pub mod health;
 pub mod memory;
 pub mod metrics;

@@ -1,4 +1,4 @@
-//! `sched-webhook serve | certs`.
+//! `sched-webhook serve | certs | explainer`.
 
 use std::process::ExitCode;
 
@@ -35,6 +35,7 @@ fn main() -> ExitCode {
         match cli.command {
             Command::Serve(args) => run::serve(args).await.map_err(anyhow::Error::from),
             Command::Certs(args) => run::certs(args).await,
+            Command::Explainer(args) => run::explainer(args).await.map_err(anyhow::Error::from),
         }
     });
     match result {

@@ -13,7 +13,7 @@ use sched_core::features::{FeatureGates, KubeVersion};
 
 use crate::cache::Cache;
 use crate::certs::{self, Target};
-use crate::config::{CertsArgs, ReloadInterval, ServeArgs};
+use crate::config::{CertsArgs, ExplainerArgs, ReloadInterval, ServeArgs};
 use crate::controller::stored_pod::Scope;
 use crate::controller::{self, ControllerConfig};
 use crate::error::StartError;
@@ -325,5 +325,61 @@ pub async fn certs(args: CertsArgs) -> anyhow::Result<()> {
     let configuration = certs::webhook_configuration(&name, &target, &generated.ca_cert_pem);
     certs::apply_webhook_configuration(&client, &configuration).await?;
     println!("applied MutatingWebhookConfiguration {name} with the new caBundle");
+    Ok(())
+}
+
+/// `explainer`: the watch-fed snapshot, the front proxy's settings read from the API server, the API
+/// port (TLS, the front proxy's certificate required) and the admin port, until SIGTERM.
+pub async fn explainer(args: ExplainerArgs) -> Result<(), StartError> {
+    use crate::explainer::api::ExplainerState;
+    use crate::explainer::identity::RequestHeaderConfig;
+    use crate::explainer::live::LiveSnapshot;
+    use crate::explainer::serve;
+
+    let config = client_config(args.kubeconfig.as_deref()).await?;
+    let origin = config.cluster_url.to_string().trim_end_matches('/').to_string();
+    let client = Client::try_from(config)?;
+    let requestheader = RequestHeaderConfig::from_cluster(&client).await?;
+    // rustls reads the client CA from a file; the ConfigMap's copy is written where the pod may write.
+    let ca_path = args.work_dir.join(format!(
+        "sched-explainer-{}-requestheader-ca.pem",
+        std::process::id()
+    ));
+    std::fs::write(&ca_path, &requestheader.client_ca_pem).map_err(|source| StartError::Io {
+        address: ca_path.display().to_string(),
+        source,
+    })?;
+    let files = tls::TlsFiles::new(&args.tls_cert, &args.tls_key).with_client_ca(&ca_path);
+    let mut tls_config = (*tls::server_config_for(&files)?).clone();
+    // The API port speaks HTTP/1.1 (the API server's proxy does too).
+    tls_config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    let bind = |address: std::net::SocketAddr| async move {
+        tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|source| StartError::Io {
+                address: address.to_string(),
+                source,
+            })
+    };
+    let (api_listener, admin_listener) = (bind(args.listen).await?, bind(args.admin_listen).await?);
+    let state = Arc::new(ExplainerState {
+        live: LiveSnapshot::start(&client),
+        client,
+        requestheader,
+        kubeconfig: args.kubeconfig.clone(),
+        origin,
+        slots: tokio::sync::Semaphore::new(args.concurrent_evaluations),
+    });
+    tracing::info!(listen = %args.listen, admin = %args.admin_listen, "explainer serving");
+    let admin = tokio::spawn(serve::serve_admin(
+        admin_listener,
+        serve::admin_router(state.clone()),
+    ));
+    tokio::select! {
+        () = serve::serve_api(api_listener, Arc::new(tls_config), state, args.max_connections) => {}
+        () = serving::termination_signal() => {}
+    }
+    admin.abort();
+    let _ = std::fs::remove_file(&ca_path);
     Ok(())
 }

@@ -397,7 +397,8 @@ fn settle(
     }
 }
 
-fn short_reason(e: &::kube::Error) -> String {
+/// The API server's own words for a refusal (its Status message), as a listing's warnings quote it.
+pub fn short_reason(e: &::kube::Error) -> String {
     match e {
         ::kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
         ::kube::Error::Api(status) => format!("HTTP {}", status.code),
@@ -444,7 +445,7 @@ pub async fn load_from_api(
 
 /// The API server's release (`GET /version`), or `None` when it cannot be read (then every
 /// unserved optional kind is a warning, as when the release is unknown).
-async fn server_version(client: &Client) -> Option<KubeVersion> {
+pub async fn server_version(client: &Client) -> Option<KubeVersion> {
     let info = client.apiserver_version().await.ok()?;
     KubeVersion::parse(&info.git_version).ok()
 }

@@ -3,6 +3,7 @@
 //! `podgroup/NAME` and `workload/NAME` are explained as groups ([`pod_group`]).
 
 pub mod pod_group;
+pub mod via;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -58,6 +59,12 @@ pub enum ExplainError {
         flag: &'static str,
         /// The group argument.
         target: String,
+    },
+    /// `--via cluster` with a flag the cluster's explainer does not take.
+    #[error("--via cluster: the cluster's explainer does not take {flag}; use --via local")]
+    NotServed {
+        /// The flag.
+        flag: &'static str,
     },
     /// `--node` names no node of the snapshot.
     #[error("node \"{node}\" not found ({origin})")]
@@ -284,6 +291,22 @@ pub fn run(global: &GlobalArgs, args: &ExplainArgs) -> Result<ExplainOutput, Exp
         &evaluation_detail(global, target),
         &args.release,
     )?;
+    run_loaded(global, args, loaded, cluster)
+}
+
+/// Runs `explain` on a cluster already loaded (by [`run`] from a listing or a file, or handed in by
+/// the in-cluster explainer from its watch-fed snapshot); `cluster` is the connection the live facts
+/// (kube-scheduler's Lease, FailedScheduling events) are read through, none for a file.
+pub fn run_loaded(
+    global: &GlobalArgs,
+    args: &ExplainArgs,
+    loaded: Loaded,
+    cluster: Option<Cluster>,
+) -> Result<ExplainOutput, ExplainError> {
+    let group = args.pod.as_deref().and_then(pod_group::group_target);
+    if let (Some(_), Some(arg)) = (&group, args.pod.as_deref()) {
+        refuse_pod_flags(args, arg)?;
+    }
     let Loaded {
         objects,
         origin,

@@ -52,6 +52,7 @@ macro_rules! messages {
 }
 
 messages!(explain::ExplainOutput, timings);
+messages!(explain::via::ServedOutput);
 messages!(preempt::Planned);
 messages!(preempt::pod_group::GroupPlanned);
 messages!(simulate::SimulateOutput);

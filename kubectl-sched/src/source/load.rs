@@ -63,6 +63,14 @@ pub enum LoadError {
     /// `--feature-gates`): a usage error. Not transparent, so that `main` finds it in the chain.
     #[error("{0}")]
     Release(#[source] ReleaseError),
+    /// `--via cluster`, and the cluster's explainer cannot be asked.
+    #[error("{server}: --via cluster: {why}")]
+    Unavailable {
+        /// The API server URL.
+        server: String,
+        /// Why (not installed, not Available).
+        why: String,
+    },
     /// A bounded lookup got no answer in time.
     #[error("{server}: {what}: timed out after {after:?} without an answer")]
     Timeout {
@@ -340,6 +348,53 @@ pub struct Loaded {
     pub release: Release,
 }
 
+/// What came with objects read from an API server, beside them.
+#[derive(Debug)]
+pub struct FromServer {
+    /// The API server URL (or what else names where the objects came from, for messages).
+    pub origin: String,
+    /// The namespace to use when none is given.
+    pub default_namespace: String,
+    /// Warnings so far (optional kinds that could not be read).
+    pub warnings: Vec<String>,
+    /// Notes so far (`-v 1`).
+    pub notes: Vec<String>,
+    /// The API server's `GET /version` answer (None when it failed).
+    pub version: Option<Info>,
+}
+
+impl Loaded {
+    /// Objects read from an API server (listed by a command, or kept current from watches by the
+    /// in-cluster explainer): the release is chosen from `release` and the server's version the same
+    /// way for both, so that both evaluate alike.
+    pub fn from_server(
+        objects: ClusterObjects,
+        from: FromServer,
+        release: &ReleaseArgs,
+    ) -> Result<Loaded, LoadError> {
+        let FromServer {
+            origin,
+            default_namespace,
+            mut warnings,
+            notes,
+            version,
+        } = from;
+        let mut release =
+            Release::choose(release, &VersionSource::Server(version)).map_err(LoadError::Release)?;
+        warnings.extend(release.warning.clone());
+        warnings.extend(release.follow_cluster(&objects));
+        warnings.extend(release.follow_topology(&objects));
+        Ok(Loaded {
+            objects,
+            origin,
+            default_namespace,
+            warnings,
+            notes,
+            release,
+        })
+    }
+}
+
 /// What an evaluation of `pod` (a `POD` argument, none for `-f` or `--all-pending`) needs of the pods
 /// on nodes in a snapshot file: their scheduling facts, not their container specs (see
 /// [`PodDetail::CompactPlaced`]); the named pod itself stays whole. A file without a namespace context
@@ -402,12 +457,7 @@ pub fn load_keeping_cluster(
         }
         None => {
             let cluster = Cluster::connect(global)?;
-            let (objects, mut warnings, version) = cluster.load_with_version(namespace, detail)?;
-            let mut release =
-                Release::choose(release, &VersionSource::Server(version)).map_err(LoadError::Release)?;
-            warnings.extend(release.warning.clone());
-            warnings.extend(release.follow_cluster(&objects));
-            warnings.extend(release.follow_topology(&objects));
+            let (objects, warnings, version) = cluster.load_with_version(namespace, detail)?;
             let summary = format!(
                 "listed {} object(s) from {} in {:.0} ms (the latest state, {}, decoded while listing{})",
                 objects.len(),
@@ -422,14 +472,17 @@ pub fn load_keeping_cluster(
                     PodDetail::CompactPlaced { .. } => "; pods on nodes reduced to their scheduling facts",
                 }
             );
-            let loaded = Loaded {
+            let loaded = Loaded::from_server(
                 objects,
-                origin: cluster.server.clone(),
-                default_namespace: cluster.default_namespace.clone(),
-                warnings,
-                notes: vec![summary],
+                FromServer {
+                    origin: cluster.server.clone(),
+                    default_namespace: cluster.default_namespace.clone(),
+                    warnings,
+                    notes: vec![summary],
+                    version,
+                },
                 release,
-            };
+            )?;
             Ok((loaded, Some(cluster)))
         }
     }

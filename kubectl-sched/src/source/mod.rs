@@ -6,6 +6,7 @@
 //! refuses, the permission and the role of deploy/rbac/ that grants it ([`rbac`]).
 
 pub mod connection;
+pub mod explainer;
 pub mod load;
 pub mod pods;
 pub mod rbac;

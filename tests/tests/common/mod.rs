@@ -20,6 +20,8 @@ pub mod scenarios;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject as _;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
@@ -934,4 +936,27 @@ pub async fn kubectl_sched_json(lab: &Lab, args: &[&str]) -> Result<(serde_json:
         )
     })?;
     Ok((json, stderr))
+}
+
+/// A TLS client (HTTPS straight to a component, past the API server) trusting `ca_pem`, presenting `client` (certificate and key PEM) when given.
+pub fn tls_connector(ca_pem: &str, client: Option<(&str, &str)>) -> Result<tokio_rustls::TlsConnector> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(rustls::pki_types::CertificateDer::from_pem_slice(
+        ca_pem.as_bytes(),
+    )?)?;
+    let builder = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()?
+    .with_root_certificates(roots);
+    let config = match client {
+        Some((cert, key)) => builder.with_client_auth_cert(
+            vec![rustls::pki_types::CertificateDer::from_pem_slice(
+                cert.as_bytes(),
+            )?],
+            rustls::pki_types::PrivateKeyDer::from_pem_slice(key.as_bytes())?,
+        )?,
+        None => builder.with_no_client_auth(),
+    };
+    Ok(tokio_rustls::TlsConnector::from(std::sync::Arc::new(config)))
 }
