@@ -607,7 +607,7 @@ async fn preempt_podgroup_deletes_the_victims_and_nominates_the_gang() -> Result
             .spec("schedulerName", json!("not-running"))
     });
     lab.create_pods(members).await?;
-    let (json, stderr) = kubectl_sched_json(
+    let (json, stderr) = common::kubectl_sched_json(
         &lab,
         &[
             "preempt",
