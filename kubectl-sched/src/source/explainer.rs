@@ -170,16 +170,19 @@ pub fn is_unanswered(err: &kube::Error) -> bool {
 impl Cluster {
     /// Whether the explainer's APIService is Available (one GET, bounded by
     /// [`AVAILABILITY_TIMEOUT`]: a listing must not wait long on a question about the explainer).
-    pub fn explainer_availability(&self) -> Availability {
+    /// `--request-timeout` bounds the whole command: when the API server does not answer within it,
+    /// the command fails here as a listing would, rather than waiting as long again to list.
+    pub fn explainer_availability(&self) -> Result<Availability, LoadError> {
         let api: kube::Api<APIService> = kube::Api::all(self.client());
-        let answer = self
-            .block_on(async { tokio::time::timeout(AVAILABILITY_TIMEOUT, api.get_opt(API_SERVICE)).await });
+        let answer = self.bounded(&format!("reading the APIService {API_SERVICE}"), async {
+            tokio::time::timeout(AVAILABILITY_TIMEOUT, api.get_opt(API_SERVICE)).await
+        })?;
         let Ok(answer) = answer else {
-            return Availability::Unavailable(format!(
+            return Ok(Availability::Unavailable(format!(
                 "the APIService {API_SERVICE} could not be read within {AVAILABILITY_TIMEOUT:?}"
-            ));
+            )));
         };
-        match answer {
+        Ok(match answer {
             Ok(None) => Availability::Unavailable(format!("the APIService {API_SERVICE} is not installed")),
             Ok(Some(service)) => {
                 let condition = service
@@ -210,7 +213,7 @@ impl Cluster {
                 "cannot read the APIService {API_SERVICE}: {}",
                 sched_core::api_error::describe(&e)
             )),
-        }
+        })
     }
 
     /// Asks the explainer for `request` through the API server.

@@ -221,7 +221,11 @@ impl Cluster {
     /// Runs one exchange with the API server (its requests, their connections and retries) on the
     /// runtime, within `--request-timeout` as a whole: the client's own timeouts bound each connection
     /// and each read, which a version request followed by the lists, or a list's retries, add up.
-    fn bounded<F: std::future::Future>(&self, what: &str, future: F) -> Result<F::Output, LoadError> {
+    pub(super) fn bounded<F: std::future::Future>(
+        &self,
+        what: &str,
+        future: F,
+    ) -> Result<F::Output, LoadError> {
         let Some(limit) = self.request_timeout else {
             return Ok(self.runtime.block_on(future));
         };

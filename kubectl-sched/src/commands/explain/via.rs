@@ -76,7 +76,9 @@ pub fn route(global: &GlobalArgs, args: &ExplainArgs) -> Result<Route, ExplainEr
         return Ok(Route::Local(Vec::new()));
     };
     let cluster = Cluster::connect(global)?;
-    let availability = cluster.explainer_availability();
+    let availability = cluster
+        .explainer_availability()
+        .map_err(|e| ExplainError::Load(Box::new(e)))?;
     let mut notes = Vec::new();
     match (&availability, args.via) {
         (Availability::Unavailable(why), Via::Auto) => {
