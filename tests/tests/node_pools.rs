@@ -19,24 +19,9 @@ use kube::api::ListParams;
 use sched_core::node_pools::{NodePool, PoolState, by_weight, parse_instance_types, scale_up_for_pod};
 use serde_json::Value;
 
-/// The instance types Karpenter launches from (KWOK format): 4 and 16 cpus, amd64/linux.
-const INSTANCE_TYPES: &str = r#"[
-  {"name": "c-4x-amd64-linux", "architecture": "amd64", "operatingSystems": ["linux"],
-   "resources": {"cpu": "4", "memory": "16Gi"},
-   "offerings": [
-     {"Price": 0.2, "Available": true, "Requirements": [
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]}]},
-     {"Price": 0.1, "Available": true, "Requirements": [
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
-        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-b"]}]}]},
-  {"name": "c-16x-amd64-linux", "architecture": "amd64", "operatingSystems": ["linux"],
-   "resources": {"cpu": "16", "memory": "64Gi"},
-   "offerings": [
-     {"Price": 0.8, "Available": true, "Requirements": [
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]}]}]}
-]"#;
+/// The instance types Karpenter launches from (KWOK format; sched-core's unit tests read the same
+/// file): 4 and 16 cpus amd64/linux, and an arm64 type with no offering.
+const INSTANCE_TYPES: &str = include_str!("../../core/src/node_pools/testdata/kwok-instance-types.json");
 
 /// Two pools: `general` (on-demand amd64, tainted team=ml, 100 cpus) and `capped` (any type, at
 /// most 2 cpus: every instance type breaches it), and the pods of the scenario.

@@ -201,28 +201,10 @@ fn instance_family(name: &str) -> String {
     }
 }
 
-/// Three KWOK-style types for tests: 4 and 16 cpus (amd64/linux, on-demand in zone a, the small one
+/// Three KWOK-style types for tests (the e2e `node_pools` suite launches Karpenter with the same file): 4 and 16 cpus (amd64/linux, on-demand in zone a, the small one
 /// also spot in zone b), and an arm64 `m5.2xlarge` with no offering.
 #[cfg(test)]
-pub(crate) const TEST_INSTANCE_TYPES: &str = r#"[
-  {"name": "c-4x-amd64-linux", "architecture": "amd64", "operatingSystems": ["linux"],
-   "resources": {"cpu": "4", "memory": "16Gi"},
-   "offerings": [
-     {"Price": 0.2, "Available": true, "Requirements": [
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]}]},
-     {"Price": 0.1, "Available": true, "Requirements": [
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["spot"]},
-        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-b"]}]}]},
-  {"name": "c-16x-amd64-linux", "architecture": "amd64", "operatingSystems": ["linux"],
-   "resources": {"cpu": "16", "memory": "64Gi"},
-   "offerings": [
-     {"Price": 0.8, "Available": true, "Requirements": [
-        {"key": "karpenter.sh/capacity-type", "operator": "In", "values": ["on-demand"]},
-        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["test-zone-a"]}]}]},
-  {"name": "m5.2xlarge", "architecture": "arm64", "operatingSystems": ["linux"],
-   "resources": {"cpu": "8", "memory": "32Gi", "pods": "58"}, "offerings": []}
-]"#;
+pub(crate) const TEST_INSTANCE_TYPES: &str = include_str!("testdata/kwok-instance-types.json");
 
 #[cfg(test)]
 mod tests {
