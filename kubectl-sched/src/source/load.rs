@@ -120,6 +120,10 @@ fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
+/// How much later than `--request-timeout` the client's per-connection timeouts fire, so that the
+/// bound on the whole exchange always fires first.
+const CLIENT_TIMEOUT_MARGIN: Duration = Duration::from_millis(250);
+
 impl Cluster {
     /// Connects as kubectl would: `--kubeconfig`, else `$KUBECONFIG`, else `~/.kube/config`, else the
     /// in-cluster service account; `--context` picks the context.
@@ -131,9 +135,14 @@ impl Cluster {
             .map_err(LoadError::Runtime)?;
         let mut config = runtime.block_on(super::connection::resolve(global))?;
         if global.request_timeout > Duration::ZERO {
-            config.connect_timeout = Some(global.request_timeout);
-            config.read_timeout = Some(global.request_timeout);
-            config.write_timeout = Some(global.request_timeout);
+            // A little past the bound: [`Cluster::bounded`] holds an exchange to `--request-timeout`
+            // and names it in its one line. When the client's own timer fired in the same tick, the
+            // exchange failed with the client's error instead, and `explain --via auto` took that for
+            // "no explainer" and listed, for as long again.
+            let per_connection = global.request_timeout + CLIENT_TIMEOUT_MARGIN;
+            config.connect_timeout = Some(per_connection);
+            config.read_timeout = Some(per_connection);
+            config.write_timeout = Some(per_connection);
         }
         let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
         let default_namespace = config.default_namespace.clone();
