@@ -738,6 +738,14 @@ fn nothing_to_preempt(
     }
 }
 
+/// The cluster a plan was read from: executing (or re-reading before executing) needs one, and a plan
+/// read from a file has none.
+fn cluster_to_execute_on(cluster: Option<&Cluster>) -> Result<&Cluster, PreemptError> {
+    cluster.ok_or_else(|| {
+        PreemptError::Refused("there is no cluster to execute on (the cluster was read from a file)".into())
+    })
+}
+
 impl Planned {
     /// After the confirmation: reads the cluster again and plans again. When the preemptor is still the
     /// same pending pod and the fresh plan removes the same pods from the same node ([`what_changed`]),
@@ -745,11 +753,7 @@ impl Planned {
     /// [`Planned::execute`] may run it. Otherwise fails with [`PreemptError::Changed`], the report holding
     /// the fresh evaluation when there is one; nothing is written either way.
     pub fn recheck(&mut self, args: &PreemptArgs) -> Result<(), PreemptError> {
-        let Some(cluster) = &self.cluster else {
-            return Err(PreemptError::Refused(
-                "there is no cluster to execute on (the cluster was read from a file)".into(),
-            ));
-        };
+        let cluster = cluster_to_execute_on(self.cluster.as_ref())?;
         let reread = |e: PreemptError| PreemptError::Reread(Box::new(e));
         let (objects, _warnings) = cluster.load(None).map_err(|e| reread(e.into()))?;
         let pod = self.replan.preemptor.key.clone();
@@ -807,11 +811,7 @@ impl Planned {
         &mut self,
         mut progress: impl FnMut(usize, usize, &ActionResult),
     ) -> Result<(), PreemptError> {
-        let Some(cluster) = &self.cluster else {
-            return Err(PreemptError::Refused(
-                "there is no cluster to execute on (the cluster was read from a file)".into(),
-            ));
-        };
+        let cluster = cluster_to_execute_on(self.cluster.as_ref())?;
         let plan = &self.report.preemption.actions;
         let report = &self.report;
         let (results, outcome) = run_plan(

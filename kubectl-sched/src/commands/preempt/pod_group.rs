@@ -22,7 +22,7 @@ use sched_core::preemption::pod_group::GroupPreemptionOutcome;
 use sched_core::{ClusterObjects, Engine, PodInfo};
 use serde::Serialize;
 
-use super::{DryRunView, Next, PreemptError, Session, removal, run_plan};
+use super::{DryRunView, Next, PreemptError, Session, cluster_to_execute_on, removal, run_plan};
 use crate::cli::{GlobalArgs, PreemptArgs};
 use crate::source::load::{Cluster, keep_until_exit};
 use crate::source::pods::ResolveError;
@@ -312,11 +312,7 @@ impl GroupPlanned {
     /// After the confirmation: reads the cluster again and plans again; the fresh plan replaces the
     /// shown one only when it removes the same pods and nominates the same nodes.
     pub fn recheck(&mut self, args: &PreemptArgs) -> Result<(), PreemptError> {
-        let Some(cluster) = &self.cluster else {
-            return Err(PreemptError::Refused(
-                "there is no cluster to execute on (the cluster was read from a file)".into(),
-            ));
-        };
+        let cluster = cluster_to_execute_on(self.cluster.as_ref())?;
         let reread = |e: PreemptError| PreemptError::Reread(Box::new(e));
         let (objects, _warnings) = cluster.load(None).map_err(|e| reread(e.into()))?;
         let fresh = evaluate_group(
@@ -343,11 +339,7 @@ impl GroupPlanned {
     /// Executes the plan (with dryRun=All for `--dry-run=server`), reporting each action to
     /// `progress`.
     pub fn execute(&mut self, progress: impl FnMut(usize, usize, &ActionResult)) -> Result<(), PreemptError> {
-        let Some(cluster) = &self.cluster else {
-            return Err(PreemptError::Refused(
-                "there is no cluster to execute on (the cluster was read from a file)".into(),
-            ));
-        };
+        let cluster = cluster_to_execute_on(self.cluster.as_ref())?;
         let (results, outcome) = run_plan(
             cluster,
             &self.report.actions,
