@@ -263,6 +263,21 @@ pub struct ExplainArgs {
     /// Changes to the cluster and the pod, made in memory before the evaluation.
     #[command(flatten)]
     pub what_if: WhatIfArgs,
+    /// Would a new node of the cluster's NodePools help.
+    #[command(flatten)]
+    pub node_pools: NodePoolArgs,
+}
+
+/// "Would a new node help?": what the cluster's Karpenter NodePools may launch. Without a NodePool
+/// in the cluster (or the snapshot file), nothing changes.
+#[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Node pools")]
+pub struct NodePoolArgs {
+    /// The instance types Karpenter may launch, in the format of its KWOK provider's
+    /// instance_types.json (name, offerings, architecture, operatingSystems, resources); default:
+    /// the types the pools' own nodes show (README "Would a new node help?").
+    #[arg(long, value_name = "FILE")]
+    pub instance_types: Option<PathBuf>,
 }
 
 /// `--via`: where `explain` takes its answer from.

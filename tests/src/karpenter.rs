@@ -105,20 +105,7 @@ impl Karpenter {
             });
         }
         let dir = karpenter_dir()?;
-        for crd in CRDS {
-            let path = dir.join("crds").join(crd);
-            cp.kubectl(&["apply", "--server-side", "-f", &path.to_string_lossy()])
-                .await?;
-        }
-        cp.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/nodepools.karpenter.sh",
-            "crd/nodeclaims.karpenter.sh",
-            "crd/kwoknodeclasses.karpenter.kwok.sh",
-        ])
-        .await?;
+        Self::install_crds(cp).await?;
         if cp
             .kubectl(&[
                 "get",
@@ -170,6 +157,28 @@ impl Karpenter {
             }
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
+    }
+
+    /// Installs Karpenter's CRDs on `cp` (NodePools, NodeClaims, KWOKNodeClasses) and waits until
+    /// they are served: a scenario can then create its pools before Karpenter starts acting on them.
+    /// [`Karpenter::start`] does it too; applying them again changes nothing.
+    pub async fn install_crds(cp: &ControlPlane) -> Result<(), Error> {
+        let dir = karpenter_dir()?;
+        for crd in CRDS {
+            let path = dir.join("crds").join(crd);
+            cp.kubectl(&["apply", "--server-side", "-f", &path.to_string_lossy()])
+                .await?;
+        }
+        cp.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/nodepools.karpenter.sh",
+            "crd/nodeclaims.karpenter.sh",
+            "crd/kwoknodeclasses.karpenter.kwok.sh",
+        ])
+        .await?;
+        Ok(())
     }
 
     /// Karpenter's log.

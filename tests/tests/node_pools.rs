@@ -1,27 +1,29 @@
 //! Node pools against the real Karpenter: a control plane with kube-scheduler (which marks the pods
 //! unschedulable, as Karpenter waits for), Karpenter v1.14.0's KWOK provider beside it with the
-//! instance types of a file, two NodePools and pending pods. For each pod, sched-core's
-//! `scale_up_for_pod` (on the NodePools as the API server stored them and the same instance types)
-//! predicts what Karpenter then does: the pool and instance type of the node it launches, or the
-//! error of its `FailedScheduling` event, byte for byte.
+//! instance types of a file, two NodePools and pending pods. The cluster is saved with `kubectl
+//! sched snapshot` (which lists the NodePools) before Karpenter starts; for each pod, `kubectl sched
+//! explain POD --instance-types FILE` on that snapshot predicts what Karpenter then does: the pool
+//! and instance type of the node it launches, or the error of its `FailedScheduling` event, byte for
+//! byte.
 //!
 //! Karpenter listens on every interface: this suite runs in a network namespace of its own
 //! (`tests/e2e-suites.sh` does that; see `e2e::karpenter`).
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+mod common;
+
+use anyhow::{Context, Result, bail, ensure};
 use e2e::karpenter::Karpenter;
 use e2e::{ControlPlane, Options};
-use k8s_openapi::api::core::v1::{Event, Pod};
+use k8s_openapi::api::core::v1::Event;
 use kube::Api;
 use kube::api::ListParams;
-use sched_core::node_pools::{NodePool, PoolState, by_weight, parse_instance_types, scale_up_for_pod};
 use serde_json::Value;
 
 /// The instance types Karpenter launches from (KWOK format; sched-core's unit tests read the same
 /// file): 4 and 16 cpus amd64/linux, and an arm64 type with no offering.
-const INSTANCE_TYPES: &str = include_str!("../../core/src/node_pools/testdata/kwok-instance-types.json");
+const INSTANCE_TYPES: &str = include_str!("../../examples/instance-types.json");
 
 /// Two pools: `general` (on-demand amd64, tainted team=ml, 100 cpus) and `capped` (any type, at
 /// most 2 cpus: every instance type breaches it), and the pods of the scenario.
@@ -146,7 +148,7 @@ async fn scale_up_predictions_agree_with_karpenter() -> Result<()> {
     let cp = ControlPlane::start(Options::new().with_scheduler(None)).await?;
     let types_file = cp.dir().join("instance-types.json");
     std::fs::write(&types_file, INSTANCE_TYPES)?;
-    let _karpenter = Karpenter::start(&cp, &types_file).await?;
+    Karpenter::install_crds(&cp).await?;
     cp.kubectl(&["create", "serviceaccount", "default", "-n", "default"])
         .await
         .ok();
@@ -160,35 +162,31 @@ async fn scale_up_predictions_agree_with_karpenter() -> Result<()> {
     cp.kubectl(&["apply", "-f", &manifest_file.to_string_lossy()])
         .await?;
 
-    // The prediction, from the objects the API server stored.
-    let pools_json: Value = serde_json::from_str(&cp.kubectl(&["get", "nodepools", "-o", "json"]).await?)?;
-    let mut pools = pools_json["items"]
+    // The cluster as `kubectl sched` lists it (the NodePools included), before Karpenter acts.
+    let binary = common::kubectl_sched_binary().await?;
+    let kubeconfig = cp.kubeconfig_path().display().to_string();
+    let snapshot = cp.dir().join("snapshot.json");
+    let listed = sched(
+        &binary,
+        &["snapshot", "-A", "-o", "json", "--kubeconfig", &kubeconfig],
+    )
+    .await?;
+    let pools_listed = serde_json::from_str::<Value>(&listed)?["items"]
         .as_array()
-        .context("a NodePool list")?
+        .context("a List")?
         .iter()
-        .map(|item| NodePool::from_json(item.clone()))
-        .collect::<Result<Vec<_>, _>>()?;
-    by_weight(&mut pools);
-    let instance_types = parse_instance_types(INSTANCE_TYPES)?;
-    let states: Vec<PoolState<'_>> = pools
-        .iter()
-        .map(|pool| PoolState {
-            pool,
-            remaining: pool.remaining([]),
-        })
-        .collect();
-    let pods: Api<Pod> = Api::namespaced(cp.client()?, "default");
+        .filter(|item| item["kind"] == "NodePool")
+        .count();
+    ensure!(
+        pools_listed == 2,
+        "the snapshot holds {pools_listed} NodePools, not 2"
+    );
+    std::fs::write(&snapshot, listed)?;
+    let _karpenter = Karpenter::start(&cp, &types_file).await?;
 
     let mut disagreements = Vec::new();
     for (name, ..) in PODS {
-        let pod = pods.get(name).await?;
-        let predicted = match scale_up_for_pod(&pod, &states, &instance_types).outcome {
-            Ok(node) => Karpentered::Launched {
-                pool: node.pool,
-                instance_type: node.instance_types.first().cloned().unwrap_or_default(),
-            },
-            Err(error) => Karpentered::Failed(error),
-        };
+        let predicted = explained(&binary, name, &snapshot, &types_file).await?;
         let actual = karpenter_verdict(&cp, name).await?;
         println!("{name}: Karpenter {actual:?}");
         if predicted != actual {
@@ -206,4 +204,68 @@ async fn scale_up_predictions_agree_with_karpenter() -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// What `kubectl sched explain POD --instance-types FILE -o json` on the snapshot says Karpenter
+/// does: the pool and cheapest instance type of the node it launches, or its event's error.
+async fn explained(
+    binary: &std::path::Path,
+    pod: &str,
+    snapshot: &std::path::Path,
+    instance_types: &std::path::Path,
+) -> Result<Karpentered> {
+    let (snapshot, types) = (
+        snapshot.display().to_string(),
+        instance_types.display().to_string(),
+    );
+    let args = [
+        "explain",
+        pod,
+        "-n",
+        "default",
+        "--from",
+        &snapshot,
+        "--instance-types",
+        &types,
+        "-o",
+        "json",
+    ];
+    let report: Value = serde_json::from_str(&sched(binary, &args).await?)?;
+    let section = &report["node_pools"];
+    if let Some(pool) = section["launch"]["pool"].as_str() {
+        return Ok(Karpentered::Launched {
+            pool: pool.to_owned(),
+            instance_type: section["launch"]["instance_types"][0]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+        });
+    }
+    let event = section["karpenter_event"]
+        .as_str()
+        .with_context(|| format!("explain {pod}: no node_pools section: {report}"))?;
+    Ok(Karpentered::Failed(
+        event.strip_prefix(FAILED_PREFIX).unwrap_or(event).to_owned(),
+    ))
+}
+
+/// The binary's stdout; a failure names the command and its stderr.
+async fn sched(binary: &std::path::Path, args: &[&str]) -> Result<String> {
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(binary)
+            .args(args)
+            .env("KUBECONFIG", "/nonexistent/kubeconfig")
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .with_context(|| format!("kubectl sched {args:?} took more than 60 s"))??;
+    ensure!(
+        output.status.success(),
+        "kubectl sched {args:?} failed ({}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    Ok(String::from_utf8(output.stdout)?)
 }

@@ -201,10 +201,11 @@ fn instance_family(name: &str) -> String {
     }
 }
 
-/// Three KWOK-style types for tests (the e2e `node_pools` suite launches Karpenter with the same file): 4 and 16 cpus (amd64/linux, on-demand in zone a, the small one
-/// also spot in zone b), and an arm64 `m5.2xlarge` with no offering.
+/// Three KWOK-style types, the bundled example's (`examples/instance-types.json`, which the e2e
+/// `node_pools` suite launches Karpenter with too): 4 and 16 cpus (amd64/linux, on-demand in zone a,
+/// the small one also spot in zone b), and an arm64 `m5.2xlarge` with no offering.
 #[cfg(test)]
-pub(crate) const TEST_INSTANCE_TYPES: &str = include_str!("testdata/kwok-instance-types.json");
+pub(crate) const TEST_INSTANCE_TYPES: &str = include_str!("../../../examples/instance-types.json");
 
 #[cfg(test)]
 mod tests {

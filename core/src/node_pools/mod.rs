@@ -7,12 +7,14 @@
 //! ([`requirements`]), a pool's taints and limits, and the instance types its cloud provider offers,
 //! and only then launches a node on which kube-scheduler runs its filters.
 
+pub mod in_cluster;
 pub mod instance_types;
 pub mod new_node;
 pub mod node_pool;
 pub mod requirements;
 pub mod resources;
 
+pub use in_cluster::{CatalogueSource, NodePoolsAnswer, node_pools_answer, pools_of};
 pub use instance_types::{InstanceType, InstanceTypeError, Offering, parse_instance_types};
 pub use new_node::{NewNode, PoolState, PoolVerdict, ScaleUpAnswer, scale_up_for_pod};
 pub use node_pool::{NodePool, NodePoolError, by_weight};

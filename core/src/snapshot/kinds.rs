@@ -107,6 +107,11 @@ macro_rules! object_kind_table {
             PodGroup(::k8s_openapi::api::scheduling::v1beta1::PodGroup) = "scheduling.k8s.io/v1beta1",
                 "PodGroup" => pod_groups,
                 shape METADATA_ONLY, prune metadata, list optional, webhook [];
+            // A custom resource, served where Karpenter is installed: a 404 is silent
+            // (`features::api_versions`). Not kube-scheduler's: only "would a new node help?" reads it.
+            NodePool($crate::snapshot::node_pools::NodePoolObject) = "karpenter.sh/v1", "NodePool"
+                => node_pools,
+                shape METADATA_ONLY, prune metadata, list optional, webhook [];
         }
     };
 }

@@ -13,6 +13,7 @@ pub mod kube;
 pub mod load;
 pub mod mutate;
 pub mod node_info;
+pub mod node_pools;
 pub mod placement;
 pub mod pod_groups;
 pub mod pod_info;
@@ -102,6 +103,9 @@ pub struct ClusterObjects {
     /// PodGroups (scheduling.k8s.io/v1beta1): the groups pods name in `spec.schedulingGroup`,
     /// with their gang policy (GangScheduling reads them under GenericWorkload).
     pub pod_groups: Vec<PodGroup>,
+    /// Karpenter's NodePools (karpenter.sh/v1): not kube-scheduler's; read to say whether a new node
+    /// would take a pod that fits no node.
+    pub node_pools: Vec<node_pools::NodePoolObject>,
     /// Pods on nodes already reduced to their scheduling facts ([`PodInfo::placed`]), as a loader
     /// asked for [`PodDetail::CompactPlaced`] leaves them. They feed a snapshot like `pods` do (first,
     /// in their order) but are not written back by the snapshot writers: a compact load is for
@@ -276,6 +280,8 @@ pub struct Snapshot {
     pub workloads: HashMap<String, Arc<Workload>>,
     /// PodGroups by `namespace/name` (what pods' `spec.schedulingGroup.podGroupName` names).
     pub pod_groups: HashMap<String, Arc<PodGroup>>,
+    /// Karpenter's NodePools, in their order.
+    pub node_pools: Vec<Arc<node_pools::NodePoolObject>>,
     /// What allocated claims hold (see [`AllocatedState::from_claims`]): devices, shared devices
     /// and their consumed capacity, as kube-scheduler's DRA manager tracks them; the allocator's
     /// input.
@@ -399,6 +405,7 @@ impl Snapshot {
             device_taint_rules,
             workloads,
             pod_groups,
+            node_pools,
             placed_pods,
         } = objects;
         let allocated = AllocatedState::from_claims(&resource_claims);
@@ -531,6 +538,7 @@ impl Snapshot {
             resource_claim_templates: by_namespaced_name(resource_claim_templates),
             workloads: by_namespaced_name(workloads),
             pod_groups: by_namespaced_name(pod_groups),
+            node_pools: node_pools.into_iter().map(Arc::new).collect(),
             features,
             placement: None,
         }

@@ -2,6 +2,7 @@
 //! with sched-core and gathers what the output shows (bound-pod check, hints, one node in detail).
 //! `podgroup/NAME` and `workload/NAME` are explained as groups ([`pod_group`]).
 
+pub mod node_pools;
 pub mod pod_group;
 pub mod via;
 
@@ -66,6 +67,9 @@ pub enum ExplainError {
         /// The flag.
         flag: &'static str,
     },
+    /// `--instance-types` cannot be read.
+    #[error(transparent)]
+    NodePools(#[from] node_pools::NodePoolsError),
     /// `--node` names no node of the snapshot.
     #[error("node \"{node}\" not found ({origin})")]
     NodeNotFound {
@@ -198,6 +202,10 @@ pub struct ExplainReport {
     /// verdict in short; `explain podgroup/NAME` has the rest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pod_group: Option<sched_core::diagnosis::PodGroupReport>,
+    /// For a pod that fits no node, in a cluster with Karpenter NodePools: would a new node of each
+    /// pool take it, and what Karpenter would do.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_pools: Option<node_pools::NodePoolsSection>,
 }
 
 /// One pending pod of `--all-pending`.
@@ -396,6 +404,12 @@ fn explain_one(
         ));
         phase = Instant::now();
     };
+    let catalogue = args
+        .node_pools
+        .instance_types
+        .as_deref()
+        .map(node_pools::read_catalogue)
+        .transpose()?;
     let mut applied = Vec::new();
     // A pending pod whose schedulerName names no profile is still explained, with the first profile,
     // so that "why it is still Pending" can say that nothing schedules it.
@@ -494,6 +508,9 @@ fn explain_one(
     } else {
         Report::default()
     };
+    let node_pools = (basis.outcome == Outcome::Unschedulable)
+        .then(|| node_pools::section(&snapshot, &basis_pod.pod, catalogue.as_deref()))
+        .flatten();
     let mut hints = hints(&HintInput {
         explanation: basis,
         pod: &basis_pod,
@@ -571,6 +588,7 @@ fn explain_one(
         },
         claims_not_created,
         pod_group,
+        node_pools,
     })
 }
 

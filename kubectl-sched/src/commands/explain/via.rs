@@ -40,6 +40,7 @@ fn unserved_flag(args: &ExplainArgs, global: &GlobalArgs) -> Option<&'static str
         ("--config", args.config.is_some()),
         ("--kube-version", args.release.kube_version.is_some()),
         ("--feature-gates", args.release.feature_gates.is_some()),
+        ("--instance-types", args.node_pools.instance_types.is_some()),
         (
             "a what-if flag",
             !(what_if.set.is_empty()

@@ -5,13 +5,15 @@
 use sched_core::Code;
 use sched_core::diagnosis::{Change, Diagnosis, Finding, SCHEDULING_GATED_MESSAGE, Wants};
 use sched_core::explain::{Explanation, NodeExplanation, Outcome};
+use sched_core::node_pools::CatalogueSource;
 use sched_core::resource::format_amount;
 
+use crate::commands::explain::node_pools::{NewNodeView, NodePoolsSection};
 use crate::commands::explain::{BoundCheck, ExplainReport, NodeDetail, PendingEntry, Reach};
 use crate::diagnosis::headline::{claims_not_created_headline, gated_headline, headline, placement};
 use crate::diagnosis::hints::{Hint, MAX_NAMES, name_list};
 use crate::diagnosis::node_resources::ResourceUse;
-use crate::output::table::columns;
+use crate::output::table::{columns, plural};
 use crate::source::what_if::Applied;
 
 fn score_text(score: Option<i64>) -> String {
@@ -292,11 +294,73 @@ pub fn report(r: &ExplainReport, wide: bool) -> String {
         out.push('\n');
         out.push_str(&findings_section(&r.findings));
     }
+    if let Some(pools) = &r.node_pools {
+        out.push('\n');
+        out.push_str(&node_pools_section(pools));
+    }
     if !r.hints.is_empty() {
         out.push('\n');
         out.push_str(&hint_lines(&r.hints));
     }
     out
+}
+
+/// "Would a new node help?": one line per pool, naming it, then Karpenter's own answer.
+fn node_pools_section(s: &NodePoolsSection) -> String {
+    let types = match s.catalogue {
+        CatalogueSource::File => format!("{} from --instance-types", instance_types(s.instance_types)),
+        CatalogueSource::Nodes => format!(
+            "{} the pools' nodes show; --instance-types FILE gives the whole catalogue",
+            instance_types(s.instance_types)
+        ),
+    };
+    let mut out =
+        format!("Would a new node help? (Karpenter NodePools in the order it tries them; {types}):\n");
+    for w in &s.warnings {
+        out.push_str(&format!("  warning: {w}\n"));
+    }
+    for p in &s.pools {
+        match (&p.new_node, &p.reason) {
+            (Some(n), _) => out.push_str(&format!("  {}: yes, a new node ({})\n", p.pool, type_list(n))),
+            (None, reason) => out.push_str(&format!(
+                "  {}: no, {}\n",
+                p.pool,
+                reason.as_deref().unwrap_or_default()
+            )),
+        }
+    }
+    match (&s.launch, &s.karpenter_event) {
+        (Some(n), _) => out.push_str(&format!(
+            "Karpenter would launch a node of NodePool {} ({}, the cheapest of {} that fit).\n",
+            n.pool,
+            n.instance_types.first().map(String::as_str).unwrap_or("?"),
+            instance_types(n.instance_types.len())
+        )),
+        (None, Some(event)) => out.push_str(&format!("Karpenter's event on the pod: {event}\n")),
+        (None, None) => {}
+    }
+    out
+}
+
+/// "1 instance type", "3 instance types".
+fn instance_types(n: usize) -> String {
+    plural(n, "instance type", "instance types")
+}
+
+/// The instance types a new node could be, cheapest first: three, then how many more.
+fn type_list(n: &NewNodeView) -> String {
+    const SHOWN: usize = 3;
+    let mut text = n
+        .instance_types
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if n.instance_types.len() > SHOWN {
+        text.push_str(&format!(" and {} more", n.instance_types.len() - SHOWN));
+    }
+    text
 }
 
 fn wants_text(w: Wants) -> String {
