@@ -19,10 +19,13 @@ use anyhow::{Context, Result, ensure};
 use common::{Lab, Verdict, evaluate, pod};
 use e2e::{ControlPlane, Options};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
+use sched_core::ClusterObjects;
 use sched_core::engine::Engine;
 use sched_core::explain::{Explanation, Outcome};
 use sched_core::features::{FeatureGates, KubeVersion};
+use sched_core::schedule::composite::tree_cycle;
 use sched_core::schedule::pod_group::pod_group_cycle;
 use sched_core::snapshot::kube::{ApiLoadOptions, load_from_api};
 use serde_json::json;
@@ -30,8 +33,12 @@ use tokio::sync::OnceCell;
 
 static CONTROL_PLANE: OnceCell<ControlPlane> = OnceCell::const_new();
 
-/// The workload API's gate and topology placement's (alpha, which needs the first).
-const TOPOLOGY_GATES: &str = "GenericWorkload=true,TopologyAwareWorkloadScheduling=true";
+/// The workload API's gate, topology placement's and composite groups' (alpha, which need the
+/// first; CompositePodGroup needs TopologyAwareWorkloadScheduling too).
+const TOPOLOGY_GATES: &str =
+    "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true";
+/// The PodGroup's API (beta) and the CompositePodGroup's (v1alpha3), both off by default.
+const RUNTIME_CONFIG: &str = "scheduling.k8s.io/v1beta1=true,scheduling.k8s.io/v1alpha3=true";
 
 async fn control_plane() -> Result<&'static ControlPlane, e2e::Error> {
     CONTROL_PLANE
@@ -40,7 +47,7 @@ async fn control_plane() -> Result<&'static ControlPlane, e2e::Error> {
                 Options::new()
                     .with_scheduler(None)
                     .with_feature_gates(TOPOLOGY_GATES)
-                    .with_runtime_config("scheduling.k8s.io/v1beta1=true"),
+                    .with_runtime_config(RUNTIME_CONFIG),
             )
         })
         .await
@@ -98,6 +105,150 @@ impl Scenario {
             "kube-apiserver dropped schedulingConstraints: is TopologyAwareWorkloadScheduling on? {created:?}"
         );
         Ok(created)
+    }
+
+    /// A CompositePodGroup `name` whose gang policy needs `min_group_count` of its children, under
+    /// `parent` when given.
+    async fn create_composite(
+        &self,
+        name: &str,
+        min_group_count: i32,
+        parent: Option<&str>,
+    ) -> Result<CompositePodGroup> {
+        // The API wants every group of a tree to name its Workload (none need exist).
+        let mut spec = json!({
+            "schedulingPolicy": {"gang": {"minGroupCount": min_group_count}},
+            "workloadRef": {"workloadName": name, "templateName": name},
+        });
+        if let Some(parent) = parent {
+            spec["parentCompositePodGroupName"] = json!(parent);
+        }
+        self.lab
+            .create_namespaced(json!({
+                "apiVersion": "scheduling.k8s.io/v1alpha3",
+                "kind": "CompositePodGroup",
+                "metadata": {"name": name},
+                "spec": spec,
+            }))
+            .await
+    }
+
+    /// The tree `root` (a CompositePodGroup of minGroupCount `min_group_count`) over the gangs
+    /// `gangs` (`(name, minCount, pods, cpu)`), created root last: until it exists kube-scheduler
+    /// holds every pod (its hierarchy is incomplete), so it takes the whole tree's pods in one
+    /// cycle. sched-core evaluates each pod on the cluster as loaded before the root, plus the root.
+    async fn create_tree_and_explain(
+        &self,
+        root: &str,
+        min_group_count: i32,
+        gangs: &[(&str, i32, &[&str], &str)],
+    ) -> Result<(Vec<(Pod, Explanation)>, ClusterObjects)> {
+        let lab = &self.lab;
+        let mut created = Vec::new();
+        for (gang, min_count, names, cpu) in gangs {
+            self.create_member_gang(gang, *min_count, root).await?;
+            for name in *names {
+                let member = pod(name)
+                    .cpu(cpu)
+                    .spec("schedulingGroup", json!({"podGroupName": gang}))
+                    .spec("nodeSelector", json!({"gang-scenario": lab.ns}));
+                created.push(lab.create_pod(&member).await?);
+            }
+        }
+        let (mut objects, warnings) = load_from_api(&lab.client, &ApiLoadOptions::default()).await?;
+        ensure!(warnings.is_empty(), "load_from_api warned: {warnings:?}");
+        for pod in &created {
+            ensure!(
+                objects.pods.iter().any(|p| p.metadata.uid == pod.metadata.uid
+                    && p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_none()),
+                "kube-scheduler should hold {:?} until its tree's root exists",
+                pod.metadata.name
+            );
+        }
+        objects
+            .composite_pod_groups
+            .push(self.create_composite(root, min_group_count, None).await?);
+        let explained = created
+            .into_iter()
+            .map(|pod| {
+                let ours = evaluate(self.engine.snapshot(objects.clone()), &pod)?;
+                Ok((pod, ours))
+            })
+            .collect::<Result<_>>()?;
+        Ok((explained, objects))
+    }
+
+    /// Each PodGroup of the tree under `root`: kube-scheduler's PodGroupInitiallyScheduled condition
+    /// (status, message) must be sched-core's (True and empty when the tree fits, else False and the
+    /// group's status).
+    async fn agree_on_conditions(&self, scenario: &str, objects: ClusterObjects, root: &str) -> Result<()> {
+        let snapshot = std::sync::Arc::new(self.engine.snapshot(objects));
+        let profile = self.engine.profile("default-scheduler")?;
+        let fwk = self.engine.framework(profile, snapshot)?;
+        let cycle = tree_cycle(
+            &fwk,
+            &self.lab.ns,
+            root,
+            None,
+            self.engine.schedule_options(false),
+        )
+        .context("sched-core: the tree exists")?;
+        for leaf in cycle.tree.leaves() {
+            let kube = self
+                .group_condition(&leaf.name)
+                .await?
+                .with_context(|| format!("kube-scheduler wrote no condition on {}", leaf.name))?;
+            let ours = (
+                if cycle.fits() { "True" } else { "False" }.to_owned(),
+                cycle.condition(&leaf.name).unwrap_or_default(),
+            );
+            eprintln!(
+                "[gang-topology] {scenario} PodGroup {} condition\n  kube-scheduler: {kube:?}\n  sched-core:     {ours:?}",
+                leaf.name
+            );
+            ensure!(
+                kube == ours,
+                "{scenario}: MISMATCH PodGroup {} condition",
+                leaf.name
+            );
+        }
+        Ok(())
+    }
+
+    /// A gang PodGroup `name` of `min_count`, a child of the CompositePodGroup `parent`.
+    async fn create_member_gang(&self, name: &str, min_count: i32, parent: &str) -> Result<()> {
+        let created: PodGroup = self
+            .lab
+            .create_namespaced(json!({
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name},
+                "spec": {
+                    "schedulingPolicy": {"gang": {"minCount": min_count}},
+                    "parentCompositePodGroupName": parent,
+                    "workloadRef": {"workloadName": parent, "templateName": name},
+                },
+            }))
+            .await?;
+        ensure!(
+            created.spec.parent_composite_pod_group_name.as_deref() == Some(parent),
+            "kube-apiserver dropped parentCompositePodGroupName: is CompositePodGroup on? {created:?}"
+        );
+        Ok(())
+    }
+
+    /// The PodGroupInitiallyScheduled condition kube-scheduler wrote on the PodGroup `name`.
+    async fn group_condition(&self, name: &str) -> Result<Option<(String, String)>> {
+        let groups: kube::Api<PodGroup> = kube::Api::namespaced(self.lab.client.clone(), &self.lab.ns);
+        Ok(groups
+            .get(name)
+            .await?
+            .status
+            .and_then(|s| s.conditions)
+            .into_iter()
+            .flatten()
+            .find(|c| c.type_ == "PodGroupInitiallyScheduled")
+            .map(|c| (c.status, c.message)))
     }
 
     /// Creates pods `names` of `group` asking `cpu` each and evaluates each with sched-core on the
@@ -280,4 +431,57 @@ async fn a_group_without_constraint_is_one_placement() -> Result<()> {
         "the scenario should exercise the one-placement words: {kube:?}"
     );
     Ok(())
+}
+
+/// A CompositePodGroup of two gangs (minGroupCount 2), each of two 1-cpu pods, on one 4-cpu node:
+/// the whole tree fits and kube-scheduler binds every pod, as sched-core places them, and marks
+/// both PodGroups scheduled.
+#[tokio::test]
+async fn a_composite_group_that_fits_is_bound_whole() -> Result<()> {
+    let s = Scenario::begin("composite-fits").await?;
+    s.create_nodes(&[("a1", "zone-a", "4")]).await?;
+    let (explained, objects) = s
+        .create_tree_and_explain(
+            "job",
+            2,
+            &[("ps", 2, &["p1", "p2"], "1"), ("workers", 2, &["w1", "w2"], "1")],
+        )
+        .await?;
+    let kube = s.agree("composite-fits", &explained).await?;
+    ensure!(
+        kube.values().all(|v| matches!(v, Verdict::Bound(_))),
+        "kube-scheduler should bind the whole tree: {kube:?}"
+    );
+    s.agree_on_conditions("composite-fits", objects, "job").await
+}
+
+/// A CompositePodGroup (minGroupCount 1) of two gangs of three 2-cpu pods (minCount 3) on one
+/// 4-cpu node: each gang fits two pods, neither fits whole, so the tree binds no pod. Both gangs
+/// fail alike whichever kube-scheduler tries first (it ranges over a Go map of children), so each
+/// pod's words are its gang's: the two that fit carry the gang's status, the third its own.
+#[tokio::test]
+async fn a_composite_group_that_does_not_fit_binds_no_pod() -> Result<()> {
+    let s = Scenario::begin("composite-no-fit").await?;
+    s.create_nodes(&[("a1", "zone-a", "4")]).await?;
+    let (explained, objects) = s
+        .create_tree_and_explain(
+            "job",
+            1,
+            &[
+                ("left", 3, &["l1", "l2", "l3"], "2"),
+                ("right", 3, &["r1", "r2", "r3"], "2"),
+            ],
+        )
+        .await?;
+    let kube = s.agree("composite-no-fit", &explained).await?;
+    ensure!(
+        !kube.values().any(|v| matches!(v, Verdict::Bound(_))),
+        "kube-scheduler should bind no pod of the tree: {kube:?}"
+    );
+    ensure!(
+        kube.values()
+            .any(|v| matches!(v, Verdict::Failed(m) if m.contains("placements are available"))),
+        "the scenario should exercise a gang's words inside the tree: {kube:?}"
+    );
+    s.agree_on_conditions("composite-no-fit", objects, "job").await
 }

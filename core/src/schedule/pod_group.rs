@@ -38,7 +38,7 @@ pub use crate::preemption::pod_group::{NO_POD_GROUP_PREEMPTION_VICTIMS, POD_GROU
 /// What the pod group cycle decides for the pod asked about, when it overrides the pod's own
 /// cycle.
 #[derive(Debug)]
-pub(super) enum GroupVerdict {
+pub enum GroupVerdict {
     /// The group cannot be placed: the pod is rejected with this status (Unschedulable, the
     /// PlacementFeasible message), whether it fit on its own or was never tried.
     Rejected(Status),
@@ -65,7 +65,7 @@ pub fn gang_min_count(fwk: &Framework, pod: &PodInfo) -> Option<i32> {
 
 /// The group's queued pods: its pending pods without scheduling gates, `asked` (a pod explained,
 /// which may come from a file) as given in place of its namesake, in queue order.
-fn queued_members(
+pub(super) fn queued_members(
     fwk: &Framework,
     namespace: &str,
     group: &str,
@@ -241,6 +241,10 @@ pub(super) fn group_verdict(
     pod: &PodInfo,
     options: ScheduleOptions,
 ) -> Option<GroupVerdict> {
+    // A PodGroup under a CompositePodGroup is scheduled with its whole tree.
+    if let Some(verdict) = super::composite::tree_verdict(fwk, pod, options) {
+        return Some(verdict);
+    }
     let min_count = gang_min_count(fwk, pod)?;
     let group = pod_group_name(&pod.pod)?;
     let scheduled = fwk.snapshot().pod_group_counts(pod.namespace(), group).scheduled;

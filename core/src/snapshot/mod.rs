@@ -14,6 +14,7 @@ pub mod load;
 pub mod mutate;
 pub mod node_info;
 pub mod placement;
+pub mod pod_group_tree;
 pub mod pod_groups;
 pub mod pod_info;
 pub mod requests;
@@ -31,6 +32,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, Workload};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 
@@ -102,6 +104,9 @@ pub struct ClusterObjects {
     /// PodGroups (scheduling.k8s.io/v1beta1): the groups pods name in `spec.schedulingGroup`,
     /// with their gang policy (GangScheduling reads them under GenericWorkload).
     pub pod_groups: Vec<PodGroup>,
+    /// CompositePodGroups (scheduling.k8s.io/v1alpha3): the groups of groups PodGroups name in
+    /// `spec.parentCompositePodGroupName` (CompositePodGroup, alpha).
+    pub composite_pod_groups: Vec<CompositePodGroup>,
     /// Pods on nodes already reduced to their scheduling facts ([`PodInfo::placed`]), as a loader
     /// asked for [`PodDetail::CompactPlaced`] leaves them. They feed a snapshot like `pods` do (first,
     /// in their order) but are not written back by the snapshot writers: a compact load is for
@@ -276,6 +281,8 @@ pub struct Snapshot {
     pub workloads: HashMap<String, Arc<Workload>>,
     /// PodGroups by `namespace/name` (what pods' `spec.schedulingGroup.podGroupName` names).
     pub pod_groups: HashMap<String, Arc<PodGroup>>,
+    /// CompositePodGroups by `namespace/name` (what `spec.parentCompositePodGroupName` names).
+    pub composite_pod_groups: HashMap<String, Arc<CompositePodGroup>>,
     /// What allocated claims hold (see [`AllocatedState::from_claims`]): devices, shared devices
     /// and their consumed capacity, as kube-scheduler's DRA manager tracks them; the allocator's
     /// input.
@@ -399,6 +406,7 @@ impl Snapshot {
             device_taint_rules,
             workloads,
             pod_groups,
+            composite_pod_groups,
             placed_pods,
         } = objects;
         let allocated = AllocatedState::from_claims(&resource_claims);
@@ -531,6 +539,7 @@ impl Snapshot {
             resource_claim_templates: by_namespaced_name(resource_claim_templates),
             workloads: by_namespaced_name(workloads),
             pod_groups: by_namespaced_name(pod_groups),
+            composite_pod_groups: by_namespaced_name(composite_pod_groups),
             features,
             placement: None,
         }

@@ -5,7 +5,7 @@
 pub mod generate;
 mod pod_groups;
 
-pub use pod_groups::{PodGroupBuilder, explain_named, gang};
+pub use pod_groups::{CompositeBuilder, PodGroupBuilder, composite, explain_named, gang};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
