@@ -266,13 +266,21 @@ impl PodGroupReport {
     /// The group in one line, after its name: triage's line, explain's headline.
     /// `nodes_total` is the cluster's node count.
     pub fn summary(&self, nodes_total: usize) -> String {
-        if let Some(tree) = self.tree.as_ref().filter(|t| t.held.is_some()) {
-            return format!("held with its tree ({})", tree.summary());
+        if let Some(tree) = &self.tree {
+            // The tree decides: its words, not the group's own (the group line would repeat them).
+            if tree.held.is_some() {
+                return format!("held with its tree ({})", tree.summary());
+            }
+            return format!(
+                "{} of {} queued pods placeable together (minCount {}, {} bound); {}",
+                self.placeable_together,
+                self.quorum.queued,
+                self.quorum.min_count.unwrap_or(0),
+                self.quorum.scheduled,
+                tree.summary()
+            );
         }
         let mut line = self.outcome_summary(nodes_total);
-        if let Some(tree) = &self.tree {
-            line.push_str(&format!("; {}", tree.summary()));
-        }
         if let Some(placements) = &self.placements
             && matches!(
                 self.outcome,

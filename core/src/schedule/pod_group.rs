@@ -11,8 +11,9 @@
 //! a pod the cycle never reached gets the group's reasons alone; when PlacementFeasible refuses
 //! before any pod is tried, every pod gets the prefix and the reasons, without PostFilter's part.
 //!
-//! Modelled: one PodGroup with the gang policy, without topology placements (TopologyAware-
-//! WorkloadScheduling, alpha) or composite groups (CompositePodGroup, alpha). The group's
+//! Modelled here: one PodGroup with the gang policy; topology placements (TopologyAware-
+//! WorkloadScheduling, alpha) are [`super::placement`], trees of groups (CompositePodGroup, alpha)
+//! [`super::composite`]. The group's
 //! preemption (PodGroupPostFilter) is [`crate::preemption::pod_group`], run by
 //! [`super::pod_group_preemption`] with this cycle as the group's scheduling function.
 

@@ -799,20 +799,7 @@ mod tests {
     /// tree's words; with it off the first is bound on its own.
     #[test]
     fn a_tree_is_bound_all_or_nothing() {
-        let objects = ClusterObjects {
-            nodes: vec![node("n1").cpu("6").memory("8Gi").pods("110").obj()],
-            pods: vec![
-                pod("s1").pod_group("a-small").cpu("1").obj(),
-                pod("b1").pod_group("b-big").cpu("4").obj(),
-                pod("b2").pod_group("b-big").cpu("4").obj(),
-            ],
-            pod_groups: vec![
-                gang("a-small", 1).parent("job").obj(),
-                gang("b-big", 2).parent("job").obj(),
-            ],
-            composite_pod_groups: vec![crate::testing::composite("job", 2).obj()],
-            ..Default::default()
-        };
+        let objects = crate::testing::small_and_big_gang_tree();
         let on = simulate_with(
             objects.clone(),
             "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true",

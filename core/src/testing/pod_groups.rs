@@ -188,3 +188,24 @@ impl CompositeBuilder {
         self.0
     }
 }
+
+/// A tree (CompositePodGroup `job`, minGroupCount 2) on one 6-cpu node `n1`: the gang `a-small`
+/// (minCount 1, pod `s1` of 1 cpu) fits alone; `b-big` (minCount 2, pods `b1` and `b2` of 4 cpu)
+/// fits one pod once `a-small` is placed, so the tree does not fit.
+pub fn small_and_big_gang_tree() -> crate::snapshot::ClusterObjects {
+    use super::{node, pod};
+    crate::snapshot::ClusterObjects {
+        nodes: vec![node("n1").cpu("6").memory("8Gi").pods("110").obj()],
+        pods: vec![
+            pod("s1").pod_group("a-small").cpu("1").obj(),
+            pod("b1").pod_group("b-big").cpu("4").obj(),
+            pod("b2").pod_group("b-big").cpu("4").obj(),
+        ],
+        pod_groups: vec![
+            gang("a-small", 1).parent("job").obj(),
+            gang("b-big", 2).parent("job").obj(),
+        ],
+        composite_pod_groups: vec![composite("job", 2).obj()],
+        ..Default::default()
+    }
+}

@@ -91,12 +91,7 @@ fn a_tree_is_placed_all_or_nothing_with_upstream_words() {
     );
     let left_words = "pod group is unschedulable, 0/1 placements are available, first placement status: \
                       minCount (3) cannot be satisfied: 2 scheduled, 0 remaining";
-    let asymmetric = tree(
-        &[("n1", "a", "6")],
-        2,
-        false,
-        &[("a-small", 1, &["s1"], "1"), ("b-big", 2, &["b1", "b2"], "4")],
-    );
+    let asymmetric = crate::testing::small_and_big_gang_tree();
     let tree_words = "pod group is unschedulable, 0/1 placements are available, first placement status: \
                       minCount (2) cannot be satisfied: 1 scheduled, 0 remaining";
     // (case, cluster, pod, outcome with the gate on, message, outcome with it off)
@@ -187,12 +182,7 @@ fn a_tree_is_placed_all_or_nothing_with_upstream_words() {
 /// status two groups share (the root's, taken by the gang that fit under it) carries it twice.
 #[test]
 fn conditions_repeat_the_answer_on_a_shared_status() {
-    let objects = tree(
-        &[("n1", "a", "6")],
-        2,
-        false,
-        &[("a-small", 1, &["s1"], "1"), ("b-big", 2, &["b1", "b2"], "4")],
-    );
+    let objects = crate::testing::small_and_big_gang_tree();
     let fwk = framework(true, &objects);
     let cycle = tree_cycle(&fwk, "default", "job", None, ScheduleOptions::default()).expect("tree");
     assert!(!cycle.fits());

@@ -221,6 +221,14 @@ mod tests {
             ),
             ("workload/llama", Some(GroupTarget::Workload("llama".into()))),
             ("workloads/llama", Some(GroupTarget::Workload("llama".into()))),
+            (
+                "compositepodgroup/llm",
+                Some(GroupTarget::CompositePodGroup("llm".into())),
+            ),
+            (
+                "CompositePodGroups.scheduling.k8s.io/llm",
+                Some(GroupTarget::CompositePodGroup("llm".into())),
+            ),
             ("pod/train", None),
             ("train", None),
             ("pg/train", None),
