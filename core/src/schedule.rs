@@ -20,6 +20,7 @@ use crate::framework::runtime::{Framework, PluginTrace};
 use crate::framework::status::{Code, Status};
 use crate::snapshot::{NodeInfo, PodInfo};
 
+pub mod composite;
 pub mod placement;
 pub mod pod_group;
 pub mod pod_group_preemption;

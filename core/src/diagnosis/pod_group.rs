@@ -11,6 +11,7 @@
 //! trace, and is reported as such.
 
 pub mod preemption;
+pub mod tree;
 
 use std::sync::Arc;
 
@@ -27,7 +28,9 @@ use crate::plugins::gang_scheduling::{
     ERR_REASON_WAITING_FOR_QUORUM, PERMIT_TIMEOUT_SECONDS,
 };
 use crate::schedule::ScheduleOptions;
+use crate::schedule::composite::schedules_trees;
 use crate::schedule::pod_group::{GroupCycle, has_scheduling_gates, pod_group_cycle, runs_pod_group_cycle};
+use crate::snapshot::pod_group_tree::root_of;
 use crate::snapshot::pod_groups::{PodGroupCounts, gang_min_count, pod_group_name};
 use crate::snapshot::{Snapshot, namespaced_key};
 
@@ -238,6 +241,9 @@ pub struct PodGroupReport {
     /// The topology placements the cycle tried (TopologyAwareWorkloadScheduling on), the domain
     /// it chooses or why the group fits in none.
     pub placements: Option<PlacementReport>,
+    /// For a PodGroup under a CompositePodGroup (alpha, gate on): its tree, which kube-scheduler
+    /// schedules whole.
+    pub tree: Option<tree::TreeReport>,
 }
 
 impl PodGroupReport {
@@ -260,6 +266,20 @@ impl PodGroupReport {
     /// The group in one line, after its name: triage's line, explain's headline.
     /// `nodes_total` is the cluster's node count.
     pub fn summary(&self, nodes_total: usize) -> String {
+        if let Some(tree) = &self.tree {
+            // The tree decides: its words, not the group's own (the group line would repeat them).
+            if tree.held.is_some() {
+                return format!("held with its tree ({})", tree.summary());
+            }
+            return format!(
+                "{} of {} queued pods placeable together (minCount {}, {} bound); {}",
+                self.placeable_together,
+                self.quorum.queued,
+                self.quorum.min_count.unwrap_or(0),
+                self.quorum.scheduled,
+                tree.summary()
+            );
+        }
         let mut line = self.outcome_summary(nodes_total);
         if let Some(placements) = &self.placements
             && matches!(
@@ -382,8 +402,19 @@ pub fn diagnose_pod_group(
         not_visible: vec![PERMIT_NOT_VISIBLE.to_string()],
         preemption: None,
         placements: None,
+        tree: None,
     };
     if !runs_pod_group_cycle(fwk) {
+        return Some(report);
+    }
+    if schedules_trees(fwk)
+        && let Ok(Some(root)) = root_of(snapshot, namespace, name)
+    {
+        let options = ScheduleOptions {
+            trace_filters: false,
+            ..engine.schedule_options(false)
+        };
+        tree::fill_from_tree(&mut report, fwk, name, &root, options);
         return Some(report);
     }
     let Some(min_count) = min_count else {

@@ -43,12 +43,12 @@ const READ_VERSIONS: &[(&str, [&str; 5])] = &[
     ),
 ];
 
-/// The kinds of scheduling.k8s.io's workload API (Workload, PodGroup): a kube-scheduler reads
+/// The kinds of scheduling.k8s.io's workload API (Workload, PodGroup, CompositePodGroup): a kube-scheduler reads
 /// them only with GenericWorkload on (alpha in v1.35 and v1.36, beta and off by default in v1.37),
 /// and an API server serves them only where their (non-GA) version is enabled. A server that does
 /// not serve them has no pod groups to read, whatever its release: nothing is missing. Karpenter's
 /// NodePool likewise: a cluster without Karpenter has no pools, and kube-scheduler never reads them.
-const READ_ONLY_WHERE_SERVED: &[&str] = &["Workload", "PodGroup", "NodePool"];
+const READ_ONLY_WHERE_SERVED: &[&str] = &["Workload", "PodGroup", "CompositePodGroup", "NodePool"];
 
 const RESOURCE_V1: &str = "resource.k8s.io/v1";
 const V1BETA2: &str = "resource.k8s.io/v1beta2";
@@ -89,6 +89,7 @@ mod tests {
         for (kind, want) in [
             ("PodGroup", true),
             ("Workload", true),
+            ("CompositePodGroup", true),
             ("NodePool", true),
             ("DeviceTaintRule", false),
             ("PriorityClass", false),

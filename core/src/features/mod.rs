@@ -115,7 +115,8 @@ pub struct FeatureGates {
     /// `PodGroupPreemptionPolicy` (alpha, off): a pod group's preemption policy is its PodGroup's
     /// `spec.preemptionPolicy` instead of its pods'.
     pub pod_group_preemption_policy: bool,
-    /// `CompositePodGroup` (alpha, off; not modelled).
+    /// `CompositePodGroup` (alpha, off): a PodGroup may have a parent CompositePodGroup and the
+    /// pod group cycle schedules the whole tree ([`crate::schedule::composite`]).
     pub composite_pod_group: bool,
     /// `ClearingNominatedNodeNameAfterBinding` (beta, on): the API server clears
     /// `status.nominatedNodeName` when a pod is bound; off, the scheduler (or the webhook) must.

@@ -5,8 +5,9 @@
 //! cycle once the pods left cannot reach `minCount`.
 //!
 //! Default plugin where GenericWorkload is on (v1.37; the GangScheduling gate in v1.35 and
-//! v1.36). CompositePodGroup (alpha) is not modelled: pods are counted per PodGroup, as with that
-//! gate off.
+//! v1.36). With CompositePodGroup (alpha) on, a PodGroup under a CompositePodGroup waits for its
+//! whole tree instead (`preEnqueueWithHierarchies`, `permitPodForHierarchy`): each composite needs
+//! `minGroupCount` children that reach their own count ([`crate::schedule::composite`]).
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use crate::framework::interface::{PermitPlugin, Plugin, PreEnqueuePlugin};
 use crate::framework::runtime::{Handle, PluginError};
 use crate::framework::status::{Code, Status};
 use crate::plugins::names;
+use crate::snapshot::pod_group_tree as composite;
 use crate::snapshot::pod_groups::{gang_min_count, pod_group_name};
 use crate::snapshot::{PodInfo, Snapshot};
 
@@ -34,6 +36,14 @@ pub const ERR_REASON_WAITING_FOR_QUORUM: &str =
     "waiting for minCount pods from a gang to appear in scheduling queue";
 /// Permit, fewer than `minCount` pods of the group are scheduled (assumed or bound).
 pub const ERR_REASON_WAITING_AT_PERMIT: &str = "waiting for minCount pods from a gang to be scheduled";
+
+/// PreEnqueue and Permit's words while the tree under `%q` has not reached its quorum
+/// (CompositePodGroup).
+pub fn waiting_for_tree(root: &str) -> String {
+    format!("waiting for composite pod group {root:?} tree to meet quorum")
+}
+/// PreEnqueue's words when the tree of a pod cannot be built (CompositePodGroup).
+pub const ERR_BUILD_HIERARCHY_PREFIX: &str = "failed to build hierarchy snapshot: ";
 
 /// The message of PreEnqueue for a pod whose PodGroup does not exist.
 fn waiting_for_pod_group(group: &str) -> String {
@@ -87,6 +97,34 @@ pub fn gang_of(snapshot: &Snapshot, pod: &PodInfo) -> Option<(String, i32)> {
 #[derive(Debug)]
 pub(crate) struct GangScheduling {
     snapshot: Arc<Snapshot>,
+    /// CompositePodGroup is on: a group's tree decides.
+    hierarchies: bool,
+}
+
+impl GangScheduling {
+    /// For a pod of a PodGroup under a CompositePodGroup (gate on): whether its tree reaches its
+    /// quorum with `count` pods per PodGroup; `None` when the pod's group has no parent.
+    fn tree_quorum(&self, pod: &PodInfo, group: &str, count: &dyn Fn(&str) -> usize) -> Option<Status> {
+        if !self.hierarchies {
+            return None;
+        }
+        let root = match composite::root_of(&self.snapshot, pod.namespace(), group) {
+            Ok(root) => root?,
+            Err(e) => {
+                return Some(Status::new(
+                    Code::UnschedulableAndUnresolvable,
+                    format!("{}{e}", ERR_BUILD_HIERARCHY_PREFIX),
+                ));
+            }
+        };
+        let ready = composite::build_tree(&self.snapshot, pod.namespace(), &root)
+            .is_some_and(|tree| composite::tree_ready(&tree, count));
+        Some(if ready {
+            Status::success()
+        } else {
+            Status::new(Code::UnschedulableAndUnresolvable, waiting_for_tree(&root))
+        })
+    }
 }
 
 impl Plugin for GangScheduling {
@@ -102,20 +140,39 @@ impl Plugin for GangScheduling {
 }
 
 impl PreEnqueuePlugin for GangScheduling {
-    /// `preEnqueueHierarchiesDisabled`.
+    /// `preEnqueueHierarchiesDisabled`, or `preEnqueueWithHierarchies` for a PodGroup under a
+    /// CompositePodGroup.
     fn pre_enqueue(&self, pod: &PodInfo) -> Status {
         let Some(group) = pod_group_name(&pod.pod) else {
             return Status::success();
         };
+        // A pod explained from a file is not in the snapshot, but it is in the queue.
+        let queued_elsewhere = usize::from(self.snapshot.pod(pod.namespace(), pod.name()).is_none());
         let Some(pod_group) = self.snapshot.pod_group(pod.namespace(), group) else {
+            if self.hierarchies {
+                // `BuildHierarchySnapshotFromPod`: the group's state holds its pods, not its object.
+                return Status::new(
+                    Code::UnschedulableAndUnresolvable,
+                    format!(
+                        "{}pod group object not found in state for podgroup/{}/{group}",
+                        ERR_BUILD_HIERARCHY_PREFIX,
+                        pod.namespace()
+                    ),
+                );
+            }
             return Status::new(Code::UnschedulableAndUnresolvable, waiting_for_pod_group(group));
         };
+        let all = |name: &str| {
+            self.snapshot.pod_group_counts(pod.namespace(), name).all
+                + if name == group { queued_elsewhere } else { 0 }
+        };
+        if let Some(status) = self.tree_quorum(pod, group, &all) {
+            return status;
+        }
         let Some(min_count) = gang_min_count(pod_group) else {
             return Status::success();
         };
         let counts = self.snapshot.pod_group_counts(pod.namespace(), group);
-        // A pod explained from a file is not in the snapshot, but it is in the queue.
-        let queued_elsewhere = usize::from(self.snapshot.pod(pod.namespace(), pod.name()).is_none());
         if counts.all + queued_elsewhere < usize::try_from(min_count).unwrap_or(0) {
             return Status::new(Code::UnschedulableAndUnresolvable, ERR_REASON_WAITING_FOR_QUORUM);
         }
@@ -139,6 +196,19 @@ impl PermitPlugin for GangScheduling {
                 0,
             );
         };
+        let assumed_here = usize::from(pod.node_name().is_empty());
+        let scheduled = |name: &str| {
+            self.snapshot.pod_group_counts(pod.namespace(), name).scheduled
+                + if name == group { assumed_here } else { 0 }
+        };
+        if let Some(status) = self.tree_quorum(pod, group, &scheduled) {
+            return if status.is_success() {
+                (status, 0)
+            } else {
+                // `permitPodForHierarchy`: the pod waits for its tree, as a gang pod for its group.
+                (Status::new(Code::Wait, status.message()), PERMIT_TIMEOUT_SECONDS)
+            };
+        }
         let Some(min_count) = gang_min_count(pod_group) else {
             return (Status::success(), 0);
         };
@@ -158,10 +228,11 @@ impl PermitPlugin for GangScheduling {
 pub(crate) fn new(
     _args: Option<&serde_json::Value>,
     handle: &Handle,
-    _features: &FeatureGates,
+    features: &FeatureGates,
 ) -> Result<Arc<dyn Plugin>, PluginError> {
     Ok(Arc::new(GangScheduling {
         snapshot: handle.snapshot.clone(),
+        hierarchies: features.composite_pod_group,
     }))
 }
 
@@ -177,6 +248,7 @@ mod tests {
         pods: Vec<k8s_openapi::api::core::v1::Pod>,
     ) -> GangScheduling {
         GangScheduling {
+            hierarchies: false,
             snapshot: Arc::new(snapshot_of(ClusterObjects {
                 nodes: vec![node("n1").obj()],
                 pods,

@@ -14,7 +14,8 @@
 //! group together. A pod of a PodGroup weighs as its group's priority. Gates: the whole path needs
 //! GenericWorkload (the caller checks it); `PodGroupPreemptionPolicy` (alpha) only changes where the
 //! group's preemption policy is read from (the PodGroup's `spec.preemptionPolicy` instead of its
-//! pods'); CompositePodGroup hierarchies (alpha) are not modelled.
+//! pods'); the victims for a CompositePodGroup tree (alpha) are not searched here (see
+//! [`crate::schedule::composite::tree_post_filter`]).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -67,28 +67,60 @@ pub struct Placement {
 
 /// TopologyPlacementGenerator (`GeneratePlacements`) for the PodGroup `namespace/group`: one
 /// placement per domain of its topology key (only the domain of its bound pods when some are
-/// bound), in domain order; the whole cluster when it has no topology constraint. `Err` with
-/// Unschedulable when no node carries the key, with Error when the bound pods span domains.
+/// bound), in domain order; the parent placement (the whole cluster outside a composite group)
+/// when it has no topology constraint. `Err` with Unschedulable when no node carries the key, with
+/// Error when the bound pods span domains.
 pub fn generate_placements(
     snapshot: &Snapshot,
     namespace: &str,
     group: &str,
 ) -> Result<Vec<Placement>, Status> {
-    let all = || Placement {
-        name: String::new(),
-        nodes: snapshot.nodes().iter().map(|n| n.name().to_owned()).collect(),
-    };
-    let Some(key) = snapshot
+    let key = snapshot
         .pod_group(namespace, group)
-        .and_then(|pg| topology_key(pg))
-    else {
-        return Ok(vec![all()]);
+        .and_then(|pg| topology_key(pg));
+    let bound = || bound_pods(snapshot, namespace, |name| name == group);
+    placements_for(snapshot, key, bound)
+}
+
+/// The pods of `namespace` bound to a node whose PodGroup `in_group` accepts, in name order.
+pub(super) fn bound_pods<'a>(
+    snapshot: &'a Snapshot,
+    namespace: &str,
+    in_group: impl Fn(&str) -> bool,
+) -> Vec<&'a Arc<PodInfo>> {
+    let mut bound: Vec<&Arc<PodInfo>> = snapshot
+        .pods_by_key
+        .values()
+        .filter(|p| {
+            p.namespace() == namespace
+                && !p.node_name().is_empty()
+                && pod_group_name(&p.pod).is_some_and(&in_group)
+        })
+        .collect();
+    bound.sort_by(|a, b| a.name().cmp(b.name()));
+    bound
+}
+
+/// `GeneratePlacements` over the nodes of the snapshot's placement (a composite group's children
+/// are placed inside their parent's): one placement per domain of `key`, only the domain of the
+/// group's `bound` pods when some are; the parent placement itself without a key.
+pub(super) fn placements_for<'a>(
+    snapshot: &'a Snapshot,
+    key: Option<&str>,
+    bound: impl FnOnce() -> Vec<&'a Arc<PodInfo>>,
+) -> Result<Vec<Placement>, Status> {
+    let parent = snapshot.nodes_in_placement();
+    let Some(key) = key else {
+        return Ok(vec![Placement {
+            name: String::new(),
+            nodes: parent.iter().map(|n| n.name().to_owned()).collect(),
+        }]);
     };
-    let required = scheduled_domain(snapshot, namespace, group, key).map_err(|e| {
+    let required = scheduled_domain(snapshot, &bound(), key).map_err(|e| {
         Status::error(format!("{ERR_SCHEDULED_DOMAIN}{e}")).with_plugin(names::TOPOLOGY_PLACEMENT_GENERATOR)
     })?;
     let mut domains: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-    for node in snapshot.nodes() {
+    for node in parent.iter() {
         let Some(domain) = node.labels().get(key) else {
             continue;
         };
@@ -110,22 +142,13 @@ pub fn generate_placements(
         .collect())
 }
 
-/// `getScheduledPodsTopologyDomain`: the one domain of `key` the group's bound pods run in (`None`
-/// when none is bound); the words of upstream's error otherwise.
+/// `getScheduledPodsTopologyDomain`: the one domain of `key` the group's `bound` pods run in
+/// (`None` when none is bound); the words of upstream's error otherwise.
 fn scheduled_domain(
     snapshot: &Snapshot,
-    namespace: &str,
-    group: &str,
+    bound: &[&Arc<PodInfo>],
     key: &str,
 ) -> Result<Option<String>, String> {
-    let mut bound: Vec<&Arc<PodInfo>> = snapshot
-        .pods_by_key
-        .values()
-        .filter(|p| {
-            p.namespace() == namespace && !p.node_name().is_empty() && pod_group_name(&p.pod) == Some(group)
-        })
-        .collect();
-    bound.sort_by(|a, b| a.name().cmp(b.name()));
     let mut found: Option<String> = None;
     for pod in bound {
         let domain = snapshot
@@ -322,6 +345,61 @@ pub fn run_placements(
     cycle
 }
 
+/// A placement that fits, as the PlacementScore plugins see it.
+pub(super) struct ScoredCandidate<'a> {
+    /// The group's pods running there: bound before the cycle plus placed by it.
+    pub(super) group_pods: usize,
+    /// The pods the cycle placed there.
+    pub(super) placed: Vec<&'a Arc<PodInfo>>,
+    /// The placement's nodes.
+    pub(super) nodes: &'a [String],
+}
+
+/// `RunPlacementScorePlugins` over the placements that fit: PodGroupPodsCount (the group's pods
+/// there, normalized against the most to 0–100, weight 1) and NodeResourcesFit (MostAllocated over
+/// the placement's nodes with the placed pods on them, its profile weight).
+pub(super) fn score_placements(fwk: &Framework, candidates: &[ScoredCandidate<'_>]) -> Vec<PlacementScore> {
+    let fit_weight = fwk
+        .profile
+        .score
+        .iter()
+        .find(|(name, _)| name == names::NODE_RESOURCES_FIT)
+        .map(|(_, weight)| *weight);
+    let scorer = fit_weight
+        .and_then(|_| placement_scorer(fwk.profile.plugin_args.get(names::NODE_RESOURCES_FIT)).ok());
+    let counts: Vec<i64> = candidates
+        .iter()
+        .map(|c| i64::try_from(c.group_pods).unwrap_or(i64::MAX))
+        .collect();
+    let max_count = counts.iter().copied().max().unwrap_or(0).max(1);
+    let snapshot = fwk.snapshot();
+    candidates
+        .iter()
+        .zip(counts)
+        .map(|(candidate, count)| {
+            let pods_count = count * MAX_PLACEMENT_SCORE / max_count * POD_GROUP_PODS_COUNT_WEIGHT;
+            let node_resources_fit = scorer.as_ref().zip(fit_weight).map(|(scorer, weight)| {
+                let requests: Vec<Vec<i64>> = candidate
+                    .placed
+                    .iter()
+                    .map(|p| scorer.pod_request_list(&p.pod))
+                    .collect();
+                let nodes: Vec<&crate::snapshot::NodeInfo> = candidate
+                    .nodes
+                    .iter()
+                    .filter_map(|n| snapshot.node(n).map(|n| &**n))
+                    .collect();
+                scorer.placement_score(&requests, &nodes) * weight
+            });
+            PlacementScore {
+                pod_group_pods_count: pods_count,
+                node_resources_fit,
+                total: pods_count + node_resources_fit.unwrap_or(0),
+            }
+        })
+        .collect()
+}
+
 /// `findBestPodGroupPlacement`: one fitting placement is taken as it is; among several, the
 /// highest PlacementScore total.
 fn choose(fwk: &Framework, scheduled: usize, cycle: &mut PlacementCycle) {
@@ -337,44 +415,24 @@ fn choose(fwk: &Framework, scheduled: usize, cycle: &mut PlacementCycle) {
         }
         _ => {}
     }
-    let fit_weight = fwk
-        .profile
-        .score
+    let candidates: Vec<ScoredCandidate<'_>> = fitting
         .iter()
-        .find(|(name, _)| name == names::NODE_RESOURCES_FIT)
-        .map(|(_, weight)| *weight);
-    let scorer = fit_weight
-        .and_then(|_| placement_scorer(fwk.profile.plugin_args.get(names::NODE_RESOURCES_FIT)).ok());
-    let counts: Vec<i64> = fitting
-        .iter()
-        .map(|&i| i64::try_from(scheduled + cycle.tries[i].placed_pods).unwrap_or(i64::MAX))
+        .map(|&i| {
+            let try_ = &cycle.tries[i];
+            ScoredCandidate {
+                group_pods: scheduled + try_.placed_pods,
+                placed: try_
+                    .members
+                    .iter()
+                    .filter(|m| m.placed_on.is_some())
+                    .map(|m| &m.pod)
+                    .collect(),
+                nodes: &try_.placement.nodes,
+            }
+        })
         .collect();
-    let max_count = counts.iter().copied().max().unwrap_or(0).max(1);
-    let snapshot = fwk.snapshot();
-    for (&i, count) in fitting.iter().zip(counts) {
-        let try_ = &cycle.tries[i];
-        let pods_count = count * MAX_PLACEMENT_SCORE / max_count * POD_GROUP_PODS_COUNT_WEIGHT;
-        let node_resources_fit = scorer.as_ref().zip(fit_weight).map(|(scorer, weight)| {
-            let requests: Vec<Vec<i64>> = try_
-                .members
-                .iter()
-                .filter(|m| m.placed_on.is_some())
-                .map(|m| scorer.pod_request_list(&m.pod.pod))
-                .collect();
-            let nodes: Vec<&crate::snapshot::NodeInfo> = try_
-                .placement
-                .nodes
-                .iter()
-                .filter_map(|n| snapshot.node(n).map(|n| &**n))
-                .collect();
-            scorer.placement_score(&requests, &nodes) * weight
-        });
-        let total = pods_count + node_resources_fit.unwrap_or(0);
-        cycle.tries[i].score = Some(PlacementScore {
-            pod_group_pods_count: pods_count,
-            node_resources_fit,
-            total,
-        });
+    for (&i, score) in fitting.iter().zip(score_placements(fwk, &candidates)) {
+        cycle.tries[i].score = Some(score);
     }
     let total = |i: usize| cycle.tries[i].score.as_ref().map_or(0, |s| s.total);
     let best = fitting.iter().copied().map(total).max().unwrap_or(0);
@@ -431,7 +489,7 @@ fn refusal(cycle: &PlacementCycle, words: String) -> Status {
 
 /// The cycle of the `index`-th pod of `try_` as it ran in its placement: the placement's nodes
 /// only, the group's pods before it assumed where the cycle put them.
-fn cycle_in_placement(
+pub(super) fn cycle_in_placement(
     fwk: &Framework,
     try_: &PlacementTry,
     index: usize,

@@ -11,8 +11,9 @@
 //! a pod the cycle never reached gets the group's reasons alone; when PlacementFeasible refuses
 //! before any pod is tried, every pod gets the prefix and the reasons, without PostFilter's part.
 //!
-//! Modelled: one PodGroup with the gang policy, without topology placements (TopologyAware-
-//! WorkloadScheduling, alpha) or composite groups (CompositePodGroup, alpha). The group's
+//! Modelled here: one PodGroup with the gang policy; topology placements (TopologyAware-
+//! WorkloadScheduling, alpha) are [`super::placement`], trees of groups (CompositePodGroup, alpha)
+//! [`super::composite`]. The group's
 //! preemption (PodGroupPostFilter) is [`crate::preemption::pod_group`], run by
 //! [`super::pod_group_preemption`] with this cycle as the group's scheduling function.
 
@@ -38,7 +39,7 @@ pub use crate::preemption::pod_group::{NO_POD_GROUP_PREEMPTION_VICTIMS, POD_GROU
 /// What the pod group cycle decides for the pod asked about, when it overrides the pod's own
 /// cycle.
 #[derive(Debug)]
-pub(super) enum GroupVerdict {
+pub enum GroupVerdict {
     /// The group cannot be placed: the pod is rejected with this status (Unschedulable, the
     /// PlacementFeasible message), whether it fit on its own or was never tried.
     Rejected(Status),
@@ -65,7 +66,7 @@ pub fn gang_min_count(fwk: &Framework, pod: &PodInfo) -> Option<i32> {
 
 /// The group's queued pods: its pending pods without scheduling gates, `asked` (a pod explained,
 /// which may come from a file) as given in place of its namesake, in queue order.
-fn queued_members(
+pub(super) fn queued_members(
     fwk: &Framework,
     namespace: &str,
     group: &str,
@@ -241,6 +242,10 @@ pub(super) fn group_verdict(
     pod: &PodInfo,
     options: ScheduleOptions,
 ) -> Option<GroupVerdict> {
+    // A PodGroup under a CompositePodGroup is scheduled with its whole tree.
+    if let Some(verdict) = super::composite::tree_verdict(fwk, pod, options) {
+        return Some(verdict);
+    }
     let min_count = gang_min_count(fwk, pod)?;
     let group = pod_group_name(&pod.pod)?;
     let scheduled = fwk.snapshot().pod_group_counts(pod.namespace(), group).scheduled;

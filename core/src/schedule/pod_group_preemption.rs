@@ -97,43 +97,47 @@ pub fn group_post_filter(
     group: &str,
     queued: &[Arc<PodInfo>],
 ) -> PostFilterAnswer {
-    let mut reasons: Vec<String> = Vec::new();
     let mut preemption = None;
+    let status = post_filter_with(fwk, || {
+        let p = default_preemption(fwk, namespace, group, queued)?;
+        let status = p.status.clone();
+        preemption = Some(p);
+        Some(status)
+    });
+    PostFilterAnswer { status, preemption }
+}
+
+/// `RunPodGroupPostFilterPlugins` with `default_preemption` as DefaultPreemption's answer (`None`:
+/// it does not answer): the profile's plugins in order, the first Success or
+/// UnschedulableAndUnresolvable alone, otherwise the Unschedulable reasons joined.
+pub(super) fn post_filter_with(
+    fwk: &Framework,
+    mut default_preemption: impl FnMut() -> Option<Status>,
+) -> Status {
+    let mut reasons: Vec<String> = Vec::new();
     for plugin in &fwk.profile.post_filter {
         let status = match plugin.as_str() {
             names::DYNAMIC_RESOURCES if fwk.features().dynamic_resource_allocation => {
                 Status::unschedulable(DRA_POD_GROUP_POST_FILTER)
             }
-            names::DEFAULT_PREEMPTION => match default_preemption(fwk, namespace, group, queued) {
-                Some(p) => {
-                    let status = p.status.clone();
-                    preemption = Some(p);
-                    status
-                }
+            names::DEFAULT_PREEMPTION => match default_preemption() {
+                Some(status) => status,
                 None => continue,
             },
             _ => continue,
         };
         match status.code() {
-            Code::Success | Code::UnschedulableAndUnresolvable => {
-                return PostFilterAnswer { status, preemption };
-            }
+            Code::Success | Code::UnschedulableAndUnresolvable => return status,
             Code::Unschedulable => reasons.extend(status.reasons().iter().cloned()),
             _ => {
-                let status = Status::error(format!(
+                return Status::error(format!(
                     "error in {plugin:?} PodGroupPostFilter plugins: {}",
                     status.message()
                 ));
-                return PostFilterAnswer { status, preemption };
             }
         }
     }
-    let status = if reasons.is_empty() {
-        Status::new(Code::Unschedulable, String::new())
-    } else {
-        Status::new(Code::Unschedulable, reasons.join(", "))
-    };
-    PostFilterAnswer { status, preemption }
+    Status::new(Code::Unschedulable, reasons.join(", "))
 }
 
 /// DefaultPreemption's PodGroupPostFilter; `None` when the group is not a gang.

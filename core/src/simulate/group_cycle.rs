@@ -17,6 +17,11 @@
 //! [`super::group_preemption`]): its victims are deleted after the cycle and its pods, nominated,
 //! are placed by a later cycle. Not modelled: basic-policy PodGroups, whose pods are scheduled one
 //! by one.
+//!
+//! A PodGroup under a CompositePodGroup (alpha, gate on) is decided with its whole tree
+//! ([`crate::schedule::composite`]): when the tree does not fit, no pod of the group is bound and
+//! each gets the tree's words; when it fits, the group is placed as above, one group of the tree
+//! at a time as the queue pops them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -29,13 +34,16 @@ use super::simulation::{
     Landing, PodOutcome, Simulation, SimulationError, hint_inputs, placed_on, rejecting_plugins,
 };
 use crate::engine::EngineError;
+use crate::engine::Framework;
 use crate::explain::Outcome;
 use crate::framework::status::Code;
 use crate::plugins::dynamic_resources::allocation_results;
 use crate::plugins::gang_scheduling::{PlacementProgress, placement_feasible};
-use crate::schedule::pod_group::{GroupStop, GroupWords, gang_min_count, without_post_filter};
+use crate::schedule::composite::{TreeCycle, schedules_trees, tree_cycle};
+use crate::schedule::pod_group::{GroupStop, GroupVerdict, GroupWords, gang_min_count, without_post_filter};
 use crate::schedule::{ScheduleOptions, binding_plan, pod_cycle};
 use crate::snapshot::PodInfo;
+use crate::snapshot::pod_group_tree::root_of;
 use crate::snapshot::pod_groups::pod_group_name;
 
 /// How a pod group fared in the simulation.
@@ -72,10 +80,11 @@ pub struct GroupResult {
     pub message: Option<String>,
 }
 
-/// `validatePodGroup` (PodGroupPreemptionPolicy off): the group's queued pods must share their
-/// schedulerName and preemptionPolicy, and have the PodGroup's priority; kube-scheduler's error
+/// `validatePodGroup`: the group's queued pods must share their schedulerName and have the
+/// PodGroup's priority; their preemptionPolicy must be the PodGroup's (`group_policy`, with
+/// PodGroupPreemptionPolicy on) or, with the gate off, the first pod's. kube-scheduler's error
 /// otherwise.
-fn invalid_group(queued: &[Arc<PodInfo>], group_priority: i32) -> Option<String> {
+fn invalid_group(queued: &[Arc<PodInfo>], group_priority: i32, group_policy: Option<&str>) -> Option<String> {
     let scheduler_name = |p: &PodInfo| {
         p.pod
             .spec
@@ -88,7 +97,7 @@ fn invalid_group(queued: &[Arc<PodInfo>], group_priority: i32) -> Option<String>
             .spec
             .as_ref()
             .and_then(|s| s.preemption_policy.clone())
-            .unwrap_or_else(|| "PreemptLowerPriority".to_owned())
+            .unwrap_or_else(|| PREEMPT_LOWER_PRIORITY.to_owned())
     };
     let first = queued.first()?;
     let (name, policy) = (scheduler_name(first), preemption_policy(first));
@@ -105,6 +114,15 @@ fn invalid_group(queued: &[Arc<PodInfo>], group_priority: i32) -> Option<String>
                 pod.priority
             ));
         }
+        if let Some(group_policy) = group_policy {
+            return (preemption_policy(pod) != group_policy).then(|| {
+                format!(
+                    "all pods in a single pod group should have the same preemption policy as the pod group's \
+                     preemption policy, got {} and {group_policy}",
+                    preemption_policy(pod)
+                )
+            });
+        }
         (preemption_policy(pod) != policy).then(|| {
             format!(
                 "all pods in a single pod group should have the same preemption policy, got {} and {policy}",
@@ -113,6 +131,9 @@ fn invalid_group(queued: &[Arc<PodInfo>], group_priority: i32) -> Option<String>
         })
     })
 }
+
+/// The preemption policy a pod or group has when it sets none.
+const PREEMPT_LOWER_PRIORITY: &str = "PreemptLowerPriority";
 
 /// What one pod of the group came to in the group's cycle.
 enum Tried {
@@ -182,13 +203,17 @@ impl Simulation<'_> {
         });
         let group_name = pod_group_name(&first.pod).unwrap_or_default().to_owned();
         let counts = self.snapshot.pod_group_counts(first.namespace(), &group_name);
-        let group_priority = self
-            .snapshot
-            .pod_group(first.namespace(), &group_name)
-            .and_then(|g| g.spec.priority)
-            .unwrap_or(0);
+        let pod_group = self.snapshot.pod_group(first.namespace(), &group_name);
+        let group_priority = pod_group.and_then(|g| g.spec.priority).unwrap_or(0);
+        // `podGroupPreemptionPolicy`: the PodGroup's, PreemptLowerPriority when unset.
+        let group_policy = fwk.features().pod_group_preemption_policy.then(|| {
+            pod_group
+                .and_then(|g| g.spec.preemption_policy.clone())
+                .unwrap_or_else(|| PREEMPT_LOWER_PRIORITY.to_owned())
+        });
+        let tree = self.tree_that_does_not_fit(&fwk, &first, &group_name);
         drop(fwk);
-        if let Some(error) = invalid_group(&queued, group_priority) {
+        if let Some(error) = invalid_group(&queued, group_priority, group_policy.as_deref()) {
             // handlePodGroupFailureBeforeScheduling: every pod gets the error; none is tried.
             for member in &queued {
                 let result = self.result_for(member);
@@ -198,6 +223,10 @@ impl Simulation<'_> {
             }
             self.group_messages.insert(group.to_owned(), error);
             return Ok((PodOutcome::Error, 0));
+        }
+
+        if let Some(mut tree) = tree {
+            return self.refuse_with_tree(group, &group_name, &first, &queued, &mut tree);
         }
 
         let placement = self.group_placement(&first, &group_name, min_count, counts.scheduled, &queued)?;
@@ -334,6 +363,60 @@ impl Simulation<'_> {
         for key in waiting {
             self.queue.set_gated(&key, true);
         }
+        Ok((PodOutcome::Unschedulable, 0))
+    }
+
+    /// The cycle of the tree `group` (of `first`) belongs to, when CompositePodGroup is on and the
+    /// tree does not fit whole.
+    fn tree_that_does_not_fit(&self, fwk: &Framework, first: &PodInfo, group: &str) -> Option<TreeCycle> {
+        if !schedules_trees(fwk) {
+            return None;
+        }
+        let root = root_of(&self.snapshot, first.namespace(), group).ok()??;
+        let options = ScheduleOptions {
+            trace_filters: false,
+            record_nodes: false,
+            ..self.engine.schedule_options(false)
+        };
+        tree_cycle(fwk, first.namespace(), &root, None, options).filter(|c| !c.fits())
+    }
+
+    /// The group's pods when its tree does not fit: none bound, each with the tree's words, the
+    /// group parked until the cluster changes.
+    fn refuse_with_tree(
+        &mut self,
+        group: &str,
+        group_name: &str,
+        first: &PodInfo,
+        queued: &[Arc<PodInfo>],
+        tree: &mut TreeCycle,
+    ) -> Result<(PodOutcome, usize), SimulationError> {
+        let fwk = self.engine.framework_for(&first.pod, self.snapshot.clone())?;
+        let options = ScheduleOptions {
+            trace_filters: false,
+            record_nodes: false,
+            ..self.engine.schedule_options(false)
+        };
+        let mut parked = Vec::new();
+        for member in queued {
+            let message = match tree.pod_verdict(&fwk, group_name, member.name(), options) {
+                GroupVerdict::Rejected(status) => status.message(),
+                GroupVerdict::PodFailed(cycle) | GroupVerdict::InPlacement(cycle) => {
+                    cycle.explanation.message
+                }
+            };
+            let result = self.result_for(member);
+            result.attempts += 1;
+            result.outcome = PodOutcome::Unschedulable;
+            result.node = None;
+            result.message = Some(message);
+            parked.push((member.clone(), BTreeSet::new(), HintInputs::default()));
+        }
+        drop(fwk);
+        if let Some(condition) = tree.condition(group_name) {
+            self.group_messages.insert(group.to_owned(), condition);
+        }
+        self.queue.park_group(group, parked);
         Ok((PodOutcome::Unschedulable, 0))
     }
 
@@ -701,5 +784,97 @@ mod tests {
                 Some("waiting for minCount pods from a gang to appear in scheduling queue")
             )
         );
+    }
+
+    /// Runs `objects` with v1.37's gates and `overrides` on.
+    fn simulate_with(objects: ClusterObjects, overrides: &str) -> SimulationReport {
+        let gates = FeatureGates::v1_37().with_overrides(overrides).expect("gates");
+        let engine = Engine::for_features(None, gates).expect("engine");
+        let mut simulation = Simulation::new(&engine, engine.snapshot(objects), SimulationOptions::default());
+        simulation.run(&mut |_| {}).expect("runs")
+    }
+
+    /// A tree (CompositePodGroup `job`, minGroupCount 2) of a gang that fits alone and one that
+    /// does not: with the gate on no pod of either is bound, and the one that fits alone gets the
+    /// tree's words; with it off the first is bound on its own.
+    #[test]
+    fn a_tree_is_bound_all_or_nothing() {
+        let objects = crate::testing::small_and_big_gang_tree();
+        let on = simulate_with(
+            objects.clone(),
+            "GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true",
+        );
+        for name in ["s1", "b1", "b2"] {
+            let (outcome, node, _) = outcome_of(&on, name);
+            assert_eq!(
+                (outcome, node),
+                (PodOutcome::Unschedulable, None),
+                "{name}: gate on"
+            );
+        }
+        assert_eq!(
+            outcome_of(&on, "s1").2.as_deref(),
+            Some(
+                "pod group is unschedulable, 0/1 placements are available, first placement status: \
+                 minCount (2) cannot be satisfied: 1 scheduled, 0 remaining"
+            )
+        );
+        let off = simulate_with(
+            objects,
+            "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
+        );
+        assert_eq!(
+            outcome_of(&off, "s1").0,
+            PodOutcome::Scheduled,
+            "gate off: the small gang alone"
+        );
+    }
+
+    /// `validatePodGroup`: with PodGroupPreemptionPolicy on, a pod whose preemptionPolicy is not
+    /// its PodGroup's (PreemptLowerPriority when unset) fails the group before any is tried; with it
+    /// off, only pods that differ from the first are refused.
+    #[test]
+    fn pods_must_share_the_groups_preemption_policy() {
+        let member = |name: &str, policy: Option<&str>| {
+            let mut p = pod(name).pod_group("pg").cpu("1").obj();
+            p.spec.get_or_insert_default().preemption_policy = policy.map(str::to_owned);
+            Arc::new(PodInfo::new(p))
+        };
+        let never = Some("Never");
+        // (case, pods, the PodGroup's policy under the gate (None: gate off), want)
+        let cases = [
+            (
+                "gate off, alike",
+                vec![member("a", never), member("b", never)],
+                None,
+                None,
+            ),
+            (
+                "gate off, the second differs",
+                vec![member("a", never), member("b", None)],
+                None,
+                Some(
+                    "all pods in a single pod group should have the same preemption policy, got PreemptLowerPriority and Never",
+                ),
+            ),
+            (
+                "gate on: pods alike but not the group's",
+                vec![member("a", never), member("b", never)],
+                Some("PreemptLowerPriority"),
+                Some(
+                    "all pods in a single pod group should have the same preemption policy as the pod group's \
+                     preemption policy, got Never and PreemptLowerPriority",
+                ),
+            ),
+            (
+                "gate on: the group's",
+                vec![member("a", never), member("b", never)],
+                Some("Never"),
+                None,
+            ),
+        ];
+        for (case, pods, group_policy, want) in cases {
+            assert_eq!(invalid_group(&pods, 0, group_policy).as_deref(), want, "{case}");
+        }
     }
 }

@@ -107,6 +107,11 @@ macro_rules! object_kind_table {
             PodGroup(::k8s_openapi::api::scheduling::v1beta1::PodGroup) = "scheduling.k8s.io/v1beta1",
                 "PodGroup" => pod_groups,
                 shape METADATA_ONLY, prune metadata, list optional, webhook [];
+            // scheduling.k8s.io/v1alpha3, served only where the API server enables that alpha
+            // version (CompositePodGroup, alpha, off): a 404 is silent, as for PodGroups.
+            CompositePodGroup(::k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup) =
+                "scheduling.k8s.io/v1alpha3", "CompositePodGroup" => composite_pod_groups,
+                shape METADATA_ONLY, prune metadata, list optional, webhook [];
             // A custom resource, served where Karpenter is installed: a 404 is silent
             // (`features::api_versions`). Not kube-scheduler's: only "would a new node help?" reads it.
             NodePool($crate::snapshot::node_pools::NodePoolObject) = "karpenter.sh/v1", "NodePool"

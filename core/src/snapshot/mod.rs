@@ -15,6 +15,7 @@ pub mod mutate;
 pub mod node_info;
 pub mod node_pools;
 pub mod placement;
+pub mod pod_group_tree;
 pub mod pod_groups;
 pub mod pod_info;
 pub mod requests;
@@ -32,6 +33,7 @@ use k8s_openapi::api::resource::v1::{
     DeviceClass, DeviceTaintRule, ResourceClaim, ResourceClaimTemplate, ResourceSlice,
 };
 use k8s_openapi::api::scheduling::v1::PriorityClass;
+use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::{PodGroup, Workload};
 use k8s_openapi::api::storage::v1::{CSIDriver, CSINode, CSIStorageCapacity, StorageClass, VolumeAttachment};
 
@@ -103,6 +105,9 @@ pub struct ClusterObjects {
     /// PodGroups (scheduling.k8s.io/v1beta1): the groups pods name in `spec.schedulingGroup`,
     /// with their gang policy (GangScheduling reads them under GenericWorkload).
     pub pod_groups: Vec<PodGroup>,
+    /// CompositePodGroups (scheduling.k8s.io/v1alpha3): the groups of groups PodGroups name in
+    /// `spec.parentCompositePodGroupName` (CompositePodGroup, alpha).
+    pub composite_pod_groups: Vec<CompositePodGroup>,
     /// Karpenter's NodePools (karpenter.sh/v1): not kube-scheduler's; read to say whether a new node
     /// would take a pod that fits no node.
     pub node_pools: Vec<node_pools::NodePoolObject>,
@@ -280,6 +285,8 @@ pub struct Snapshot {
     pub workloads: HashMap<String, Arc<Workload>>,
     /// PodGroups by `namespace/name` (what pods' `spec.schedulingGroup.podGroupName` names).
     pub pod_groups: HashMap<String, Arc<PodGroup>>,
+    /// CompositePodGroups by `namespace/name` (what `spec.parentCompositePodGroupName` names).
+    pub composite_pod_groups: HashMap<String, Arc<CompositePodGroup>>,
     /// Karpenter's NodePools, in their order.
     pub node_pools: Vec<Arc<node_pools::NodePoolObject>>,
     /// What allocated claims hold (see [`AllocatedState::from_claims`]): devices, shared devices
@@ -405,6 +412,7 @@ impl Snapshot {
             device_taint_rules,
             workloads,
             pod_groups,
+            composite_pod_groups,
             node_pools,
             placed_pods,
         } = objects;
@@ -538,6 +546,7 @@ impl Snapshot {
             resource_claim_templates: by_namespaced_name(resource_claim_templates),
             workloads: by_namespaced_name(workloads),
             pod_groups: by_namespaced_name(pod_groups),
+            composite_pod_groups: by_namespaced_name(composite_pod_groups),
             node_pools: node_pools.into_iter().map(Arc::new).collect(),
             features,
             placement: None,

@@ -21,6 +21,14 @@ impl Snapshot {
         limited
     }
 
+    /// This snapshot with `parent`'s placement assumed again (`AssumePlacement(parentPlacement)`
+    /// once a composite group's child has been placed inside it).
+    pub fn with_placement_of(&self, parent: &Snapshot) -> Snapshot {
+        let mut limited = self.clone();
+        limited.placement = parent.placement.clone();
+        limited
+    }
+
     /// Lifts the placement (`ForgetPlacement`): every node is a candidate again.
     pub fn forget_placement(&mut self) {
         self.placement = None;

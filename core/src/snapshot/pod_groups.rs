@@ -2,10 +2,13 @@
 //! kube-scheduler's pod group state counts of it (`backend/cache/podgroupstate.go`): every pod of
 //! the group it knows (`AllPodsCount`), those already scheduled (`ScheduledPodsCount`: assumed or
 //! bound; a snapshot has no assumed pods, so bound) and those still pending, in the snapshot's order.
+//! With CompositePodGroup (alpha) a PodGroup may name a parent CompositePodGroup, itself under
+//! another, up to the API's tree depth ([`WORKLOAD_MAX_TREE_DEPTH`]).
 
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup;
 use k8s_openapi::api::scheduling::v1beta1::PodGroup;
 
 use super::{PodInfo, Snapshot, namespaced_key};
@@ -43,6 +46,44 @@ pub fn topology_key(group: &PodGroup) -> Option<&str> {
         .map(|c| c.key.as_str())
 }
 
+/// The CompositePodGroup a PodGroup's `spec.parentCompositePodGroupName` names (same namespace).
+pub fn parent_of_group(group: &PodGroup) -> Option<&str> {
+    group.spec.parent_composite_pod_group_name.as_deref()
+}
+
+/// The CompositePodGroup a CompositePodGroup's `spec.parentCompositePodGroupName` names.
+pub fn parent_of_composite(composite: &CompositePodGroup) -> Option<&str> {
+    composite.spec.parent_composite_pod_group_name.as_deref()
+}
+
+/// How many children of a CompositePodGroup must be placed (`minGroupCount` of its gang policy;
+/// 1 without one, as GangScheduling's `getMinCount`).
+pub fn composite_min_group_count(composite: &CompositePodGroup) -> i32 {
+    composite
+        .spec
+        .scheduling_policy
+        .gang
+        .as_ref()
+        .map_or(1, |gang| gang.min_group_count)
+}
+
+/// The topology key all of a CompositePodGroup's pods must share a domain of (the first
+/// `spec.schedulingConstraints.topology`, as for a PodGroup).
+pub fn composite_topology_key(composite: &CompositePodGroup) -> Option<&str> {
+    composite
+        .spec
+        .scheduling_constraints
+        .as_ref()?
+        .topology
+        .as_ref()?
+        .first()
+        .map(|c| c.key.as_str())
+}
+
+/// `WorkloadMaxTreeDepth` (scheduling/v1alpha3): a tree of groups is at most this deep, its
+/// PodGroups included; kube-scheduler looks no further up for a root.
+pub const WORKLOAD_MAX_TREE_DEPTH: usize = 4;
+
 /// What the scheduler's pod group state counts of one group.
 #[derive(Debug, Clone, Default)]
 pub struct PodGroupCounts {
@@ -58,6 +99,11 @@ impl Snapshot {
     /// The PodGroup `namespace/name`.
     pub fn pod_group(&self, namespace: &str, name: &str) -> Option<&Arc<PodGroup>> {
         self.pod_groups.get(&namespaced_key(namespace, name))
+    }
+
+    /// The CompositePodGroup `namespace/name`.
+    pub fn composite_pod_group(&self, namespace: &str, name: &str) -> Option<&Arc<CompositePodGroup>> {
+        self.composite_pod_groups.get(&namespaced_key(namespace, name))
     }
 
     /// The pods of the group `namespace/name` (a scan of the snapshot's pods: only gang pods ask).

@@ -5,7 +5,9 @@
 pub mod generate;
 mod pod_groups;
 
-pub use pod_groups::{PodGroupBuilder, explain_named, gang};
+pub use pod_groups::{
+    CompositeBuilder, PodGroupBuilder, composite, explain_named, gang, small_and_big_gang_tree,
+};
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -88,6 +88,12 @@ impl PodGroupBuilder {
         self
     }
 
+    /// `spec.parentCompositePodGroupName`: the group is a child of that CompositePodGroup.
+    pub fn parent(mut self, composite: &str) -> Self {
+        self.0.spec.parent_composite_pod_group_name = Some(composite.to_string());
+        self
+    }
+
     /// The built PodGroup.
     pub fn obj(self) -> PodGroup {
         self.0
@@ -122,5 +128,84 @@ impl PodGroupBuilder {
     pub fn uid(mut self, uid: &str) -> Self {
         self.0.metadata.uid = Some(uid.to_string());
         self
+    }
+}
+
+/// A CompositePodGroup (scheduling.k8s.io/v1alpha3) `name` in namespace `default` whose gang policy
+/// needs `min_group_count` of its children.
+pub fn composite(name: &str, min_group_count: i32) -> CompositeBuilder {
+    use k8s_openapi::api::scheduling::v1alpha3::{
+        CompositeGangSchedulingPolicy, CompositePodGroup, CompositePodGroupSchedulingPolicy,
+    };
+    CompositeBuilder(CompositePodGroup {
+        metadata: ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: Some("default".to_string()),
+            ..Default::default()
+        },
+        spec: k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSpec {
+            scheduling_policy: CompositePodGroupSchedulingPolicy {
+                gang: Some(CompositeGangSchedulingPolicy { min_group_count }),
+                basic: None,
+            },
+            ..Default::default()
+        },
+        status: None,
+    })
+}
+
+/// A CompositePodGroup under construction.
+#[derive(Debug, Clone)]
+pub struct CompositeBuilder(pub k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup);
+
+impl CompositeBuilder {
+    /// `spec.parentCompositePodGroupName`.
+    pub fn parent(mut self, composite: &str) -> Self {
+        self.0.spec.parent_composite_pod_group_name = Some(composite.to_string());
+        self
+    }
+
+    /// `spec.schedulingConstraints.topology`: the whole subtree must land in one domain of `key`.
+    pub fn topology(mut self, key: &str) -> Self {
+        self.0.spec.scheduling_constraints = Some(
+            k8s_openapi::api::scheduling::v1alpha3::CompositePodGroupSchedulingConstraints {
+                topology: Some(vec![k8s_openapi::api::scheduling::v1alpha3::TopologyConstraint {
+                    key: key.to_string(),
+                }]),
+            },
+        );
+        self
+    }
+
+    /// `spec.priority`.
+    pub fn priority(mut self, priority: i32) -> Self {
+        self.0.spec.priority = Some(priority);
+        self
+    }
+
+    /// The built CompositePodGroup.
+    pub fn obj(self) -> k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
+        self.0
+    }
+}
+
+/// A tree (CompositePodGroup `job`, minGroupCount 2) on one 6-cpu node `n1`: the gang `a-small`
+/// (minCount 1, pod `s1` of 1 cpu) fits alone; `b-big` (minCount 2, pods `b1` and `b2` of 4 cpu)
+/// fits one pod once `a-small` is placed, so the tree does not fit.
+pub fn small_and_big_gang_tree() -> crate::snapshot::ClusterObjects {
+    use super::{node, pod};
+    crate::snapshot::ClusterObjects {
+        nodes: vec![node("n1").cpu("6").memory("8Gi").pods("110").obj()],
+        pods: vec![
+            pod("s1").pod_group("a-small").cpu("1").obj(),
+            pod("b1").pod_group("b-big").cpu("4").obj(),
+            pod("b2").pod_group("b-big").cpu("4").obj(),
+        ],
+        pod_groups: vec![
+            gang("a-small", 1).parent("job").obj(),
+            gang("b-big", 2).parent("job").obj(),
+        ],
+        composite_pod_groups: vec![composite("job", 2).obj()],
+        ..Default::default()
     }
 }

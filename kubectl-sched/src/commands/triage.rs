@@ -630,7 +630,9 @@ fn triage_pod_groups(
     snapshot: &Arc<Snapshot>,
     pending: Vec<Arc<PodInfo>>,
 ) -> (Vec<GroupTriage>, Vec<Arc<PodInfo>>) {
-    let mut members: BTreeMap<(String, String), (Vec<String>, &Framework)> = BTreeMap::new();
+    // Keyed by PodGroup, or by the root of the tree a PodGroup belongs to (CompositePodGroup, gate
+    // on: kube-scheduler decides the tree whole, so triage gives it one line).
+    let mut members: BTreeMap<(String, String), (Vec<String>, &Framework, String)> = BTreeMap::new();
     let mut rest = Vec::with_capacity(pending.len());
     for pod in pending {
         let fwk = engine
@@ -640,9 +642,13 @@ fn triage_pod_groups(
         let group = pod_group_name(&pod.pod).map(str::to_string);
         match (fwk, group) {
             (Some(fwk), Some(group)) if decided_as_group(fwk, snapshot, pod.namespace(), &group) => {
+                let line = match tree_root(fwk, snapshot, pod.namespace(), &group) {
+                    Some(root) => format!("{COMPOSITE_LINE_PREFIX}{root}"),
+                    None => group.clone(),
+                };
                 members
-                    .entry((pod.namespace().to_string(), group))
-                    .or_insert_with(|| (Vec::new(), fwk))
+                    .entry((pod.namespace().to_string(), line))
+                    .or_insert_with(|| (Vec::new(), fwk, group))
                     .0
                     .push(pod.name().to_string());
             }
@@ -652,12 +658,16 @@ fn triage_pod_groups(
     let nodes_total = snapshot.nodes().len();
     let mut groups: Vec<GroupTriage> = members
         .into_par_iter()
-        .filter_map(|((namespace, group), (pods, fwk))| {
+        .filter_map(|((namespace, line), (pods, fwk, group))| {
             let report = diagnose_pod_group(engine, fwk, &namespace, &group, Depth::Summary)?;
+            let summary = match &report.tree {
+                Some(tree) => format!("{} pending pods of the tree: {}", pods.len(), tree.summary()),
+                None => report.summary(nodes_total),
+            };
             Some(GroupTriage {
-                pod_group: report.key(),
+                pod_group: sched_core::snapshot::namespaced_key(&namespace, &line),
                 pods,
-                summary: report.summary(nodes_total),
+                summary,
                 report,
             })
         })
@@ -669,6 +679,17 @@ fn triage_pod_groups(
             .then_with(|| a.pod_group.cmp(&b.pod_group))
     });
     (groups, rest)
+}
+
+/// What a tree's triage line is named after its root: kubectl's resource name.
+const COMPOSITE_LINE_PREFIX: &str = "compositepodgroup/";
+
+/// The root of the tree the PodGroup `namespace/group` belongs to, when `fwk` schedules trees.
+fn tree_root(fwk: &Framework, snapshot: &Snapshot, namespace: &str, group: &str) -> Option<String> {
+    if !sched_core::schedule::composite::schedules_trees(fwk) {
+        return None;
+    }
+    sched_core::snapshot::pod_group_tree::root_of(snapshot, namespace, group).ok()?
 }
 
 /// True when kube-scheduler decides the pods of `namespace/group` together: the profile runs the pod

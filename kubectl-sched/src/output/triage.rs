@@ -162,8 +162,12 @@ fn pod_groups_block(r: &TriageReport, namespaced: bool, wide: bool) -> String {
         plural(pods, "pending pod", "pending pods")
     );
     for g in &r.pod_groups {
+        // `namespace/name` (a tree's `namespace/compositepodgroup/ROOT`): the name alone when the
+        // scope is one namespace.
         let name = if namespaced {
-            g.report.pod_group.clone()
+            g.pod_group
+                .split_once('/')
+                .map_or(g.pod_group.clone(), |(_, name)| name.to_owned())
         } else {
             g.pod_group.clone()
         };

@@ -397,6 +397,7 @@ impl Loaded {
         warnings.extend(release.warning.clone());
         warnings.extend(release.follow_cluster(&objects));
         warnings.extend(release.follow_topology(&objects));
+        warnings.extend(release.follow_composite(&objects));
         Ok(Loaded {
             objects,
             origin,
@@ -458,6 +459,7 @@ pub fn load_keeping_cluster(
             warnings.extend(release.warning.clone());
             warnings.extend(release.follow_cluster(&objects));
             warnings.extend(release.follow_topology(&objects));
+            warnings.extend(release.follow_composite(&objects));
             let loaded = Loaded {
                 objects,
                 origin: path.display().to_string(),

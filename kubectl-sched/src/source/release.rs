@@ -223,6 +223,39 @@ impl Release {
     }
 }
 
+/// The gate under which kube-apiserver serves CompositePodGroups and keeps a PodGroup's parent, and
+/// kube-scheduler schedules a tree of groups whole (alpha in v1.37; needs topology placement).
+const COMPOSITE_POD_GROUP: &str = "CompositePodGroup";
+
+impl Release {
+    /// What the cluster's CompositePodGroups say of CompositePodGroup: they exist only where the API
+    /// server serves scheduling.k8s.io/v1alpha3 with the gate on (kube-scheduler's gates are set
+    /// alike). With `--feature-gates` silent about it (and GenericWorkload on) the gate and the
+    /// TopologyAwareWorkloadScheduling it needs are turned on; the warning says so.
+    pub fn follow_composite(&mut self, objects: &ClusterObjects) -> Option<String> {
+        let trees = objects.composite_pod_groups.len();
+        let set_by_flag = self
+            .features
+            .explicitly_set()
+            .iter()
+            .any(|(name, _)| *name == COMPOSITE_POD_GROUP);
+        if trees == 0 || self.features.composite_pod_group || set_by_flag || !self.features.generic_workload {
+            return None;
+        }
+        self.features = self
+            .features
+            .with_overrides(&format!(
+                "{COMPOSITE_POD_GROUP}=true,{TOPOLOGY_AWARE_WORKLOAD_SCHEDULING}=true"
+            ))
+            .ok()?;
+        Some(format!(
+            "the cluster has {trees} CompositePodGroup(s): evaluating with {COMPOSITE_POD_GROUP} (and \
+             {TOPOLOGY_AWARE_WORKLOAD_SCHEDULING}, which it needs) on (--feature-gates \
+             {COMPOSITE_POD_GROUP}=false to evaluate each PodGroup alone)"
+        ))
+    }
+}
+
 /// `--feature-gates` over the release's defaults, in kube-scheduler's syntax and words (a gate the
 /// release does not have, or may not change, is refused as its kube-scheduler refuses it).
 fn with_feature_gates(features: FeatureGates, text: &str) -> Result<FeatureGates, ReleaseError> {

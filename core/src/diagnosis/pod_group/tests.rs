@@ -291,3 +291,44 @@ fn nothing_to_report_when_neither_the_group_nor_its_pods_exist() {
     objects.pod_groups.clear();
     assert!(report_on(&engine, objects).1.is_none());
 }
+
+/// A PodGroup under a CompositePodGroup (gate on) is reported with its tree: the gang that fits
+/// alone is held with the tree, whose root says why, and each group shows what it needs and has.
+#[test]
+fn a_member_of_a_tree_is_reported_with_its_tree() {
+    let objects = crate::testing::small_and_big_gang_tree();
+    let gates = FeatureGates::v1_37()
+        .with_overrides("GenericWorkload=true,TopologyAwareWorkloadScheduling=true,CompositePodGroup=true")
+        .expect("gates");
+    let engine = Engine::for_features(None, gates).expect("engine");
+    let snapshot = Arc::new(engine.snapshot(objects));
+    let fwk = engine
+        .framework(engine.profile("").expect("profile"), snapshot)
+        .expect("framework");
+    let report = diagnose_pod_group(&engine, &fwk, "default", "a-small", Depth::Full).expect("report");
+    assert_eq!(report.outcome, GroupOutcome::Unschedulable);
+    let tree = report.tree.as_ref().expect("tree");
+    assert!(!tree.fits);
+    assert_eq!(
+        tree.message,
+        "pod group is unschedulable, 0/1 placements are available, first placement status: minCount (2) \
+         cannot be satisfied: 1 scheduled, 0 remaining, pod group preemption: No preemption victims found \
+         for incoming preemptor, pod group preemption: No preemption victims found for incoming preemptor"
+    );
+    let groups: Vec<(usize, &str, i32, usize)> = tree
+        .groups
+        .iter()
+        .map(|g| (g.depth, g.name.as_str(), g.needs, g.has))
+        .collect();
+    assert_eq!(
+        groups,
+        [(0, "job", 2, 2), (1, "a-small", 1, 1), (1, "b-big", 2, 2)]
+    );
+    let s1 = &report.members[0];
+    assert_eq!((s1.pod.as_str(), s1.state), ("s1", MemberState::NotReached));
+    assert!(
+        report.summary(1).contains("tree job: does not fit whole"),
+        "{}",
+        report.summary(1)
+    );
+}

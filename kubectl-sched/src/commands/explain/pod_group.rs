@@ -8,6 +8,7 @@ use std::sync::Arc;
 use sched_core::diagnosis::pod_group::{Depth, PodGroupReport, diagnose_pod_group, pod_groups_of_workload};
 use sched_core::engine::Framework;
 use sched_core::features::KubeVersion;
+use sched_core::snapshot::pod_group_tree::build_tree;
 use sched_core::snapshot::pod_groups::pod_group_name;
 use sched_core::{ClusterObjects, Engine, PodInfo};
 use serde::Serialize;
@@ -23,6 +24,8 @@ pub enum GroupTarget {
     PodGroup(String),
     /// `workload/NAME`.
     Workload(String),
+    /// `compositepodgroup/NAME` (CompositePodGroup, alpha): every PodGroup of its tree.
+    CompositePodGroup(String),
 }
 
 /// kubectl's spellings of the workload API's kinds (they have no short names: `kubectl
@@ -40,6 +43,14 @@ const WORKLOAD_KINDS: [&str; 4] = [
     "workloads.scheduling.k8s.io",
 ];
 
+/// kubectl's spellings of scheduling.k8s.io/v1alpha3's compositepodgroups (no short names either).
+const COMPOSITE_POD_GROUP_KINDS: [&str; 4] = [
+    "compositepodgroup",
+    "compositepodgroups",
+    "compositepodgroup.scheduling.k8s.io",
+    "compositepodgroups.scheduling.k8s.io",
+];
+
 /// `podgroup/NAME` or `workload/NAME` (case-insensitive kind, as kubectl); `None` for a pod.
 pub fn group_target(arg: &str) -> Option<GroupTarget> {
     let (kind, name) = arg.split_once('/')?;
@@ -48,6 +59,8 @@ pub fn group_target(arg: &str) -> Option<GroupTarget> {
         Some(GroupTarget::PodGroup(name.to_string()))
     } else if WORKLOAD_KINDS.contains(&kind.as_str()) {
         Some(GroupTarget::Workload(name.to_string()))
+    } else if COMPOSITE_POD_GROUP_KINDS.contains(&kind.as_str()) {
+        Some(GroupTarget::CompositePodGroup(name.to_string()))
     } else {
         None
     }
@@ -111,6 +124,18 @@ pub fn explain_group(
                 name,
                 pod_groups_of_workload(&snapshot, namespace, name),
             )
+        }
+        GroupTarget::CompositePodGroup(name) => {
+            let Some(tree) = build_tree(&snapshot, namespace, name) else {
+                return Err(ExplainError::NotFound {
+                    kind: "compositepodgroups.scheduling.k8s.io",
+                    name: name.clone(),
+                    namespace: namespace.to_string(),
+                    origin: origin.to_string(),
+                });
+            };
+            let leaves = tree.leaves().into_iter().map(|l| l.name.clone()).collect();
+            ("CompositePodGroup", name, leaves)
         }
     };
     // The profile of the group's pods (kube-scheduler schedules a group with its pods' profile).
@@ -196,6 +221,14 @@ mod tests {
             ),
             ("workload/llama", Some(GroupTarget::Workload("llama".into()))),
             ("workloads/llama", Some(GroupTarget::Workload("llama".into()))),
+            (
+                "compositepodgroup/llm",
+                Some(GroupTarget::CompositePodGroup("llm".into())),
+            ),
+            (
+                "CompositePodGroups.scheduling.k8s.io/llm",
+                Some(GroupTarget::CompositePodGroup("llm".into())),
+            ),
             ("pod/train", None),
             ("train", None),
             ("pg/train", None),

@@ -1,11 +1,12 @@
 //! `explain podgroup/NAME` and `workload/NAME` as text: the group's verdict in one line and in
 //! kube-scheduler's words, the quorum, each pod's fate, node by node what the cycle placed and
 //! what refuses the pod left over, why, and the checked fixes. Also `explain POD`'s short "Pod
-//! group" section.
+//! group" section. A PodGroup under a CompositePodGroup shows its tree, which decides.
 
 use std::collections::BTreeMap;
 
 use sched_core::diagnosis::pod_group::preemption::GroupPreemptionView;
+use sched_core::diagnosis::pod_group::tree::TreeReport;
 use sched_core::diagnosis::pod_group::{GroupNode, MemberState, PlacementReport, PodGroupReport, Quorum};
 use sched_core::preemption::pod_group::GroupPreemptionOutcome;
 
@@ -249,6 +250,10 @@ fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool, context: &str)
         out.push('\n');
         out.push_str(&placements_table(p));
     }
+    if let Some(t) = &g.tree {
+        out.push('\n');
+        out.push_str(&tree_table(t));
+    }
     if !g.members.is_empty() {
         out.push('\n');
         out.push_str(&members_table(g, wide));
@@ -277,6 +282,46 @@ fn group_text(g: &PodGroupReport, nodes_total: usize, wide: bool, context: &str)
     out
 }
 
+/// The tree a PodGroup belongs to (CompositePodGroup): each group indented under its parent, what
+/// it needs and has, whether it fit and kube-scheduler's words on it.
+fn tree_table(t: &TreeReport) -> String {
+    let mut out = format!(
+        "Tree under CompositePodGroup {} (kube-scheduler schedules it whole, all or nothing):\n",
+        t.root
+    );
+    let rows: Vec<Vec<String>> = t
+        .groups
+        .iter()
+        .map(|g| {
+            let unit = if g.kind == "PodGroup" { "pods" } else { "groups" };
+            let domains: Vec<String> = g
+                .placements
+                .iter()
+                .map(|(d, fits)| format!("{d}:{}", if *fits { "fits" } else { "no" }))
+                .collect();
+            vec![
+                format!("{}{} {}", "  ".repeat(g.depth), g.kind, g.name),
+                format!("{} of {} {unit}", g.has, g.needs),
+                if g.fits { "yes" } else { "no" }.to_string(),
+                if domains.is_empty() {
+                    g.message.clone()
+                } else {
+                    format!("[{}] {}", domains.join(" "), g.message)
+                },
+            ]
+        })
+        .collect();
+    let headers: Vec<String> = ["GROUP", "QUORUM", "FITS", "STATUS"].map(String::from).to_vec();
+    out.push_str(&columns(&headers, &rows));
+    if let Some(held) = &t.held {
+        out.push_str(&format!("  held before any cycle: {held}\n"));
+    } else if !t.fits {
+        out.push_str(&format!("  why the whole tree does not fit: {}\n", t.message));
+    }
+    out.push_str(&format!("  note: {}\n", t.note));
+    out
+}
+
 /// `explain podgroup/NAME` or `workload/NAME` as text.
 pub fn report(r: &GroupExplainReport, wide: bool) -> String {
     let mut out = what_if_line(&r.what_if);
@@ -291,12 +336,13 @@ pub fn report(r: &GroupExplainReport, wide: bool) -> String {
         context.as_str()
     } else {
         out.push_str(&format!(
-            "Workload {}/{}{context}: {}\n",
+            "{} {}/{}{context}: {}\n",
+            r.kind,
             r.namespace,
             r.name,
             plural(r.pod_groups.len(), "PodGroup", "PodGroups")
         ));
-        if r.pod_groups.is_empty() {
+        if r.pod_groups.is_empty() && r.kind == "Workload" {
             out.push_str("  none exists yet (its controller makes them from its podGroupTemplates)\n");
         }
         ""
