@@ -22,6 +22,7 @@
 //!   ([`pending_metrics`]).
 
 mod common;
+#[path = "explainer/pending_metrics.rs"]
 mod pending_metrics;
 
 use std::time::{Duration, Instant};

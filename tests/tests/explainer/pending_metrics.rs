@@ -341,7 +341,7 @@ async fn prometheus_scrapes_the_pending_reasons_of_three_causes() -> Result<()> 
             "1".to_string(),
         ),
     ];
-    let mut last = Vec::new();
+    let last = std::sync::Mutex::new(Vec::new());
     let found = eventually(
         "Prometheus to return the three pending reasons",
         START,
@@ -349,14 +349,17 @@ async fn prometheus_scrapes_the_pending_reasons_of_three_causes() -> Result<()> 
             let Some(result) = prometheus.query(&by_series).await? else {
                 return Ok(None);
             };
-            last = unschedulable_series(&result);
-            Ok((last == want).then_some(()))
+            let rows = unschedulable_series(&result);
+            let done = rows == want;
+            *last.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = rows;
+            Ok(done.then_some(()))
         },
     )
     .await;
     if let Err(e) = found {
         bail!(
-            "{e}; last answer {last:?}, want {want:?}\nPrometheus's log:\n{}",
+            "{e}; last answer {:?}, want {want:?}\nPrometheus's log:\n{}",
+            last.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
             prometheus.log_tail()
         );
     }
