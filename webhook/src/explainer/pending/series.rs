@@ -181,7 +181,7 @@ pub fn cap(
         let mut last: Option<Series> = None;
         for s in tail.split_off(max_tail) {
             let labels = fold(&s, &[]);
-            last.get_or_insert_with(|| Series {
+            last.get_or_insert(Series {
                 labels,
                 pods: 0,
                 oldest: None,
