@@ -4,6 +4,7 @@
 #   make controlplane-releases  kube-apiserver + kube-scheduler of every other supported release (once)
 #   make controlplanes  both of the above in one go (one Go build cache: what they share compiles once)
 #   make karpenter     build the real Karpenter (KWOK provider) the node-pool tests compare against (needs Go, once)
+#   make prometheus    unpack Debian's Prometheus 2.42 (prometheus, promtool) for the explainer's metrics tests (once)
 #   make test          controlplanes + lint + deny + every unit and e2e test
 #   make versions-sample  a sample of the simulate and DRA suites on every other supported release (in make test)
 #   make difftest-versions  every differential suite against every supported release (about 25 minutes)
@@ -33,7 +34,7 @@ export KUBECTL_SCHED_K8S_BIN
 # Where cargo puts the dev profile's binaries (CARGO_TARGET_DIR and .cargo/config.toml included).
 WORKSPACE_BIN := $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/null | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')/debug
 
-.PHONY: test karpenter lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases controlplanes feature-gates check-cargo deny dra-difftest difftest-versions versions-sample bench-triage bench-simulate bench-gang bench fuzz dist dist-check
+.PHONY: test karpenter prometheus lint fmt-check clippy pure-engine layers unit e2e controlplane controlplane-releases controlplanes feature-gates check-cargo deny dra-difftest difftest-versions versions-sample bench-triage bench-simulate bench-gang bench fuzz dist dist-check
 
 # controlplanes: the pinned release for every e2e test, and the other supported releases for
 # tests/tests/versions.rs, which runs the version-sensitive scenarios against each (cached after the
@@ -44,7 +45,7 @@ WORKSPACE_BIN := $(shell $(CARGO) metadata --format-version 1 --no-deps 2>/dev/n
 # kubectl-sched`, what they do when not told) resolves other features and compiles sched-core and
 # kubectl-sched a second time. The e2e suites run two at a time (tests/e2e-suites.sh, E2E_JOBS):
 # each has its own control plane and mostly waits on it.
-test: controlplanes karpenter check-cargo lint deny
+test: controlplanes karpenter prometheus check-cargo lint deny
 	$(CARGO) test --workspace --exclude e2e
 	KUBECTL_SCHED_BIN=$(WORKSPACE_BIN)/kubectl-sched CARGO=$(CARGO) tests/e2e-suites.sh
 	KUBECTL_SCHED_BIN=$(WORKSPACE_BIN)/kubectl-sched $(MAKE) --no-print-directory versions-sample
@@ -71,7 +72,7 @@ layers: check-cargo
 unit: check-cargo
 	$(CARGO) test --workspace --exclude e2e
 
-e2e: controlplanes karpenter check-cargo
+e2e: controlplanes karpenter prometheus check-cargo
 	CARGO=$(CARGO) tests/e2e-suites.sh
 
 # Every differential suite (DIFF_SUITES) once per supported release (DIFF_RELEASES: every release of
@@ -122,6 +123,12 @@ controlplane-releases:
 
 karpenter:
 	tests/karpenter/build.sh
+
+# Debian's prometheus package (2.42: prometheus and promtool), fetched with `apt-get download` and
+# unpacked with `dpkg -x` into the cache, no root install; a second run does nothing. The explainer
+# suite runs promtool on the pending-reason alerts and scrapes the explainer with a real Prometheus.
+prometheus:
+	tests/prometheus/install.sh
 
 controlplanes:
 	@[ -n "$(K8S_VERSION)" ] || { echo "make: no k8s.io/kubernetes version in tests/controlplane/go.mod" >&2; exit 1; }

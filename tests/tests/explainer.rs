@@ -17,9 +17,13 @@
 //! - a call straight to the explainer's port with forged identity headers gets no answer: without
 //!   the front proxy's certificate the TLS handshake fails;
 //! - a pod created, then deleted, is explained, then not found, within a bounded wait;
-//! - after kube-apiserver is killed and started again, answers resume and follow new pods.
+//! - after kube-apiserver is killed and started again, answers resume and follow new pods;
+//! - its pending-reason metrics, scraped by a real Prometheus, and their alerts under promtool
+//!   ([`pending_metrics`]).
 
 mod common;
+#[path = "explainer/pending_metrics.rs"]
+mod pending_metrics;
 
 use std::time::{Duration, Instant};
 

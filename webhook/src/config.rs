@@ -36,7 +36,7 @@ pub struct ExplainerArgs {
     /// Address of the API port (TLS; only the API server's front proxy gets through the handshake).
     #[arg(long, env = "SCHED_EXPLAINER_LISTEN", default_value = "0.0.0.0:6443")]
     pub listen: SocketAddr,
-    /// Address of the admin port: /healthz, /readyz (plain HTTP).
+    /// Address of the admin port: /healthz, /readyz, /metrics (the pending-reason metrics; plain HTTP).
     #[arg(long, env = "SCHED_EXPLAINER_ADMIN_LISTEN", default_value = "127.0.0.1:8081")]
     pub admin_listen: SocketAddr,
     /// Serving certificate (PEM), for the name the APIService's Service has.

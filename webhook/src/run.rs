@@ -371,15 +371,16 @@ pub async fn explainer(args: ExplainerArgs) -> Result<(), StartError> {
         slots: tokio::sync::Semaphore::new(args.concurrent_evaluations),
     });
     tracing::info!(listen = %args.listen, admin = %args.admin_listen, "explainer serving");
-    let admin = tokio::spawn(serve::serve_admin(
-        admin_listener,
-        serve::admin_router(state.clone()),
-    ));
+    let pending = Arc::new(crate::explainer::pending::PendingMetrics::default());
+    let evaluator = tokio::spawn(crate::explainer::pending::run(state.clone(), pending.clone()));
+    let admin_routes = serve::admin_router(state.clone()).merge(crate::explainer::pending::router(pending));
+    let admin = tokio::spawn(serve::serve_admin(admin_listener, admin_routes));
     tokio::select! {
         () = serve::serve_api(api_listener, Arc::new(tls_config), state, args.max_connections) => {}
         () = serving::termination_signal() => {}
     }
     admin.abort();
+    evaluator.abort();
     let _ = std::fs::remove_file(&ca_path);
     Ok(())
 }

@@ -700,3 +700,22 @@ fn decided_as_group(fwk: &Framework, snapshot: &Snapshot, namespace: &str, group
             .pod_group(namespace, group)
             .is_none_or(|g| gang_min_count(g).is_some())
 }
+
+/// `triage -A` on objects handed in rather than listed (the in-cluster explainer's pending-reason
+/// metrics, `sched_webhook::explainer::pending`): every pending pod of every namespace, evaluated as
+/// `kubectl sched triage -A` evaluates a listing of the same objects with the default scheduler
+/// configuration. `scheduler` is kube-scheduler's Lease when the caller read it (None: not judged).
+pub fn triage_all_namespaces(
+    loaded: Loaded,
+    scheduler: Option<&SchedulerPresence>,
+) -> Result<TriageReport, TriageError> {
+    let engine = Engine::for_features(None, loaded.release.features).map_err(ResolveError::from)?;
+    let snapshot = Arc::new(engine.snapshot(loaded.objects));
+    let scope = Scope {
+        namespace: None,
+        selector: Selector::parse("")?,
+        workloads: Vec::new(),
+    };
+    let text = scope.describe(None);
+    triage(&engine, &snapshot, &scope, text, Vec::new(), scheduler, 0)
+}

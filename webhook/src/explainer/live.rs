@@ -343,6 +343,11 @@ impl LiveSnapshot {
         self.records.listed()
     }
 
+    /// How fresh the snapshot is now (cheap: no object is copied).
+    pub fn freshness(&self) -> Freshness {
+        self.records.freshness()
+    }
+
     /// The objects now, in list order, and how fresh they are.
     pub fn objects(&self) -> (ClusterObjects, Freshness) {
         // Freshness first: the objects are at least as new as what it says.

@@ -15,4 +15,5 @@
 pub mod api;
 pub mod identity;
 pub mod live;
+pub mod pending;
 pub mod serve;

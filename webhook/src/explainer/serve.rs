@@ -93,7 +93,7 @@ pub async fn serve_api(
 }
 
 /// The admin port's router: `/healthz` (the process answers), `/readyz` (every kind listed once).
-/// The pending-reason metrics (`/metrics`) belong here too.
+/// `start` merges the pending-reason metrics' `/metrics` in ([`super::pending::router`]).
 pub fn admin_router(state: Arc<ExplainerState>) -> Router {
     Router::new().route("/healthz", get(|| async { "ok" })).route(
         "/readyz",
