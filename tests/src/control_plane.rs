@@ -654,6 +654,19 @@ impl ControlPlane {
         true
     }
 
+    /// etcd's client address (plain HTTP on 127.0.0.1; its gRPC gateway answers JSON under `/v3/`),
+    /// for fault tests that change what is stored behind the API server's back (a deletion no watch
+    /// delivers, a compaction that expires every older resourceVersion).
+    pub fn etcd_address(&self) -> Option<std::net::SocketAddr> {
+        let (_, args) = self.restartable.iter().find(|(n, _)| *n == ETCD)?;
+        args.iter().find_map(|arg| {
+            arg.to_str()?
+                .strip_prefix("--listen-client-urls=http://")?
+                .parse()
+                .ok()
+        })
+    }
+
     /// Starts etcd or kube-apiserver again after [`Self::stop_component`], with the command line of
     /// the first start (same ports, same data directory, same certificates: the same cluster, and
     /// kubeconfigs and clients made before keep working), and waits until the API server answers

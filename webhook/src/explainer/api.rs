@@ -7,7 +7,8 @@
 //!
 //! Every request comes through the API server, which has authenticated the user and checked RBAC
 //! for `podexplanations` in the namespace; the answer is computed only after a SubjectAccessReview
-//! says the user may also list the namespace's pods ([`super::identity`]). Errors are `Status`
+//! says the user may also list the namespace's pods ([`super::identity`]); pods of other namespaces
+//! the user may not list are counted but not named ([`super::redact`]). Errors are `Status`
 //! objects, so kubectl and the CLI print the API server's usual lines.
 
 use std::collections::HashMap;
@@ -29,8 +30,9 @@ use kubectl_sched::served::{ServedError, explain};
 use kubectl_sched::source::explainer::ExplainRequest;
 use kubectl_sched::source::load::FromServer;
 
-use super::identity::{Identity, REQUIRED_RESOURCE, REQUIRED_VERB, RequestHeaderConfig, may_read_pods};
+use super::identity::{Identity, REQUIRED_RESOURCE, REQUIRED_VERB, RequestHeaderConfig, may_list_pods};
 use super::live::{Freshness, LiveSnapshot};
+use super::redact::{hidden_warning, hide_pod_names, unreadable_namespaces};
 
 /// The API group.
 pub const GROUP: &str = "sched.kubectl-sched.io";
@@ -227,7 +229,7 @@ async fn pod_explanation(
         Ok(identity) => identity,
         Err(refusal) => return *refusal,
     };
-    match may_read_pods(&state.client, &identity, &namespace).await {
+    match may_list_pods(&state.client, &identity, Some(&namespace)).await {
         Ok(true) => {}
         Ok(false) => {
             return status(
@@ -251,7 +253,8 @@ async fn pod_explanation(
             );
         }
     }
-    if !state.live.is_ready() {
+    // Answered while re-listing too (unready then), from the previous state with its age.
+    if !state.live.has_listed() {
         return status(
             StatusCode::SERVICE_UNAVAILABLE,
             "ServiceUnavailable",
@@ -270,7 +273,26 @@ async fn pod_explanation(
         );
     };
     let version = state.client.apiserver_version().await.ok();
-    let (objects, freshness) = state.live.objects();
+    let (mut objects, freshness) = state.live.objects();
+    // Pods of namespaces the user may not list are counted, not named (`super::redact`).
+    let hidden = match unreadable_namespaces(&state.client, &identity, &namespace, &objects).await {
+        Ok(hidden) => hidden,
+        Err(e) => {
+            return status(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "InternalError",
+                &format!(
+                    "asking which namespaces the user may read pods in: {}",
+                    sched_core::api_error::describe(&e)
+                ),
+            );
+        }
+    };
+    let hidden_pods = hide_pod_names(&mut objects, &hidden);
+    let mut warnings = freshness.warnings.clone();
+    if hidden_pods > 0 {
+        warnings.push(hidden_warning(hidden_pods));
+    }
     let note = format!(
         "explained by the cluster's explainer ({GROUP}) from its watch-fed snapshot at resourceVersion {}{}",
         freshness.resource_version,
@@ -282,7 +304,7 @@ async fn pod_explanation(
     let from = FromServer {
         origin: state.origin.clone(),
         default_namespace: namespace.clone(),
-        warnings: freshness.warnings.clone(),
+        warnings,
         notes: vec![note],
         version,
     };

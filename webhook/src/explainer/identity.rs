@@ -155,11 +155,12 @@ pub const REQUIRED_VERB: &str = "list";
 /// The resource [`REQUIRED_VERB`] applies to.
 pub const REQUIRED_RESOURCE: &str = "pods";
 
-/// Asks the API server whether `identity` may list pods in `namespace` (a SubjectAccessReview).
-pub async fn may_read_pods(
+/// Asks the API server whether `identity` may list pods in `namespace` (None: in all namespaces), a
+/// SubjectAccessReview.
+pub async fn may_list_pods(
     client: &Client,
     identity: &Identity,
-    namespace: &str,
+    namespace: Option<&str>,
 ) -> Result<bool, kube::Error> {
     let review = SubjectAccessReview {
         spec: SubjectAccessReviewSpec {
@@ -167,7 +168,7 @@ pub async fn may_read_pods(
             groups: Some(identity.groups.clone()),
             extra: Some(identity.extra.clone()),
             resource_attributes: Some(ResourceAttributes {
-                namespace: Some(namespace.to_string()),
+                namespace: namespace.map(str::to_string),
                 verb: Some(REQUIRED_VERB.to_string()),
                 resource: Some(REQUIRED_RESOURCE.to_string()),
                 ..ResourceAttributes::default()

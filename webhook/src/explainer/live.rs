@@ -4,9 +4,18 @@
 //! event arrived, which watches are re-listing or failing).
 //!
 //! kube-runtime's watcher re-lists on its own when the API server answers 410 Gone (an expired
-//! resourceVersion) and after a broken connection (an API server restart), with backoff; the store
-//! swaps in the new list only once it is complete (`InitDone`), so a request during a re-list is
-//! answered from the previous state, with its age.
+//! resourceVersion), with backoff; the store swaps in the new list only once it is complete
+//! (`InitDone`), so a request during a re-list is answered from the previous state, with its age.
+//! Any other failure of a watch that had listed (a broken connection: an API server restart) starts
+//! that kind over from a list too ([`watch_kind`]): kube-runtime would re-watch from the last
+//! resourceVersion and say nothing when that succeeds, so "watching" could not be told from "still
+//! failing" in a quiet cluster; after a list, it can. An API server restart re-initializes its watch
+//! cache, so the re-watch would mostly meet 410 and list anyway.
+//!
+//! Readiness ([`LiveSnapshot::is_ready`]) is that truth: every required kind (nodes, pods) listed
+//! and watching now. While one re-lists or fails the component is unready (`/readyz`: the Service
+//! stops sending it requests and `--via auto` lists instead), and what it still answers carries the
+//! snapshot's age.
 //!
 //! An optional kind the API server does not serve (404) or this component may not list (403) is
 //! probed once at start and left empty with a warning, as a listing does; a required one (nodes,
@@ -37,10 +46,15 @@ pub const LIST_PAGE_SIZE: u32 = 100;
 /// Non-terminal pods only, as a listing asks: the scheduler never sees the others.
 const NON_TERMINAL_PODS: &str = "status.phase!=Succeeded,status.phase!=Failed";
 
+/// Pause before a kind whose watch failed is listed again (the list's own failures back off in
+/// kube-runtime's watcher).
+const RELIST_PAUSE: Duration = Duration::from_millis(500);
+
 /// What one kind's watch is doing.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WatchState {
-    /// Not listed yet (or re-listing after 410 Gone or a broken connection), since then.
+    /// Not listed yet (or re-listing after 410 Gone or a broken connection), since the snapshot
+    /// stopped following the kind.
     Listing(Instant),
     /// Listed, events applied as they come.
     Watching,
@@ -49,6 +63,16 @@ pub enum WatchState {
     /// An optional kind not served or not readable: empty, with this warning (none where a listing
     /// says nothing either).
     Skipped(Option<String>),
+}
+
+impl WatchState {
+    /// Since when the kind has not been followed (None: it is, or it is skipped).
+    fn stale_since(&self) -> Option<Instant> {
+        match self {
+            WatchState::Listing(since) | WatchState::Failing(since, _) => Some(*since),
+            WatchState::Watching | WatchState::Skipped(_) => None,
+        }
+    }
 }
 
 /// How current the snapshot is, as answers report it.
@@ -99,15 +123,23 @@ impl Records {
         let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(entry) = states.iter_mut().find(|(k, _, _)| *k == kind) {
             entry.2 |= matches!(state, WatchState::Watching | WatchState::Skipped(_));
-            // A failure that repeats keeps the time it began.
-            let keep_since = matches!(
-                (&entry.1, &state),
-                (WatchState::Failing(..), WatchState::Failing(..))
-            );
-            if !keep_since {
-                entry.1 = state;
-            }
+            // A failure, then a re-list (or a failure that repeats) keeps the time the kind stopped
+            // being followed: what the snapshot may miss is that old.
+            entry.1 = match (entry.1.stale_since(), state) {
+                (Some(since), WatchState::Listing(_)) => WatchState::Listing(since),
+                (Some(since), WatchState::Failing(_, error)) => WatchState::Failing(since, error),
+                (_, state) => state,
+            };
         }
+    }
+
+    /// True when every required kind (nodes, pods) is listed and watching now, and every optional
+    /// one has listed once.
+    fn synced(&self) -> bool {
+        let states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        states.iter().all(|(kind, state, listed_once)| {
+            *listed_once && (kind.listing() == Listing::Optional || *state == WatchState::Watching)
+        })
     }
 
     fn applied<K: Resource>(&self, object: &K) {
@@ -248,23 +280,40 @@ async fn watch_kind<K: Watched>(
     if kind == ObjectKind::Pod {
         config = config.fields(NON_TERMINAL_PODS);
     }
-    let events = watcher(api, config)
-        .default_backoff()
-        // Pruned as a listing prunes (the engine's `Prune`), so both hold the same fields.
-        .map_ok(|event| event.modify(|o| o.prune()));
-    let mut events = std::pin::pin!(reflector::reflector(writer, events));
-    while let Some(event) = events.next().await {
-        match event {
-            Ok(watcher::Event::Init) => records.set(kind, WatchState::Listing(Instant::now())),
-            Ok(watcher::Event::InitDone) => records.set(kind, WatchState::Watching),
-            Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o)) => {
-                records.applied(&o);
-            }
-            Err(e) => {
-                tracing::warn!(kind = kind.kind(), error = %e, "explainer watch failed; retrying");
-                records.set(kind, WatchState::Failing(Instant::now(), e.to_string()));
+    loop {
+        let events = watcher(api.clone(), config.clone())
+            .default_backoff()
+            // Pruned as a listing prunes (the engine's `Prune`), so both hold the same fields.
+            .map_ok(|event| event.modify(|o| o.prune()));
+        let mut events = std::pin::pin!(events);
+        let mut listed = false;
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(event) => {
+                    writer.apply_watcher_event(&event);
+                    match &event {
+                        watcher::Event::Init => records.set(kind, WatchState::Listing(Instant::now())),
+                        watcher::Event::InitDone => {
+                            listed = true;
+                            records.set(kind, WatchState::Watching);
+                        }
+                        watcher::Event::Apply(o)
+                        | watcher::Event::Delete(o)
+                        | watcher::Event::InitApply(o) => records.applied(o),
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(kind = kind.kind(), error = %e, "explainer watch failed; retrying");
+                    records.set(kind, WatchState::Failing(Instant::now(), e.to_string()));
+                    // A list that fails is retried by the watcher (with backoff); a watch that
+                    // fails after its list starts over from a list (see the module documentation).
+                    if listed {
+                        break;
+                    }
+                }
             }
         }
+        tokio::time::sleep(RELIST_PAUSE).await;
     }
 }
 
@@ -338,8 +387,14 @@ impl LiveSnapshot {
         }
     }
 
-    /// True once every kind has listed once.
+    /// True while the snapshot follows the cluster: every required kind listed and watching now
+    /// (`/readyz`).
     pub fn is_ready(&self) -> bool {
+        self.records.synced()
+    }
+
+    /// True once every kind has listed once: there is a snapshot to answer from, however old.
+    pub fn has_listed(&self) -> bool {
         self.records.listed()
     }
 
@@ -464,5 +519,73 @@ mod tests {
         );
         records.set(ObjectKind::Pod, WatchState::Watching);
         assert!(records.freshness().in_sync);
+    }
+
+    /// Readiness is "following the cluster now": a required kind re-listing or failing makes the
+    /// component unready, an optional one does not; the age of what may be missing counts from the
+    /// failure, not from the re-list that follows it.
+    #[test]
+    fn ready_only_while_the_required_kinds_are_watched() {
+        let optional = *ObjectKind::ALL
+            .iter()
+            .find(|k| k.listing() == Listing::Optional)
+            .expect("an optional kind");
+        let failed_at = Instant::now() - Duration::from_secs(30);
+        /// The state set on top of "everything watching", whether ready after it, and the least
+        /// staleness the answers report.
+        type Case = (&'static str, ObjectKind, Vec<WatchState>, bool, Duration);
+        let cases: Vec<Case> = vec![
+            ("all watching", ObjectKind::Node, vec![], true, Duration::ZERO),
+            (
+                "pods re-listing",
+                ObjectKind::Pod,
+                vec![WatchState::Listing(Instant::now())],
+                false,
+                Duration::ZERO,
+            ),
+            (
+                "nodes failing, then re-listing: stale since the failure",
+                ObjectKind::Node,
+                vec![
+                    WatchState::Failing(failed_at, "connection refused".into()),
+                    WatchState::Listing(Instant::now()),
+                ],
+                false,
+                Duration::from_secs(30),
+            ),
+            (
+                "pods failing, then watching again",
+                ObjectKind::Pod,
+                vec![
+                    WatchState::Failing(failed_at, "connection refused".into()),
+                    WatchState::Listing(Instant::now()),
+                    WatchState::Watching,
+                ],
+                true,
+                Duration::ZERO,
+            ),
+            (
+                "an optional kind failing",
+                optional,
+                vec![WatchState::Failing(failed_at, "forbidden".into())],
+                true,
+                Duration::from_secs(30),
+            ),
+        ];
+        for (name, kind, states, ready, stale_at_least) in cases {
+            let records = Records::new();
+            for &k in ObjectKind::ALL {
+                records.set(k, WatchState::Watching);
+            }
+            for state in states {
+                records.set(kind, state);
+            }
+            assert_eq!(records.synced(), ready, "{name}");
+            let fresh = records.freshness();
+            assert!(fresh.stale_for >= stale_at_least, "{name}: {:?}", fresh.stale_for);
+            assert_eq!(fresh.in_sync, fresh.stale_for.is_zero(), "{name}");
+        }
+        // Before the first list nothing is ready.
+        assert!(!Records::new().synced());
     }
 }

@@ -2,7 +2,7 @@
 //! Deployment of its own. It keeps a snapshot of every kind the engine reads current from watches
 //! ([`live`]) and serves `kubectl sched explain` as an aggregated API, `sched.kubectl-sched.io/v1alpha1`
 //! ([`api`]), to the users the API server authenticated and a SubjectAccessReview allows
-//! ([`identity`]), on a TLS port that only the API server's front proxy can talk to ([`serve`]).
+//! ([`identity`]), naming no pod of a namespace the user cannot read ([`redact`]), on a TLS port that only the API server's front proxy can talk to ([`serve`]).
 //!
 //! Why a Deployment of its own rather than a part of the webhook's: an explanation evaluates every
 //! node (and copies the snapshot), hundreds of milliseconds at thousands of nodes, while an admission
@@ -16,4 +16,5 @@ pub mod api;
 pub mod identity;
 pub mod live;
 pub mod pending;
+pub mod redact;
 pub mod serve;

@@ -92,8 +92,9 @@ pub async fn serve_api(
     }
 }
 
-/// The admin port's router: `/healthz` (the process answers), `/readyz` (every kind listed once).
-/// `start` merges the pending-reason metrics' `/metrics` in ([`super::pending::router`]).
+/// The admin port's router: `/healthz` (the process answers), `/readyz` (the snapshot follows the
+/// cluster: nodes and pods listed and watched now). `start` merges the pending-reason metrics'
+/// `/metrics` in ([`super::pending::router`]).
 pub fn admin_router(state: Arc<ExplainerState>) -> Router {
     Router::new().route("/healthz", get(|| async { "ok" })).route(
         "/readyz",
@@ -105,7 +106,7 @@ pub fn admin_router(state: Arc<ExplainerState>) -> Router {
                 } else {
                     (
                         StatusCode::SERVICE_UNAVAILABLE,
-                        "the snapshot has not listed every kind yet",
+                        "the snapshot is not following the cluster: a required watch is (re-)listing or failing",
                     )
                 }
             }
