@@ -171,14 +171,18 @@ fn run_explainer(argv: &[String]) -> Result<Running> {
     Ok(Running { stop, thread })
 }
 
-async fn start_explainer(cp: &'static ControlPlane) -> Result<Explainer> {
-    let dir = cp.dir().join("explainer");
-    let names = vec![
-        "localhost".to_string(),
-        format!("{SERVICE_NAME}.{SERVICE_NAMESPACE}.svc"),
-    ];
-    let generated = certs::generate(&names, &["127.0.0.1".parse()?], 1)?;
-    let files = certs::write(&dir, &generated)?;
+/// An explainer's command line on free loopback ports, with a serving certificate for `names`
+/// written under `dir`.
+struct ExplainerCommand {
+    argv: Vec<String>,
+    port: u16,
+    admin_port: u16,
+    generated: certs::Generated,
+}
+
+fn explainer_command(cp: &ControlPlane, dir: &std::path::Path, names: &[String]) -> Result<ExplainerCommand> {
+    let generated = certs::generate(names, &["127.0.0.1".parse()?], 1)?;
+    let files = certs::write(dir, &generated)?;
     let (port, admin_port) = (free_port()?, free_port()?);
     let argv = vec![
         "sched-webhook".to_string(),
@@ -190,6 +194,26 @@ async fn start_explainer(cp: &'static ControlPlane) -> Result<Explainer> {
         format!("--work-dir={}", dir.display()),
         format!("--kubeconfig={}", cp.kubeconfig_path().display()),
     ];
+    Ok(ExplainerCommand {
+        argv,
+        port,
+        admin_port,
+        generated,
+    })
+}
+
+async fn start_explainer(cp: &'static ControlPlane) -> Result<Explainer> {
+    let dir = cp.dir().join("explainer");
+    let names = vec![
+        "localhost".to_string(),
+        format!("{SERVICE_NAME}.{SERVICE_NAMESPACE}.svc"),
+    ];
+    let ExplainerCommand {
+        argv,
+        port,
+        admin_port,
+        generated,
+    } = explainer_command(cp, &dir, &names)?;
     let running = run_explainer(&argv)?;
     register(&cp.client()?, port, &generated.ca_cert_pem).await?;
     Ok(Explainer {

@@ -202,44 +202,12 @@ fn percent_encode(text: &str) -> String {
         .collect()
 }
 
-/// Starts an explainer of its own (not registered as an APIService: only its admin port is read)
-/// and returns its admin port.
-async fn start_metrics_explainer(cp: &'static e2e::ControlPlane) -> Result<u16> {
-    use clap::Parser;
-    use sched_webhook::certs;
-    use sched_webhook::config::{Cli, Command};
-
+/// Starts an explainer of its own (not registered as an APIService: only its admin port is read):
+/// its admin port, and the handle that stops it when dropped.
+fn start_metrics_explainer(cp: &'static e2e::ControlPlane) -> Result<(u16, super::Running)> {
     let dir = cp.dir().join("pending-explainer");
-    let generated = certs::generate(&["localhost".to_string()], &["127.0.0.1".parse()?], 1)?;
-    let files = certs::write(&dir, &generated)?;
-    let (port, admin_port) = (free_port()?, free_port()?);
-    let argv = [
-        "sched-webhook".to_string(),
-        "explainer".to_string(),
-        format!("--listen=127.0.0.1:{port}"),
-        format!("--admin-listen=127.0.0.1:{admin_port}"),
-        format!("--tls-cert={}", files.cert.display()),
-        format!("--tls-key={}", files.key.display()),
-        format!("--work-dir={}", dir.display()),
-        format!("--kubeconfig={}", cp.kubeconfig_path().display()),
-    ];
-    let Command::Explainer(args) = Cli::try_parse_from(argv)?.command else {
-        bail!("not the explainer's command line");
-    };
-    // A runtime of its own on a thread of its own: a test's runtime ends with the test.
-    std::thread::Builder::new()
-        .name("sched-pending-explainer".into())
-        .spawn(move || {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .expect("explainer runtime");
-            if let Err(e) = runtime.block_on(sched_webhook::run::explainer(args)) {
-                eprintln!("the metrics explainer stopped: {e}");
-            }
-        })?;
-    Ok(admin_port)
+    let command = super::explainer_command(cp, &dir, &["localhost".to_string()])?;
+    Ok((command.admin_port, super::run_explainer(&command.argv)?))
 }
 
 /// Creates `count` pods of the Deployment `deployment` (owned by its ReplicaSet `NAME-HASH` and
@@ -292,7 +260,7 @@ fn unschedulable_series(result: &[Value]) -> Vec<(String, String, String, String
 #[tokio::test]
 async fn prometheus_scrapes_the_pending_reasons_of_three_causes() -> Result<()> {
     let lab = Lab::begin_on("pending-metrics", control_plane).await?;
-    let admin_port = start_metrics_explainer(lab.cp).await?;
+    let (admin_port, _explainer) = start_metrics_explainer(lab.cp)?;
     lab.create_nodes([
         lab.node("plain", "4", "8Gi"),
         // Two tainted nodes: the taint is the only blocker on more nodes than the node selector (on
