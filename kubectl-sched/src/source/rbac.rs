@@ -70,9 +70,10 @@ pub const ROLES: [Role; 2] = [
             ("policy", &["poddisruptionbudgets"], &["get", "list", "watch"]),
             (
                 "scheduling.k8s.io",
-                &["priorityclasses", "workloads", "podgroups"],
+                &["priorityclasses", "workloads", "podgroups", "compositepodgroups"],
                 &["get", "list", "watch"],
             ),
+            ("karpenter.sh", &["nodepools"], &["get", "list", "watch"]),
             (
                 "resource.k8s.io",
                 &[
