@@ -429,13 +429,7 @@ impl Requirements {
         let spec = pod.spec.as_ref();
         let mut requirements =
             Self::from_labels(spec.and_then(|s| s.node_selector.as_ref()).into_iter().flatten());
-        let terms = spec
-            .and_then(|s| s.affinity.as_ref())
-            .and_then(|a| a.node_affinity.as_ref())
-            .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
-            .map(|r| r.node_selector_terms.as_slice())
-            .unwrap_or_default();
-        if let Some(chosen) = terms.get(term) {
+        if let Some(chosen) = required_terms(pod).get(term) {
             let expressions = chosen.match_expressions.as_deref().unwrap_or_default();
             requirements.add_all(&Self::from_node_selector(expressions)?);
         }
@@ -444,12 +438,7 @@ impl Requirements {
 
     /// How many required node selector terms Karpenter would try for `pod` (at least one).
     pub fn pod_terms(pod: &Pod) -> usize {
-        pod.spec
-            .as_ref()
-            .and_then(|s| s.affinity.as_ref())
-            .and_then(|a| a.node_affinity.as_ref())
-            .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
-            .map_or(1, |r| r.node_selector_terms.len().max(1))
+        required_terms(pod).len().max(1)
     }
 
     /// `Compatible(incoming, AllowUndefinedWellKnownLabels)`: every key `incoming` needs a value of
@@ -520,6 +509,18 @@ impl fmt::Display for Requirements {
         shown.sort();
         f.write_str(&shown.join(", "))
     }
+}
+
+/// The pod's required node affinity terms (`requiredDuringSchedulingIgnoredDuringExecution`), none
+/// when it has no required node affinity.
+fn required_terms(pod: &Pod) -> &[k8s_openapi::api::core::v1::NodeSelectorTerm] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.affinity.as_ref())
+        .and_then(|a| a.node_affinity.as_ref())
+        .and_then(|n| n.required_during_scheduling_ignored_during_execution.as_ref())
+        .map(|r| r.node_selector_terms.as_slice())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
